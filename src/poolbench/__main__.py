@@ -1,0 +1,3 @@
+from poolbench.cli.main import main
+
+main()

@@ -1,0 +1,66 @@
+"""The `poolbench` command: parse options, run, turn errors into exit codes.
+
+Exit codes: 0 success, 1 a known failure (PoolbenchError, one clear paragraph), 2 bad usage
+(click), 3 a bug (traceback kept in the log), 130 interrupted by Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+
+import click
+
+from poolbench import __version__
+from poolbench.errors import EXIT_BUG, EXIT_FAILURE, EXIT_INTERRUPTED, PoolbenchError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="poolbench")
+@click.option("-v", "--verbose", count=True, help="Log every command run (-vv: and its output).")
+def cli(verbose: int) -> None:
+    """Which layout of my disks is best, and by how much?
+
+    poolbench builds pool layouts, measures them honestly with fio (working set vs RAM, cold
+    caches, incompressible data, device-verified bytes, repeated until the confidence interval
+    is tight) and compares them with statistics.
+    """
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _register() -> None:
+    # Each command lives in its own module; this list is the registry (no magic discovery).
+    from poolbench.cli import bench_cmd, workloads_cmd
+
+    for command in (bench_cmd.bench, workloads_cmd.workloads):
+        cli.add_command(command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    _register()
+    try:
+        cli.main(args=argv, prog_name="poolbench", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Interrupted.", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except PoolbenchError as exc:
+        click.echo(f"error: {exc.paragraph()}", err=True)
+        sys.exit(EXIT_FAILURE)
+    except SystemExit:
+        raise
+    except Exception:  # a bug: say so, and keep the traceback
+        click.echo(traceback.format_exc(), err=True)
+        click.echo(
+            "poolbench hit an internal error (a bug). Please report it with the traceback above.",
+            err=True,
+        )
+        sys.exit(EXIT_BUG)
+    sys.exit(0)

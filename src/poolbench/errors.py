@@ -1,0 +1,32 @@
+"""Errors the user can act on.
+
+Every error poolbench raises on purpose is a `PoolbenchError`: one paragraph that names the
+problem and the fix. The CLI prints it and exits 1 (pre-commit's convention: 1 for a known
+failure, 3 for a bug, 130 for Ctrl-C).
+"""
+
+from __future__ import annotations
+
+EXIT_FAILURE = 1
+EXIT_BUG = 3
+EXIT_INTERRUPTED = 130
+
+
+class PoolbenchError(Exception):
+    """A known failure: `problem` says what went wrong, `fix` what the user can do."""
+
+    def __init__(self, problem: str, fix: str = "") -> None:
+        self.problem = problem
+        self.fix = fix
+        super().__init__(self.paragraph())
+
+    def paragraph(self) -> str:
+        return f"{self.problem} {self.fix}".strip()
+
+
+class UsageError(PoolbenchError):
+    """Bad input: a flag, a path, a study file."""
+
+
+class ToolMissingError(PoolbenchError):
+    """An external program poolbench needs is not installed."""

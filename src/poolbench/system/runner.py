@@ -1,0 +1,252 @@
+"""One process runner for every external command.
+
+Every program poolbench starts (fio, zpool, mkfs, losetup, ...) goes through a `Runner`:
+argument lists only (never a shell string), each call logged with its duration and exit code,
+a dry-run mode that records what would run, and a recording runner for tests. The call log is
+what the store saves as "every command run" for reproducibility.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from poolbench.errors import PoolbenchError, ToolMissingError
+
+log = logging.getLogger("poolbench.runner")
+
+STDERR_TAIL_LINES = 15
+
+# Debian package that provides each program, for the install hint.
+PACKAGE_OF = {
+    "fio": "fio",
+    "zpool": "zfs-fuse (or zfsutils-linux for OpenZFS)",
+    "zfs": "zfs-fuse (or zfsutils-linux for OpenZFS)",
+    "zfs-fuse": "zfs-fuse",
+    "mkfs.btrfs": "btrfs-progs",
+    "btrfs": "btrfs-progs",
+    "mkfs.xfs": "xfsprogs",
+    "mkfs.ext4": "e2fsprogs",
+    "mdadm": "mdadm",
+    "losetup": "mount",
+    "fincore": "util-linux",
+    "lsblk": "util-linux",
+    "blkid": "util-linux",
+    "wipefs": "util-linux",
+    "bonnie++": "bonnie++",
+}
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    duration_s: float
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One line of the call log: what ran, when, how long, how it ended."""
+
+    argv: tuple[str, ...]
+    started_at: float
+    duration_s: float
+    returncode: int | None
+    dry_run: bool = False
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "argv": list(self.argv),
+            "started_at": self.started_at,
+            "duration_s": round(self.duration_s, 6),
+            "returncode": self.returncode,
+            "dry_run": self.dry_run,
+        }
+
+
+class CommandError(PoolbenchError):
+    """A command exited non-zero. Shows argv, exit code and the tail of stderr."""
+
+    def __init__(self, result: CommandResult, fix: str = "") -> None:
+        self.result = result
+        tail = "\n".join(result.stderr.strip().splitlines()[-STDERR_TAIL_LINES:])
+        problem = (
+            f"Command failed with exit code {result.returncode}: {format_argv(result.argv)}"
+            + (f"\n  stderr (last lines):\n    " + tail.replace("\n", "\n    ") if tail else "")
+        )
+        super().__init__(problem, fix)
+
+
+def format_argv(argv: Sequence[str]) -> str:
+    """A copy-pasteable rendering of argv, for messages and dry-run output only."""
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+class Runner(Protocol):
+    """What every runner offers. `check=True` raises CommandError on a non-zero exit."""
+
+    dry_run: bool
+    calls: list[CallRecord]
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        check: bool = True,
+        input_text: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        mutates: bool = True,
+    ) -> CommandResult: ...
+
+    def which(self, program: str) -> str | None: ...
+
+
+def _validate_argv(argv: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(argv, str):  # a shell string would be one program name with spaces
+        raise TypeError("Runner takes an argument list, never a shell string")
+    args = tuple(argv)
+    if not args or not all(isinstance(a, str) for a in args):
+        raise TypeError(f"argv must be a non-empty list of str, got {argv!r}")
+    return args
+
+
+@dataclass
+class LocalRunner:
+    """Runs commands on this machine.
+
+    With `dry_run=True`, commands marked `mutates=True` (the default) are not run: they are
+    recorded and printed through `echo`, and answer with exit code 0 and empty output.
+    Read-only probes (`mutates=False`) still run, so a dry run can plan against reality.
+    """
+
+    dry_run: bool = False
+    echo: Callable[[str], None] | None = None
+    calls: list[CallRecord] = field(default_factory=list)
+
+    def which(self, program: str) -> str | None:
+        return shutil.which(program)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        check: bool = True,
+        input_text: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        mutates: bool = True,
+    ) -> CommandResult:
+        args = _validate_argv(argv)
+        started = time.time()
+        if self.dry_run and mutates:
+            self.calls.append(CallRecord(args, started, 0.0, 0, dry_run=True))
+            if self.echo:
+                self.echo(format_argv(args))
+            return CommandResult(args, 0, "", "", 0.0, dry_run=True)
+        if shutil.which(args[0]) is None and not os.path.exists(args[0]):
+            pkg = PACKAGE_OF.get(os.path.basename(args[0]))
+            hint = f"Install it (Debian package: {pkg})." if pkg else "Install it or fix PATH."
+            raise ToolMissingError(f"'{args[0]}' is not installed or not on PATH.", hint)
+        full_env = None
+        if env is not None:
+            full_env = dict(os.environ)
+            full_env.update(env)
+        t0 = time.monotonic()
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=full_env,
+        )
+        try:
+            out, err = proc.communicate(input_text, timeout=timeout)
+        except BaseException:
+            # Ctrl-C or a timeout: never leave the child running (fio keeps writing otherwise).
+            _terminate(proc)
+            duration = time.monotonic() - t0
+            self.calls.append(CallRecord(args, started, duration, None))
+            log.info("interrupted after %.3fs: %s", duration, format_argv(args))
+            raise
+        duration = time.monotonic() - t0
+        self.calls.append(CallRecord(args, started, duration, proc.returncode))
+        log.debug("rc=%d %.3fs: %s", proc.returncode, duration, format_argv(args))
+        result = CommandResult(args, proc.returncode, out, err, duration)
+        if check and proc.returncode != 0:
+            raise CommandError(result)
+        return result
+
+
+def _terminate(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@dataclass
+class RecordingRunner:
+    """A runner for tests: records every call and answers from scripted responses.
+
+    `responses` maps a program name (argv[0]) or a full argv tuple to a result, or to a
+    callable that builds one from argv. Unscripted calls answer exit 0 with empty output.
+    """
+
+    responses: dict[object, object] = field(default_factory=dict)
+    dry_run: bool = False
+    calls: list[CallRecord] = field(default_factory=list)
+    installed: set[str] | None = None
+
+    def which(self, program: str) -> str | None:
+        if self.installed is None or program in self.installed:
+            return f"/usr/bin/{program}"
+        return None
+
+    @property
+    def argvs(self) -> list[tuple[str, ...]]:
+        return [c.argv for c in self.calls]
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        check: bool = True,
+        input_text: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        mutates: bool = True,
+    ) -> CommandResult:
+        args = _validate_argv(argv)
+        self.calls.append(CallRecord(args, time.time(), 0.0, 0, dry_run=self.dry_run))
+        spec = self.responses.get(args, self.responses.get(args[0]))
+        if callable(spec):
+            spec = spec(args)
+        if spec is None:
+            result = CommandResult(args, 0, "", "", 0.0)
+        elif isinstance(spec, CommandResult):
+            result = spec
+        elif isinstance(spec, str):
+            result = CommandResult(args, 0, spec, "", 0.0)
+        else:
+            raise TypeError(f"bad scripted response for {args}: {spec!r}")
+        if check and result.returncode != 0:
+            raise CommandError(result)
+        return result
