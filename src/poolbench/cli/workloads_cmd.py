@@ -1,0 +1,51 @@
+"""`poolbench workloads`: the workload library with one-line definitions."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from poolbench.workloads.library import DEFAULT_BENCH, catalogue, parse_record_size
+
+
+@click.command()
+@click.option("--record", default="128k", show_default=True, help="Record size for the iozone set.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable list.")
+def workloads(record: str, as_json: bool) -> None:
+    """List every workload poolbench can run, with its definition.
+
+    Parametrised families take their parameter from the name: rand-read-64k,
+    iozone-bread-512k, streams-write-6, meta-create-rand.
+
+    Example: poolbench workloads --record 1m
+    """
+    items = catalogue(parse_record_size(record))
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "name": w.name,
+                        "family": w.family,
+                        "unit": w.unit,
+                        "summary": w.summary,
+                        "cold": w.cold,
+                        "cached_by_design": w.cached_by_design,
+                        "fio": w.fio,
+                    }
+                    for w in items
+                ],
+                indent=2,
+            )
+        )
+        return
+    table = Table(title="poolbench workloads (default for bench: " + ", ".join(DEFAULT_BENCH) + ")")
+    table.add_column("name", no_wrap=True)
+    table.add_column("unit")
+    table.add_column("definition")
+    for w in items:
+        table.add_row(w.name, w.unit, w.summary)
+    Console().print(table)

@@ -1,0 +1,226 @@
+"""Verify at the device: which block devices hold a path, and what they really transferred.
+
+For each measurement poolbench reads the byte counters of every device that holds the target
+(`/sys/class/block/NAME/stat`, sectors of 512 bytes) before and after, and compares device
+bytes with the bytes fio moved. A read the devices did not serve came from RAM (or from an
+unwritten, sparse range); a write the devices did not absorb by the end of the window was not
+durable (or was compressed away). Where no block device holds the target (tmpfs, FUSE without
+a known pool), the figure is marked unverified.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from poolbench.system.runner import CommandError, Runner
+
+SYS_BLOCK = Path("/sys/class/block")
+SECTOR = 512
+# Device bytes may fall short of application bytes by this much before a figure is flagged
+# (metadata and readahead move the other way; a cache hit or lost fsync moves far more).
+SHORTFALL_TOLERANCE = 0.10
+
+NO_DEVICE_FS = {"tmpfs", "ramfs", "proc", "sysfs", "devtmpfs", "overlay", "nfs", "nfs4", "cifs"}
+
+
+@dataclass(frozen=True)
+class MountInfo:
+    mountpoint: str
+    fstype: str
+    source: str
+    major_minor: str
+
+
+@dataclass
+class Target:
+    """Where a path lives and which block devices carry its I/O."""
+
+    path: str
+    mount: MountInfo
+    devices: list[str] = field(default_factory=list)  # kernel names, e.g. loop3, sda1
+    how: str = ""  # how the devices were found
+    unverified_reason: str = ""
+
+    @property
+    def verifiable(self) -> bool:
+        return bool(self.devices)
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _unescape(field_text: str) -> str:
+    return field_text.encode().decode("unicode_escape") if "\\" in field_text else field_text
+
+
+def mounts(mountinfo: Path = Path("/proc/self/mountinfo")) -> list[MountInfo]:
+    result = []
+    for line in mountinfo.read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        lf, rf = left.split(), right.split()
+        if len(lf) < 5 or len(rf) < 2:
+            continue
+        result.append(MountInfo(_unescape(lf[4]), rf[0], _unescape(rf[1]), lf[2]))
+    return result
+
+
+def mount_of(path: Path, table: Sequence[MountInfo] | None = None) -> MountInfo:
+    real = os.path.realpath(path)
+    best: MountInfo | None = None
+    for m in table if table is not None else mounts():
+        mp = m.mountpoint
+        if (real == mp or real.startswith(mp.rstrip("/") + "/")) and (
+            best is None or len(mp) >= len(best.mountpoint)
+        ):
+            best = m  # later entries in mountinfo shadow earlier ones at the same point
+    if best is None:
+        raise RuntimeError(f"no mount found for {real}")
+    return best
+
+
+def block_name_of(dev_path: str) -> str | None:
+    """/dev/mapper/x or /dev/loop0 → kernel name (dm-0, loop0), if it is a block device."""
+    real = os.path.realpath(dev_path)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None
+    import stat
+
+    if not stat.S_ISBLK(st.st_mode):
+        return None
+    link = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
+    try:
+        return link.resolve().name
+    except OSError:
+        return None
+
+
+def _btrfs_devices(mount: MountInfo) -> list[str]:
+    """All member devices of the btrfs filesystem whose source device is `mount.source`."""
+    src = block_name_of(mount.source)
+    root = Path("/sys/fs/btrfs")
+    if not src or not root.is_dir():
+        return [src] if src else []
+    for fs in root.iterdir():
+        devs = fs / "devices"
+        if devs.is_dir():
+            names = sorted(p.name for p in devs.iterdir())
+            if src in names:
+                return names
+    return [src]
+
+
+def _zfs_devices(runner: Runner, pool: str) -> tuple[list[str], str]:
+    """Leaf vdevs of a ZFS pool that are block devices, from `zpool status`."""
+    try:
+        out = runner.run(["zpool", "status", pool], mutates=False).stdout
+    except (CommandError, OSError) as exc:
+        return [], f"could not read the pool's vdevs ({exc})"
+    devs: list[str] = []
+    files: list[str] = []
+    for line in out.splitlines():
+        word = line.strip().split(" ")[0] if line.strip() else ""
+        if word.startswith("/"):
+            name = block_name_of(word)
+            (devs.append(name) if name else files.append(word))
+        elif word and Path("/dev", word).exists() and block_name_of(f"/dev/{word}"):
+            devs.append(block_name_of(f"/dev/{word}") or word)
+    if files and not devs:
+        return [], "the pool's vdevs are plain files, not block devices"
+    return devs, ""
+
+
+def resolve(path: Path, runner: Runner) -> Target:
+    m = mount_of(path)
+    t = Target(str(path), m)
+    # OpenZFS mounts as "zfs"; zfs-fuse as a FUSE mount whose source is the dataset name.
+    if m.fstype in ("zfs", "fuse.zfs") or (m.fstype == "fuse" and not m.source.startswith("/")):
+        pool = m.source.split("/")[0]
+        t.devices, reason = _zfs_devices(runner, pool)
+        t.how = f"members of ZFS pool {pool}"
+        t.unverified_reason = reason
+    elif m.fstype == "btrfs":
+        t.devices = _btrfs_devices(m)
+        t.how = "btrfs member devices (/sys/fs/btrfs)"
+    elif m.fstype in NO_DEVICE_FS or m.fstype.startswith("fuse"):
+        t.unverified_reason = f"{m.fstype} has no block device to count bytes on"
+    else:
+        name = block_name_of(m.source)
+        if name:
+            t.devices = [name]
+            t.how = f"the filesystem's source device {m.source}"
+        else:
+            t.unverified_reason = f"source '{m.source}' of the {m.fstype} mount is not a block device"
+    if not t.devices and not t.unverified_reason:
+        t.unverified_reason = "no block device found"
+    return t
+
+
+@dataclass(frozen=True)
+class Counters:
+    read_bytes: int
+    write_bytes: int
+
+
+def read_counters(devices: Sequence[str], sys_block: Path = SYS_BLOCK) -> dict[str, Counters]:
+    result = {}
+    for name in devices:
+        fields = (sys_block / name / "stat").read_text().split()
+        # Documentation/block/stat.rst: field 3 = sectors read, field 7 = sectors written.
+        result[name] = Counters(int(fields[2]) * SECTOR, int(fields[6]) * SECTOR)
+    return result
+
+
+def delta(before: dict[str, Counters], after: dict[str, Counters]) -> Counters:
+    r = sum(after[n].read_bytes - before[n].read_bytes for n in before)
+    w = sum(after[n].write_bytes - before[n].write_bytes for n in before)
+    return Counters(r, w)
+
+
+@dataclass(frozen=True)
+class DeviceCheck:
+    device_bytes: int
+    app_bytes: int
+    device_mib_s: float
+    ratio: float  # device bytes / application bytes
+    warning: str  # empty when the devices account for the application's bytes
+
+
+def check(
+    direction: str,
+    app_bytes: int,
+    io: Counters,
+    seconds: float,
+    *,
+    cached_by_design: bool = False,
+    compressibility: int = 0,
+) -> DeviceCheck:
+    dev = io.read_bytes if direction == "read" else io.write_bytes
+    ratio = dev / app_bytes if app_bytes else 0.0
+    mib_s = dev / seconds / (1024 * 1024) if seconds > 0 else 0.0
+    warning = ""
+    if cached_by_design or direction == "meta" or ratio >= 1 - SHORTFALL_TOLERANCE:
+        return DeviceCheck(dev, app_bytes, mib_s, ratio, warning)
+    pct = f"{ratio:.0%}"
+    if direction == "read":
+        warning = (
+            f"the devices served only {pct} of the bytes read: the rest came from a cache "
+            "(page cache, ARC) or from never-written ranges, so this figure measures RAM, not "
+            "the disks. Use a working set ≥ 2× RAM (drop --size) and check the cache drop."
+        )
+    else:
+        cause = (
+            f"the declared {compressibility}% compressibility let the filesystem shrink it"
+            if compressibility
+            else "the data was still in a cache when the window closed (fsync not honoured?), "
+            "or the filesystem compressed or deduplicated it"
+        )
+        warning = (
+            f"the devices absorbed only {pct} of the bytes written: {cause}; the figure is "
+            "faster than the disks."
+        )
+    return DeviceCheck(dev, app_bytes, mib_s, ratio, warning)

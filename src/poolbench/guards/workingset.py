@@ -1,0 +1,94 @@
+"""Working set against RAM, and free space, decided before any I/O."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from poolbench.errors import UsageError
+
+MiB = 1024 * 1024
+COLD_FACTOR = 2  # working set ≥ 2× RAM by default (DESIGN.md §3 rule 1)
+# Room kept free beyond the data files: metadata, the job files, and a filesystem that
+# behaves differently when nearly full (which would measure fullness, not the layout).
+FREE_MARGIN = 0.10
+
+
+def ram_bytes(meminfo: Path = Path("/proc/meminfo")) -> int:
+    for line in meminfo.read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("MemTotal missing from /proc/meminfo")
+
+
+def arc_max_bytes(arcstats: Path = Path("/proc/spl/kstat/zfs/arcstats")) -> int | None:
+    """OpenZFS ARC's ceiling (c_max), if OpenZFS is loaded."""
+    try:
+        for line in arcstats.read_text().splitlines():
+            parts = line.split()
+            if parts and parts[0] == "c_max":
+                return int(parts[2])
+    except OSError:
+        return None
+    return None
+
+
+@dataclass(frozen=True)
+class WorkingSet:
+    size_bytes: int
+    ram_bytes: int
+    arc_max_bytes: int | None
+    free_bytes: int
+    default_rule: bool  # chosen by the ≥ 2× RAM rule, not by --size
+    ratio_to_ram: float
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    @property
+    def below_cold_rule(self) -> bool:
+        return self.ratio_to_ram < COLD_FACTOR
+
+
+def parse_size(text: str) -> int:
+    """'512M' → bytes. K/M/G/T are binary (KiB…TiB), as in fio and dd."""
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    mult = 1
+    if t and t[-1] in "KMGT":
+        mult = 1024 ** ("KMGT".index(t[-1]) + 1)
+        t = t[:-1]
+    try:
+        value = float(t)
+    except ValueError:
+        raise UsageError(
+            f"'{text}' is not a size.", "Write a size like 512M, 4G or 1T (binary units)."
+        ) from None
+    n = int(value * mult)
+    if n < MiB:
+        raise UsageError(f"Size '{text}' is below 1 MiB.", "Use at least 1M.")
+    return n - n % MiB
+
+
+def choose(
+    target: Path, requested: int | None, extra_files_bytes: int = 0, ram: int | None = None
+) -> WorkingSet:
+    """Pick the working set and refuse up front if the target cannot hold it."""
+    ram = ram if ram is not None else ram_bytes()
+    arc = arc_max_bytes()
+    cache = max(ram, arc or 0)
+    size = requested if requested is not None else COLD_FACTOR * cache
+    size -= size % MiB
+    st = os.statvfs(target)
+    free = st.f_bavail * st.f_frsize
+    needed = int((size + extra_files_bytes) * (1 + FREE_MARGIN))
+    if needed > free:
+        how = "the default of 2× RAM" if requested is None else "--size"
+        raise UsageError(
+            f"Not enough free space on {target}: the working set ({size / MiB:.0f} MiB, from "
+            f"{how}) plus {FREE_MARGIN:.0%} headroom needs {needed / MiB:.0f} MiB, but only "
+            f"{free / MiB:.0f} MiB is free.",
+            "Free space there, or pass a smaller --size (reads stay cold because poolbench "
+            "drops and verifies the caches, but a working set below 2× RAM is noted).",
+        )
+    return WorkingSet(size, ram, arc, free, requested is None, size / cache)

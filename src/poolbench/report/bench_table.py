@@ -1,0 +1,75 @@
+"""The result of one `poolbench bench`: a rich table for people, JSON for scripts."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from poolbench.measure import WorkloadResult
+
+
+def _fmt(v: float) -> str:
+    if math.isnan(v):
+        return "–"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
+
+
+def as_json(results: list[WorkloadResult]) -> list[dict[str, Any]]:
+    out = []
+    for r in results:
+        s = r.summary
+        dev = sum(r.device_mib_s) / len(r.device_mib_s) if r.device_mib_s else None
+        out.append(
+            {
+                "workload": r.workload.name,
+                "mean": s.mean,
+                "unit": r.workload.unit,
+                "ci_low": None if math.isnan(s.ci_low) else s.ci_low,
+                "ci_high": None if math.isnan(s.ci_high) else s.ci_high,
+                "confidence": s.confidence,
+                "stdev": None if math.isnan(s.stdev) else s.stdev,
+                "replicates": s.n,
+                "values": r.values,
+                "outliers": list(s.outliers),
+                "device_mean": dev,
+                "device_unit": "MiB/s",
+                "cached_by_design": r.workload.cached_by_design,
+                "warnings": list(r.warnings),
+            }
+        )
+    return out
+
+
+def render(console: Console, results: list[WorkloadResult], header: str) -> None:
+    table = Table(title=header, title_justify="left", show_lines=False)
+    table.add_column("workload", no_wrap=True)
+    table.add_column("mean", justify="right", no_wrap=True)
+    table.add_column("unit", no_wrap=True)
+    table.add_column("95% CI", justify="right", no_wrap=True)
+    table.add_column("runs", justify="right")
+    table.add_column("device MiB/s", justify="right", no_wrap=True)
+    table.add_column("notes")
+    footnotes: list[str] = []
+    for r in results:
+        s = r.summary
+        ci = (
+            "–"
+            if math.isinf(s.rel_halfwidth)
+            else f"±{s.rel_halfwidth:.1%}"
+        )
+        dev = _fmt(sum(r.device_mib_s) / len(r.device_mib_s)) if r.device_mib_s else "unverified"
+        notes = []
+        if r.workload.cached_by_design:
+            notes.append("[cyan]cached by design[/]")
+        for w in r.warnings:
+            footnotes.append(w)
+            notes.append(f"[yellow]⚠ {len(footnotes)}[/]")
+        table.add_row(
+            r.workload.name, _fmt(s.mean), r.workload.unit, ci, str(s.n), dev, " ".join(notes)
+        )
+    console.print(table)
+    for i, text in enumerate(footnotes, 1):
+        console.print(f"[yellow]⚠ {i}[/] {text}", highlight=False)

@@ -1,0 +1,1 @@
+"""Statistics (pure): summaries, confidence intervals, outliers, comparisons."""

@@ -1,0 +1,1 @@
+"""The result store: SQLite, migrations, one transaction per finished measurement."""

@@ -1,0 +1,1 @@
+"""The workload library (fio job definitions), job rendering, parsing and running."""

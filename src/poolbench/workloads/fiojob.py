@@ -1,0 +1,149 @@
+"""Render a workload as a fio job file (pure).
+
+Everything that makes a measurement honest is put here, in one place, for every workload:
+the data pattern (never zeros: fresh random buffers, or a declared compressibility), durable
+writes (end_fsync inside the timed window), no preallocation tricks, and JSON output. The job
+file is complete on its own, so the same text can be stored, replayed by hand, or sent to a
+remote `fio --server` (which ignores options given on the client's command line).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from poolbench.workloads.library import Workload
+
+
+@dataclass(frozen=True)
+class JobParams:
+    directory: str
+    size_bytes: int  # the working set, shared between streams
+    compressibility: int = 0  # percent; 0 = incompressible
+    runtime_s: int = 30  # for time-based workloads
+    iodepth: int = 1
+    numjobs: int = 1  # for random workloads
+    metadata_files: int = 20000
+    file_prefix: str = "data"
+
+
+def data_pattern(compressibility: int) -> dict[str, str]:
+    """fio options for the data written. Never zeros.
+
+    0%: every buffer refilled with fresh random data (refill_buffers), so nothing compresses
+    or deduplicates. P%: fio's buffer_compress_percentage makes each buffer compress by about
+    P%, refilled per I/O so blocks do not dedupe.
+    """
+    if not 0 <= compressibility <= 99:
+        raise ValueError("compressibility must be 0..99 percent")
+    opts = {"refill_buffers": "1", "zero_buffers": "0"}
+    if compressibility:
+        opts["buffer_compress_percentage"] = str(compressibility)
+        opts["buffer_compress_chunk"] = "4096"
+    return opts
+
+
+def file_names(params: JobParams, streams: int) -> list[str]:
+    if streams == 1:
+        return [f"{params.file_prefix}.0"]
+    return [f"{params.file_prefix}.s{streams}.{i}" for i in range(streams)]
+
+
+def file_bytes(workload: Workload, params: JobParams) -> int:
+    """Size of each data file the workload uses."""
+    per_stream = params.size_bytes // max(1, workload.streams)
+    if workload.tail_record:
+        per_stream += int(workload.fio["bs"])
+    return per_stream
+
+
+def _render(sections: list[tuple[str, dict[str, str]]]) -> str:
+    lines: list[str] = []
+    for name, opts in sections:
+        lines.append(f"[{name}]")
+        lines.extend(f"{k}={v}" for k, v in opts.items())
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render(workload: Workload, params: JobParams) -> str:
+    """The complete job file for one measurement of `workload`."""
+    g: dict[str, str] = {
+        "directory": params.directory,
+        "group_reporting": "1",
+        # No posix_fallocate: a write must allocate as an application's write does.
+        "fallocate": "none",
+        # Never let fio lay out (write) a file it was asked to read: the caller prepares data.
+        "allow_file_create": "1" if workload.direction != "read" else "0",
+    }
+    if workload.is_metadata:
+        g.update(workload.fio)
+        g.update(
+            {
+                "nrfiles": str(params.metadata_files),
+                "filesize": "4k",
+                "bs": "4k",
+                "openfiles": "1",
+                "create_on_open": "1",
+                "filename_format": "meta.$filenum",
+                "allow_file_create": "1",
+            }
+        )
+        return _render([("global", g), (workload.name, {})])
+
+    g.update(workload.fio)
+    g.update(data_pattern(params.compressibility))
+    if workload.cached_by_design:
+        # fio drops a file's pages before each job by default (invalidate=1); a cached test
+        # must keep what the previous read left in the cache.
+        g["invalidate"] = "0"
+    if workload.direction == "write":
+        g["end_fsync"] = "1"  # durable: fio's runtime includes this fsync
+    bs = int(workload.fio["bs"])
+    if workload.time_based:
+        g.update({"time_based": "1", "runtime": str(params.runtime_s)})
+        if params.iodepth > 1:
+            # Queue depth only means something with async, direct I/O.
+            g.update({"ioengine": "libaio", "iodepth": str(params.iodepth), "direct": "1"})
+        if params.numjobs > 1:
+            g["numjobs"] = str(params.numjobs)
+    per_file = file_bytes(workload, params)
+    if workload.tail_record:
+        g["size"] = str(per_file)
+        g["io_size"] = str(per_file - bs)
+    elif workload.io_fraction < 1.0:
+        g["size"] = str(per_file)
+        n_records = per_file // bs
+        g["io_size"] = str(max(1, int(n_records * workload.io_fraction)) * bs)
+    else:
+        g["size"] = str(per_file)
+    names = file_names(params, workload.streams)
+    if workload.streams == 1:
+        return _render([("global", g), (workload.name, {"filename": names[0]})])
+    sections: list[tuple[str, dict[str, str]]] = [("global", g)]
+    for i, n in enumerate(names):
+        sections.append((f"{workload.name}.{i}", {"filename": n}))
+    return _render(sections)
+
+
+def render_prepare(workload: Workload, params: JobParams) -> str | None:
+    """A job that writes the data a reading (or in-place writing) workload needs, or None."""
+    if not workload.needs_data:
+        return None
+    size = file_bytes(workload, params)
+    g: dict[str, str] = {
+        "directory": params.directory,
+        "rw": "write",
+        # fio rounds a job's size down to a multiple of bs: pick a record that divides it.
+        "bs": str(math.gcd(1024 * 1024, size)),
+        "ioengine": "psync",
+        "fallocate": "none",
+        "end_fsync": "1",
+        "size": str(size),
+        "group_reporting": "1",
+    }
+    g.update(data_pattern(params.compressibility))
+    sections: list[tuple[str, dict[str, str]]] = [("global", g)]
+    for i, n in enumerate(file_names(params, workload.streams)):
+        sections.append((f"prepare.{i}", {"filename": n}))
+    return _render(sections)

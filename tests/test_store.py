@@ -1,0 +1,51 @@
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from poolbench.store.db import Measurement, Store, StoreError
+from poolbench.system.runner import CallRecord
+
+
+def _m(rep: int) -> Measurement:
+    return Measurement("cfg", "seq-write", rep, 100.0 + rep, "MiB/s", 1, 1, 1.0, 1, 100.0, [],
+                       {}, {"name": "seq-write"}, "[job]\n")
+
+
+def test_migrations_recorded_and_reopen_is_idempotent(tmp_path: Path) -> None:
+    s = Store(tmp_path / "r.db")
+    assert s.migrations()[0] == "0001_initial"
+    s.close()
+    s2 = Store(tmp_path / "r.db")
+    assert s2.migrations()[0] == "0001_initial"
+
+
+def test_newer_store_is_refused(tmp_path: Path) -> None:
+    Store(tmp_path / "r.db").close()
+    c = sqlite3.connect(tmp_path / "r.db")
+    c.execute("INSERT INTO schema_migrations VALUES ('9999_future', 0)")
+    c.commit()
+    c.close()
+    with pytest.raises(StoreError, match="newer poolbench"):
+        Store(tmp_path / "r.db")
+
+
+def test_each_measurement_is_committed_at_once(tmp_path: Path) -> None:
+    s = Store(tmp_path / "r.db")
+    run = s.start_run("bench", "/x", ["poolbench", "bench"], {"a": 1})
+    s.add_measurement(run, _m(0))
+    # Another connection (as after a crash) sees it without any further commit.
+    other = sqlite3.connect(tmp_path / "r.db")
+    assert other.execute("SELECT count(*) FROM measurements").fetchone()[0] == 1
+    s.add_commands(run, [CallRecord(("fio", "x"), 1.0, 0.5, 0)])
+    assert other.execute("SELECT argv FROM commands").fetchone()[0] == '["fio", "x"]'
+    with pytest.raises(sqlite3.IntegrityError):
+        s.add_measurement(run, _m(0))  # a replicate is never silently overwritten
+    s.finish_run(run, "finished")
+    assert s.run(run)["status"] == "finished"
+
+
+def test_unwritable_store_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("")
+    with pytest.raises(StoreError, match="--db"):
+        Store(tmp_path / "f" / "sub" / "r.db")
