@@ -19,9 +19,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -96,40 +94,9 @@ CASES: tuple[Case, ...] = (
 # defaults to ashift 12 ("Defaulting to 4K blocksize"), so every create passes it.
 
 
-def _zfs_fuse_running(runner: LocalRunner) -> bool:
-    r = runner.run(["zpool", "list", "-H"], check=False, mutates=False)
-    return r.returncode == 0
-
-
 @pytest.fixture(scope="module")
-def runner() -> Iterator[LocalRunner]:
-    run = LocalRunner()
-    pidfile = None
-    started_pid: int | None = None
-    if not _zfs_fuse_running(run):
-        pidfile = os.path.join(tempfile.mkdtemp(prefix="pb-planner-pid-", dir="/var/tmp"), "pid")
-        run.run(["zfs-fuse", "--pidfile", pidfile])
-        deadline = time.monotonic() + 30
-        while not _zfs_fuse_running(run):
-            if time.monotonic() > deadline:
-                pytest.fail("started zfs-fuse but `zpool list` still cannot reach it after 30 s")
-            time.sleep(0.2)
-        with open(pidfile) as fh:
-            started_pid = int(fh.read().strip())
-    try:
-        yield run
-    finally:
-        if started_pid is not None:
-            os.kill(started_pid, signal.SIGTERM)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                try:
-                    os.kill(started_pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.2)
-        if pidfile is not None:
-            shutil.rmtree(os.path.dirname(pidfile), ignore_errors=True)
+def runner(zfs_fuse: None) -> LocalRunner:
+    return LocalRunner()
 
 
 @pytest.fixture()
@@ -211,4 +178,3 @@ def test_zfsfuse_pool_matches_plan(case: Case, runner: LocalRunner, workdir: str
     assert pool_size == plan.size_bytes
     assert size_h.strip() == nicenum(plan.size_bytes)
     assert values["used"] + values["available"] == plan.usable_bytes
-

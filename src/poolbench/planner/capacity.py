@@ -23,6 +23,7 @@ The chain, from a device to `zfs list`:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from poolbench.errors import UsageError
@@ -227,21 +228,29 @@ def deflated(space: int, ratio: int) -> int:
     return (space >> SPA_MINBLOCKSHIFT) * ratio
 
 
-def metaslab_sizes(spec: VdevSpec, asize: int, shift: int, ashift: int) -> list[int]:
-    """vdev_metaslab_init() + metaslab_init(): asize >> shift metaslabs of 2^shift bytes; a
-    dRAID metaslab is trimmed to whole groups (vdev_draid_metaslab_init(): start rounded up
-    to (data + parity) << ashift, size rounded down to it)."""
+def metaslab_totals(spec: VdevSpec, asize: int, shift: int, ashift: int) -> tuple[int, int, int]:
+    """vdev_metaslab_init() + metaslab_init(): (count, Σ sizes, size of metaslab 0).
+
+    There are asize >> shift metaslabs of 2^shift bytes. A dRAID metaslab is trimmed to
+    whole groups (vdev_draid_metaslab_init(): start rounded up to (data + parity) << ashift,
+    size rounded down to a multiple of it). The trim depends only on start mod group size,
+    which repeats with a period of at most 255 metaslabs, so the sum is taken per period.
+    """
     count = asize >> shift
     size = 1 << shift
-    if spec.kind != "draid":
-        return [size] * count
+    if spec.kind != "draid" or count == 0:
+        return count, count * size, size if count else 0
     sz = (spec.draid_data + spec.parity) << ashift
-    sizes = []
-    for m in range(count):
+
+    def trimmed(m: int) -> int:
         start = m << shift
-        astart = p2roundup(start, sz)
-        sizes.append((size - (astart - start)) // sz * sz)
-    return sizes
+        return (size - (p2roundup(start, sz) - start)) // sz * sz
+
+    period = sz // math.gcd(sz, size)
+    one_period = [trimmed(m) for m in range(min(period, count))]
+    full, rest = divmod(count, len(one_period))
+    total = full * sum(one_period) + sum(one_period[:rest])
+    return count, total, one_period[0]
 
 
 def slop_space(dspace: int, embedded_log_dspace: int, rules: RuleSet) -> int:
@@ -394,44 +403,50 @@ def check_ashift(ashift: int, rules: RuleSet) -> None:
         )
 
 
-def plan_vdev(spec: VdevSpec, ashift: int, whole_disk: bool, rules: RuleSet) -> VdevPlan:
+def plan_vdev(
+    spec: VdevSpec, ashift: int, whole_disk: bool, rules: RuleSet, with_blocks: bool = True
+) -> VdevPlan:
     leaves = [leaf_asize(device_osize(d, whole_disk, rules)) for d in spec.devices]
     asize = top_asize(spec, leaves, rules)
     shift = metaslab_shift(asize, rules)
-    sizes = metaslab_sizes(spec, asize, shift, ashift)
-    if not sizes:
-        raise UsageError(
-            f"{spec.spec()} is too small to hold one metaslab.", "Use larger devices."
-        )
+    count, space, first = metaslab_totals(spec, asize, shift, ashift)
+    if count == 0:
+        raise UsageError(f"{spec.spec()} is too small to hold one metaslab.", "Use larger devices.")
     ratio = deflate_ratio(spec, ashift)
     elog = 0
     # vdev_metaslab_init() (2.1+): more than zfs_embedded_slog_min_ms metaslabs → the
     # emptiest one (metaslab 0 in a new pool: all are empty and the first wins) becomes the
     # embedded log metaslab.
-    if rules.embedded_slog and len(sizes) > ZFS_EMBEDDED_SLOG_MIN_MS:
-        elog = sizes[0]
-    space = sum(sizes)
+    if rules.embedded_slog and count > ZFS_EMBEDDED_SLOG_MIN_MS:
+        elog = first
     return VdevPlan(
         spec=spec,
         ashift=ashift,
         leaf_asizes=tuple(leaves),
         asize=asize,
         ms_shift=shift,
-        ms_count=len(sizes),
+        ms_count=count,
         ms_size=1 << shift,
         space=space,
         embedded_log_space=elog,
         deflate_ratio=ratio,
         dspace=deflated(space - elog, ratio),
         embedded_log_dspace=deflated(elog, ratio),
-        blocks=block_costs(spec, ashift, ratio),
+        blocks=block_costs(spec, ashift, ratio) if with_blocks else (),
     )
 
 
-def plan_pool(layout: Layout, ashift: int, rules: RuleSet, whole_disk: bool = False) -> PoolPlan:
+def plan_pool(
+    layout: Layout,
+    ashift: int,
+    rules: RuleSet,
+    whole_disk: bool = False,
+    *,
+    with_blocks: bool = True,
+) -> PoolPlan:
     """The whole pool: SIZE, dspace, slop and usable space, to the byte."""
     check_ashift(ashift, rules)
-    vdevs = tuple(plan_vdev(v, ashift, whole_disk, rules) for v in layout.vdevs)
+    vdevs = tuple(plan_vdev(v, ashift, whole_disk, rules, with_blocks) for v in layout.vdevs)
     # spa_prop_get_config(): SIZE = normal class space (+ embedded log class, 2.1+).
     size = sum(v.space for v in vdevs)
     # spa_update_dspace(): dspace = normal class deflated space.

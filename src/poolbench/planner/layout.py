@@ -72,15 +72,12 @@ def parse_size(text: str) -> int:
 
 def format_size(nbytes: int) -> str:
     """Shortest exact spelling of a device size for layout strings: 4T, 1536M, 4TB, 123."""
-    for unit in ("P", "T", "G", "M", "K"):
-        f = _BINARY[unit]
-        if nbytes % f == 0:
-            return f"{nbytes // f}{unit}"
-    for unit in ("PB", "TB", "GB", "MB", "KB"):
-        f = _DECIMAL[unit]
-        if nbytes % f == 0:
-            return f"{nbytes // f}{unit}"
-    return str(nbytes)
+    options = [str(nbytes)]
+    for table in (_BINARY, _DECIMAL):
+        for unit, factor in table.items():
+            if unit and nbytes % factor == 0:
+                options.append(f"{nbytes // factor}{unit}")
+    return min(options, key=len)
 
 
 @dataclass(frozen=True)

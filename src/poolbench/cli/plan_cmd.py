@@ -1,0 +1,363 @@
+"""`poolbench plan`: usable space as ZFS computes it, layout search, predicted speed, risk.
+
+No I/O, no root: everything comes from the planner's models (src/poolbench/planner).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from poolbench.errors import UsageError
+from poolbench.planner.capacity import PoolPlan, nicenum, plan_pool
+from poolbench.planner.layout import format_devices, parse_devices, parse_layout
+from poolbench.planner.performance import DEFAULT_SPEEDS, DiskSpeed, parse_disk_speed, predict
+from poolbench.planner.resilience import PoolRisk, RiskInputs, pool_risk
+from poolbench.planner.rules import DEFAULT_VERSION, RuleSet, parse_zfs_version
+from poolbench.planner.search import Candidate, Objective, search
+
+
+def _console() -> Console:
+    # Wide enough for layout strings even when stdout is not a terminal (rich uses 80).
+    return Console(width=max(Console().width, 130))
+
+
+def _fmt_bps(bps: float) -> str:
+    return f"{nicenum(int(bps))}/s"
+
+
+@click.command("plan")
+@click.option(
+    "--layout",
+    "layout_text",
+    metavar="LAYOUT",
+    help="Evaluate one layout, e.g. 'raidz2:6x4T' or 'raidz1:3x1G + mirror:2x4TB'.",
+)
+@click.option(
+    "--disks",
+    "disks_text",
+    metavar="DISKS",
+    help="Search layouts for these whole disks, e.g. 2x3T,3x2T.",
+)
+@click.option(
+    "--ashift",
+    type=int,
+    default=12,
+    show_default=True,
+    help="Sector size exponent of every vdev (9 = 512 B, 12 = 4 KiB).",
+)
+@click.option(
+    "--zfs-version",
+    default=DEFAULT_VERSION,
+    show_default=True,
+    help="v23 (alias zfs-fuse) or an OpenZFS / ZFS on Linux release: 0.6.3, 0.8, 2.3.",
+)
+@click.option(
+    "--whole-disk/--no-whole-disk",
+    default=None,
+    help="Devices are whole disks that `zpool create` partitions on Linux "
+    "(default: off for --layout, on for --disks).",
+)
+@click.option(
+    "--min-failures",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Search: only layouts that survive at least N disk failures.",
+)
+@click.option(
+    "--objective",
+    type=click.Choice(["space", "speed", "balanced"]),
+    default="balanced",
+    show_default=True,
+    help="Search: how to order the results.",
+)
+@click.option(
+    "--disk-speed",
+    metavar="SPEED",
+    help="One disk's figures: THROUGHPUT,IOPS, e.g. 180M,250iops (M = MiB/s).",
+)
+@click.option(
+    "--disk-class",
+    type=click.Choice(["hdd", "ssd", "nvme"]),
+    default="hdd",
+    show_default=True,
+    help="Default speed figures when --disk-speed is not given.",
+)
+@click.option(
+    "--afr",
+    type=float,
+    default=0.015,
+    show_default=True,
+    help="Risk model: annual failure rate per disk.",
+)
+@click.option(
+    "--ure",
+    type=float,
+    default=1e-15,
+    show_default=True,
+    help="Risk model: unrecoverable read errors per bit read.",
+)
+@click.option(
+    "--fill",
+    type=float,
+    default=0.8,
+    show_default=True,
+    help="Risk model: fraction of the pool in use when a disk fails.",
+)
+@click.option(
+    "--top",
+    type=int,
+    default=20,
+    show_default=True,
+    help="Search: how many layouts to show in the table.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+def plan(
+    layout_text: str | None,
+    disks_text: str | None,
+    ashift: int,
+    zfs_version: str,
+    whole_disk: bool | None,
+    min_failures: int,
+    objective: str,
+    disk_speed: str | None,
+    disk_class: str,
+    afr: float,
+    ure: float,
+    fill: float,
+    top: int,
+    as_json: bool,
+) -> None:
+    """What each layout of your disks gives you, before you buy or wipe anything.
+
+    Usable space is computed the way ZFS computes it (labels, metaslabs, raidz parity and
+    padding, deflate ratio, slop), to the byte, for the chosen ZFS release. Predicted speed
+    and the resilver risk are models and are labelled so.
+
+    \b
+    Examples:
+      poolbench plan --layout 'raidz2:6x4T' --ashift 12 --zfs-version 2.3 --json
+      poolbench plan --disks 2x3T,3x2T --min-failures 1 --objective space
+    """
+    if (layout_text is None) == (disks_text is None):
+        raise UsageError(
+            "Give exactly one of --layout and --disks.",
+            "Use --layout 'raidz2:6x4T' to evaluate one layout, or --disks 2x3T,3x2T to search.",
+        )
+    rules = parse_zfs_version(zfs_version)
+    disk = parse_disk_speed(disk_speed) if disk_speed else DEFAULT_SPEEDS[disk_class]
+    if not 0 < afr < 1 or ure < 0 or not 0 < fill <= 1:
+        raise UsageError(
+            "--afr and --fill must be fractions in (0, 1] and --ure non-negative.",
+            "For example --afr 0.015 --fill 0.8 --ure 1e-15.",
+        )
+    inputs = RiskInputs(afr=afr, ure_per_bit=ure, fill=fill)
+    if layout_text is not None:
+        _plan_layout(layout_text, ashift, rules, bool(whole_disk), disk, inputs, as_json)
+    else:
+        assert disks_text is not None
+        if min_failures < 0:
+            raise UsageError("--min-failures must be 0 or more.", "For example --min-failures 1.")
+        _plan_search(
+            disks_text,
+            ashift,
+            rules,
+            whole_disk is not False,
+            disk,
+            min_failures,
+            objective,  # type: ignore[arg-type]
+            top,
+            as_json,
+        )
+
+
+def _plan_layout(
+    text: str,
+    ashift: int,
+    rules: RuleSet,
+    whole_disk: bool,
+    disk: DiskSpeed,
+    inputs: RiskInputs,
+    as_json: bool,
+) -> None:
+    layout = parse_layout(text)
+    result = plan_pool(layout, ashift, rules, whole_disk)
+    speed = predict(layout, disk)
+    risk = pool_risk(layout, disk, inputs)
+    if as_json:
+        doc = result.as_dict()
+        doc["predicted_speed"] = {"model": True, "disk": disk.source, **speed.as_dict()}
+        doc["resilience"] = risk.as_dict()
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    console = _console()
+    _print_capacity(console, result)
+    _print_allocation(console, result)
+    t = Table(title=f"Predicted speed (model; one disk: {disk.source})", title_justify="left")
+    for col in ("stream read", "stream write", "random read", "random write"):
+        t.add_column(col, justify="right")
+    t.add_row(
+        _fmt_bps(speed.read_bps),
+        _fmt_bps(speed.write_bps),
+        f"{speed.read_iops:,.0f} IOPS",
+        f"{speed.write_iops:,.0f} IOPS",
+    )
+    console.print(t)
+    _print_risk(console, risk)
+
+
+def _print_capacity(console: Console, p: PoolPlan) -> None:
+    where = "whole disks partitioned by zpool create" if p.whole_disk else "devices used as is"
+    console.print(f"[bold]{p.layout.spec()}[/bold]  ({p.rules.label}; ashift {p.ashift}; {where})")
+    t = Table(show_header=False, box=None, pad_edge=False)
+    t.add_column()
+    t.add_column(justify="right")
+    t.add_column(justify="right")
+    t.add_row("raw device bytes", nicenum(p.raw_bytes), f"{p.raw_bytes:,}")
+    t.add_row("zpool list SIZE", nicenum(p.size_bytes), f"{p.size_bytes:,}")
+    t.add_row("zfs list AVAIL+USED (usable)", nicenum(p.usable_bytes), f"{p.usable_bytes:,}")
+    t.add_row("slop (held back)", nicenum(p.slop_bytes), f"{p.slop_bytes:,}")
+    t.add_row("deflate ratio", f"{p.deflate_ratio:.6f}", "")
+    t.add_row("disk failures survived", str(p.failures_tolerated), "")
+    console.print(t)
+    v = Table(title="Top-level vdevs", title_justify="left")
+    for col in ("vdev", "devices", "asize", "metaslabs", "SIZE part", "usable part", "deflate"):
+        v.add_column(col, justify="right" if col != "vdev" else "left")
+    for vd in p.vdevs:
+        ms = f"{vd.ms_count} x {nicenum(vd.ms_size)}"
+        if vd.embedded_log_space:
+            ms += " (1 embedded log)"
+        v.add_row(
+            vd.spec.type_name,
+            format_devices(vd.spec.devices),
+            nicenum(vd.asize),
+            ms,
+            nicenum(vd.space),
+            nicenum(vd.dspace),
+            f"{vd.deflate_ratio}/512",
+        )
+    console.print(v)
+
+
+def _print_allocation(console: Console, p: PoolPlan) -> None:
+    seen: set[str] = set()
+    for vd in p.vdevs:
+        key = f"{vd.spec.type_name}/{vd.spec.width}"
+        if key in seen:
+            continue
+        seen.add(key)
+        t = Table(
+            title=f"What one block costs on {vd.spec.type_name} of {vd.spec.width} "
+            f"(ashift {vd.ashift})",
+            title_justify="left",
+        )
+        for col in ("block", "allocated", "raw on disks", "charged in zfs list", "efficiency"):
+            t.add_column(col, justify="right")
+        for b in vd.blocks:
+            t.add_row(
+                nicenum(b.psize),
+                nicenum(b.asize),
+                nicenum(b.raw_bytes),
+                nicenum(b.charged_bytes),
+                f"{b.efficiency:.1%}",
+            )
+        console.print(t)
+
+
+def _print_risk(console: Console, risk: PoolRisk) -> None:
+    t = Table(
+        title="Resilience (resilver time and risk are a MODEL: "
+        f"AFR {risk.inputs.afr:g}, URE {risk.inputs.ure_per_bit:g}/bit, "
+        f"fill {risk.inputs.fill:g})",
+        title_justify="left",
+    )
+    for col in ("vdev", "failures survived", "resilver", "P(lose pool)", "P(damaged files)"):
+        t.add_column(col, justify="right" if col != "vdev" else "left")
+    for v in risk.vdevs:
+        t.add_row(
+            v.spec.type_name,
+            str(v.failures_tolerated),
+            f"{v.resilver_hours:.1f} h",
+            f"{v.p_loss_during_resilver:.2e}",
+            f"{v.p_data_error_during_resilver:.2e}",
+        )
+    console.print(t)
+
+
+def _plan_search(
+    text: str,
+    ashift: int,
+    rules: RuleSet,
+    whole_disk: bool,
+    disk: DiskSpeed,
+    min_failures: int,
+    objective: Objective,
+    top: int,
+    as_json: bool,
+) -> None:
+    disks = list(parse_devices(text, context=text))
+    cands = search(
+        disks,
+        ashift=ashift,
+        rules=rules,
+        disk_speed=disk,
+        min_failures=min_failures,
+        objective=objective,
+        whole_disk=whole_disk,
+    )
+    if not cands:
+        raise UsageError(
+            f"No layout of {text} survives {min_failures} disk failures.",
+            "Lower --min-failures or add disks.",
+        )
+    if as_json:
+        json.dump(
+            {
+                "disks": disks,
+                "zfs_rules": rules.name,
+                "ashift": ashift,
+                "whole_disk": whole_disk,
+                "objective": objective,
+                "disk_speed": disk.source,
+                "candidates": [c.as_dict() for c in cands],
+            },
+            sys.stdout,
+            indent=2,
+        )
+        sys.stdout.write("\n")
+        return
+    console = _console()
+    _print_candidates(console, cands[:top], disk, rules, len(cands))
+
+
+def _print_candidates(
+    console: Console, cands: list[Candidate], disk: DiskSpeed, rules: RuleSet, total: int
+) -> None:
+    t = Table(
+        title=f"Layouts ({rules.label}); * = Pareto front (no other layout has more "
+        "space, survives more failures and is faster); speed is a model "
+        f"({disk.source})",
+        title_justify="left",
+    )
+    for col in ("", "layout", "usable", "fails", "read", "write", "rand r IOPS", "rand w IOPS"):
+        t.add_column(col, justify="left" if col in ("", "layout") else "right")
+    for c in cands:
+        t.add_row(
+            "*" if c.pareto else "",
+            f"{c.name}\n[dim]{c.spec()}[/dim]",
+            nicenum(c.usable_bytes),
+            str(c.failures_tolerated),
+            _fmt_bps(c.speed.read_bps),
+            _fmt_bps(c.speed.write_bps),
+            f"{c.speed.read_iops:,.0f}",
+            f"{c.speed.write_iops:,.0f}",
+        )
+    console.print(t)
+    if total > len(cands):
+        console.print(f"({total - len(cands)} more; --top N shows more, --json shows all)")
