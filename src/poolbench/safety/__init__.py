@@ -1,0 +1,1 @@
+"""Who may touch which device: inventory, claims, confirmation, teardown journal."""
