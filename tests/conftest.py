@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,7 +88,9 @@ def make_loop_fs() -> Iterator[object]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def poolbench(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def poolbench(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
     """Run the real CLI in a subprocess, as a user would."""
     import sys
 
@@ -104,3 +108,52 @@ def poolbench(*args: str, env: dict[str, str] | None = None, timeout: float = 60
 def loops_backed_by(directory: Path) -> list[str]:
     out = sh("losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE", check=False).stdout
     return [line.split()[0] for line in out.splitlines() if str(directory) in line]
+
+
+def _zpool_answers() -> bool:
+    return subprocess.run(["zpool", "list", "-H"], capture_output=True).returncode == 0
+
+
+def _stop_daemon(pid: int) -> None:
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return
+        if state in ("Z", "X"):  # exited; a zombie only waits for its parent to reap it
+            return
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="session")
+def zfs_fuse() -> Iterator[None]:
+    """A running zfs-fuse daemon for the session: started if needed, stopped if we started it."""
+    if not IS_ROOT:
+        pytest.skip("needs root for zfs-fuse")
+    if shutil.which("zfs-fuse") is None or shutil.which("zpool") is None:
+        pytest.skip("zfs-fuse is not installed (Debian: zfs-fuse)")
+    if _zpool_answers():
+        yield  # someone else's daemon: use it, never stop it
+        return
+    piddir = tempfile.mkdtemp(prefix="pbtest-zfsfuse-", dir="/var/tmp")
+    pidfile = os.path.join(piddir, "pid")
+    started: int | None = None
+    try:
+        subprocess.run(["zfs-fuse", "--pidfile", pidfile], check=True, capture_output=True)
+        # The daemon writes its pid file after it forks; its socket may answer first.
+        deadline = time.monotonic() + 30
+        while started is None or not _zpool_answers():
+            if started is None and os.path.exists(pidfile):
+                text = Path(pidfile).read_text().strip()
+                started = int(text) if text else None
+            if time.monotonic() > deadline:
+                pytest.fail("started zfs-fuse but it did not answer within 30 s")
+            time.sleep(0.2)
+        yield
+    finally:
+        if started is not None:
+            _stop_daemon(started)
+        shutil.rmtree(piddir, ignore_errors=True)

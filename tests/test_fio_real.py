@@ -3,11 +3,11 @@
 from pathlib import Path
 
 import pytest
+from tests.conftest import needs_fio
 
 from poolbench.system.runner import LocalRunner
 from poolbench.workloads import fio, fiojob
 from poolbench.workloads.library import get
-from tests.conftest import needs_fio
 
 pytestmark = needs_fio
 
@@ -47,12 +47,16 @@ def test_stride_read_offsets(tmp_path: Path) -> None:
 def test_read_job_refuses_to_lay_out_a_missing_file(tmp_path: Path) -> None:
     params = fiojob.JobParams(directory=str(tmp_path), size_bytes=2**20)
     with pytest.raises(Exception):  # noqa: B017 - fio refuses; poolbench always prepares data
-        fio.run_job(LocalRunner(), fiojob.render(get("seq-read"), params), tmp_path / "r.fio", "read")
+        fio.run_job(
+            LocalRunner(), fiojob.render(get("seq-read"), params), tmp_path / "r.fio", "read"
+        )
     assert not (tmp_path / "data.0").exists()
 
 
 def test_seq_write_runtime_includes_the_fsync(tmp_path: Path) -> None:
     params = fiojob.JobParams(directory=str(tmp_path), size_bytes=8 * 2**20)
-    res = fio.run_job(LocalRunner(), fiojob.render(get("seq-write"), params), tmp_path / "w.fio", "write")
+    res = fio.run_job(
+        LocalRunner(), fiojob.render(get("seq-write"), params), tmp_path / "w.fio", "write"
+    )
     assert res.io_bytes == 8 * 2**20
     assert res.runtime_s > 0

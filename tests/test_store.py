@@ -8,8 +8,22 @@ from poolbench.system.runner import CallRecord
 
 
 def _m(rep: int) -> Measurement:
-    return Measurement("cfg", "seq-write", rep, 100.0 + rep, "MiB/s", 1, 1, 1.0, 1, 100.0, [],
-                       {}, {"name": "seq-write"}, "[job]\n")
+    return Measurement(
+        "cfg",
+        "seq-write",
+        rep,
+        100.0 + rep,
+        "MiB/s",
+        1,
+        1,
+        1.0,
+        1,
+        100.0,
+        [],
+        {},
+        {"name": "seq-write"},
+        "[job]\n",
+    )
 
 
 def test_migrations_recorded_and_reopen_is_idempotent(tmp_path: Path) -> None:

@@ -21,7 +21,9 @@ def job(text: str) -> configparser.ConfigParser:
     return cp
 
 
-@pytest.mark.parametrize("name", ["seq-write", "seq-read", "rand-read-4k", "rand-write-4k", "reread"])
+@pytest.mark.parametrize(
+    "name", ["seq-write", "seq-read", "rand-read-4k", "rand-write-4k", "reread"]
+)
 def test_names_scripts_rely_on_exist(name: str) -> None:
     assert get(name).name == name
 
@@ -118,8 +120,18 @@ def test_metadata_jobs_use_fio_file_engines() -> None:
 
 def test_iozone_set_is_complete() -> None:
     assert set(IOZONE_TESTS) >= {
-        "write", "rewrite", "read", "reread", "randread", "randwrite", "bread", "strideread",
-        "fwrite", "frewrite", "fread", "freread",
+        "write",
+        "rewrite",
+        "read",
+        "reread",
+        "randread",
+        "randwrite",
+        "bread",
+        "strideread",
+        "fwrite",
+        "frewrite",
+        "fread",
+        "freread",
     }
     assert get("iozone-fwrite-1m").fio["ioengine"] == "sync"
     assert get("iozone-write-1m").fio["ioengine"] == "psync"

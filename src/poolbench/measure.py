@@ -351,6 +351,8 @@ class Session:
         return record
 
     def flush_commands(self) -> None:
+        if self.runner.dry_run:
+            return  # a dry run stores nothing
         calls = self.runner.calls[self._flushed_calls :]
         if calls:
             self.store.add_commands(self.run_id, calls)

@@ -47,9 +47,7 @@ def ext4_on_loop(runner: Runner, size_bytes: int, parent: Path | None = None) ->
         undo.callback(runner.run, ["losetup", "--detach", dev], check=False)
         # Initialise inode tables and journal now, not lazily in the background while
         # poolbench measures (ext4's lazy init would steal device bandwidth).
-        runner.run(
-            ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev]
-        )
+        runner.run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev])
         mnt.mkdir()
         runner.run(["mount", "-t", "ext4", dev, str(mnt)])
         undo.callback(runner.run, ["umount", str(mnt)], check=False)

@@ -6,6 +6,7 @@ import json
 import sys
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -25,6 +26,7 @@ from poolbench.guards.workingset import MiB, parse_size
 from poolbench.measure import Options, Session
 from poolbench.report import bench_table
 from poolbench.stats.summary import StopRule
+from poolbench.store.db import Store
 from poolbench.system import probes
 from poolbench.system.runner import LocalRunner
 from poolbench.workloads.library import DEFAULT_BENCH, parse_list
@@ -55,15 +57,27 @@ from poolbench.workloads.library import DEFAULT_BENCH, parse_list
     show_default=True,
     help="Declared data compressibility in percent. 0 = incompressible. Never zeros.",
 )
-@click.option("--runtime", default=30, show_default=True, help="Seconds per time-based (random) run.")
-@click.option("--iodepth", default=1, show_default=True, help="Queue depth for random workloads "
-              "(>1 uses libaio with O_DIRECT).")
-@click.option("--jobs", "numjobs", default=1, show_default=True, help="fio jobs for random workloads.")
+@click.option(
+    "--runtime", default=30, show_default=True, help="Seconds per time-based (random) run."
+)
+@click.option(
+    "--iodepth",
+    default=1,
+    show_default=True,
+    help="Queue depth for random workloads (>1 uses libaio with O_DIRECT).",
+)
+@click.option(
+    "--jobs", "numjobs", default=1, show_default=True, help="fio jobs for random workloads."
+)
 @click.option("--metadata-files", default=20000, show_default=True, help="Files per metadata test.")
 @click.option("--min-runs", default=3, show_default=True, help="Replicates at least.")
 @click.option("--max-runs", default=10, show_default=True, help="Replicates at most.")
-@click.option("--ci-target", default=5.0, show_default=True,
-              help="Repeat until the 95% CI is within ± this percent of the mean.")
+@click.option(
+    "--ci-target",
+    default=5.0,
+    show_default=True,
+    help="Repeat until the 95% CI is within ± this percent of the mean.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON on stdout.")
 @click.option("--dry-run", is_flag=True, help="Print the commands and jobs; change nothing.")
 @db_option
@@ -134,9 +148,18 @@ def bench(
         _run(runner, store, path, options, as_json, dry_run, err, scratch_size)
 
 
-def _run(runner, store, path, options, as_json, dry_run, err, scratch_size):  # type: ignore[no-untyped-def]
+def _run(
+    runner: LocalRunner,
+    store: Store,
+    path: Path,
+    options: Options,
+    as_json: bool,
+    dry_run: bool,
+    err: Console,
+    scratch_size: str | None,
+) -> None:
     argv = ["poolbench", *sys.argv[1:]]
-    metadata = {"machine": probes.machine()}
+    metadata: dict[str, Any] = {"machine": probes.machine()}
     if dry_run:
         session = Session(runner, store, 0, path, options)
         if scratch_size is None:
@@ -151,7 +174,9 @@ def _run(runner, store, path, options, as_json, dry_run, err, scratch_size):  # 
         session.run()
         err.print("dry run: nothing was changed.")
         return
-    run_id = store.start_run("bench", str(path if scratch_size is None else "scratch"), argv, metadata)
+    run_id = store.start_run(
+        "bench", str(path if scratch_size is None else "scratch"), argv, metadata
+    )
     status, error = "failed", None
     try:
         session = Session(runner, store, run_id, path, options)
@@ -178,7 +203,9 @@ def _run(runner, store, path, options, as_json, dry_run, err, scratch_size):  # 
     except KeyboardInterrupt:
         status = "interrupted"
         kept = len(store.measurements(run_id))
-        err.print(f"Interrupted: {kept} finished measurement(s) kept in run {run_id} ({store.path}).")
+        err.print(
+            f"Interrupted: {kept} finished measurement(s) kept in run {run_id} ({store.path})."
+        )
         raise
     except Exception as exc:
         error = str(exc)
@@ -186,19 +213,25 @@ def _run(runner, store, path, options, as_json, dry_run, err, scratch_size):  # 
     finally:
         store.finish_run(run_id, status, error)
     if as_json:
-        click.echo(json.dumps({"run_id": run_id, "db": str(store.path), "results":
-                               bench_table.as_json(results)}, indent=2))
+        click.echo(
+            json.dumps(
+                {"run_id": run_id, "db": str(store.path), "results": bench_table.as_json(results)},
+                indent=2,
+            )
+        )
         return
     ws = session.working_set
     tgt = session.device_target
     assert ws is not None and tgt is not None
+    stop = options.stop
     head = (
         f"poolbench bench — run {run_id}: {path} ({tgt.mount.fstype} on "
         f"{', '.join(tgt.devices) or 'no block device'})\n"
-        f"working set {ws.size_bytes / MiB:,.0f} MiB = {ws.ratio_to_ram:.2f}× RAM; cold reads after a "
-        f"verified cache drop; data {options.compressibility}% compressible (fresh random "
-        f"buffers); writes include fsync; {options.stop.min_runs}–{options.stop.max_runs} runs "
-        f"to a 95% CI within ±{options.stop.target:.0%}; fio {session.fio_version}"
+        f"working set {ws.size_bytes / MiB:,.0f} MiB = {ws.ratio_to_ram:.2f}× RAM; "
+        "cold reads after a verified cache drop; "
+        f"data {options.compressibility}% compressible (fresh random buffers); "
+        f"writes include fsync; {stop.min_runs}–{stop.max_runs} runs "
+        f"to a 95% CI within ±{stop.target:.0%}; fio {session.fio_version}"
     )
     console = Console(width=None if sys.stdout.isatty() else 110)
     bench_table.render(console, results, head)

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from poolbench.store.db import Store, default_path
 
+F = TypeVar("F", bound=Callable[..., Any])
 
-def db_option(f):  # type: ignore[no-untyped-def]
+
+def db_option(f: F) -> F:
     return click.option(
         "--db",
         type=click.Path(dir_okay=False, path_type=Path),
         default=None,
-        help="Result store (SQLite). Default: $POOLBENCH_DB or ~/.local/share/poolbench/results.db.",
+        help="Result store (SQLite). "
+        "Default: $POOLBENCH_DB or ~/.local/share/poolbench/results.db.",
     )(f)
 
 

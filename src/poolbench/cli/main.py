@@ -32,9 +32,9 @@ def cli(verbose: int) -> None:
 
 def _register() -> None:
     # Each command lives in its own module; this list is the registry (no magic discovery).
-    from poolbench.cli import bench_cmd, workloads_cmd
+    from poolbench.cli import bench_cmd, disks_cmd, plan_cmd, workloads_cmd
 
-    for command in (bench_cmd.bench, workloads_cmd.workloads):
+    for command in (bench_cmd.bench, workloads_cmd.workloads, plan_cmd.plan, disks_cmd.disks):
         cli.add_command(command)
 
 

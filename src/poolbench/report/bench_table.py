@@ -55,11 +55,7 @@ def render(console: Console, results: list[WorkloadResult], header: str) -> None
     footnotes: list[str] = []
     for r in results:
         s = r.summary
-        ci = (
-            "–"
-            if math.isinf(s.rel_halfwidth)
-            else f"±{s.rel_halfwidth:.1%}"
-        )
+        ci = "–" if math.isinf(s.rel_halfwidth) else f"±{s.rel_halfwidth:.1%}"
         dev = _fmt(sum(r.device_mib_s) / len(r.device_mib_s)) if r.device_mib_s else "unverified"
         notes = []
         if r.workload.cached_by_design:

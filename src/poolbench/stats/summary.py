@@ -71,7 +71,9 @@ def summarize(values: Sequence[float], confidence: float = 0.95) -> Summary:
         return Summary(n, mean, math.nan, math.nan, math.nan, confidence, med, mad, ())
     sd = float(x.std(ddof=1))
     half = float(stats.t.ppf((1 + confidence) / 2, n - 1)) * sd / math.sqrt(n)
-    return Summary(n, mean, sd, mean - half, mean + half, confidence, med, mad, outliers(x))
+    return Summary(
+        n, mean, sd, mean - half, mean + half, confidence, med, mad, outliers(x.tolist())
+    )
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,24 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX commands_run ON commands(run_id);
         """,
     ),
+    (
+        "0002_device_overrides",
+        """
+        CREATE TABLE device_overrides (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            device TEXT NOT NULL,             -- /dev path at claim time
+            ident TEXT NOT NULL,              -- the --destroy-data-on value the user gave
+            serial TEXT,
+            model TEXT,
+            size_bytes INTEGER NOT NULL,
+            reasons TEXT NOT NULL,            -- JSON list: what was on it, as shown to the user
+            confirmed_by TEXT NOT NULL,       -- --yes | interactive
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX device_overrides_run ON device_overrides(run_id);
+        """,
+    ),
 ]
 
 
@@ -149,9 +167,7 @@ class Store:
                     for stmt in sql.split(";"):
                         if stmt.strip():
                             c.execute(stmt)
-                    c.execute(
-                        "INSERT INTO schema_migrations VALUES (?, ?)", (name, time.time())
-                    )
+                    c.execute("INSERT INTO schema_migrations VALUES (?, ?)", (name, time.time()))
 
     def migrations(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
@@ -160,9 +176,7 @@ class Store:
         self.conn.close()
 
     # runs -----------------------------------------------------------------------------------
-    def start_run(
-        self, kind: str, name: str, argv: Sequence[str], metadata: dict[str, Any]
-    ) -> int:
+    def start_run(self, kind: str, name: str, argv: Sequence[str], metadata: dict[str, Any]) -> int:
         with self.transaction() as c:
             cur = c.execute(
                 "INSERT INTO runs (kind, name, status, started_at, argv, metadata) "
@@ -223,8 +237,44 @@ class Store:
 
     def measurements(self, run_id: int) -> list[sqlite3.Row]:
         return list(
+            self.conn.execute("SELECT * FROM measurements WHERE run_id = ? ORDER BY id", (run_id,))
+        )
+
+    # device overrides (--destroy-data-on) -----------------------------------------------------
+    def add_device_override(
+        self,
+        run_id: int,
+        *,
+        device: str,
+        ident: str,
+        serial: str | None,
+        model: str | None,
+        size_bytes: int,
+        reasons: Sequence[str],
+        confirmed_by: str,
+    ) -> int:
+        with self.transaction() as c:
+            cur = c.execute(
+                "INSERT INTO device_overrides (run_id, device, ident, serial, model, size_bytes,"
+                " reasons, confirmed_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    device,
+                    ident,
+                    serial,
+                    model,
+                    size_bytes,
+                    json.dumps(list(reasons)),
+                    confirmed_by,
+                    time.time(),
+                ),
+            )
+            return int(cur.lastrowid or 0)
+
+    def device_overrides(self, run_id: int) -> list[sqlite3.Row]:
+        return list(
             self.conn.execute(
-                "SELECT * FROM measurements WHERE run_id = ? ORDER BY id", (run_id,)
+                "SELECT * FROM device_overrides WHERE run_id = ? ORDER BY id", (run_id,)
             )
         )
 

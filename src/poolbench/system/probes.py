@@ -32,7 +32,8 @@ def device_info(name: str, sys_block: Path = SYS_BLOCK) -> dict[str, Any]:
         "physical_sector": _int(_read(disk / "queue" / "physical_block_size")),
         "rotational": _read(disk / "queue" / "rotational") == "1",
         "model": _read(disk / "device" / "model"),
-        "serial": _read(disk / "device" / "serial"),
+        # SATA/NVMe keep the serial under device/, virtio on the disk itself.
+        "serial": _read(disk / "device" / "serial") or _read(disk / "serial"),
         "partition": (node / "partition").exists(),
     }
     backing = _read(node / "loop" / "backing_file")

@@ -8,11 +8,13 @@ what the store saves as "every command run" for reproducibility.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -82,7 +84,7 @@ class CommandError(PoolbenchError):
         tail = "\n".join(result.stderr.strip().splitlines()[-STDERR_TAIL_LINES:])
         problem = (
             f"Command failed with exit code {result.returncode}: {format_argv(result.argv)}"
-            + (f"\n  stderr (last lines):\n    " + tail.replace("\n", "\n    ") if tail else "")
+            + ("\n  stderr (last lines):\n    " + tail.replace("\n", "\n    ") if tail else "")
         )
         super().__init__(problem, fix)
 
@@ -109,6 +111,7 @@ class Runner(Protocol):
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
         mutates: bool = True,
+        reap_group: bool = True,
     ) -> CommandResult: ...
 
     def which(self, program: str) -> str | None: ...
@@ -148,7 +151,9 @@ class LocalRunner:
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
         mutates: bool = True,
+        reap_group: bool = True,
     ) -> CommandResult:
+        """Run argv. `reap_group=False` for a command that starts a daemon on purpose."""
         args = _validate_argv(argv)
         started = time.time()
         if self.dry_run and mutates:
@@ -165,23 +170,38 @@ class LocalRunner:
             full_env = dict(os.environ)
             full_env.update(env)
         t0 = time.monotonic()
-        proc = subprocess.Popen(
-            args,
-            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=full_env,
-        )
-        try:
-            out, err = proc.communicate(input_text, timeout=timeout)
-        except BaseException:
-            # Ctrl-C or a timeout: never leave the child running (fio keeps writing otherwise).
-            _terminate(proc)
-            duration = time.monotonic() - t0
-            self.calls.append(CallRecord(args, started, duration, None))
-            log.info("interrupted after %.3fs: %s", duration, format_argv(args))
-            raise
+        # Output goes to temporary files, not pipes: a program whose main process dies while
+        # its children live on (fio forks one process per job) would otherwise hold the pipe
+        # open and hang the read. Each command runs in its own process group, so that on
+        # Ctrl-C, a timeout or a crash every process it started can be stopped together.
+        with tempfile.TemporaryFile("w+") as out_f, tempfile.TemporaryFile("w+") as err_f:
+            proc = subprocess.Popen(
+                args,
+                stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+                stdout=out_f,
+                stderr=err_f,
+                text=True,
+                env=full_env,
+                start_new_session=True,
+            )
+            try:
+                if input_text is not None and proc.stdin is not None:
+                    proc.stdin.write(input_text)
+                    proc.stdin.close()
+                proc.wait(timeout=timeout)
+            except BaseException:
+                # Ctrl-C or a timeout: never leave the command running (fio keeps writing).
+                _terminate(proc)
+                duration = time.monotonic() - t0
+                self.calls.append(CallRecord(args, started, duration, None))
+                log.info("interrupted after %.3fs: %s", duration, format_argv(args))
+                raise
+            finally:
+                if reap_group:
+                    _kill_group(proc.pid)
+            out_f.seek(0)
+            err_f.seek(0)
+            out, err = out_f.read(), err_f.read()
         duration = time.monotonic() - t0
         self.calls.append(CallRecord(args, started, duration, proc.returncode))
         log.debug("rc=%d %.3fs: %s", proc.returncode, duration, format_argv(args))
@@ -191,14 +211,24 @@ class LocalRunner:
         return result
 
 
+def _kill_group(pgid: int) -> None:
+    """Kill whatever is left of a command's process group (orphaned children)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
 def _terminate(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM the command's process group (fio then stops its jobs cleanly), then SIGKILL."""
     if proc.poll() is not None:
         return
-    proc.send_signal(signal.SIGTERM)
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        _kill_group(proc.pid)
         proc.wait()
 
 
@@ -233,6 +263,7 @@ class RecordingRunner:
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
         mutates: bool = True,
+        reap_group: bool = True,
     ) -> CommandResult:
         args = _validate_argv(argv)
         self.calls.append(CallRecord(args, time.time(), 0.0, 0, dry_run=self.dry_run))

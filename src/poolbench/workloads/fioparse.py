@@ -106,5 +106,7 @@ def parse(text: str, direction: str) -> FioResult:
         within_run_bw_dev=dev_kib * 1024.0,
         lat_mean_ns=float(lat),
         fio_version=str(data.get("fio version", "unknown")),
-        jobs=int(jobs[0].get("job options", {}).get("numjobs", 1) or 1) if len(jobs) == 1 else len(jobs),
+        jobs=int(jobs[0].get("job options", {}).get("numjobs", 1) or 1)
+        if len(jobs) == 1
+        else len(jobs),
     )

@@ -119,8 +119,7 @@ def random_io(direction: Literal["read", "write"], bs: int) -> Workload:
         summary = f"Random {size} reads over the working set for the run time, cold caches."
     else:
         summary = (
-            f"Random {size} writes in place over the working set for the run time, "
-            "fsync counted."
+            f"Random {size} writes in place over the working set for the run time, fsync counted."
         )
     return Workload(
         name=f"rand-{direction}-{size}",
@@ -153,7 +152,10 @@ def iozone(test: str, bs: int) -> Workload:
             {"rw": "read", "cached_by_design": True},
         ),
         "randread": ("Random reads, cold caches", {"rw": "randread"}),
-        "randwrite": ("Random writes in place, fsync counted", {"rw": "randwrite", "in_place": True}),
+        "randwrite": (
+            "Random writes in place, fsync counted",
+            {"rw": "randwrite", "in_place": True},
+        ),
         "bread": (
             "Backwards read (last record first), cold caches; fio's negative offset modifier "
             "rw=read:-2×record reads every record once, the first one out of order",
@@ -202,8 +204,7 @@ def iozone(test: str, bs: int) -> Workload:
         else f"{summary}; {size} records.",
         direction=direction,
         unit="MiB/s",
-        fio={"rw": rw, "bs": str(bs), "ioengine": engine}
-        | ({"randrepeat": "0"} if random else {}),
+        fio={"rw": rw, "bs": str(bs), "ioengine": engine} | ({"randrepeat": "0"} if random else {}),
         needs_data=direction == "read" or in_place,
         fresh_file=direction == "write" and not in_place,
         cold=direction == "read" and not cached,
@@ -317,7 +318,9 @@ def get(name: str) -> Workload:
 def parse_list(text: str) -> list[Workload]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
-        raise UsageError("No workload given.", "Name at least one, e.g. --workloads seq-write,seq-read.")
+        raise UsageError(
+            "No workload given.", "Name at least one, e.g. --workloads seq-write,seq-read."
+        )
     if len(set(names)) != len(names):
         raise UsageError(f"A workload is named twice in '{text}'.", "Name each workload once.")
     return [get(n) for n in names]

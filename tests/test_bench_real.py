@@ -1,0 +1,149 @@
+"""`poolbench bench` end to end with real fio, on real filesystems this test makes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from tests.conftest import loops_backed_by, needs_fio, needs_root, poolbench
+
+pytestmark = [needs_fio, needs_root]
+
+
+def _json(stdout: str) -> dict:  # type: ignore[type-arg]
+    return json.loads(stdout)
+
+
+def test_bench_on_tmpfs_is_marked_unverified(tmpfs: Path, tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    p = poolbench(
+        "bench",
+        str(tmpfs),
+        "--size",
+        "32M",
+        "--workloads",
+        "seq-write,seq-read",
+        "--min-runs",
+        "2",
+        "--max-runs",
+        "3",
+        "--json",
+        "--db",
+        str(db),
+    )
+    assert p.returncode == 0, p.stderr
+    out = _json(p.stdout)
+    by = {r["workload"]: r for r in out["results"]}
+    for name in ("seq-write", "seq-read"):
+        r = by[name]
+        assert r["unit"] == "MiB/s" and r["mean"] > 0
+        assert r["ci_low"] <= r["mean"] <= r["ci_high"]
+        assert 2 <= r["replicates"] <= 3
+        assert r["device_mean"] is None
+        assert any("unverified" in w and "tmpfs" in w for w in r["warnings"])
+    assert list(tmpfs.iterdir()) == []  # its files are gone
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT status FROM runs").fetchone()[0] == "finished"
+    n = con.execute("SELECT count(*) FROM measurements").fetchone()[0]
+    assert n == by["seq-write"]["replicates"] + by["seq-read"]["replicates"]
+
+
+def test_bench_on_ext4_loop_is_device_verified(make_loop_fs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    fs = make_loop_fs("512M")
+    db = tmp_path / "r.db"
+    workloads = (
+        "seq-write,seq-read,reread,rand-read-4k,rand-write-4k,iozone-bread-1m,"
+        "streams-write-2,streams-read-2,meta-create-seq,meta-stat-rand,meta-delete-seq"
+    )
+    p = poolbench(
+        "bench",
+        str(fs.mountpoint),
+        "--size",
+        "64M",
+        "--workloads",
+        workloads,
+        "--runtime",
+        "2",
+        "--metadata-files",
+        "1000",
+        "--min-runs",
+        "2",
+        "--max-runs",
+        "2",
+        "--json",
+        "--db",
+        str(db),
+    )
+    assert p.returncode == 0, p.stderr
+    by = {r["workload"]: r for r in _json(p.stdout)["results"]}
+    assert set(by) == set(workloads.split(","))
+    for name in ("seq-write", "seq-read", "iozone-bread-1m", "streams-read-2"):
+        r = by[name]
+        assert r["device_mean"] is not None and r["device_mean"] > 0
+        # Served by the loop device: no device warning.
+        assert not any("devices" in w for w in r["warnings"]), (name, r["warnings"])
+    # The reread is cached on purpose: the devices served (nearly) nothing, and it says so.
+    assert by["reread"]["cached_by_design"]
+    assert any("measures the cache" in w for w in by["reread"]["warnings"])
+    assert by["meta-create-seq"]["unit"] == "ops/s" and by["meta-create-seq"]["mean"] > 0
+    assert by["rand-read-4k"]["unit"] == "IOPS"
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    meta = json.loads(con.execute("SELECT metadata FROM runs").fetchone()["metadata"])
+    assert meta["fio_version"].startswith("fio-3")
+    assert meta["devices"][0]["name"] == fs.name
+    assert meta["devices"][0]["logical_sector"] == 512
+    assert meta["working_set"]["size_bytes"] == 64 * 2**20
+    assert meta["machine"]["kernel"]
+    guards = json.loads(
+        con.execute("SELECT guards FROM measurements WHERE workload='seq-read'").fetchone()[0]
+    )
+    assert guards["cache"]["method"] == "drop_caches" and guards["cache"]["verified"] is True
+    assert guards["device"]["devices"] == [fs.name]
+    fio_cmds = con.execute("SELECT count(*) FROM commands WHERE argv LIKE '%fio%'").fetchone()[0]
+    assert fio_cmds >= 22
+    assert [p.name for p in fs.mountpoint.iterdir()] == ["lost+found"]
+
+
+def test_scratch_bench_leaves_nothing_behind(tmp_path: Path) -> None:
+    before = set(Path("/var/tmp").glob("poolbench-scratch-*"))
+    p = poolbench(
+        "bench",
+        "--scratch",
+        "256M",
+        "--size",
+        "32M",
+        "--workloads",
+        "seq-write,seq-read",
+        "--min-runs",
+        "2",
+        "--max-runs",
+        "2",
+        "--db",
+        str(tmp_path / "r.db"),
+    )
+    assert p.returncode == 0, p.stderr
+    assert "seq-read" in p.stdout and "device MiB/s" in p.stdout
+    after = set(Path("/var/tmp").glob("poolbench-scratch-*"))
+    assert after == before
+    assert loops_backed_by(Path("/var/tmp/poolbench-scratch-")) == []
+    assert "poolbench-scratch" not in Path("/proc/mounts").read_text()
+
+
+def test_dry_run_changes_nothing(make_loop_fs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    fs = make_loop_fs("128M")
+    p = poolbench(
+        "bench",
+        str(fs.mountpoint),
+        "--size",
+        "16M",
+        "--workloads",
+        "seq-write,seq-read",
+        "--dry-run",
+        "--db",
+        str(tmp_path / "r.db"),
+    )
+    assert p.returncode == 0, p.stderr
+    assert "would run:" in p.stderr and "fio" in p.stderr
+    assert [x.name for x in fs.mountpoint.iterdir()] == ["lost+found"]

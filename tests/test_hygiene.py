@@ -1,0 +1,43 @@
+"""The project holds itself to its own rules: lint and strict typing pass, docs tell the truth."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tool(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+
+
+def test_ruff_is_clean() -> None:
+    p = _tool("ruff", "check", "src", "tests", "bench")
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_mypy_strict_is_clean() -> None:
+    p = _tool("mypy")
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_readme_opens_with_the_two_commands_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text().splitlines()
+    head = "\n".join(readme[:25])
+    ci = (ROOT / ".ci" / "run").read_text()
+    test_cmd = ".venv/bin/python -m pytest"
+    assert test_cmd in head and ci.strip().endswith(test_cmd)
+    assert "bash scripts/setup.sh" in head and "poolbench" in head
+
+
+def test_every_command_is_documented_in_the_readme() -> None:
+    from poolbench.cli.main import _register, cli
+
+    _register()
+    readme = (ROOT / "README.md").read_text()
+    for name in cli.commands:
+        assert f"poolbench {name}" in readme, f"'poolbench {name}' is not in the README"
