@@ -107,6 +107,9 @@ def test_fio_crashing_mid_run_keeps_finished_results(tmpfs: Path, tmp_path: Path
     rows = con.execute("SELECT workload, replicate FROM measurements ORDER BY id").fetchall()
     assert rows == [("seq-write", 0), ("seq-read", 0), ("seq-write", 1)]
     assert list(tmpfs.iterdir()) == []
+    # fio's job processes outlive a SIGKILLed main process; poolbench must stop them.
+    left = subprocess.run(["pgrep", "-f", str(tmpfs)], capture_output=True, text=True).stdout
+    assert left == ""
 
 
 @needs_root

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 from pathlib import Path
 
 from poolbench.system.runner import CommandError, Runner
@@ -23,12 +26,40 @@ def fio_version(runner: Runner) -> str:
     return out
 
 
+def kill_strays(job_path: Path) -> list[int]:
+    """Kill fio processes still running our job file after fio's main process ended.
+
+    fio runs each job in a forked process that makes itself a session leader, so when the main
+    fio process crashes its job processes escape the runner's process-group cleanup and would
+    go on for ever. The job file path is unique to this poolbench run, so matching it cannot
+    hit anyone else's fio.
+    """
+    needle = str(job_path).encode()
+    killed = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"fio") and needle in argv:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+    return killed
+
+
 def run_job(runner: Runner, job_text: str, job_path: Path, direction: str) -> FioResult:
     """Write the job file, run fio on it, parse its JSON; fio's own error is shown on failure."""
     job_path.write_text(job_text)
     try:
         res = runner.run(["fio", "--output-format=json", str(job_path)])
-    except CommandError as exc:
+    except BaseException as exc:
+        if not runner.dry_run:
+            kill_strays(job_path)
+        if not isinstance(exc, CommandError):
+            raise
         # fio exits non-zero when a job fails; its JSON (if any) names the errno.
         try:
             parse(exc.result.stdout, direction)
