@@ -80,6 +80,7 @@ class Session:
         cache_defeat: CacheDefeat | None = None,
         device_target: Target | None = None,
         progress: Progress | None = None,
+        extra_guards: dict[str, Any] | None = None,
     ) -> None:
         self.runner = runner
         self.store = store
@@ -97,6 +98,7 @@ class Session:
         self.device_target = device_target
         self.working_set: workingset.WorkingSet | None = None
         self.fio_version = ""
+        self.extra_guards = extra_guards or {}
 
     # -- preflight -------------------------------------------------------------------------
     def preflight(self) -> dict[str, Any]:
@@ -148,6 +150,22 @@ class Session:
             self.flush_commands()
             if not self.runner.dry_run:
                 shutil.rmtree(self.workdir, ignore_errors=True)
+        return list(self.results.values())
+
+    def run_once(self, replicate: int, skip: set[str] | None = None) -> list[WorkloadResult]:
+        """Trial mode: measure each workload once as `replicate` (a study repeats whole
+        trials, each on a freshly built pool, instead of repeating inside one)."""
+        assert self.working_set is not None, "preflight() first"
+        self.workdir.mkdir()
+        self.jobs_dir.mkdir()
+        try:
+            for res in self.results.values():
+                if skip and res.workload.name in skip:
+                    continue
+                self._measure_once(res, replicate)
+        finally:
+            self.flush_commands()
+            shutil.rmtree(self.workdir, ignore_errors=True)
         return list(self.results.values())
 
     def _loop(self) -> None:
@@ -244,6 +262,7 @@ class Session:
         self._prepare(w, params)
         files = self._data_files(w, params)
         guards: dict[str, Any] = {
+            **self.extra_guards,
             "data": {
                 "compressibility_percent": self.options.compressibility,
                 "pattern": "fio refill_buffers (fresh random data per write), never zeros",

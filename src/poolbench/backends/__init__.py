@@ -1,0 +1,1 @@
+"""One module per storage stack, behind the `Backend` protocol in base.py."""

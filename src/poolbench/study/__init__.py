@@ -1,0 +1,1 @@
+"""Study files: TOML → validated Study → the matrix of trials (pure, no I/O but reading)."""

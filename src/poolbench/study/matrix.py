@@ -1,0 +1,68 @@
+"""Expand a study into configurations and order its trials (pure).
+
+A configuration is one combination of factor levels; a trial is one configuration built and
+measured once (replicate r). Trials run round by round — every configuration once per round,
+in an order shuffled per round from the recorded seed — so the replicates of a configuration
+are spread over the whole run (A B A B, never A A B B) and slow drift (disks filling up,
+heat, the host's other load) cannot masquerade as a difference between configurations.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass
+
+from poolbench.study.model import Study
+
+# Factors listed in this order in configuration keys, the rest alphabetically after.
+_KEY_ORDER = ("backend", "layout", "ashift", "recordsize", "compression", "fs")
+
+
+@dataclass(frozen=True)
+class Config:
+    levels: tuple[tuple[str, str], ...]  # (factor, level) in key order
+
+    @property
+    def key(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.levels)
+
+    def get(self, factor: str, default: str | None = None) -> str | None:
+        for k, v in self.levels:
+            if k == factor:
+                return v
+        return default
+
+
+@dataclass(frozen=True)
+class Trial:
+    index: int  # position in the run's order
+    replicate: int  # round
+    config: Config
+
+
+def configs(study: Study) -> list[Config]:
+    factors = dict(study.factors)
+    factors.setdefault("backend", ["zfs"])
+    names = sorted(factors, key=lambda f: (_KEY_ORDER.index(f) if f in _KEY_ORDER else 99, f))
+    combos = itertools.product(*(factors[n] for n in names))
+    return [
+        Config(tuple((n, str(v)) for n, v in zip(names, combo, strict=True))) for combo in combos
+    ]
+
+
+def round_order(cfgs: list[Config], seed: int, replicate: int) -> list[Config]:
+    """The order of one round: a shuffle that depends only on (seed, round)."""
+    order = list(cfgs)
+    random.Random(f"{seed}:{replicate}").shuffle(order)
+    return order
+
+
+def plan(study: Study, seed: int) -> list[Trial]:
+    """The planned trials: `study.replicates` rounds (more may be added while CIs are wide)."""
+    cfgs = configs(study)
+    trials: list[Trial] = []
+    for r in range(study.replicates):
+        for c in round_order(cfgs, seed, r):
+            trials.append(Trial(len(trials), r, c))
+    return trials
