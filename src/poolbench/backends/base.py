@@ -54,6 +54,8 @@ class Vdev:
 
 
 _VDEV_RE = re.compile(r"^(stripe|mirror|raidz[123]|draid[123])(?::(\d+))?(?::(\d+)d)?(?::(\d+)s)?$")
+# The form the docstring and the error message show: draidP:Dd:Ss:WIDTH (width last).
+_DRAID_WIDTH_LAST = re.compile(r"^(draid[123])(?::(\d+)d)?(?::(\d+)s)?:(\d+)$")
 _MIN_WIDTH = {"stripe": 1, "mirror": 2, "raidz1": 2, "raidz2": 3, "raidz3": 4}
 
 
@@ -66,6 +68,14 @@ def parse_topology(text: str, n_disks: int) -> tuple[Vdev, ...]:
     vdevs: list[Vdev] = []
     for part in parts:
         m = _VDEV_RE.match(part)
+        last = _DRAID_WIDTH_LAST.match(part) if not m else None
+        if last:
+            kind_l, data_l, spares_l, width_l = last.groups()
+            m = _VDEV_RE.match(
+                f"{kind_l}:{width_l}"
+                + (f":{data_l}d" if data_l else "")
+                + (f":{spares_l}s" if spares_l else "")
+            )
         if not m:
             raise UsageError(
                 f"Layout '{text}': '{part}' is not a vdev.",

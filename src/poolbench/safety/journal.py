@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,13 @@ from typing import Any
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import mounts
 from poolbench.safety.zfslabel import LABEL_SIZE, label_offsets, read_labels
-from poolbench.system.runner import Runner
+from poolbench.system.runner import CommandError, Runner
+
+# Interior vdev names in `zpool status` (raidz1-0, mirror-1, draid2:4d:7c:1s-0, spare-3, ...)
+# and section headers; every other word in the config tree is a leaf device.
+_INTERIOR = ("mirror-", "raidz", "draid", "spare-", "replacing-", "root-")
+_SECTIONS = {"logs", "cache", "spares", "special", "dedup"}
+BUSY_SECONDS = 30  # zfs-fuse answers "pool is busy" for a while after an unmount
 
 
 def pool_guid(runner: Runner, name: str) -> int | None:
@@ -42,6 +49,72 @@ def pool_guid(runner: Runner, name: str) -> int | None:
         if len(parts) >= 2 and parts[0] == name and parts[1].strip().isdigit():
             return int(parts[1])
     return None
+
+
+def pool_members(runner: Runner, name: str) -> list[str] | None:
+    """Real paths of the leaf devices of the imported pool `name` (from `zpool status`), or
+    None if no such pool is imported. A leaf shown without a path is a name under /dev."""
+    res = runner.run(["zpool", "status", name], check=False, mutates=False)
+    if res.returncode != 0:
+        return None
+    leaves: list[str] = []
+    in_config = False
+    for line in res.stdout.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "NAME" and "STATE" in words:
+            in_config = True
+            continue
+        if words[0] == "errors:":
+            break
+        if not in_config or words[0] == name or words[0] in _SECTIONS:
+            continue
+        if words[0].startswith(_INTERIOR):
+            continue
+        word = words[0]
+        leaves.append(os.path.realpath(word if word.startswith("/") else f"/dev/{word}"))
+    return leaves
+
+
+def retry_busy(runner: Runner, argv: list[str]) -> None:
+    """Run a zpool command that unmounts (destroy, export), retried while the pool is busy.
+
+    zfs-fuse can answer "busy" for seconds after its last unmount, more so on a loaded
+    machine: retry with a growing pause, for up to BUSY_SECONDS.
+    """
+    deadline = time.monotonic() + BUSY_SECONDS
+    pause = 0.2
+    while True:
+        res = runner.run(argv, check=False)
+        if res.returncode == 0:
+            return
+        if "busy" not in res.stderr or time.monotonic() > deadline:
+            raise CommandError(res, "Is a process still using the pool's mountpoint?")
+        time.sleep(pause)
+        pause = min(pause * 2, 2.0)
+
+
+def destroy_pool(runner: Runner, name: str) -> None:
+    retry_busy(runner, ["zpool", "destroy", name])
+
+
+def _loops_backing(sys_block: Path, backing: str) -> list[str]:
+    """Loop devices (kernel names) whose backing file is `backing` (also if deleted since)."""
+    want = os.path.realpath(backing)
+    found = []
+    for node in sorted(sys_block.glob("loop*")):
+        try:
+            now = (node / "loop" / "backing_file").read_text().strip()
+        except OSError:
+            continue
+        now = now.removesuffix(" (deleted)")
+        if os.path.realpath(now) == want:
+            found.append(node.name)
+    return found
+
+
+Filter = Callable[[dict[str, Any]], bool]
 
 
 @dataclass
@@ -66,8 +139,25 @@ class Journal:
                 os.fsync(fh.fileno())
 
     # recording --------------------------------------------------------------------------------
-    def pool_created(self, name: str, members: list[str], clear_labels: bool = True) -> int:
-        """Record a pool just created; returns the GUID it was recorded with."""
+    def pool_intent(self, name: str, members: list[str]) -> None:
+        """Record, *before* `zpool create`, a pool about to be made from `members`.
+
+        If poolbench dies before `pool_created`, teardown destroys a pool of this name only if
+        its leaf devices are exactly these members (nobody else's pool is built on them)."""
+        self._add({"kind": "pool_intent", "name": name, "members": members})
+
+    def pool_created(
+        self,
+        name: str,
+        members: list[str],
+        clear_labels: bool = True,
+        import_dir: str | None = None,
+    ) -> int:
+        """Record a pool just created; returns the GUID it was recorded with.
+
+        `import_dir`: a directory holding only links to the pool's own members; teardown of a
+        pool found exported (a crash during an export/import cache drop) imports it from
+        there, by GUID, to destroy it."""
         if self.runner.dry_run:
             guid = 0  # nothing was created; teardown of a dry run only prints
         else:
@@ -75,10 +165,11 @@ class Journal:
             if found is None:
                 raise PoolbenchError(f"Pool {name} was created but is not listed.", "")
             guid = found
-        self._add(
-            {"kind": "pool", "name": name, "guid": guid, "members": members,
-             "clear_labels": clear_labels}
-        )  # fmt: skip
+        entry = {"kind": "pool", "name": name, "guid": guid, "members": members,
+                 "clear_labels": clear_labels}  # fmt: skip
+        if import_dir is not None:
+            entry["import_dir"] = import_dir
+        self._add(entry)
         return guid
 
     def mount_created(self, mountpoint: str, source: str) -> None:
@@ -87,24 +178,60 @@ class Journal:
     def loop_created(self, device: str, backing_file: str) -> None:
         self._add({"kind": "loop", "device": device, "backing_file": backing_file})
 
+    def loop_intent(self, backing_file: str) -> None:
+        """Record, *before* `losetup`, a loop device about to be made over `backing_file`;
+        teardown detaches whichever loop devices then back that file."""
+        self._add({"kind": "loop_intent", "backing_file": backing_file})
+
+    def array_created(self, device: str, members: list[str]) -> None:
+        """Record, *before* `mdadm --create`, an md array about to be made from `members`;
+        teardown stops it only if its member devices are exactly these."""
+        self._add({"kind": "md", "device": device, "members": members})
+
     def path_created(self, path: str) -> None:
+        """A file or a directory tree poolbench made (removed with everything in it)."""
         self._add({"kind": "path", "path": path})
 
+    def dir_created(self, path: str) -> None:
+        """A directory (a mountpoint) poolbench made: removed only if it is empty."""
+        self._add({"kind": "dir", "path": path})
+
     # undoing ----------------------------------------------------------------------------------
-    def teardown(self) -> list[str]:
-        """Undo every entry, newest first; returns what was left alone and why."""
+    def teardown(self, only: Filter | None = None) -> list[str]:
+        """Undo every entry (or those `only` selects), newest first; returns what was left
+        alone and why. Undone entries leave the journal (and its file)."""
         kept: list[str] = []
-        for entry in reversed(self.entries):
+        chosen = [e for e in self.entries if only is None or only(e)]
+        undone: list[dict[str, Any]] = []
+        for entry in reversed(chosen):
             try:
                 note = getattr(self, f"_undo_{entry['kind']}")(entry)
             except (PoolbenchError, OSError) as exc:
-                note = f"{entry}: {exc}"
+                # A failed undo stays in the journal for `poolbench cleanup` to retry, and so
+                # does everything older: what was made before it (loop devices, their files)
+                # is what it stands on, and must not be pulled from under it.
+                kept.append(f"{entry}: {exc}")
+                break
+            undone.append(entry)
             if note:
-                kept.append(note)
-        self.entries.clear()
-        if self.path is not None and not kept:
-            self.path.unlink(missing_ok=True)
+                kept.append(note)  # deliberately left alone (not ours any more): forget it
+        self.entries = [e for e in self.entries if not any(e is u for u in undone)]
+        if self.path is not None:
+            if not self.entries:
+                self.path.unlink(missing_ok=True)
+            else:
+                self._rewrite()
         return kept
+
+    def _rewrite(self) -> None:
+        assert self.path is not None
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w") as fh:
+            for e in self.entries:
+                fh.write(json.dumps(e) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
 
     def _undo_pool(self, e: dict[str, Any]) -> str:
         name, guid = str(e["name"]), int(e["guid"])
@@ -112,6 +239,12 @@ class Journal:
             self.runner.run(["zpool", "destroy", name])
             return ""
         current = pool_guid(self.runner, name)
+        import_dir = e.get("import_dir")
+        if current is None and import_dir and Path(import_dir).is_dir():
+            # Exported by a cache drop that never got to import it again: bring back exactly
+            # the pool with our GUID, from our own member links, under its own name.
+            self.runner.run(["zpool", "import", "-d", str(import_dir), str(guid)], check=False)
+            current = pool_guid(self.runner, name)
         if current is None:
             return f"pool {name} (GUID {guid}) is not imported; left alone"
         if current != guid:
@@ -119,7 +252,7 @@ class Journal:
                 f"pool {name} has GUID {current}, not the GUID {guid} poolbench created: "
                 "someone else's pool, never destroyed"
             )
-        self.runner.run(["zpool", "destroy", name])
+        destroy_pool(self.runner, name)
         if e.get("clear_labels"):
             for dev in e["members"]:
                 self._clear_labels(str(dev), guid)
@@ -164,15 +297,81 @@ class Journal:
         self.runner.run(["losetup", "--detach", dev])
         return ""
 
+    def _undo_pool_intent(self, e: dict[str, Any]) -> str:
+        name = str(e["name"])
+        if self.runner.dry_run:
+            return ""  # the dry run's `zpool destroy` is printed by the "pool" entry
+        leaves = pool_members(self.runner, name)
+        if leaves is None:
+            return ""  # never created (or already destroyed)
+        want = sorted(os.path.realpath(str(m)) for m in e["members"])
+        if sorted(leaves) != want:
+            return (
+                f"pool {name} is built on {', '.join(leaves)}, not on the members poolbench "
+                "was about to use: someone else's pool, never destroyed"
+            )
+        destroy_pool(self.runner, name)
+        return ""
+
+    def _undo_loop_intent(self, e: dict[str, Any]) -> str:
+        backing = str(e["backing_file"])
+        if self.runner.dry_run:
+            return ""
+        for name in _loops_backing(self.sys_block, backing):
+            self.runner.run(["losetup", "--detach", f"/dev/{name}"])
+        return ""
+
+    def _undo_md(self, e: dict[str, Any]) -> str:
+        dev, members = str(e["device"]), [str(m) for m in e["members"]]
+        if self.runner.dry_run:
+            self.runner.run(["mdadm", "--stop", dev])
+            return ""
+        real = os.path.realpath(dev)
+        node = self.sys_block / os.path.basename(real)
+        if not real.startswith("/dev/") or not (node / "md").is_dir():
+            return ""  # never assembled, or already stopped
+        want = {os.path.basename(os.path.realpath(m)) for m in members}
+        holders = node / "slaves"
+        slaves = {p.name for p in holders.iterdir()} if holders.is_dir() else set()
+        if slaves != want:
+            return f"{dev} is built on {', '.join(sorted(slaves))}, not on {members}; left alone"
+        self.runner.run(["mdadm", "--stop", real])
+        for m in members:
+            self.runner.run(["mdadm", "--zero-superblock", m], check=False)
+        return ""
+
     def _undo_path(self, e: dict[str, Any]) -> str:
         p = Path(str(e["path"]))
         if self.runner.dry_run:
             return ""
         if p.is_dir() and not p.is_symlink():
+            inside = self._mounts_under(p)
+            if inside:
+                return f"{p} holds the mount {inside[0]}; left alone"
             shutil.rmtree(p, ignore_errors=True)
         else:
             p.unlink(missing_ok=True)
         return ""
+
+    def _undo_dir(self, e: dict[str, Any]) -> str:
+        p = Path(str(e["path"]))
+        if self.runner.dry_run or not p.is_dir() or p.is_symlink():
+            return ""
+        if self._mounts_under(p):
+            return f"{p} is still a mountpoint; left alone"
+        try:
+            p.rmdir()
+        except OSError:
+            return f"{p} is not empty; left alone"
+        return ""
+
+    def _mounts_under(self, p: Path) -> list[str]:
+        root = os.path.realpath(p)
+        return [
+            m.mountpoint
+            for m in mounts(self.mountinfo)
+            if m.mountpoint == root or m.mountpoint.startswith(root.rstrip("/") + "/")
+        ]
 
 
 def _device_size(dev: str) -> int:

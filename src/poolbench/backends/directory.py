@@ -1,0 +1,90 @@
+"""An existing directory on a mounted filesystem, measured as it is.
+
+Nothing is created or destroyed. The directory is the layout when it is an absolute path
+(`layout = "/srv/data"`), else the first device of the spec. The block devices under it come
+from the device guard's resolution (mountinfo, btrfs members, ZFS pool members).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from poolbench.backends._common import files_under
+from poolbench.backends.base import Availability, Pool, PoolSpec
+from poolbench.errors import UsageError
+from poolbench.guards import cache
+from poolbench.guards.devices import mount_of, resolve
+from poolbench.safety.journal import Journal
+from poolbench.system.runner import Runner
+
+
+def directory_of(spec: PoolSpec) -> Path:
+    if spec.layout.startswith("/"):
+        return Path(spec.layout)
+    if spec.devices:
+        return Path(spec.devices[0])
+    raise UsageError(
+        "The directory backend needs a directory.",
+        'Give it as the layout, e.g. layout = ["/srv/data"].',
+    )
+
+
+class DirectoryBackend:
+    name = "directory"
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+
+    def check(self) -> Availability:
+        return Availability(True, "", "", "directory")
+
+    def validate(self, spec: PoolSpec) -> None:
+        if spec.pool_options or spec.fs_options:
+            raise UsageError(
+                "The directory backend measures a filesystem as it is; it takes no options "
+                f"({', '.join([*spec.pool_options, *spec.fs_options])}).",
+                "Remove those factors for the directory backend.",
+            )
+        d = directory_of(spec)
+        if not d.is_dir():
+            raise UsageError(f"{d} is not an existing directory.", "Create it or fix the path.")
+        if not os.access(d, os.W_OK):
+            raise UsageError(f"{d} is not writable.", "Run as a user who may write there.")
+
+    def create(self, spec: PoolSpec, journal: Journal) -> Pool:
+        self.validate(spec)
+        d = directory_of(spec)
+        target = resolve(d, self.runner)
+        return Pool(spec, d, list(target.devices), self._describe(d, target.as_dict()))
+
+    @staticmethod
+    def _describe(d: Path, target: dict[str, Any]) -> dict[str, Any]:
+        m = mount_of(d)
+        return {"directory": str(d), "mountpoint": m.mountpoint, "fstype": m.fstype,
+                "source": m.source, "major_minor": m.major_minor, "target": target}  # fmt: skip
+
+    def verify(self, pool: Pool) -> list[str]:
+        d = pool.mountpoint
+        if not d.is_dir():
+            return [f"{d} is not a directory any more"]
+        m = mount_of(d)
+        was = pool.described.get("major_minor")
+        if was and m.major_minor != was:
+            return [f"{d} is now on {m.source} ({m.fstype}), not on the filesystem it was on"]
+        return []
+
+    def drop_cache(self, pool: Pool) -> dict[str, Any]:
+        """The page cache is all there is to drop (a ZFS directory keeps its ARC: noted)."""
+        files = files_under(pool.mountpoint)
+        res = cache.drop(self.runner, files).as_dict()
+        res["files_checked"] = len(files)
+        if pool.described.get("fstype") in ("zfs", "fuse.zfs", "fuse"):
+            note = "ZFS's ARC is not emptied for a directory poolbench did not build."
+            res["detail"] = f"{res['detail']} {note}".strip()
+            res["verified"] = False
+        return res
+
+    def destroy(self, pool: Pool, journal: Journal) -> None:
+        """Nothing: poolbench did not create it."""

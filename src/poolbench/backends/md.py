@@ -1,0 +1,234 @@
+"""Linux md (mdadm) RAID 0/1/5/6/10 with ext4 or xfs on top.
+
+The layout is the md level; `fs_options["fs"]` picks ext4 (default) or xfs;
+`pool_options["chunk"]` sets the chunk size (e.g. 512K) and `pool_options["assume_clean"]`
+("yes") skips the initial resync — otherwise poolbench waits for it (`mdadm --wait`), because
+a resync running under a measurement steals the disks' bandwidth.
+
+A kernel without the md driver (no /proc/mdstat and no md_mod module) makes the backend
+unavailable, with that reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from poolbench.backends._common import block_names, mount_at, remount_cold
+from poolbench.backends.base import Availability, Pool, PoolSpec
+from poolbench.errors import PoolbenchError, UsageError
+from poolbench.safety.journal import Journal
+from poolbench.system.runner import CommandError, Runner
+
+MIN_DEVICES = {"raid0": 2, "raid1": 2, "raid5": 3, "raid6": 4, "raid10": 2}
+FILESYSTEMS = ("ext4", "xfs")
+POOL_OPTIONS = ("chunk", "assume_clean")
+FS_OPTIONS = ("fs",)
+
+
+def parse_detail_export(text: str) -> dict[str, str]:
+    """`mdadm --detail --export DEV`: KEY=VALUE lines."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+class MdBackend:
+    name = "md"
+
+    def __init__(
+        self,
+        runner: Runner,
+        *,
+        proc_mdstat: Path = Path("/proc/mdstat"),
+        modules_dir: Path | None = None,
+        mountinfo: Path = Path("/proc/self/mountinfo"),
+    ) -> None:
+        self.runner = runner
+        self.proc_mdstat = proc_mdstat
+        self.modules_dir = modules_dir or Path("/lib/modules") / os.uname().release
+        self.mountinfo = mountinfo
+
+    def _md_module(self) -> bool:
+        """Is md built in or available as a module for the running kernel?"""
+        for index in ("modules.builtin", "modules.dep"):
+            try:
+                text = (self.modules_dir / index).read_text()
+            except OSError:
+                continue
+            if re.search(r"(^|/)md-mod\.ko", text, re.M):
+                return True
+        return False
+
+    def check(self) -> Availability:
+        if not self.proc_mdstat.exists() and not self._md_module():
+            return Availability(
+                False,
+                f"the running kernel ({os.uname().release}) has no md driver: "
+                f"{self.proc_mdstat} is absent and no md_mod module is available "
+                f"(looked in {self.modules_dir}). Use a kernel with CONFIG_BLK_DEV_MD, or "
+                "`modprobe md_mod` where modules can be loaded.",
+            )
+        if self.runner.which("mdadm") is None:
+            return Availability(False, "mdadm is not installed (Debian: mdadm).")
+        out = self.runner.run(["mdadm", "--version"], check=False, mutates=False)
+        text = (out.stdout + out.stderr).strip()
+        return Availability(True, "", text.splitlines()[0] if text else "", "md")
+
+    def validate(self, spec: PoolSpec) -> None:
+        a = self.check()
+        if not a.ok:
+            raise UsageError(f"The md backend is not available: {a.reason}", "")
+        self.validate_spec(spec)
+
+    @staticmethod
+    def validate_spec(spec: PoolSpec) -> None:
+        """The checks that need no kernel (also run by tests on any machine)."""
+        if spec.layout not in MIN_DEVICES:
+            raise UsageError(
+                f"'{spec.layout}' is not an md level.", f"Use one of {', '.join(MIN_DEVICES)}."
+            )
+        n = len(spec.devices)
+        if n < MIN_DEVICES[spec.layout]:
+            raise UsageError(
+                f"md {spec.layout} needs at least {MIN_DEVICES[spec.layout]} devices, not {n}.",
+                "Give more disks or choose another level.",
+            )
+        for key in spec.pool_options:
+            if key not in POOL_OPTIONS:
+                raise UsageError(
+                    f"Unknown md option '{key}'.", f"Known: {', '.join(POOL_OPTIONS)}."
+                )
+        for key in spec.fs_options:
+            if key not in FS_OPTIONS:
+                raise UsageError(f"Unknown md filesystem option '{key}'.", "Known: fs.")
+        fs = spec.fs_options.get("fs", "ext4")
+        if fs not in FILESYSTEMS:
+            raise UsageError(f"fs={fs} is not supported on md.", "Use ext4 or xfs.")
+        chunk = spec.pool_options.get("chunk")
+        if chunk is not None and not re.fullmatch(r"\d+[KM]", str(chunk)):
+            raise UsageError(f"chunk={chunk} is not a chunk size.", "Write e.g. 64K or 512K.")
+        if any(not d.startswith("/dev/") for d in spec.devices):
+            raise UsageError("md arrays need block devices.", 'Use source = "loop" in [disks].')
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", spec.name):
+            raise UsageError(f"'{spec.name}' is not a usable md array name.", "")
+
+    @staticmethod
+    def array_path(spec: PoolSpec) -> str:
+        return f"/dev/md/{spec.name}"
+
+    def create_argvs(self, spec: PoolSpec) -> list[list[str]]:
+        """mdadm --create, [mdadm --wait], mkfs — in order."""
+        dev = self.array_path(spec)
+        create = ["mdadm", "--create", dev, "--run", "--metadata=1.2",
+                  f"--level={spec.layout}", f"--raid-devices={len(spec.devices)}"]  # fmt: skip
+        if "chunk" in spec.pool_options and spec.layout != "raid1":
+            create.append(f"--chunk={spec.pool_options['chunk']}")
+        clean = str(spec.pool_options.get("assume_clean", "no")).lower() in ("yes", "true", "1")
+        if clean:
+            create.append("--assume-clean")
+        create += list(spec.devices)
+        argvs = [create]
+        if not clean and spec.layout != "raid0":
+            argvs.append(["mdadm", "--wait", dev])
+        if spec.fs_options.get("fs", "ext4") == "xfs":
+            argvs.append(["mkfs.xfs", "-f", "-q", dev])
+        else:
+            argvs.append(["mkfs.ext4", "-q", "-F", "-L", spec.name[:16],
+                          "-E", "lazy_itable_init=0,lazy_journal_init=0", dev])  # fmt: skip
+        return argvs
+
+    def mount_argv(self, spec: PoolSpec) -> list[str]:
+        fs = spec.fs_options.get("fs", "ext4")
+        return ["mount", "-t", fs, self.array_path(spec), str(spec.mount_root / spec.name)]
+
+    def create(self, spec: PoolSpec, journal: Journal) -> Pool:
+        self.validate(spec)
+        dry = self.runner.dry_run
+        dev = self.array_path(spec)
+        mountpoint = spec.mount_root / spec.name
+        if not spec.mount_root.exists():
+            journal.path_created(str(spec.mount_root))
+            if not dry:
+                spec.mount_root.mkdir(parents=True)
+        journal.dir_created(str(mountpoint))
+        if not dry:
+            mountpoint.mkdir()
+        journal.array_created(dev, list(spec.devices))
+        for argv in self.create_argvs(spec):
+            # `mdadm --wait` exits 1 when there is nothing to wait for.
+            self.runner.run(argv, check=argv[1] != "--wait")
+        # The kernel shows the mount's source as /dev/mdNNN, which /dev/md/NAME links to.
+        journal.mount_created(str(mountpoint), os.path.realpath(dev))
+        self.runner.run(self.mount_argv(spec))
+        pool = Pool(spec, mountpoint, block_names(list(spec.devices)), {})
+        if not dry:
+            pool.described = self.describe(pool)
+        return pool
+
+    def describe(self, pool: Pool) -> dict[str, Any]:
+        dev = self.array_path(pool.spec)
+        out = self.runner.run(["mdadm", "--detail", "--export", dev], mutates=False).stdout
+        detail = parse_detail_export(out)
+        members = [
+            v for k, v in detail.items() if k.startswith("MD_DEVICE_") and k.endswith("_DEV")
+        ]
+        m = mount_at(pool.mountpoint, self.mountinfo)
+        return {
+            "mdadm": self.check().version,
+            "device": dev,
+            "level": detail.get("MD_LEVEL"),
+            "raid_devices": int(detail.get("MD_DEVICES", "0") or 0),
+            "members": members,
+            "fstype": m.fstype if m else None,
+            "mount_source": m.source if m else None,
+        }
+
+    def verify(self, pool: Pool) -> list[str]:
+        if self.runner.dry_run:
+            return []
+        try:
+            d = self.describe(pool)
+        except CommandError as exc:
+            return [f"md array {self.array_path(pool.spec)} cannot be read back: {exc.problem}"]
+        pool.described = d
+        spec = pool.spec
+        problems = []
+        if d["level"] != spec.layout:
+            problems.append(f"md level is {d['level']}, not {spec.layout}")
+        if d["raid_devices"] != len(spec.devices):
+            problems.append(f"the array has {d['raid_devices']} devices, not {len(spec.devices)}")
+        have = sorted(os.path.realpath(x) for x in d["members"])
+        if have != sorted(os.path.realpath(x) for x in spec.devices):
+            problems.append(f"member devices are {have}, not {list(spec.devices)}")
+        fs = spec.fs_options.get("fs", "ext4")
+        if d["fstype"] != fs:
+            problems.append(f"{pool.mountpoint} holds {d['fstype']}, not {fs}")
+        return problems
+
+    def drop_cache(self, pool: Pool) -> dict[str, Any]:
+        return remount_cold(self.runner, pool.mountpoint, self.mount_argv(pool.spec),
+                            self.mountinfo)  # fmt: skip
+
+    def destroy(self, pool: Pool, journal: Journal) -> None:
+        mountpoint, dev = str(pool.mountpoint), self.array_path(pool.spec)
+
+        def owned(e: dict[str, Any]) -> bool:
+            kind = e.get("kind")
+            return (
+                (kind == "mount" and e.get("mountpoint") == mountpoint)
+                or (kind == "dir" and e.get("path") == mountpoint)
+                or (kind == "md" and e.get("device") == dev)
+            )
+
+        left = journal.teardown(only=owned)
+        if left:
+            raise PoolbenchError(
+                f"md array {dev} was not fully torn down: " + "; ".join(left),
+                "Inspect it with `cat /proc/mdstat`; `poolbench cleanup` retries.",
+            )

@@ -1,0 +1,278 @@
+"""Vdev sources: what a pool is built from.
+
+* **files**: sparse files in a scratch directory (`--disks 5x512M` → five 512 MiB files);
+  they cost nothing until written.
+* **loop**: a loop device over each file (`losetup --direct-io=on`, so the file's host page
+  cache is not a second cache under the pool). Needed by btrfs and md, and by partitions.
+* **devices**: real block devices, only as safety `Claim`s (see safety/claims.py); a plain
+  /dev path is refused here.
+
+On block devices three vdev sources answer the NAS builder's question of mixed disk sizes:
+`whole` (the device as it is), `partition` (one GPT partition spanning the disk) and `slice`
+(one partition of `--slice-size` per disk).
+
+Everything is journaled *before* it is made: the scratch directory and each file
+(`path_created`), each loop device (`loop_intent(file)`; teardown detaches whatever loop device
+then backs the file, so a crash between `losetup` and recording its name leaks nothing).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from poolbench.backends._common import block_names, is_block, size_of
+from poolbench.errors import PoolbenchError, UsageError
+from poolbench.safety.claims import ClaimSet
+from poolbench.safety.journal import Journal
+from poolbench.system.runner import Runner
+
+if TYPE_CHECKING:
+    from poolbench.study.model import Disks
+
+SOURCES = ("files", "loop", "devices")
+PARTITIONING = ("whole", "partition", "slice")
+# GPT needs 1 MiB in front (alignment) and 33 sectors behind (backup table): keep 2 MiB free.
+GPT_OVERHEAD = 2 << 20
+MIN_SLICE = 64 << 20  # zpool refuses vdevs below 64 MiB
+
+
+@dataclass
+class DiskSet:
+    """The devices one pool is built on, and what they are made of."""
+
+    devices: list[str]  # paths to hand to the backend, in order
+    source: str  # files | loop | devices
+    partitioning: str = "whole"
+    files: list[Path] = field(default_factory=list)  # backing files (files, loop)
+    whole: list[str] = field(default_factory=list)  # the loop devices / disks under partitions
+
+    @property
+    def block_devices(self) -> list[str]:
+        """Kernel names of the block devices (empty for plain files)."""
+        return block_names(self.devices)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "devices": self.devices,
+            "source": self.source,
+            "partitioning": self.partitioning,
+            "files": [str(f) for f in self.files],
+            "whole": self.whole,
+        }
+
+
+def sparse_files(
+    journal: Journal, directory: Path, sizes: Sequence[int], prefix: str = "disk"
+) -> list[Path]:
+    """Make one sparse file per size in `directory` (made too, if missing)."""
+    if not sizes:
+        raise UsageError("No disks asked for.", "Give --disks COUNTxSIZE, e.g. 5x512M.")
+    dry = journal.runner.dry_run
+    if not directory.exists():
+        journal.path_created(str(directory))
+        if not dry:
+            directory.mkdir(parents=True)
+    files = []
+    for i, size in enumerate(sizes):
+        f = directory / f"{prefix}{i}.img"
+        if f.exists() or f.is_symlink():
+            raise PoolbenchError(f"{f} exists already.", "Remove it or use another scratch dir.")
+        journal.path_created(str(f))
+        if not dry:
+            with open(f, "xb") as fh:
+                fh.truncate(size)
+        files.append(f)
+    return files
+
+
+def loop_devices(runner: Runner, journal: Journal, files: Sequence[Path]) -> list[str]:
+    """A direct-I/O loop device over each file (partition scanning on), in order."""
+    devs = []
+    for f in files:
+        journal.loop_intent(str(f))
+        dev = runner.run(
+            ["losetup", "--find", "--show", "--direct-io=on", "--partscan", str(f)]
+        ).stdout.strip()
+        if runner.dry_run:
+            dev = f"/dev/loop-for-{f.name}"
+        elif not dev.startswith("/dev/loop"):
+            raise PoolbenchError(
+                f"losetup gave no device for {f} ({dev!r}).", "Check loop support."
+            )
+        journal.loop_created(dev, str(f))
+        devs.append(dev)
+    return devs
+
+
+def claimed_devices(claims: ClaimSet | None) -> list[str]:
+    """The only way real disks enter: claims issued by the safety layer."""
+    if claims is None or not claims.claims:
+        raise UsageError(
+            "Real block devices are used only through the safety layer, which has not claimed any.",
+            "Use sparse files or loop devices (--disks 5x512M), or name devices so that "
+            "poolbench can check and claim them.",
+        )
+    return list(claims.device_paths)
+
+
+def partition_name(device: str, number: int = 1) -> str:
+    """/dev/loop0 → /dev/loop0p1, /dev/nvme0n1 → /dev/nvme0n1p1, /dev/sdb → /dev/sdb1."""
+    return f"{device}p{number}" if device[-1].isdigit() else f"{device}{number}"
+
+
+def sfdisk_script(mode: str, slice_bytes: int | None) -> str:
+    if mode == "partition":
+        return "label: gpt\n,,\n"
+    assert slice_bytes is not None
+    return f"label: gpt\nsize={slice_bytes // 1024}KiB\n"
+
+
+def partition(
+    runner: Runner, devices: Sequence[str], mode: str, slice_bytes: int | None = None
+) -> list[str]:
+    """Apply the vdev source `mode` to block devices; returns what the pool is built on."""
+    if mode not in PARTITIONING:
+        raise UsageError(f"Unknown vdev source '{mode}'.", f"Use {', '.join(PARTITIONING)}.")
+    if mode == "whole":
+        return list(devices)
+    if mode == "slice":
+        if slice_bytes is None:
+            raise UsageError("vdev source 'slice' needs a slice size.", "Add --slice-size 256M.")
+        if slice_bytes < MIN_SLICE or slice_bytes % (1 << 20):
+            raise UsageError(
+                f"Slice size {slice_bytes} bytes is too small or not whole MiB.",
+                "Use at least 64M, in whole MiB.",
+            )
+    parts = []
+    for dev in devices:
+        if not runner.dry_run and not is_block(dev):
+            raise UsageError(
+                f"{dev} is not a block device: partitions need loop devices or disks.",
+                "Use the loop source for partition/slice vdev sources.",
+            )
+        size = size_of(dev) if not runner.dry_run else None
+        if (
+            mode == "slice"
+            and size is not None
+            and slice_bytes is not None
+            and (slice_bytes + GPT_OVERHEAD > size)
+        ):
+            raise UsageError(
+                f"A slice of {slice_bytes >> 20} MiB does not fit on {dev} "
+                f"({size >> 20} MiB with 2 MiB for the partition table).",
+                "Use a smaller --slice-size.",
+            )
+        runner.run(["sfdisk", "--quiet", "--wipe", "always", dev],
+                   input_text=sfdisk_script(mode, slice_bytes))  # fmt: skip
+        part = partition_name(dev)
+        if not runner.dry_run:
+            _wait_partition(runner, dev, part)
+        parts.append(part)
+    return parts
+
+
+def _wait_partition(runner: Runner, dev: str, part: str) -> None:
+    # With no udev (containers, this VM) the kernel may not create the node until asked.
+    deadline = time.monotonic() + 10
+    nudged = False
+    while not is_block(part):
+        if time.monotonic() > deadline:
+            raise PoolbenchError(
+                f"Partition {part} did not appear after sfdisk on {dev}.",
+                "Check that the kernel re-reads partition tables (partx -a).",
+            )
+        if not nudged or time.monotonic() > deadline - 5:
+            runner.run(["partx", "--add", dev], check=False)
+            nudged = True
+        time.sleep(0.1)
+
+
+def provide(
+    runner: Runner,
+    journal: Journal,
+    *,
+    source: str,
+    scratch: Path | None = None,
+    sizes: Sequence[int] = (),
+    partitioning: str = "whole",
+    slice_bytes: int | None = None,
+    claims: ClaimSet | None = None,
+) -> DiskSet:
+    """Make (or take) the devices for one pool; everything made is journaled first."""
+    if source not in SOURCES:
+        raise UsageError(f"Unknown disk source '{source}'.", f"Use {', '.join(SOURCES)}.")
+    if source == "devices":
+        whole = claimed_devices(claims)
+        return DiskSet(partition(runner, whole, partitioning, slice_bytes), source, partitioning,
+                       [], whole)  # fmt: skip
+    if scratch is None:
+        raise UsageError("Sparse-file disks need a scratch directory.", "")
+    files = sparse_files(journal, scratch, sizes)
+    if source == "files":
+        if partitioning != "whole":
+            raise UsageError(
+                f"The vdev source '{partitioning}' needs block devices, not plain files.",
+                'Use source = "loop" in [disks] (loop devices over the files).',
+            )
+        return DiskSet([str(f) for f in files], source, partitioning, files, [])
+    loops = loop_devices(runner, journal, files)
+    return DiskSet(partition(runner, loops, partitioning, slice_bytes), source, partitioning,
+                   files, loops)  # fmt: skip
+
+
+def make_disks(
+    runner: Runner,
+    journal: Journal,
+    disks: Disks,
+    base: Path,
+    claims: ClaimSet | None = None,
+) -> list[str]:
+    """The trial loop's entry point: a study's [disks] table → device paths for the backend."""
+    from poolbench.guards.workingset import parse_size
+
+    if disks.n == 0:
+        return []  # the directory backend needs no disks
+    sizes = [disks.size_bytes] * disks.count if disks.source != "devices" else []
+    return provide(
+        runner,
+        journal,
+        source=disks.source,
+        scratch=base,
+        sizes=sizes,
+        partitioning=disks.vdev_source,
+        slice_bytes=parse_size(disks.slice_size) if disks.slice_size else None,
+        claims=claims,
+    ).devices
+
+
+_DISKS_RE = re.compile(r"^(\d+)\s*[xX*]\s*(.+)$")
+
+
+def parse_disks(text: str) -> tuple[list[int], list[str]]:
+    """`--disks`: '5x512M' or '2x1G,3x512M' → sizes; '/dev/sdb,/dev/sdc' → device names."""
+    from poolbench.planner.layout import parse_devices
+
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if items and all(i.startswith("/") for i in items):
+        return [], items
+    if any(i.startswith("/") for i in items):
+        raise UsageError(
+            f"--disks '{text}' mixes sizes and devices.",
+            "Give either sizes (5x512M: sparse files) or devices (/dev/sdb,/dev/sdc).",
+        )
+    return list(parse_devices(text, context=text)), []
+
+
+def own_loop_backing(device: str) -> str | None:
+    """The backing file of a loop device, from sysfs (None if it is not a loop device)."""
+    name = os.path.basename(os.path.realpath(device))
+    try:
+        return Path(f"/sys/class/block/{name}/loop/backing_file").read_text().strip()
+    except OSError:
+        return None

@@ -1,0 +1,591 @@
+"""ZFS through `zpool` and `zfs`, in the two dialects found in the wild.
+
+* **OpenZFS 2.x** (what users run): `zpool version` answers; output is read with `-H -p`
+  (tabs, exact numbers); dRAID from 2.1; recordsize up to 16M from 2.2 (1M before).
+* **zfs-fuse** (pool version 23, the ZFS this kind of machine has): no `version` command, no
+  `-p` for `zpool list`, no `-H` for `zpool get`, no `sync` property, no lz4/zstd, recordsize
+  at most 128K, ashift 9..13 (`-o ashift=` is a Debian patch). `zfs get -Hp` works.
+
+After `zpool create` the pool is read back — vdev tree (`zpool status`), the ashift of every
+top-level vdev (`zdb -C`), the dataset properties (`zfs get -Hp`), the mount — and `verify()`
+lists every difference from what was asked: a silently different ashift is exactly the
+mistake users make. The ARC is emptied by `zpool export` + `zpool import -d DIR`, where DIR
+holds only links to this pool's own members (never a scan of /dev).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from poolbench.backends._common import block_names, mount_at, size_of, wait_for
+from poolbench.backends.base import Availability, Pool, PoolSpec, Vdev, parse_topology
+from poolbench.errors import PoolbenchError, UsageError
+from poolbench.guards import cache
+from poolbench.safety.journal import Journal, destroy_pool, pool_guid, retry_busy
+from poolbench.system.runner import CommandError, Runner
+
+ZFS_FUSE = "zfs-fuse"
+OPENZFS = "openzfs"
+
+POOL_OPTIONS = ("ashift",)
+FS_OPTIONS = ("recordsize", "compression", "atime", "sync", "primarycache")
+_FUSE_COMPRESSION = ["on", "off", "lzjb", "gzip", *[f"gzip-{i}" for i in range(1, 10)], "zle"]
+_ZSTD = re.compile(r"^zstd(-([1-9]|1[0-9]))?$|^zstd-fast(-([1-9]|10|[2-9]0|100|500|1000))?$")
+_CHOICES = {
+    "atime": ("on", "off"),
+    "sync": ("standard", "always", "disabled"),
+    "primarycache": ("all", "none", "metadata"),
+}
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,200}$")
+_RESERVED = ("mirror", "raidz", "draid", "spare", "log")
+ARCSTATS = Path("/proc/spl/kstat/zfs/arcstats")
+
+
+@dataclass(frozen=True)
+class TopVdev:
+    """One top-level vdev as `zpool status` shows it."""
+
+    kind: str  # stripe | mirror | raidz1..3 | draidP:Dd:Cc:Ss
+    name: str
+    leaves: tuple[str, ...]
+
+    @property
+    def width(self) -> int:
+        return len(self.leaves)
+
+
+def parse_status(text: str, pool: str) -> tuple[list[TopVdev], str]:
+    """The data vdevs (not logs, cache or spares) and the health of `zpool status POOL`."""
+    tops: list[TopVdev] = []
+    health = ""
+    in_config = False
+    pool_indent = -1
+    section = False
+    cur: tuple[str, str, list[str]] | None = None
+
+    def close() -> None:
+        if cur is not None:
+            tops.append(TopVdev(cur[0], cur[1], tuple(cur[2])))
+
+    for raw in text.splitlines():
+        line = raw.expandtabs(8)
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "state:" and len(words) > 1 and not in_config:
+            health = words[1]
+        if words[0] == "NAME" and "STATE" in words:
+            in_config = True
+            continue
+        if not in_config:
+            continue
+        if words[0] == "errors:":
+            break
+        indent = len(line) - len(line.lstrip())
+        if words[0] == pool and pool_indent < 0:
+            pool_indent = indent
+            continue
+        if indent <= pool_indent:  # logs / cache / spares / special sections
+            section = True
+            close()
+            cur = None
+            continue
+        if section:
+            continue
+        if indent == pool_indent + 2:
+            close()
+            cur = None
+            kind = _kind_of(words[0])
+            if kind is None:  # a leaf right under the pool: one disk of a stripe
+                tops.append(TopVdev("stripe", words[0], (words[0],)))
+            else:
+                cur = (kind, words[0], [])
+        elif cur is not None:
+            cur[2].append(words[0])
+    close()
+    return tops, health
+
+
+def _kind_of(name: str) -> str | None:
+    m = re.match(r"^(mirror|raidz[123]?|draid[123]?(?::\d+[dcs])*)-\d+$", name)
+    if not m:
+        return None
+    kind = m.group(1)
+    if kind == "raidz":
+        return "raidz1"
+    if kind.startswith("draid") and (len(kind) == 5 or kind[5] == ":"):
+        kind = "draid1" + kind[5:]
+    return kind
+
+
+def expected_shape(vdevs: tuple[Vdev, ...]) -> list[tuple[str, int]]:
+    """What `zpool status` should show for a layout: (kind, width) per top-level vdev."""
+    shape: list[tuple[str, int]] = []
+    for v in vdevs:
+        if v.kind == "stripe":
+            shape += [("stripe", 1)] * v.width
+        elif v.kind.startswith("draid"):
+            shape.append((f"{v.kind}:{v.draid_data}d:{v.width}c:{v.draid_spares}s", v.width))
+        else:
+            shape.append((v.kind, v.width))
+    return shape
+
+
+def _shape_text(shape: list[tuple[str, int]]) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(shape):
+        kind, width = shape[i]
+        if kind == "stripe":
+            n = 1
+            while i + n < len(shape) and shape[i + n][0] == "stripe":
+                n += 1
+            out.append(f"stripe:{n}")
+            i += n
+            continue
+        out.append(f"{kind}:{width}" if not kind.startswith("draid") else kind)
+        i += 1
+    return "+".join(out)
+
+
+def parse_zdb_ashift(text: str) -> list[int]:
+    """ashift of each top-level vdev, from `zdb -C POOL` (leaves carry none)."""
+    return [int(m.group(1)) for m in re.finditer(r"^\s*ashift:\s*(\d+)\s*$", text, re.M)]
+
+
+def parse_size(text: str) -> int:
+    m = re.fullmatch(r"(\d+)([KMG]?)B?", text.strip().upper())
+    if not m:
+        raise ValueError(text)
+    return int(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2)]
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    return tuple(int(g) for g in m.groups() if g is not None) if m else ()
+
+
+class ZfsBackend:
+    name = "zfs"
+
+    def __init__(self, runner: Runner, mountinfo: Path = Path("/proc/self/mountinfo")) -> None:
+        self.runner = runner
+        self.mountinfo = mountinfo
+        self._avail: Availability | None = None
+
+    # -- availability ------------------------------------------------------------------------
+    def check(self) -> Availability:
+        if self._avail is None:
+            self._avail = self._probe()
+        return self._avail
+
+    def _probe(self) -> Availability:
+        r = self.runner
+        if r.which("zpool") is None or r.which("zfs") is None:
+            return Availability(
+                False,
+                "zpool/zfs are not installed (Debian: zfsutils-linux for OpenZFS, or zfs-fuse).",
+            )
+        v = r.run(["zpool", "version"], check=False, mutates=False)
+        if v.returncode == 0 and "zfs-" in v.stdout:
+            version = v.stdout.strip().splitlines()[0]
+            if r.run(["zpool", "list", "-H"], check=False, mutates=False).returncode != 0:
+                return Availability(
+                    False,
+                    f"OpenZFS ({version}) is installed but does not answer: is the zfs kernel "
+                    "module loaded (modprobe zfs)?",
+                    version,
+                    OPENZFS,
+                )
+            return Availability(True, "", version, OPENZFS)
+        up = r.run(["zpool", "upgrade", "-v"], check=False, mutates=False)
+        m = re.search(r"running ZFS pool version (\d+)", up.stdout)
+        if r.which("zfs-fuse") is None and not m:
+            return Availability(False, "zpool answers neither as OpenZFS nor as zfs-fuse.")
+        version = f"zfs-fuse, pool version {m.group(1) if m else '?'}"
+        if r.run(["zpool", "list", "-H"], check=False, mutates=False).returncode != 0:
+            return Availability(
+                False,
+                "the zfs-fuse daemon is not running; start it with `zfs-fuse` (as root), or run "
+                "`poolbench demo`, which starts it.",
+                version,
+                ZFS_FUSE,
+            )
+        return Availability(True, "", version, ZFS_FUSE)
+
+    @property
+    def dialect(self) -> str:
+        return self.check().dialect
+
+    def _openzfs_at_least(self, *want: int) -> bool:
+        a = self.check()
+        return a.dialect == OPENZFS and _version_tuple(a.version) >= want
+
+    # -- validation --------------------------------------------------------------------------
+    def validate(self, spec: PoolSpec) -> None:
+        a = self.check()
+        if not a.ok:
+            raise UsageError(f"The zfs backend is not available: {a.reason}", "")
+        fuse = a.dialect == ZFS_FUSE
+        if not _NAME.match(spec.name) or spec.name.startswith(_RESERVED):
+            raise UsageError(
+                f"'{spec.name}' is not a valid ZFS pool name.",
+                "Start with a letter, use letters, digits, '_', '-', '.', ':', and do not begin "
+                "with mirror, raidz, draid, spare or log.",
+            )
+        if not spec.mount_root.is_absolute():
+            raise UsageError(f"Mount root {spec.mount_root} is not absolute.", "")
+        vdevs = parse_topology(spec.layout, len(spec.devices))
+        for v in vdevs:
+            if v.kind.startswith("draid") and not self._openzfs_at_least(2, 1):
+                raise UsageError(
+                    f"Layout '{spec.layout}': dRAID needs OpenZFS 2.1 or later; this ZFS is "
+                    f"{a.version}.",
+                    "Drop the draid layouts from the study, or run it on OpenZFS ≥ 2.1.",
+                )
+        used = spec.devices[: sum(v.width for v in vdevs)]
+        real = [os.path.realpath(d) for d in used]
+        dup = sorted({d for d in real if real.count(d) > 1})
+        if dup:
+            raise UsageError(
+                f"Device {dup[0]} is given twice for pool {spec.name}.", "Name each disk once."
+            )
+        for key, value in spec.pool_options.items():
+            if key not in POOL_OPTIONS:
+                raise UsageError(
+                    f"Unknown ZFS pool option '{key}'.", f"Known: {', '.join(POOL_OPTIONS)}."
+                )
+            hi = 13 if fuse else 16
+            if not str(value).isdigit() or not 9 <= int(value) <= hi:
+                raise UsageError(
+                    f"ashift={value} is not possible on {a.version}.",
+                    f"Use an ashift from 9 to {hi} (9 = 512-byte, 12 = 4K sectors).",
+                )
+        for key, value in spec.fs_options.items():
+            self._validate_property(key, str(value), fuse, a.version)
+
+    def _validate_property(self, key: str, value: str, fuse: bool, version: str) -> None:
+        if key not in FS_OPTIONS:
+            raise UsageError(
+                f"Unknown ZFS dataset property '{key}'.", f"Known: {', '.join(FS_OPTIONS)}."
+            )
+        if key == "recordsize":
+            hi = (128 << 10) if fuse else (16 << 20 if self._openzfs_at_least(2, 2) else 1 << 20)
+            try:
+                n = parse_size(value)
+            except ValueError:
+                n = -1
+            if n < 512 or n > hi or n & (n - 1):
+                raise UsageError(
+                    f"recordsize={value} is not possible on {version}: it must be a power of "
+                    f"two from 512 to {hi >> 10}K.",
+                    "Use e.g. 16K, 128K" + ("" if fuse else ", 1M") + ".",
+                )
+        elif key == "compression":
+            if fuse:
+                if value not in _FUSE_COMPRESSION:
+                    raise UsageError(
+                        f"compression={value} is not supported by {version}.",
+                        f"It offers: {', '.join(_FUSE_COMPRESSION)} (no lz4, no zstd).",
+                    )
+            else:
+                ok = value in (*_FUSE_COMPRESSION, "lz4") or (
+                    _ZSTD.match(value) is not None and self._openzfs_at_least(2, 0)
+                )
+                if not ok:
+                    raise UsageError(
+                        f"compression={value} is not supported by {version}.",
+                        "Use off, lz4, gzip[-1..9], zle, lzjb, zstd[-1..19] or zstd-fast[-N].",
+                    )
+        elif key == "sync" and fuse:
+            raise UsageError(
+                f"{version} has no 'sync' property (it came with pool version 28).",
+                "Drop the sync factor for zfs-fuse, or run the study on OpenZFS.",
+            )
+        elif value not in _CHOICES.get(key, (value,)):
+            raise UsageError(
+                f"{key}={value} is not a valid value.", f"Use one of {', '.join(_CHOICES[key])}."
+            )
+
+    # -- create ------------------------------------------------------------------------------
+    @staticmethod
+    def paths(spec: PoolSpec) -> tuple[Path, Path]:
+        """(mountpoint, directory of member links used for import)."""
+        return spec.mount_root / spec.name, spec.mount_root / f"{spec.name}.members"
+
+    def create_argv(self, spec: PoolSpec) -> list[str]:
+        """The `zpool create` command line for `spec` (validated)."""
+        vdevs = parse_topology(spec.layout, len(spec.devices))
+        members = list(spec.devices[: sum(v.width for v in vdevs)])
+        mountpoint, _ = self.paths(spec)
+        argv = ["zpool", "create"]
+        if self._needs_force(vdevs, members):
+            argv.append("-f")
+        for key, value in spec.pool_options.items():
+            argv += ["-o", f"{key}={value}"]
+        for key, value in spec.fs_options.items():
+            argv += ["-O", f"{key}={value}"]
+        argv += ["-m", str(mountpoint), spec.name]
+        i = 0
+        for v in vdevs:
+            argv += v.zpool_words() + members[i : i + v.width]
+            i += v.width
+        return argv
+
+    @staticmethod
+    def _needs_force(vdevs: tuple[Vdev, ...], members: list[str]) -> bool:
+        """zpool refuses mixed top-level vdevs (raidz1:3+raidz1:4, raidz+mirror) and members
+        of different sizes unless forced; the study asked for exactly that on purpose."""
+        shapes = {(v.kind, v.width) for v in vdevs if v.kind != "stripe"}
+        kinds = {v.kind for v in vdevs}
+        sizes = {size_of(m) for m in members} - {None}
+        return len(shapes) > 1 or (len(kinds) > 1) or len(sizes) > 1
+
+    def create(self, spec: PoolSpec, journal: Journal) -> Pool:
+        self.validate(spec)
+        dry = self.runner.dry_run
+        vdevs = parse_topology(spec.layout, len(spec.devices))
+        members = list(spec.devices[: sum(v.width for v in vdevs)])
+        mountpoint, link_dir = self.paths(spec)
+        argv = self.create_argv(spec)
+        if not spec.mount_root.exists():
+            journal.path_created(str(spec.mount_root))
+            if not dry:
+                spec.mount_root.mkdir(parents=True)
+        journal.path_created(str(link_dir))
+        if not dry:
+            link_dir.mkdir(exist_ok=True)
+        journal.dir_created(str(mountpoint))
+        journal.pool_intent(spec.name, members)
+        self.runner.run(argv)
+        journal.pool_created(spec.name, members, import_dir=str(link_dir))
+        pool = Pool(spec, mountpoint, [], {"dry_run": True} if dry else {})
+        if dry:
+            return pool
+        for leaf in self._leaf_paths(spec.name):
+            link = link_dir / os.path.basename(leaf)
+            n = 1
+            while link.is_symlink():
+                link = link_dir / f"{os.path.basename(leaf)}.{n}"
+                n += 1
+            link.symlink_to(leaf)
+        pool.described = self.describe(spec.name)
+        pool.described["unused_devices"] = list(spec.devices[len(members) :])
+        pool.block_devices = block_names(pool.described["leaves"])
+        return pool
+
+    def _leaf_paths(self, name: str) -> list[str]:
+        """Absolute paths of the leaf devices (OpenZFS: the partitions it made on disks)."""
+        if self.dialect == OPENZFS:
+            out = self._run(["zpool", "status", "-P", name]).stdout
+            return [leaf for t in parse_status(out, name)[0] for leaf in t.leaves]
+        out = self._run(["zdb", "-C", name]).stdout
+        return re.findall(r"^\s*path:\s*'([^']+)'", out, re.M)
+
+    def _run(self, argv: list[str]) -> Any:
+        return self.runner.run(argv, mutates=False)
+
+    # -- read back ---------------------------------------------------------------------------
+    def describe(self, name: str) -> dict[str, Any]:
+        """Everything the pool says about itself, for verify() and the record."""
+        a = self.check()
+        status = self._run(["zpool", "status", name]).stdout
+        tops, health = parse_status(status, name)
+        props = ["recordsize", "compression", "atime", "primarycache", "mountpoint", "mounted"]
+        props += ["compressratio"] + (["sync"] if a.dialect == OPENZFS else [])
+        out = self._run(["zfs", "get", "-Hp", "-o", "property,value,source", ",".join(props), name])
+        values: dict[str, dict[str, str]] = {}
+        for line in out.stdout.splitlines():
+            parts = line.split("\t")
+            if len(parts) >= 3:
+                values[parts[0]] = {"value": parts[1], "source": parts[2]}
+        zdb = self.runner.run(["zdb", "-C", name], check=False, mutates=False)
+        ashifts = parse_zdb_ashift(zdb.stdout) if zdb.returncode == 0 else []
+        pool_ashift = self._pool_prop(name, "ashift")
+        return {
+            "dialect": a.dialect,
+            "zfs_version": a.version,
+            "guid": pool_guid(self.runner, name),
+            "health": health,
+            "topology": [
+                {"kind": t.kind, "width": t.width, "leaves": list(t.leaves)} for t in tops
+            ],
+            "layout": _shape_text([(t.kind, t.width) for t in tops]),
+            "leaves": self._leaf_paths(name),
+            "vdev_ashift": ashifts,
+            "ashift_source": "zdb -C" if ashifts else "",
+            "pool_ashift_property": pool_ashift,
+            "pool_version": self._pool_prop(name, "version"),
+            "properties": values,
+        }
+
+    def _pool_prop(self, name: str, prop: str) -> str | None:
+        """A pool property; zfs-fuse's `zpool get` has neither -H nor -p."""
+        if self.dialect == OPENZFS:
+            res = self.runner.run(["zpool", "get", "-Hp", "-o", "value", prop, name],
+                                  check=False, mutates=False)  # fmt: skip
+            return res.stdout.strip() or None if res.returncode == 0 else None
+        res = self.runner.run(["zpool", "get", prop, name], check=False, mutates=False)
+        for line in res.stdout.splitlines()[1:]:
+            words = line.split()
+            if len(words) >= 3 and words[0] == name and words[1] == prop:
+                return words[2]
+        return None
+
+    def verify(self, pool: Pool) -> list[str]:
+        if self.runner.dry_run:
+            return []
+        spec = pool.spec
+        try:
+            d = self.describe(spec.name)
+        except CommandError as exc:
+            return [f"pool {spec.name} cannot be read back: {exc.problem}"]
+        d["unused_devices"] = pool.described.get("unused_devices", [])
+        pool.described = d
+        problems: list[str] = []
+        vdevs = parse_topology(spec.layout, len(spec.devices))
+        want = expected_shape(vdevs)
+        got = [(t["kind"], t["width"]) for t in d["topology"]]
+        if got != want:
+            problems.append(
+                f"layout is {_shape_text(got) or 'nothing'}, not {_shape_text(want)} as asked"
+            )
+        members = [os.path.realpath(m) for m in spec.devices[: sum(v.width for v in vdevs)]]
+        leaves = [os.path.realpath(x) for x in d["leaves"]]
+        if sorted(leaves) != sorted(members) and not self._partitions_of(members, leaves):
+            problems.append(f"member devices are {leaves}, not {members}")
+        asked = spec.pool_options.get("ashift")
+        if asked is not None:
+            if not d["vdev_ashift"]:
+                problems.append("the vdevs' ashift could not be read back (zdb -C failed)")
+            for i, got_a in enumerate(d["vdev_ashift"]):
+                if got_a != int(asked):
+                    problems.append(
+                        f"top-level vdev {i} has ashift {got_a}, not {asked} as asked "
+                        f"({1 << got_a}-byte instead of {1 << int(asked)}-byte blocks)"
+                    )
+        props = d["properties"]
+        for key, value in spec.fs_options.items():
+            have = props.get(key, {}).get("value")
+            if not _same_value(key, str(value), have):
+                problems.append(f"{key} is {have}, not {value} as asked")
+        mp = props.get("mountpoint", {}).get("value")
+        if mp != str(pool.mountpoint):
+            problems.append(f"mountpoint is {mp}, not {pool.mountpoint}")
+        m = mount_at(pool.mountpoint, self.mountinfo)
+        if props.get("mounted", {}).get("value") != "yes" or m is None:
+            problems.append(f"the pool's dataset is not mounted at {pool.mountpoint}")
+        if d["health"] != "ONLINE":
+            problems.append(f"pool health is {d['health'] or 'unknown'}, not ONLINE")
+        return problems
+
+    @staticmethod
+    def _partitions_of(members: list[str], leaves: list[str]) -> bool:
+        from poolbench.backends._common import same_or_partition_of
+
+        if len(members) != len(leaves):
+            return False
+        return all(any(same_or_partition_of(m, lf) for m in members) for lf in leaves)
+
+    # -- cold cache --------------------------------------------------------------------------
+    def drop_cache(self, pool: Pool) -> dict[str, Any]:
+        """Export and import the pool (which evicts its ARC), and drop the page cache of its
+        member files/devices in between; verify each step."""
+        name = pool.spec.name
+        _, link_dir = self.paths(pool.spec)
+        if self.runner.dry_run:
+            self.runner.run(["zpool", "export", name])
+            self.runner.run(["zpool", "import", "-d", str(link_dir), name])
+            return {"method": "export-import", "verified": False, "detail": "dry run"}
+        t0 = time.monotonic()
+        guid = pool.described.get("guid") or pool_guid(self.runner, name)
+        backing = [Path(p) for p in pool.described.get("leaves", [])]
+        arc_before = _arc_bytes()
+        retry_busy(self.runner, ["zpool", "export", name])
+        exported = pool_guid(self.runner, name) is None and wait_for(
+            lambda: mount_at(pool.mountpoint, self.mountinfo) is None
+        )
+        arc_exported = _arc_bytes()
+        page = cache.drop(self.runner, backing)
+        self.runner.run(["zpool", "import", "-d", str(link_dir), name])
+        now = pool_guid(self.runner, name)
+        mounted = wait_for(lambda: mount_at(pool.mountpoint, self.mountinfo) is not None)
+        verified = bool(exported and now == guid and mounted and page.verified)
+        detail = []
+        if not exported:
+            detail.append("the pool was still listed or mounted after the export")
+        if now != guid:
+            detail.append(f"after the import the pool's GUID is {now}, not {guid}")
+        if not mounted:
+            detail.append(f"the dataset is not mounted at {pool.mountpoint} after the import")
+        if not page.verified:
+            detail.append(f"page cache of the members: {page.detail}")
+        return {
+            "method": "export-import",
+            "exported": exported,
+            "imported_guid": now,
+            "guid": guid,
+            "mounted": mounted,
+            "import_dir": str(link_dir),
+            "arc_bytes_before": arc_before,
+            "arc_bytes_exported": arc_exported,
+            "arc": "evicted by the export" + (
+                "" if arc_before is not None else " (this ZFS has no ARC statistics to show it)"
+            ),
+            "member_page_cache": page.as_dict(),
+            "seconds": round(time.monotonic() - t0, 3),
+            "verified": verified,
+            "detail": "; ".join(detail),
+        }  # fmt: skip
+
+    # -- destroy -----------------------------------------------------------------------------
+    def destroy(self, pool: Pool, journal: Journal) -> None:
+        """Destroy the pool through its journal entries (by name and GUID), then remove its
+        mountpoint and member links; other entries (disks, loops) stay for their owner."""
+        mountpoint, link_dir = self.paths(pool.spec)
+        mine = {str(mountpoint), str(link_dir)}
+
+        def owned(e: dict[str, Any]) -> bool:
+            if e.get("kind") in ("pool", "pool_intent"):
+                return bool(e.get("name") == pool.spec.name)
+            return e.get("kind") in ("path", "dir") and e.get("path") in mine
+
+        left = journal.teardown(only=owned)
+        if left:
+            raise PoolbenchError(
+                f"Pool {pool.spec.name} was not fully torn down: " + "; ".join(left),
+                "Inspect it with `zpool status`; `poolbench cleanup` retries.",
+            )
+
+
+def _same_value(key: str, asked: str, have: str | None) -> bool:
+    if have is None:
+        return False
+    if key == "recordsize":
+        try:
+            return parse_size(asked) == int(have)
+        except ValueError:
+            return False
+    if key == "compression" and asked in ("gzip", "gzip-6"):
+        return have in ("gzip", "gzip-6")
+    return asked.lower() == have.lower()
+
+
+def _arc_bytes() -> int | None:
+    """Current ARC size (OpenZFS only); None where there are no ARC statistics (zfs-fuse)."""
+    try:
+        for line in ARCSTATS.read_text().splitlines():
+            words = line.split()
+            if len(words) == 3 and words[0] == "size":
+                return int(words[2])
+    except OSError:
+        return None
+    return None
+
+
+__all__ = ["ZfsBackend", "destroy_pool", "parse_status", "expected_shape", "TopVdev"]
