@@ -1,20 +1,21 @@
 """A scratch filesystem poolbench makes for itself: ext4 on a loop device over a sparse file.
 
-Used by `poolbench bench --scratch` (the embedded default: it measures something real on any
-machine without touching a disk the user owns) and by tests. Everything it makes is removed
-on exit, error or Ctrl-C, in reverse order of creation.
+Used by `poolbench bench --scratch` (it measures something real on any machine without
+touching a disk the user owns) and by tests. Everything it makes is journaled before it is
+made and removed on exit, error or Ctrl-C, newest first; after a kill -9, `poolbench cleanup`
+finds the journal and removes the rest.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 from poolbench.errors import PoolbenchError
+from poolbench.safety.journal import Journal
 from poolbench.system.runner import Runner
 
 
@@ -27,16 +28,21 @@ def _require_root() -> None:
 
 
 @contextmanager
-def ext4_on_loop(runner: Runner, size_bytes: int, parent: Path | None = None) -> Iterator[Path]:
+def ext4_on_loop(
+    runner: Runner, size_bytes: int, journal_dir: Path, parent: Path | None = None
+) -> Iterator[Path]:
     """Yield the mountpoint of a fresh ext4 on a direct-I/O loop device over a sparse file."""
     _require_root()
-    base = Path(tempfile.mkdtemp(prefix="poolbench-scratch-", dir=parent or "/var/tmp"))
-    image = base / "disk.img"
-    mnt = base / "mnt"
-    with ExitStack() as undo:
-        undo.callback(shutil.rmtree, base, True)
+    journal_dir.mkdir(parents=True, exist_ok=True)
+    journal = Journal(runner, journal_dir / f"scratch-pid{os.getpid()}.jsonl")
+    try:
+        base = Path(tempfile.mkdtemp(prefix="poolbench-scratch-", dir=parent or "/var/tmp"))
+        journal.path_created(str(base))
+        image = base / "disk.img"
+        mnt = base / "mnt"
         with open(image, "wb") as fh:
             fh.truncate(size_bytes)  # sparse: costs nothing until written
+        journal.loop_intent(str(image))
         # --direct-io keeps the image out of the host page cache, so the loop device's reads
         # really go to the disk below instead of a second cache.
         dev = runner.run(
@@ -44,11 +50,17 @@ def ext4_on_loop(runner: Runner, size_bytes: int, parent: Path | None = None) ->
         ).stdout.strip()
         if not dev.startswith("/dev/"):
             raise PoolbenchError(f"losetup returned no device ({dev!r}).", "Check loop support.")
-        undo.callback(runner.run, ["losetup", "--detach", dev], check=False)
         # Initialise inode tables and journal now, not lazily in the background while
         # poolbench measures (ext4's lazy init would steal device bandwidth).
         runner.run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev])
         mnt.mkdir()
+        journal.mount_created(str(mnt), dev)
         runner.run(["mount", "-t", "ext4", dev, str(mnt)])
-        undo.callback(runner.run, ["umount", str(mnt)], check=False)
         yield mnt
+    finally:
+        left = journal.teardown()
+        if left:
+            raise PoolbenchError(
+                "Scratch teardown left these alone: " + "; ".join(left),
+                "Inspect them; 'poolbench cleanup' retries.",
+            )

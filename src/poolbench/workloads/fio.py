@@ -27,7 +27,8 @@ def fio_version(runner: Runner) -> str:
 
 
 def kill_strays(job_path: Path) -> list[int]:
-    """Kill fio processes still running our job file after fio's main process ended.
+    """Kill fio processes still running our job file (or any job file under the directory
+    `job_path`) after fio's main process ended.
 
     fio runs each job in a forked process that makes itself a session leader, so when the main
     fio process crashes its job processes escape the runner's process-group cleanup and would
@@ -43,7 +44,7 @@ def kill_strays(job_path: Path) -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv and argv[0].endswith(b"fio") and needle in argv:
+        if argv and argv[0].endswith(b"fio") and any(a.startswith(needle) for a in argv[1:]):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(int(entry.name), signal.SIGKILL)
                 killed.append(int(entry.name))

@@ -1,0 +1,73 @@
+"""Recovery after a crash: tear down what an earlier poolbench left behind.
+
+Each trial writes a journal file `run<R>-pid<P>-trial<N>.jsonl` (a scratch filesystem
+`scratch-pid<P>.jsonl`) before creating anything and
+removes it after a complete teardown. A journal whose process is gone is stale: a crash or
+kill -9 happened. `poolbench cleanup` (also run automatically before a study) tears those
+down — through the journal, which never touches anything poolbench did not create. Journals
+of a poolbench that is still running are left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from poolbench.safety.journal import Journal
+from poolbench.system.runner import Runner
+from poolbench.workloads.fio import kill_strays
+
+_NAME = re.compile(r"^(?:run\d+-pid(\d+)-trial\d+|scratch-pid(\d+))\.jsonl$")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    status = Path(f"/proc/{pid}/status").read_text() if Path(f"/proc/{pid}/status").exists() else ""
+    if "State:\tZ" in status:
+        return False
+    return b"poolbench" in cmdline
+
+
+@dataclass
+class Outcome:
+    journal: Path
+    undone: int
+    left: list[str]
+
+
+def stale_journals(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    result = []
+    for p in sorted(directory.iterdir()):
+        m = _NAME.match(p.name)
+        if m and not _alive(int(m.group(1) or m.group(2))):
+            result.append(p)
+    return result
+
+
+def _kill_orphaned_fio(journal: Journal) -> None:
+    """A killed poolbench leaves its fio running (fio jobs are session leaders of their own);
+    stop the ones whose job files live under what this journal created, so that the pool can
+    be unmounted and destroyed."""
+    roots = [str(e.get("path") or e.get("mountpoint") or "") for e in journal.entries]
+    for root in {r for r in roots if r}:
+        kill_strays(Path(root))
+
+
+def cleanup(runner: Runner, directory: Path) -> list[Outcome]:
+    outcomes = []
+    for path in stale_journals(directory):
+        journal = Journal.load(runner, path)
+        if not runner.dry_run:
+            _kill_orphaned_fio(journal)
+        n = len(journal.entries)
+        left = journal.teardown()
+        outcomes.append(Outcome(path, n, left))
+        if not left and not runner.dry_run:
+            path.unlink(missing_ok=True)
+    return outcomes

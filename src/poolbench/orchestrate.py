@@ -1,0 +1,288 @@
+"""The trial loop: for each trial, make disks → create → verify → measure → destroy, always
+tearing down.
+
+Everything a trial creates is journaled *before* it is created (sources and backends write
+their intents to the journal), so teardown runs on success, on error, on Ctrl-C, and — after
+a crash or kill -9 — on the next start (`poolbench cleanup`, also run automatically before a
+study), and it never touches anything poolbench did not create.
+
+Resuming (`--resume RUN`) replays the stored study text and seed, and measures exactly the
+(configuration, replicate, workload) cells the store does not have yet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from poolbench.backends import registry
+from poolbench.backends.base import Availability, Backend, Pool, PoolSpec
+from poolbench.errors import PoolbenchError, UsageError
+from poolbench.guards.devices import MountInfo, Target
+from poolbench.measure import Options, Session
+from poolbench.safety.journal import Journal
+from poolbench.stats.summary import StopRule
+from poolbench.store.db import Store
+from poolbench.study import matrix
+from poolbench.study.model import Study
+from poolbench.study.model import parse as parse_study
+from poolbench.system import probes
+from poolbench.system.runner import Runner
+from poolbench.workloads.library import parse_list
+
+ZFS_POOL_OPTIONS = ("ashift",)
+ZFS_FS_OPTIONS = ("recordsize", "compression", "atime", "sync", "primarycache")
+
+Progress = Callable[[str, int, int], None]
+
+
+class TrialRefused(PoolbenchError):
+    """The pool that was built is not the one asked for: nothing was measured on it."""
+
+
+@dataclass
+class Paths:
+    scratch: Path  # sparse files and mountpoints
+    journals: Path  # one JSON-lines journal per trial
+
+
+def default_paths(store: Store) -> Paths:
+    base = store.path.parent
+    return Paths(scratch=Path("/var/tmp/poolbench"), journals=base / "journals")
+
+
+def spec_for(cfg: matrix.Config, devices: Sequence[str], name: str, mount_root: Path) -> PoolSpec:
+    backend = cfg.get("backend", "zfs") or "zfs"
+    levels = dict(cfg.levels)
+    pool_opts: dict[str, str] = {}
+    fs_opts: dict[str, str] = {}
+    if backend == "zfs":
+        pool_opts = {k: levels[k] for k in ZFS_POOL_OPTIONS if k in levels}
+        fs_opts = {k: levels[k] for k in ZFS_FS_OPTIONS if k in levels}
+    elif backend == "btrfs":
+        if "compression" in levels:
+            fs_opts["compression"] = levels["compression"]
+        if "metadata_profile" in levels:
+            pool_opts["metadata_profile"] = levels["metadata_profile"]
+    elif backend == "md":
+        fs_opts["fs"] = levels.get("fs", "ext4")
+    unused = set(levels) - {"backend", "layout"} - set(pool_opts) - set(fs_opts)
+    if unused:
+        raise UsageError(
+            f"Configuration '{cfg.key}': the {backend} backend has no use for "
+            f"{', '.join(sorted(unused))}.",
+            "Remove that factor, or split the study by backend.",
+        )
+    return PoolSpec(
+        backend=backend,
+        layout=levels["layout"],
+        devices=tuple(devices),
+        name=name,
+        mount_root=mount_root,
+        pool_options=pool_opts,
+        fs_options=fs_opts,
+    )
+
+
+@dataclass
+class StudyRun:
+    runner: Runner
+    store: Store
+    study: Study
+    study_text: str
+    paths: Paths
+    make_backend: Callable[[str, Runner], Backend] = field(default=registry.make)
+    progress: Progress | None = None
+    seed: int | None = None
+    run_id: int = 0
+    argv: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        if self.seed is None:
+            self.seed = self.study.seed if self.study.seed is not None else secrets.randbelow(2**31)
+        self.workloads = parse_list(",".join(self.study.workloads.names))
+        self.configs = matrix.configs(self.study)
+        self.backends: dict[str, Backend] = {}
+
+    # -- before anything is created ---------------------------------------------------------
+    def preflight(self) -> dict[str, Availability]:
+        """Refuse every problem we can see before creating anything."""
+        n = self.study.disks.n
+        if n == 0 and any((c.get("backend") or "zfs") != "directory" for c in self.configs):
+            raise UsageError(
+                f"Study '{self.study.name}' has no disks.",
+                "Set [disks] count and size (sparse files), or pass --disks 5x512M.",
+            )
+        found: dict[str, Availability] = {}
+        dummy = [f"/dev/disk{i}" for i in range(n)]
+        for cfg in self.configs:
+            name = cfg.get("backend", "zfs") or "zfs"
+            if name not in self.backends:
+                backend = self.make_backend(name, self.runner)
+                avail = backend.check()
+                if not avail.ok:
+                    raise UsageError(
+                        f"The {name} backend is not available: {avail.reason}",
+                        "Remove it from the study's backend factor, or install what it needs.",
+                    )
+                self.backends[name] = backend
+                found[name] = avail
+            spec = spec_for(cfg, dummy, "pbcheck", self.paths.scratch)
+            self.backends[name].validate(spec)
+        return found
+
+    # -- the run -----------------------------------------------------------------------------
+    def metadata(self, availability: dict[str, Availability]) -> dict[str, Any]:
+        return {
+            "machine": probes.machine(),
+            "study": self.study.model_dump(),
+            "study_text": self.study_text,
+            "seed": self.seed,
+            "backends": {k: vars(v) for k, v in availability.items()},
+            "planned_trials": [
+                {"index": t.index, "replicate": t.replicate, "config": t.config.key}
+                for t in matrix.plan(self.study, self.seed or 0)
+            ],
+        }
+
+    def missing(self, cfg: matrix.Config, replicate: int) -> set[str]:
+        have = {
+            r["workload"]
+            for r in self.store.conn.execute(
+                "SELECT workload FROM measurements WHERE run_id=? AND config=? AND replicate=?",
+                (self.run_id, cfg.key, replicate),
+            )
+        }
+        return {w.name for w in self.workloads} - have
+
+    def execute(self) -> None:
+        assert self.seed is not None
+        planned = matrix.plan(self.study, self.seed)
+        todo = [t for t in planned if self.missing(t.config, t.replicate)]
+        total = len(planned)
+        done = total - len(todo)
+        for t in todo:
+            self._progress(t, done, total)
+            self.trial(t.config, t.replicate, t.index)
+            done += 1
+        # More rounds for the configurations whose CI is still wider than the target.
+        rule = StopRule(
+            self.study.replicates, self.study.max_replicates, self.study.ci_target / 100
+        )
+        replicate = self.study.replicates
+        while replicate < self.study.max_replicates:
+            wide = [c for c in self.configs if self._needs_more(c, rule)]
+            if not wide:
+                break
+            for c in matrix.round_order(wide, self.seed, replicate):
+                if self.missing(c, replicate):
+                    total += 1
+                    self._progress(matrix.Trial(total - 1, replicate, c), done, total)
+                    self.trial(c, replicate, total - 1)
+                    done += 1
+            replicate += 1
+        if self.progress:
+            self.progress("done", done, total)
+
+    def _progress(self, t: matrix.Trial, done: int, total: int) -> None:
+        if self.progress:
+            self.progress(f"{t.config.key} (replicate {t.replicate + 1})", done, total)
+
+    def _needs_more(self, cfg: matrix.Config, rule: StopRule) -> bool:
+        per: dict[str, list[float]] = defaultdict(list)
+        for r in self.store.conn.execute(
+            "SELECT workload, value FROM measurements WHERE run_id=? AND config=? "
+            "ORDER BY replicate",
+            (self.run_id, cfg.key),
+        ):
+            per[r["workload"]].append(r["value"])
+        return any(rule.needs_more(v) for v in per.values())
+
+    # -- one trial ---------------------------------------------------------------------------
+    def trial(self, cfg: matrix.Config, replicate: int, index: int) -> None:
+        from poolbench.backends import sources
+
+        name = f"pb{self.run_id}t{index}"
+        dry = self.runner.dry_run
+        journal_path = self.paths.journals / f"run{self.run_id}-pid{os.getpid()}-trial{index}.jsonl"
+        journal = Journal(self.runner, None if dry else journal_path)
+        if not dry:
+            self.paths.journals.mkdir(parents=True, exist_ok=True)
+        backend = self.backends[cfg.get("backend", "zfs") or "zfs"]
+        try:
+            base = self.paths.scratch / name
+            devices = sources.make_disks(self.runner, journal, self.study.disks, base)
+            spec = spec_for(cfg, devices, name, base)
+            pool = backend.create(spec, journal)
+            if dry:
+                for w in self.workloads:
+                    self.runner.run(["fio", "--output-format=json", f"{w.name}.fio"])
+                backend.destroy(pool, journal)
+                return
+            problems = backend.verify(pool)
+            if problems:
+                raise TrialRefused(
+                    f"The pool built for '{cfg.key}' is not what was asked: "
+                    + "; ".join(problems)
+                    + ". Nothing was measured on it.",
+                    "Check that this ZFS/btrfs version supports the option as given.",
+                )
+            self._measure(cfg, replicate, backend, pool)
+            backend.destroy(pool, journal)
+        finally:
+            left = journal.teardown()
+            if left:
+                raise PoolbenchError(
+                    "Teardown left these alone: " + "; ".join(left),
+                    "Inspect them; 'poolbench cleanup' retries what is poolbench's.",
+                )
+
+    def _measure(self, cfg: matrix.Config, replicate: int, backend: Backend, pool: Pool) -> None:
+        wl = self.study.workloads
+        from poolbench.guards.workingset import parse_size
+
+        options = Options(
+            workloads=self.workloads,
+            size=parse_size(wl.size),
+            compressibility=wl.compressibility,
+            runtime_s=wl.runtime,
+            iodepth=wl.iodepth,
+            numjobs=wl.jobs,
+            metadata_files=wl.metadata_files,
+        )
+        target = Target(
+            str(pool.mountpoint),
+            MountInfo(str(pool.mountpoint), pool.spec.backend, pool.spec.name, ""),
+            devices=list(pool.block_devices),
+            how=f"members of {pool.spec.backend} pool {pool.spec.name}",
+            unverified_reason="" if pool.block_devices else "the pool's members are plain files",
+        )
+        session = Session(
+            self.runner,
+            self.store,
+            self.run_id,
+            pool.mountpoint,
+            options,
+            config=cfg.key,
+            cache_defeat=lambda _files: backend.drop_cache(pool),
+            device_target=target,
+            extra_guards={"pool": pool.described, "replicate": replicate},
+        )
+        session.preflight()
+        have = {w.name for w in self.workloads} - self.missing(cfg, replicate)
+        session.run_once(replicate, skip=have)
+
+
+def load_resume(store: Store, run_id: int) -> tuple[Study, str, int]:
+    row = store.run(run_id)
+    if row["kind"] != "study":
+        raise UsageError(f"Run {run_id} is a {row['kind']} run, not a study.", "")
+    meta = json.loads(row["metadata"])
+    text = meta["study_text"]
+    return parse_study(text, f"run {run_id}"), text, int(meta["seed"])

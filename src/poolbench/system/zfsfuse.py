@@ -1,0 +1,60 @@
+"""The zfs-fuse daemon: ZFS in user space, the ZFS this kind of machine can run.
+
+poolbench starts it when a command needs ZFS and no daemon answers, and stops it afterwards
+only if it started it (someone else's daemon is never stopped).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+from poolbench.errors import PoolbenchError
+from poolbench.system.runner import Runner
+
+
+def answers(runner: Runner) -> bool:
+    if runner.which("zpool") is None:
+        return False
+    return runner.run(["zpool", "list", "-H"], check=False, mutates=False).returncode == 0
+
+
+def ensure_running(runner: Runner) -> int | None:
+    """Start zfs-fuse if no ZFS answers; returns the pid we started, or None."""
+    if answers(runner) or runner.which("zfs-fuse") is None or runner.dry_run:
+        return None
+    piddir = Path(tempfile.mkdtemp(prefix="poolbench-zfsfuse-"))
+    pidfile = piddir / "pid"
+    # zfs-fuse daemonizes itself: keep it out of the runner's process-group cleanup.
+    runner.run(["zfs-fuse", "--pidfile", str(pidfile)], reap_group=False)
+    deadline = time.monotonic() + 30
+    pid: int | None = None
+    while time.monotonic() < deadline:
+        if pid is None and pidfile.exists() and pidfile.read_text().strip():
+            pid = int(pidfile.read_text().strip())
+        if pid is not None and answers(runner):
+            return pid
+        time.sleep(0.2)
+    raise PoolbenchError(
+        "Started the zfs-fuse daemon but it did not answer within 30 s.",
+        'Check `zfs-fuse --no-daemon` by hand, or use btrfs (backend = "btrfs").',
+    )
+
+
+def stop(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, IndexError):
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.2)
