@@ -1,0 +1,113 @@
+"""`poolbench report`, `poolbench compare`, `poolbench export`: reading the result store."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from poolbench.cli.common import db_option, open_store
+from poolbench.errors import UsageError
+from poolbench.report import compare_runs, html, terminal
+from poolbench.report import export as export_mod
+from poolbench.report.data import load_run
+from poolbench.report.tables import choose_baseline
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(
+            f"Cannot write {path}: {exc.strerror}.", "Choose a writable path."
+        ) from exc
+
+
+@click.command()
+@click.argument("run_ref", metavar="RUN", default="latest")
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write a self-contained HTML report (charts, tables, "
+    "metadata, the study file, every command) to this file.",
+)
+@click.option(
+    "--baseline",
+    default=None,
+    metavar="FACTOR=LEVEL",
+    help="Compare against this level (default: the first level of the first factor "
+    "that varies), or a whole configuration key.",
+)
+@db_option
+def report(run_ref: str, html_file: Path | None, baseline: str | None, db: Path | None) -> None:
+    """Tables of a run: each configuration's mean ± 95% CI and its change against a
+    baseline level with significance; with --html, a self-contained page with charts.
+
+    RUN is a run id (see 'poolbench runs') or 'latest'.
+
+    Example: poolbench report latest --baseline layout=raidz1 --html parity.html
+    """
+    store = open_store(db)
+    run = load_run(store, run_ref)
+    base = choose_baseline(run, baseline)
+    terminal.render_run(Console(), run, base)
+    if html_file is not None:
+        _write(html_file, html.render(run, base))
+        click.echo(f"HTML report written to {html_file}", err=True)
+
+
+@click.command()
+@click.argument("run_a", metavar="RUN_A")
+@click.argument("run_b", metavar="RUN_B")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Compare even when the workload definition, data "
+    "compressibility or working set differ (the differences are printed).",
+)
+@db_option
+def compare(run_a: str, run_b: str, force: bool, db: Path | None) -> None:
+    """Two runs side by side (two machines, two dates, before/after a tuning): the change
+    of B against A for each matching workload, with its 95% interval or "no significant
+    difference". Runs that measured different things are refused unless --force.
+
+    Example: poolbench compare 3 7
+    """
+    store = open_store(db)
+    cmp = compare_runs.compare(load_run(store, run_a), load_run(store, run_b), force=force)
+    terminal.render_comparison(Console(), cmp)
+
+
+@click.command()
+@click.argument("run_ref", metavar="RUN", default="latest")
+@click.option("--csv", "fmt", flag_value="csv", help="CSV: one row per measurement.")
+@click.option(
+    "--json", "fmt", flag_value="json", help="JSON: the run, its commands and every measurement."
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write to this file instead of standard output.",
+)
+@db_option
+def export(run_ref: str, fmt: str | None, output: Path | None, db: Path | None) -> None:
+    """Every measurement of a run with its metadata, in stable, documented columns
+    (docs/export.md).
+
+    Example: poolbench export latest --csv -o results.csv
+    """
+    if fmt is None:
+        raise UsageError("Choose a format.", "Pass --csv or --json.")
+    store = open_store(db)
+    run = load_run(store, run_ref)
+    text = export_mod.to_csv(run) if fmt == "csv" else export_mod.to_json(run)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        _write(output, text)

@@ -1,0 +1,133 @@
+"""`poolbench compare RUN_A RUN_B`: matching workloads of two runs, side by side (pure).
+
+Two runs are comparable only when they asked the same question: the same workload
+definition, the same declared data compressibility and the same working set. Anything else
+is apples against oranges and is refused with the list of what differs, unless forced.
+Differences that are the *point* of a comparison (another machine, kernel, fio, poolbench or
+ZFS version, another date) are shown, not refused — as pyperf shows them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from poolbench.errors import UsageError
+from poolbench.report.data import Cell, RunData, fmt_bytes
+from poolbench.report.tables import cell_warnings
+from poolbench.stats.compare import Ratio, compare_family
+
+
+@dataclass
+class Pair:
+    workload: str
+    cell_a: Cell
+    cell_b: Cell
+    change: Ratio
+    warnings_a: list[str] = field(default_factory=list)
+    warnings_b: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunComparison:
+    a: RunData
+    b: RunData
+    pairs: list[Pair]
+    problems: list[str]  # why the runs are not comparable (empty, or forced past)
+    metadata_differences: list[tuple[str, str, str]]  # (what, in A, in B)
+    only_a: list[tuple[str, str]]  # (config, workload) measured only in A
+    only_b: list[tuple[str, str]]
+
+
+def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(d, dict):
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+        return out
+    return {prefix.rstrip("."): d}
+
+
+def dict_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    fa, fb = _flatten(a), _flatten(b)
+    out = []
+    for k in sorted(set(fa) | set(fb)):
+        if fa.get(k, "(absent)") != fb.get(k, "(absent)"):
+            out.append(f"{k} {fa.get(k, '(absent)')!r} vs {fb.get(k, '(absent)')!r}")
+    return out
+
+
+def _matched_configs(a: RunData, b: RunData) -> list[tuple[str, str]]:
+    if len(a.configs) == 1 and len(b.configs) == 1:
+        return [(a.configs[0], b.configs[0])]  # e.g. two bench runs of different targets
+    return [(c, c) for c in a.configs if c in b.configs]
+
+
+def _machine(run: RunData) -> dict[str, Any]:
+    m = run.metadata.get("machine")
+    return m if isinstance(m, dict) else {}
+
+
+def _metadata_differences(a: RunData, b: RunData) -> list[tuple[str, str, str]]:
+    out = []
+    ma, mb = _machine(a), _machine(b)
+    for key in ("hostname", "poolbench_version", "kernel", "ram_bytes", "arc_max_bytes", "cpus"):
+        va, vb = ma.get(key), mb.get(key)
+        if va != vb:
+            fa = fmt_bytes(va) if key.endswith("_bytes") and isinstance(va, int) else str(va)
+            fb = fmt_bytes(vb) if key.endswith("_bytes") and isinstance(vb, int) else str(vb)
+            out.append((key, fa, fb))
+    if a.fio_versions() != b.fio_versions():
+        out.append(("fio", ", ".join(a.fio_versions()), ", ".join(b.fio_versions())))
+    ba, bb = a.metadata.get("backends"), b.metadata.get("backends")
+    if ba != bb and (ba or bb):
+        out.append(("backends", str(ba), str(bb)))
+    return out
+
+
+def compare(a: RunData, b: RunData, *, force: bool = False) -> RunComparison:
+    problems: list[str] = []
+    ca, cb = a.compressibility(), b.compressibility()
+    if ca != cb:
+        problems.append(f"data compressibility differs: {ca}% in run {a.id}, {cb}% in run {b.id}")
+    wa, wb = a.working_set_bytes(), b.working_set_bytes()
+    if wa != wb:
+        problems.append(
+            f"working set differs: {fmt_bytes(wa)} in run {a.id}, {fmt_bytes(wb)} in run {b.id}"
+        )
+    matched: list[tuple[str, Cell, Cell]] = []
+    for wl in a.workloads:
+        if wl not in b.workloads:
+            continue
+        for cfg_a, cfg_b in _matched_configs(a, b):
+            cell_a, cell_b = a.cell(cfg_a, wl), b.cell(cfg_b, wl)
+            if cell_a is None or cell_b is None:
+                continue
+            diff = dict_differences(cell_a.workload_def, cell_b.workload_def)
+            if diff:
+                problems.append(f"workload {wl}: definition differs: {'; '.join(diff)}")
+            elif cell_a.unit != cell_b.unit:
+                problems.append(f"workload {wl}: unit {cell_a.unit} vs {cell_b.unit}")
+            matched.append((wl, cell_a, cell_b))
+    problems = list(dict.fromkeys(problems))  # once per workload, not once per configuration
+    if not matched:
+        raise UsageError(
+            f"Runs {a.id} and {b.id} have no workload measured on a matching configuration.",
+            "Compare runs of the same study or of the same bench workloads.",
+        )
+    if problems and not force:
+        raise UsageError(
+            f"Runs {a.id} and {b.id} are not comparable: " + "; ".join(problems) + ".",
+            "Re-run one of them with the same settings, or pass --force to compare anyway "
+            "(the differences are then printed above the table).",
+        )
+    ratios = compare_family([(ca_.values, cb_.values) for _w, ca_, cb_ in matched])
+    pairs = [
+        Pair(w, ca_, cb_, r, cell_warnings(ca_, a.ci_target()), cell_warnings(cb_, b.ci_target()))
+        for (w, ca_, cb_), r in zip(matched, ratios, strict=True)
+    ]
+    seen_a = {(p.cell_a.config, p.workload) for p in pairs}
+    seen_b = {(p.cell_b.config, p.workload) for p in pairs}
+    only_a = [k for k in a.cells if k not in seen_a]
+    only_b = [k for k in b.cells if k not in seen_b]
+    return RunComparison(a, b, pairs, problems, _metadata_differences(a, b), only_a, only_b)

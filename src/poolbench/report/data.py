@@ -1,0 +1,325 @@
+"""A stored run, read back into plain data for the reports (tables, HTML, compare, export).
+
+Nothing here trusts the store's text: names, configurations and warnings are carried as
+plain strings and every renderer escapes them for its medium (rich markup, HTML, CSV).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from poolbench.errors import UsageError
+from poolbench.stats.summary import Summary, summarize
+from poolbench.store.db import Store
+
+GiB = 1024**3
+MiB = 1024**2
+
+
+@dataclass
+class Cell:
+    """All replicates of one workload on one configuration."""
+
+    config: str
+    workload: str
+    unit: str
+    values: list[float] = field(default_factory=list)
+    replicates: list[int] = field(default_factory=list)
+    device_mib_s: list[float] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    guards: list[dict[str, Any]] = field(default_factory=list)
+    workload_def: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def summary(self) -> Summary:
+        return summarize(self.values)
+
+    @property
+    def device_mean(self) -> float | None:
+        return sum(self.device_mib_s) / len(self.device_mib_s) if self.device_mib_s else None
+
+    def pool(self) -> dict[str, Any]:
+        """The pool description read back for this configuration (studies), else {}."""
+        for g in self.guards:
+            p = g.get("pool")
+            if isinstance(p, dict) and p:
+                return p
+        return {}
+
+
+@dataclass
+class RunData:
+    id: int
+    kind: str
+    name: str
+    status: str
+    started_at: float
+    finished_at: float | None
+    argv: list[str]
+    metadata: dict[str, Any]
+    error: str | None
+    measurements: list[dict[str, Any]]
+    commands: list[dict[str, Any]]
+    cells: dict[tuple[str, str], Cell]
+    configs: list[str]
+    workloads: list[str]
+
+    # -- what the run measured -----------------------------------------------------------
+    @property
+    def study(self) -> dict[str, Any]:
+        s = self.metadata.get("study")
+        return s if isinstance(s, dict) else {}
+
+    def cell(self, config: str, workload: str) -> Cell | None:
+        return self.cells.get((config, workload))
+
+    def factors(self) -> dict[str, list[str]]:
+        """Factor → levels in study order, for the factors that vary between configurations."""
+        seen: dict[str, list[str]] = {}
+        for c in self.configs:
+            for k, v in parse_config(c).items():
+                if v not in seen.setdefault(k, []):
+                    seen[k].append(v)
+        return {k: v for k, v in seen.items() if len(v) > 1}
+
+    def fixed_levels(self) -> dict[str, str]:
+        """Factor levels shared by every configuration (said once, in the header)."""
+        varying = self.factors()
+        levels = [parse_config(c) for c in self.configs]
+        if not levels or not all(levels):
+            return {}
+        return {
+            k: v
+            for k, v in levels[0].items()
+            if k not in varying and all(lv.get(k) == v for lv in levels)
+        }
+
+    def label(self, config: str) -> str:
+        """The configuration without the levels every configuration shares."""
+        fixed = self.fixed_levels()
+        levels = parse_config(config)
+        short = " ".join(f"{k}={v}" for k, v in levels.items() if k not in fixed)
+        return short or config
+
+    def compressibility(self) -> int | None:
+        wl = self.study.get("workloads")
+        if isinstance(wl, dict) and isinstance(wl.get("compressibility"), int):
+            return int(wl["compressibility"])
+        opts = self.metadata.get("options")
+        if isinstance(opts, dict) and isinstance(opts.get("compressibility"), int):
+            return int(opts["compressibility"])
+        for m in self.measurements:
+            data = m["guards"].get("data")
+            if isinstance(data, dict) and isinstance(data.get("compressibility_percent"), int):
+                return int(data["compressibility_percent"])
+        return None
+
+    def working_set_bytes(self) -> int | None:
+        ws = self.metadata.get("working_set")
+        if isinstance(ws, dict) and isinstance(ws.get("size_bytes"), int):
+            return int(ws["size_bytes"])
+        wl = self.study.get("workloads")
+        if isinstance(wl, dict) and isinstance(wl.get("size"), str):
+            from poolbench.guards.workingset import parse_size
+
+            try:
+                return parse_size(wl["size"])
+            except UsageError:
+                return None
+        return None
+
+    def ram_bytes(self) -> int | None:
+        machine = self.metadata.get("machine")
+        ram = machine.get("ram_bytes") if isinstance(machine, dict) else None
+        if isinstance(ram, int):
+            return ram
+        ws = self.metadata.get("working_set")
+        if isinstance(ws, dict) and isinstance(ws.get("ram_bytes"), int):
+            return int(ws["ram_bytes"])
+        return None
+
+    def fio_versions(self) -> list[str]:
+        found: list[str] = []
+        top = self.metadata.get("fio_version")
+        if isinstance(top, str) and top:
+            found.append(top)
+        for m in self.measurements:
+            fio = m["guards"].get("fio")
+            v = fio.get("version") if isinstance(fio, dict) else None
+            if isinstance(v, str) and v and v not in found:
+                found.append(v)
+        return found
+
+    def ci_target(self) -> float:
+        """The relative CI half-width the run aimed for (0.05 = ±5%)."""
+        t = self.study.get("ci_target")
+        if isinstance(t, int | float):
+            return float(t) / 100
+        opts = self.metadata.get("options")
+        stop = opts.get("stop") if isinstance(opts, dict) else None
+        if isinstance(stop, dict) and isinstance(stop.get("target"), int | float):
+            return float(stop["target"])
+        return 0.05
+
+    def started_text(self) -> str:
+        when = dt.datetime.fromtimestamp(self.started_at, dt.UTC)
+        return when.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def parse_config(config: str) -> dict[str, str]:
+    """'backend=zfs layout=raidz1 ashift=9' → levels; {} for a bench run's target path."""
+    out: dict[str, str] = {}
+    for token in config.split():
+        k, sep, v = token.partition("=")
+        if not sep or not k:
+            return {}
+        out[k] = v
+    return out
+
+
+def without(config: str, factor: str) -> str:
+    """The configuration key with one factor removed (the series of a curve)."""
+    levels = parse_config(config)
+    levels.pop(factor, None)
+    return " ".join(f"{k}={v}" for k, v in levels.items())
+
+
+def _json(text: str | None, default: Any) -> Any:
+    if text is None:
+        return default
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return default
+
+
+def resolve_run(store: Store, ref: str) -> int:
+    """A run id, or 'latest' (the highest id)."""
+    if ref == "latest":
+        row = store.conn.execute("SELECT max(id) FROM runs").fetchone()
+        if row is None or row[0] is None:
+            raise UsageError(
+                f"The result store {store.path} has no runs yet.",
+                "Measure something first: poolbench bench PATH, or poolbench run STUDY.",
+            )
+        return int(row[0])
+    if not ref.isdigit():
+        raise UsageError(
+            f"'{ref}' is not a run.", "Give a run id (see 'poolbench runs') or 'latest'."
+        )
+    return int(ref)
+
+
+def load_run(store: Store, ref: str) -> RunData:
+    run_id = resolve_run(store, ref)
+    row = store.run(run_id)
+    metadata = _json(row["metadata"], {})
+    measurements = []
+    for r in store.measurements(run_id):
+        m = dict(r)
+        m["warnings"] = _json(r["warnings"], [])
+        m["guards"] = _json(r["guards"], {})
+        m["workload_def"] = _json(r["workload_def"], {})
+        if not isinstance(m["warnings"], list):
+            m["warnings"] = [str(m["warnings"])]
+        for key in ("guards", "workload_def"):
+            if not isinstance(m[key], dict):
+                m[key] = {}
+        measurements.append(m)
+    commands = []
+    for c in store.commands(run_id):
+        d = dict(c)
+        argv = _json(c["argv"], [])
+        d["argv"] = [str(a) for a in argv] if isinstance(argv, list) else [str(argv)]
+        commands.append(d)
+    cells: dict[tuple[str, str], Cell] = {}
+    for m in sorted(measurements, key=lambda m: (m["replicate"], m["id"])):
+        # A run measured on many hosts keeps each host's replicates apart: the host is one
+        # more factor of the configuration.
+        config = str(m["config"]) + (f" host={m['host']}" if m.get("host") else "")
+        ck = (config, str(m["workload"]))
+        cell = cells.setdefault(ck, Cell(ck[0], ck[1], str(m["unit"])))
+        cell.values.append(float(m["value"]))
+        cell.replicates.append(int(m["replicate"]))
+        if m["device_mib_s"] is not None:
+            cell.device_mib_s.append(float(m["device_mib_s"]))
+        for w in m["warnings"]:
+            if str(w) not in cell.warnings:
+                cell.warnings.append(str(w))
+        cell.guards.append(m["guards"])
+        cell.workload_def = m["workload_def"]
+    argv = _json(row["argv"], [])
+    run = RunData(
+        id=run_id,
+        kind=str(row["kind"]),
+        name=str(row["name"] or ""),
+        status=str(row["status"]),
+        started_at=float(row["started_at"]),
+        finished_at=row["finished_at"],
+        argv=[str(a) for a in argv] if isinstance(argv, list) else [],
+        metadata=metadata if isinstance(metadata, dict) else {},
+        error=row["error"],
+        measurements=measurements,
+        commands=commands,
+        cells=cells,
+        configs=[],
+        workloads=[],
+    )
+    run.configs = _config_order(run, [c.config for c in cells.values()])
+    run.workloads = _workload_order(run, [m["workload"] for m in measurements])
+    return run
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _config_order(run: RunData, seen: list[str]) -> list[str]:
+    """Study order (factor by factor, levels as the study lists them), else first seen."""
+    configs = _unique(seen)
+    factors = run.study.get("factors")
+    if not isinstance(factors, dict):
+        return configs
+
+    def rank(c: str) -> tuple[int, ...]:
+        levels = parse_config(c)
+        out = []
+        for k in levels:
+            listed = [str(x) for x in factors.get(k, [])]
+            out.append(listed.index(levels[k]) if levels[k] in listed else len(listed))
+        return tuple(out)
+
+    return sorted(configs, key=rank)
+
+
+def _workload_order(run: RunData, seen: list[str]) -> list[str]:
+    workloads = _unique(seen)
+    wl = run.study.get("workloads")
+    names = wl.get("names") if isinstance(wl, dict) else None
+    opts = run.metadata.get("options")
+    if not isinstance(names, list) and isinstance(opts, dict):
+        names = opts.get("workloads")
+    if isinstance(names, list):
+        order = [str(n) for n in names]
+        return sorted(workloads, key=lambda w: order.index(w) if w in order else len(order))
+    return workloads
+
+
+def fmt_value(v: float | None) -> str:
+    if v is None or math.isnan(v):
+        return "–"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
+
+
+def fmt_bytes(n: int | float | None) -> str:
+    if n is None:
+        return "?"
+    for unit, size in (("T", 1024**4), ("G", GiB), ("M", MiB), ("K", 1024)):
+        if n >= size:
+            x = n / size
+            return f"{x:.0f}{unit}" if x == int(x) else f"{x:.1f}{unit}"
+    return f"{int(n)}B"

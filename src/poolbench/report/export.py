@@ -1,0 +1,161 @@
+"""`poolbench export RUN --csv|--json`: every measurement with its metadata.
+
+The columns are a stable interface, documented in docs/export.md; add columns at the end,
+never rename or remove one without raising EXPORT_VERSION.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+from typing import Any
+
+from poolbench.report.data import RunData, parse_config
+
+EXPORT_VERSION = 1
+
+# (column, what it holds) — the order of the CSV header. JSON columns hold JSON text in CSV.
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("run_id", "the run's id in the result store"),
+    ("run_kind", "bench | study"),
+    ("run_name", "the study name, or the bench target"),
+    ("run_status", "running | finished | interrupted | failed"),
+    ("run_started_at", "when the run started, ISO 8601 UTC"),
+    ("config", "the configuration key (`backend=zfs layout=raidz1 ashift=9`; bench: the target)"),
+    ("config_levels", "JSON object: factor → level parsed from `config` ({} for a bench run)"),
+    ("workload", "workload name (see `poolbench workloads`)"),
+    ("replicate", "replicate number, from 0"),
+    ("value", "the measured figure"),
+    ("unit", "MiB/s | IOPS | ops/s"),
+    ("app_bytes", "bytes fio transferred"),
+    ("ops", "operations fio completed"),
+    ("seconds", "timed window in seconds (fsync / syncfs included)"),
+    ("device_bytes", "bytes the member devices moved in the window (empty: unverified)"),
+    ("device_mib_s", "device bytes per second in MiB/s (empty: unverified)"),
+    ("warnings", "JSON list of the guard warnings on this measurement"),
+    ("compressibility_percent", "declared data compressibility"),
+    ("working_set_bytes", "working set per configuration"),
+    ("ram_bytes", "RAM of the machine"),
+    ("hostname", "the machine's host name"),
+    ("kernel", "kernel name and release"),
+    ("poolbench_version", "poolbench version that measured"),
+    ("fio_version", "fio version that measured"),
+    ("cache_method", "how caches were emptied before a cold read (empty: not a cold read)"),
+    ("cache_verified", "true | false | empty: whether the cache drop was verified"),
+    ("pool", "JSON object: the pool as read back from the stack (studies), else {}"),
+    ("guards", "JSON object: everything each guard did and found"),
+    ("workload_def", "JSON object: the workload definition"),
+    ("job_file", "the exact fio job file run"),
+    ("measured_at", "when the measurement was stored, ISO 8601 UTC"),
+    ("host", "the host that measured, for a run measured on many hosts (else empty)"),
+)
+JSON_COLUMNS = {"config_levels", "warnings", "pool", "guards", "workload_def"}
+
+
+def _iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return dt.datetime.fromtimestamp(float(ts), dt.UTC).isoformat(timespec="seconds")
+
+
+def rows(run: RunData) -> list[dict[str, Any]]:
+    machine = run.metadata.get("machine")
+    machine = machine if isinstance(machine, dict) else {}
+    out = []
+    for m in run.measurements:
+        g = m["guards"]
+        cache = g.get("cache") if isinstance(g.get("cache"), dict) else {}
+        fio = g.get("fio") if isinstance(g.get("fio"), dict) else {}
+        pool = g.get("pool") if isinstance(g.get("pool"), dict) else {}
+        data = g.get("data") if isinstance(g.get("data"), dict) else {}
+        comp = data.get("compressibility_percent", run.compressibility())
+        out.append(
+            {
+                "run_id": run.id,
+                "run_kind": run.kind,
+                "run_name": run.name,
+                "run_status": run.status,
+                "run_started_at": _iso(run.started_at),
+                "config": m["config"],
+                "config_levels": parse_config(m["config"]),
+                "workload": m["workload"],
+                "replicate": m["replicate"],
+                "value": m["value"],
+                "unit": m["unit"],
+                "app_bytes": m["app_bytes"],
+                "ops": m["ops"],
+                "seconds": m["seconds"],
+                "device_bytes": m["device_bytes"],
+                "device_mib_s": m["device_mib_s"],
+                "warnings": m["warnings"],
+                "compressibility_percent": comp,
+                "working_set_bytes": run.working_set_bytes(),
+                "ram_bytes": run.ram_bytes(),
+                "hostname": machine.get("hostname"),
+                "kernel": machine.get("kernel"),
+                "poolbench_version": machine.get("poolbench_version"),
+                "fio_version": fio.get("version") or run.metadata.get("fio_version"),
+                "cache_method": cache.get("method"),
+                "cache_verified": cache.get("verified"),
+                "pool": pool,
+                "guards": g,
+                "workload_def": m["workload_def"],
+                "job_file": m["job_file"],
+                "measured_at": _iso(m.get("created_at")),
+                "host": m.get("host"),
+            }
+        )
+    return out
+
+
+def to_json(run: RunData) -> str:
+    doc = {
+        "export_format": "poolbench-export",
+        "export_version": EXPORT_VERSION,
+        "columns": [c for c, _ in COLUMNS],
+        "run": {
+            "id": run.id,
+            "kind": run.kind,
+            "name": run.name,
+            "status": run.status,
+            "started_at": _iso(run.started_at),
+            "finished_at": _iso(run.finished_at),
+            "argv": run.argv,
+            "metadata": run.metadata,
+            "error": run.error,
+        },
+        "commands": [
+            {
+                "argv": c["argv"],
+                "started_at": _iso(c["started_at"]),
+                "duration_s": c["duration_s"],
+                "returncode": c["returncode"],
+                "dry_run": bool(c["dry_run"]),
+            }
+            for c in run.commands
+        ],
+        "measurements": rows(run),
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _csv_value(column: str, value: Any) -> str:
+    if column in JSON_COLUMNS:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def to_csv(run: RunData) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    names = [c for c, _ in COLUMNS]
+    w.writerow(names)
+    for r in rows(run):
+        w.writerow([_csv_value(c, r[c]) for c in names])
+    return buf.getvalue()

@@ -1,0 +1,120 @@
+"""What was measured, on what, and how: the few lines every report starts with (plain text)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from poolbench.report.data import RunData, fmt_bytes
+from poolbench.report.tables import Baseline
+
+COLD_FACTOR = 2.0
+
+
+def title(run: RunData) -> str:
+    what = f"study {run.name}" if run.kind == "study" else f"{run.kind} {run.name}"
+    seed = run.metadata.get("seed")
+    tail = f", seed {seed}" if seed is not None else ""
+    return f"{what} — run {run.id} ({run.status}), started {run.started_text()}{tail}"
+
+
+def _device(d: dict[str, Any]) -> str:
+    parts = [str(d.get("model") or "unknown model"), fmt_bytes(d.get("size_bytes"))]
+    ls, ps = d.get("logical_sector"), d.get("physical_sector")
+    if ls or ps:
+        parts.append(f"{ls}/{ps}-byte sectors")
+    if d.get("rotational") is not None:
+        parts.append("rotational" if d.get("rotational") else "non-rotational")
+    if d.get("loop_backing_file"):
+        parts.append(f"loop over {d['loop_backing_file']}")
+    return f"{d.get('name', '?')} ({', '.join(parts)})"
+
+
+def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
+    """(label, text) pairs; the texts come from the store and are escaped by the renderer."""
+    out: list[tuple[str, str]] = []
+    disks = run.study.get("disks")
+    if isinstance(disks, dict):
+        if disks.get("source") == "devices":
+            on = f"{len(disks.get('devices', []))} devices: " + ", ".join(
+                str(x) for x in disks.get("devices", [])
+            )
+        else:
+            on = (
+                f"{disks.get('count')} {disks.get('source')} disks of {disks.get('size')} "
+                "(sparse files on this machine's own disk: the figures show the method and the "
+                "relative cost of each layout, not your hardware)"
+            )
+        vs = disks.get("vdev_source")
+        if vs and vs != "whole":
+            on += f"; vdev source {vs}"
+        out.append(("disks", on))
+    devices = run.metadata.get("devices")
+    if isinstance(devices, list) and devices:
+        out.append(("devices", "; ".join(_device(d) for d in devices if isinstance(d, dict))))
+    target = run.metadata.get("target")
+    if isinstance(target, dict) and target.get("path"):
+        out.append(("target", f"{target.get('path')} ({target.get('how', '')})".strip()))
+    machine = run.metadata.get("machine")
+    machine = machine if isinstance(machine, dict) else {}
+    versions = [f"poolbench {machine.get('poolbench_version', '?')}"]
+    versions += [str(v) for v in run.fio_versions()] or ["fio ?"]
+    if machine.get("kernel"):
+        versions.append(str(machine["kernel"]))
+    backends = run.metadata.get("backends")
+    if isinstance(backends, dict):
+        for name, av in backends.items():
+            if isinstance(av, dict):
+                dialect = f" ({av['dialect']})" if av.get("dialect") else ""
+                versions.append(f"{name} {av.get('version') or '?'}{dialect}".strip())
+    host = f" on {machine['hostname']}" if machine.get("hostname") else ""
+    out.append(("versions", ", ".join(versions) + host))
+    ws, ram = run.working_set_bytes(), run.ram_bytes()
+    if ws is not None:
+        text = f"{fmt_bytes(ws)} per configuration"
+        if ram:
+            ratio = ws / ram
+            text += f" = {ratio:.2f}× RAM ({fmt_bytes(ram)})"
+            if ratio < COLD_FACTOR:
+                text += (
+                    f" — below the {COLD_FACTOR:.0f}× rule: cold reads rely on the cache drop,"
+                    " whose verification each figure records"
+                )
+        out.append(("working set", text))
+    comp = run.compressibility()
+    if comp is not None:
+        text = f"{comp}% compressible, fresh random buffers per write (never zeros)"
+        ratios = sorted(
+            {
+                str(c.pool().get("compressratio"))
+                for c in run.cells.values()
+                if c.pool().get("compressratio") is not None
+            }
+        )
+        if ratios:
+            text += f"; achieved compressratio {', '.join(ratios)}"
+        out.append(("data", text))
+    st = run.study
+    if st:
+        out.append(
+            (
+                "replicates",
+                f"{st.get('replicates')}–{st.get('max_replicates')} per configuration, each on "
+                f"a freshly built pool, until the 95% CI is within ±{st.get('ci_target')}% of "
+                "the mean; trials interleaved in random order",
+            )
+        )
+    fixed = run.fixed_levels()
+    if fixed and len(run.configs) > 1:
+        out.append(("every configuration", " ".join(f"{k}={v}" for k, v in fixed.items())))
+    if baseline is not None:
+        out.append(
+            (
+                "comparison",
+                f"change vs {baseline.label}: ratio of means with its 95% Fieller interval "
+                '(Welch df), Holm-corrected within each workload; "no significant difference"'
+                " when the interval includes no change",
+            )
+        )
+    if run.error:
+        out.append(("error", str(run.error)))
+    return out

@@ -1,0 +1,428 @@
+"""`poolbench report RUN --html FILE`: one self-contained page that works offline.
+
+No CDN, no external file, no network: styles and a small self-check script are inline, the
+charts are inline SVG generated here. A Content-Security-Policy forbids every load and every
+script except that one inline script (by hash), as a second wall behind escaping.
+
+Everything that comes from the store — names, configurations, warnings, metadata, the study
+file, commands — is escaped: `svg.fmt` escapes every argument unless it is `Safe` markup we
+built ourselves, so a pool called `<img src=x onerror=alert(1)>` prints as that text.
+
+Chart ids (stable, for tests and links): `chart-bar-<workload>` per workload,
+`chart-recordsize-<workload>` when configurations differ by the `recordsize` factor,
+`chart-record-<family>` when workloads of one family differ by application record size
+(the mirror study's iozone set), `chart-fill-<workload>` when a factor is `fill`,
+`chart-space` when the pool descriptions carry `usable_bytes`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import shlex
+from collections import defaultdict
+
+from poolbench.report import header
+from poolbench.report.data import Cell, RunData, fmt_value, parse_config, without
+from poolbench.report.svg import Bar, Point, Safe, bar_chart, fmt, join, line_chart
+from poolbench.report.tables import (
+    Baseline,
+    Footnotes,
+    WorkloadTable,
+    answer,
+    change_text,
+    mean_ci_text,
+    tables,
+)
+
+CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1180px;color:#222;
+padding:0 16px}
+h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:32px}
+h3{font-size:15px;margin:20px 0 6px}
+table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f4f4f4}td.num{text-align:right;white-space:nowrap}
+.sig{font-weight:bold;white-space:nowrap}.nsd{color:#777}.warn{color:#a15c00}
+pre{background:#f7f7f7;border:1px solid #e3e3e3;padding:8px;overflow:auto;font-size:12px;
+white-space:pre-wrap;word-break:break-all}
+dl.hdr{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dl.hdr dt{font-weight:bold}
+dl.hdr dd{margin:0}
+svg.chart{display:block;margin:6px 0 14px;max-width:100%;height:auto}
+svg .ct{font:bold 13px sans-serif}svg .lbl,svg .val{font:12px sans-serif}
+svg .tick{font:11px sans-serif;fill:#555}svg .axis{font:12px sans-serif;fill:#333}
+svg .grid{stroke:#e5e5e5}svg .frame{fill:none;stroke:#ccc}
+svg .err{stroke:#222;stroke-width:1.5;fill:none}
+svg path.series{fill:none;stroke-width:2}svg path.err[stroke]{stroke-width:1.2}
+#pb-selfcheck{color:#777;font-size:12px}
+"""
+
+# Runs after load: counts the charts that really rendered (non-empty box) and records script
+# errors, into #pb-selfcheck — visible to a reader and to a headless-browser test.
+SCRIPT = """
+(function(){
+  var errors = [];
+  window.addEventListener('error', function(e){ errors.push(String(e.message || e.type)); }, true);
+  window.addEventListener('load', function(){
+    var out = document.getElementById('pb-selfcheck');
+    var ok = [], bad = [];
+    document.querySelectorAll('svg.chart').forEach(function(s){
+      var b = s.getBBox();
+      (b.width > 0 && b.height > 0 ? ok : bad).push(s.id);
+    });
+    out.setAttribute('data-rendered', ok.join(' '));
+    out.setAttribute('data-failed', bad.join(' '));
+    out.setAttribute('data-errors', String(errors.length));
+    out.textContent = 'self-check: ' + ok.length + ' chart(s) rendered' +
+      (bad.length ? ', not rendered: ' + bad.join(' ') : '') +
+      (errors.length ? '; script errors: ' + errors.join('; ') : '; no script errors');
+  });
+})();
+"""
+
+
+def _chart_id(prefix: str, text: str, used: set[str]) -> str:
+    """A stable, unique element id: prefix-<name in lowercase letters, digits and '-'>."""
+    s = prefix + "-" + (re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x")
+    base, i = s, 2
+    while s in used:
+        s, i = f"{base}-{i}", i + 1
+    used.add(s)
+    return s
+
+
+def _size_bytes(text: str) -> float | None:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", text.strip().lower())
+    if not m:
+        return None
+    power: int = " kmgt".index(m.group(2) or " ")
+    return float(m.group(1)) * float(1024**power)
+
+
+def _size_text(n: float) -> str:
+    for unit, size in (("T", 1024**4), ("G", 1024**3), ("M", 1024**2), ("K", 1024)):
+        if n >= size and n % size == 0:
+            return f"{int(n // size)}{unit}"
+    return f"{int(n)}"
+
+
+def _percent(text: str) -> float | None:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*%?", text.strip())
+    return float(m.group(1)) if m else None
+
+
+def _point(cell: Cell, x: float) -> Point:
+    s = cell.summary
+    ok = s.n >= 2
+    return Point(x, s.mean, s.ci_low if ok else None, s.ci_high if ok else None)
+
+
+# -- sections ------------------------------------------------------------------------------
+def _table(run: RunData, wt: WorkloadTable, baseline: Baseline | None) -> Safe:
+    head = ["configuration", "mean ± 95% CI", "unit"]
+    if baseline is not None:
+        head.append(f"vs {baseline.label}")
+    head += ["runs", "device MiB/s", "values", "notes"]
+    rows = [fmt("<tr>{}</tr>", join([fmt("<th>{}</th>", h) for h in head]))]
+    for r in wt.rows:
+        tds = [
+            fmt("<td>{}</td>", run.label(r.cell.config)),
+            fmt('<td class="num">{}</td>', mean_ci_text(r.cell)),
+            fmt("<td>{}</td>", r.cell.unit),
+        ]
+        if baseline is not None:
+            sig = r.change is not None and r.change.significant
+            tds.append(fmt('<td class="{}">{}</td>', "sig" if sig else "nsd", change_text(r)))
+        dev = r.cell.device_mean
+        tds += [
+            fmt('<td class="num">{}</td>', r.cell.summary.n),
+            fmt('<td class="num">{}</td>', "unverified" if dev is None else fmt_value(dev)),
+            fmt('<td class="num">{}</td>', ", ".join(fmt_value(v) for v in r.cell.values)),
+            fmt(
+                '<td class="warn">{}</td>',
+                join([fmt('<a href="#note-{}">⚠{}</a>', n, n) for n in r.notes], " "),
+            ),
+        ]
+        rows.append(fmt("<tr>{}</tr>", join(tds)))
+    return fmt("<table>{}</table>", join(rows, "\n"))
+
+
+def _bar_chart(run: RunData, wt: WorkloadTable, chart_id: str) -> Safe:
+    bars = []
+    for r in wt.rows:
+        s = r.cell.summary
+        ok = s.n >= 2
+        note = change_text(r) if r.role == "compared" else ""
+        bars.append(
+            Bar(
+                run.label(r.cell.config),
+                s.mean,
+                s.ci_low if ok else None,
+                s.ci_high if ok else None,
+                note,
+            )
+        )
+    return bar_chart(chart_id, f"{wt.workload}: mean with 95% CI", wt.unit, bars)
+
+
+def _factor_curves(
+    run: RunData, factor: str, workload: str, chart_id: str, parse: str
+) -> Safe | None:
+    series: dict[str, list[Point]] = defaultdict(list)
+    ticks: dict[float, str] = {}
+    unit = ""
+    for cfg in run.configs:
+        cell = run.cell(cfg, workload)
+        level = parse_config(cfg).get(factor)
+        if cell is None or level is None:
+            continue
+        x = _size_bytes(level) if parse == "size" else _percent(level)
+        if x is None or x <= 0:
+            return None
+        ticks[x] = level
+        unit = cell.unit
+        series[run.label(without(cfg, factor))].append(_point(cell, x))
+    if len(ticks) < 2:
+        return None
+    if parse == "size":
+        title = f"{workload}: throughput against {factor}"
+        x_label = f"{factor} (log scale)"
+    else:
+        title = f"{workload}: throughput as the pool fills"
+        x_label = "fill level (%)"
+    return line_chart(
+        chart_id,
+        title,
+        x_label,
+        unit,
+        sorted(series.items()),
+        log2_x=parse == "size",
+        x_tick_text=ticks,
+    )
+
+
+_RECORD_NAME = re.compile(r"^(.*)-(\d+[kmgKMG])$")
+
+
+def _record_families(run: RunData) -> dict[str, list[tuple[str, float]]]:
+    """Workload family → [(workload, record bytes)] for families measured at ≥ 2 sizes."""
+    fams: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for w in run.workloads:
+        m = _RECORD_NAME.match(w)
+        cell = next((c for c in (run.cell(cfg, w) for cfg in run.configs) if c), None)
+        bs = cell.workload_def.get("fio", {}).get("bs") if cell else None
+        if not m or bs is None:
+            continue
+        try:
+            size = float(str(bs))
+        except ValueError:
+            size = _size_bytes(str(bs)) or 0.0
+        if size > 0:
+            fams[m.group(1)].append((w, size))
+    return {f: v for f, v in fams.items() if len({s for _w, s in v}) >= 2}
+
+
+def _record_curves(
+    run: RunData, family: str, members: list[tuple[str, float]], chart_id: str
+) -> Safe:
+    series: dict[str, list[Point]] = defaultdict(list)
+    unit = ""
+    for cfg in run.configs:
+        for w, size in members:
+            cell = run.cell(cfg, w)
+            if cell is not None:
+                unit = cell.unit
+                series[run.label(cfg)].append(_point(cell, size))
+    ticks = {s: _size_text(s) for _w, s in members}
+    return line_chart(
+        chart_id,
+        f"{family}: throughput against application record size",
+        "record size (log scale)",
+        unit,
+        list(series.items()),
+        log2_x=True,
+        x_tick_text=ticks,
+    )
+
+
+POOL_FACTORS = ("backend", "layout", "ashift")  # what decides a pool's usable space
+
+
+def _space_chart(run: RunData) -> Safe | None:
+    """Usable space per layout, as the pool reported it (`usable_bytes` in its description)."""
+    space: dict[str, float] = {}
+    for cfg in run.configs:
+        cell = next((c for c in (run.cell(cfg, w) for w in run.workloads) if c), None)
+        usable = cell.pool().get("usable_bytes") if cell else None
+        if isinstance(usable, int | float) and usable > 0:
+            levels = parse_config(cfg)
+            key = " ".join(f"{k}={levels[k]}" for k in POOL_FACTORS if k in levels) or cfg
+            space.setdefault(run.label(key), usable / 1024**3)
+    if not space:
+        return None
+    bars = [Bar(label, gib, None, None) for label, gib in space.items()]
+    return bar_chart("chart-space", "usable space per layout (as the pool reports it)", "GiB", bars)
+
+
+def _charts(run: RunData) -> list[tuple[str, Safe]]:
+    """Extra charts (beyond the per-workload bars), with their headings."""
+    used: set[str] = set()
+    out: list[tuple[str, Safe]] = []
+    factors = run.factors()
+    for factor, kind, prefix in (
+        ("recordsize", "size", "chart-recordsize"),
+        ("fill", "percent", "chart-fill"),
+    ):
+        if factor not in factors:
+            continue
+        for w in run.workloads:
+            chart = _factor_curves(run, factor, w, _chart_id(prefix, w, used), kind)
+            if chart is not None:
+                out.append((f"{w} against {factor}", chart))
+    for fam, members in _record_families(run).items():
+        out.append(
+            (
+                f"{fam} against record size",
+                _record_curves(run, fam, members, _chart_id("chart-record", fam, used)),
+            )
+        )
+    space = _space_chart(run)
+    if space is not None:
+        out.append(("usable space", space))
+    return out
+
+
+def _commands(run: RunData) -> Safe:
+    rows = [Safe("<tr><th>#</th><th>command</th><th>seconds</th><th>exit</th></tr>")]
+    for i, c in enumerate(run.commands, 1):
+        rows.append(
+            fmt(
+                '<tr><td class="num">{}</td><td><code>{}</code></td>'
+                '<td class="num">{}</td><td class="num">{}</td></tr>',
+                i,
+                shlex.join(c["argv"]),
+                f"{float(c['duration_s']):.2f}",
+                "" if c["returncode"] is None else c["returncode"],
+            )
+        )
+    return fmt("<table>{}</table>", join(rows, "\n"))
+
+
+def _measurements(run: RunData) -> Safe:
+    head = (
+        "configuration",
+        "workload",
+        "replicate",
+        "value",
+        "unit",
+        "app bytes",
+        "seconds",
+        "device bytes",
+        "device MiB/s",
+        "warnings",
+    )
+    rows = [fmt("<tr>{}</tr>", join([fmt("<th>{}</th>", h) for h in head]))]
+    for m in run.measurements:
+        rows.append(
+            fmt(
+                "<tr><td>{}</td><td>{}</td><td class=num>{}</td><td class=num>{}</td><td>{}</td>"
+                "<td class=num>{}</td><td class=num>{}</td><td class=num>{}</td>"
+                "<td class=num>{}</td><td class=warn>{}</td></tr>",
+                m["config"],
+                m["workload"],
+                int(m["replicate"]) + 1,
+                fmt_value(m["value"]),
+                m["unit"],
+                m["app_bytes"],
+                f"{float(m['seconds']):.3f}",
+                "" if m["device_bytes"] is None else m["device_bytes"],
+                fmt_value(m["device_mib_s"]),
+                "; ".join(str(w) for w in m["warnings"]),
+            )
+        )
+    return fmt("<table>{}</table>", join(rows, "\n"))
+
+
+def render(run: RunData, baseline: Baseline | None) -> str:
+    notes = Footnotes()
+    wts = tables(run, baseline, notes)
+    used: set[str] = set()
+    body: list[Safe] = [
+        fmt("<h1>{}</h1>", header.title(run)),
+        Safe('<h2 id="summary">Summary</h2>'),
+        fmt("<ul>{}</ul>", join([fmt("<li>{}</li>", answer(run, w)) for w in run.workloads])),
+        fmt(
+            '<dl class="hdr">{}</dl>',
+            join([fmt("<dt>{}</dt><dd>{}</dd>", k, v) for k, v in header.lines(run, baseline)]),
+        ),
+        Safe('<h2 id="workloads">Per workload</h2>'),
+    ]
+    for wt in wts:
+        body.append(fmt("<h3>{} ({})</h3>", wt.workload, wt.unit))
+        body.append(_bar_chart(run, wt, _chart_id("chart-bar", wt.workload, used)))
+        body.append(_table(run, wt, baseline))
+    extra = _charts(run)
+    if extra:
+        body.append(Safe('<h2 id="curves">Across configurations</h2>'))
+        for heading, chart in extra:
+            body += [fmt("<h3>{}</h3>", heading), chart]
+    body.append(Safe('<h2 id="warnings">Warnings</h2>'))
+    body.append(
+        fmt(
+            "<ol>{}</ol>",
+            join(
+                [
+                    fmt('<li id="note-{}" class="warn">{}</li>', i, t)
+                    for i, t in enumerate(notes.items, 1)
+                ]
+            ),
+        )
+        if notes.items
+        else Safe("<p>none</p>")
+    )
+    body += [
+        Safe('<h2 id="measurements">All measurements</h2>'),
+        _measurements(run),
+        Safe('<h2 id="metadata">Metadata</h2>'),
+        fmt(
+            "<pre>{}</pre>",
+            json.dumps(
+                {"argv": run.argv, **{k: v for k, v in run.metadata.items() if k != "study_text"}},
+                indent=2,
+                ensure_ascii=False,
+            ),
+        ),
+    ]
+    study_text = run.metadata.get("study_text")
+    if isinstance(study_text, str) and study_text:
+        body += [Safe('<h2 id="study">Study file</h2>'), fmt("<pre>{}</pre>", study_text)]
+    body += [
+        fmt('<h2 id="commands">Commands run ({})</h2>', len(run.commands)),
+        _commands(run),
+        Safe(
+            '<p id="pb-selfcheck" data-rendered="" data-failed="" data-errors="">'
+            "self-check did not run (scripts disabled?)</p>"
+        ),
+    ]
+    digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+    csp = (
+        f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+        f"script-src 'sha256-{digest}'"
+    )
+    page = join(
+        [
+            Safe('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'),
+            fmt('<meta http-equiv="Content-Security-Policy" content="{}">', csp),
+            Safe('<meta name="viewport" content="width=device-width, initial-scale=1">'),
+            fmt("<title>{}</title>", f"poolbench — {header.title(run)}"),
+            fmt("<style>{}</style>", Safe(CSS)),
+            Safe(f"<script>{SCRIPT}</script>"),
+            Safe("</head><body>"),
+            join(body, "\n"),
+            Safe("</body></html>\n"),
+        ],
+        "\n",
+    )
+    return str(page)

@@ -1,0 +1,334 @@
+"""Inline SVG charts for the HTML report (pure; no JavaScript, no external files).
+
+Every text that reaches the SVG goes through `esc`; numbers are formatted by us. The
+functions return `Safe` markup for the page to embed as is.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+PALETTE = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#17becf",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+)
+
+
+class Safe(str):
+    """Markup we generated ourselves; everything else is escaped on the way in."""
+
+    __slots__ = ()
+
+
+def esc(value: object) -> Safe:
+    if isinstance(value, Safe):
+        return value
+    return Safe(html.escape(str(value), quote=True))
+
+
+def fmt(template: str, *args: object) -> Safe:
+    """`template.format(*args)` with every argument escaped unless it is already Safe."""
+    return Safe(template.format(*(esc(a) for a in args)))
+
+
+def join(parts: Sequence[Safe], sep: str = "") -> Safe:
+    return Safe(sep.join(parts))
+
+
+def _num(x: float) -> str:
+    return f"{x:.1f}"
+
+
+def nice_step(vmax: float, ticks: int = 4) -> float:
+    """A 1-2-2.5-5 step so that `ticks` steps cover vmax."""
+    if vmax <= 0 or math.isnan(vmax):
+        return 0.25
+    raw = vmax / ticks
+    exp = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 2.5, 5, 10):
+        if m * exp >= raw:
+            return float(m * exp)
+    return float(10 * exp)
+
+
+def nice_max(x: float, ticks: int = 4) -> float:
+    return nice_step(x, ticks) * ticks
+
+
+def _tick_label(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 10 or v == 0 or v == int(v) else f"{v:,.3g}"
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    value: float
+    low: float | None  # error bar (None: no interval)
+    high: float | None
+    note: str = ""  # e.g. "−30% [−33%, −27%]"
+
+
+def bar_chart(chart_id: str, title: str, unit: str, bars: Sequence[Bar]) -> Safe:
+    """Horizontal bars with error bars: one per configuration (labels can be long)."""
+    row_h, label_w, plot_w, right_w = 26, 300, 380, 190
+    top, bottom = 30, 36
+    width = label_w + plot_w + right_w
+    height = top + row_h * len(bars) + bottom
+    vmax = nice_max(max([b.high or b.value for b in bars] + [0.0]))
+
+    def x(v: float) -> float:
+        return label_w + plot_w * max(0.0, v) / vmax
+
+    parts = [
+        fmt(
+            '<svg id="{}" class="chart" role="img" xmlns="http://www.w3.org/2000/svg" '
+            'width="{}" height="{}" viewBox="0 0 {} {}" aria-label="{}">',
+            chart_id,
+            width,
+            height,
+            width,
+            height,
+            title,
+        ),
+        fmt("<title>{}</title>", title),
+        fmt('<text x="4" y="18" class="ct">{}</text>', title),
+    ]
+    for i in range(5):
+        v = vmax * i / 4
+        parts.append(
+            fmt(
+                '<line x1="{}" y1="{}" x2="{}" y2="{}" class="grid"/>',
+                _num(x(v)),
+                top,
+                _num(x(v)),
+                height - bottom,
+            )
+        )
+        parts.append(
+            fmt(
+                '<text x="{}" y="{}" class="tick" text-anchor="middle">{}</text>',
+                _num(x(v)),
+                height - bottom + 14,
+                _tick_label(v),
+            )
+        )
+    parts.append(
+        fmt(
+            '<text x="{}" y="{}" class="axis" text-anchor="middle">{}</text>',
+            label_w + plot_w / 2,
+            height - 4,
+            unit,
+        )
+    )
+    for i, b in enumerate(bars):
+        y = top + i * row_h
+        color = PALETTE[i % len(PALETTE)]
+        parts.append(
+            fmt(
+                '<text x="{}" y="{}" class="lbl" text-anchor="end">{}</text>',
+                label_w - 6,
+                _num(y + row_h * 0.65),
+                _short(b.label, 46),
+            )
+        )
+        parts.append(
+            fmt(
+                '<rect x="{}" y="{}" width="{}" height="{}" fill="{}" class="bar">'
+                "<title>{}: {} {}</title></rect>",
+                label_w,
+                _num(y + 4),
+                _num(x(b.value) - label_w),
+                row_h - 8,
+                color,
+                b.label,
+                _tick_label(b.value),
+                unit,
+            )
+        )
+        if b.low is not None and b.high is not None:
+            cy = y + row_h / 2
+            parts.append(
+                fmt(
+                    '<path d="M{},{}H{}M{},{}V{}M{},{}V{}" class="err"/>',
+                    _num(x(b.low)),
+                    _num(cy),
+                    _num(x(b.high)),
+                    _num(x(b.low)),
+                    _num(cy - 6),
+                    _num(cy + 6),
+                    _num(x(b.high)),
+                    _num(cy - 6),
+                    _num(cy + 6),
+                )
+            )
+        parts.append(
+            fmt(
+                '<text x="{}" y="{}" class="val">{}</text>',
+                label_w + plot_w + 8,
+                _num(y + row_h * 0.65),
+                (_tick_label(b.value) + "  " + b.note).strip(),
+            )
+        )
+    parts.append(Safe("</svg>"))
+    return join(parts, "\n")
+
+
+@dataclass(frozen=True)
+class Point:
+    x: float
+    y: float
+    low: float | None = None
+    high: float | None = None
+
+
+def line_chart(
+    chart_id: str,
+    title: str,
+    x_label: str,
+    y_label: str,
+    series: Sequence[tuple[str, Sequence[Point]]],
+    *,
+    log2_x: bool = False,
+    x_tick_text: dict[float, str] | None = None,
+) -> Safe:
+    """One line per series with error bars at each point; x on a log2 axis if asked."""
+    left, plot_w, plot_h, top, legend_w = 70, 460, 260, 30, 300
+    width, height = left + plot_w + 20 + legend_w, top + plot_h + 50
+    xs = sorted({p.x for _n, pts in series for p in pts})
+    tx = (lambda v: math.log2(v)) if log2_x else (lambda v: v)
+    lo_x, hi_x = tx(xs[0]), tx(xs[-1])
+    span = hi_x - lo_x or 1.0
+    ymax = nice_max(max((p.high or p.y) for _n, pts in series for p in pts))
+
+    def px(v: float) -> float:
+        return left + 10 + (plot_w - 20) * (tx(v) - lo_x) / span
+
+    def py(v: float) -> float:
+        return top + plot_h - plot_h * max(0.0, v) / ymax
+
+    parts = [
+        fmt(
+            '<svg id="{}" class="chart" role="img" xmlns="http://www.w3.org/2000/svg" '
+            'width="{}" height="{}" viewBox="0 0 {} {}" aria-label="{}">',
+            chart_id,
+            width,
+            height,
+            width,
+            height,
+            title,
+        ),
+        fmt("<title>{}</title>", title),
+        fmt('<text x="4" y="18" class="ct">{}</text>', title),
+        fmt(
+            '<rect x="{}" y="{}" width="{}" height="{}" class="frame"/>', left, top, plot_w, plot_h
+        ),
+    ]
+    for i in range(5):
+        v = ymax * i / 4
+        parts.append(
+            fmt(
+                '<line x1="{}" y1="{}" x2="{}" y2="{}" class="grid"/>',
+                left,
+                _num(py(v)),
+                left + plot_w,
+                _num(py(v)),
+            )
+        )
+        parts.append(
+            fmt(
+                '<text x="{}" y="{}" class="tick" text-anchor="end">{}</text>',
+                left - 4,
+                _num(py(v) + 4),
+                _tick_label(v),
+            )
+        )
+    for v in xs:
+        text = (x_tick_text or {}).get(v, _tick_label(v))
+        parts.append(
+            fmt(
+                '<text x="{}" y="{}" class="tick" text-anchor="middle">{}</text>',
+                _num(px(v)),
+                top + plot_h + 16,
+                text,
+            )
+        )
+    parts.append(
+        fmt(
+            '<text x="{}" y="{}" class="axis" text-anchor="middle">{}</text>',
+            left + plot_w / 2,
+            top + plot_h + 36,
+            x_label,
+        )
+    )
+    parts.append(
+        fmt(
+            '<text x="14" y="{}" class="axis" text-anchor="middle" '
+            'transform="rotate(-90 14 {})">{}</text>',
+            top + plot_h / 2,
+            top + plot_h / 2,
+            y_label,
+        )
+    )
+    for i, (name, pts) in enumerate(series):
+        color = PALETTE[i % len(PALETTE)]
+        ordered = sorted(pts, key=lambda p: p.x)
+        d = " ".join(
+            f"{'M' if j == 0 else 'L'}{_num(px(p.x))},{_num(py(p.y))}"
+            for j, p in enumerate(ordered)
+        )
+        parts.append(fmt('<path d="{}" stroke="{}" class="series"/>', d, color))
+        for p in ordered:
+            if p.low is not None and p.high is not None:
+                parts.append(
+                    fmt(
+                        '<path d="M{},{}V{}" stroke="{}" class="err"/>',
+                        _num(px(p.x)),
+                        _num(py(p.low)),
+                        _num(py(p.high)),
+                        color,
+                    )
+                )
+            parts.append(
+                fmt(
+                    '<circle cx="{}" cy="{}" r="3.5" fill="{}"><title>{}: {}</title></circle>',
+                    _num(px(p.x)),
+                    _num(py(p.y)),
+                    color,
+                    name,
+                    _tick_label(p.y),
+                )
+            )
+        ly = top + 12 + i * 18
+        parts.append(
+            fmt(
+                '<rect x="{}" y="{}" width="12" height="4" fill="{}"/>',
+                left + plot_w + 20,
+                ly - 5,
+                color,
+            )
+        )
+        parts.append(
+            fmt(
+                '<text x="{}" y="{}" class="lbl">{}</text>',
+                left + plot_w + 38,
+                ly,
+                _short(name or "(all)", 46),
+            )
+        )
+    parts.append(Safe("</svg>"))
+    return join(parts, "\n")
+
+
+def _short(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"

@@ -1,0 +1,184 @@
+"""Comparison tables (pure): per workload, every configuration against a baseline level.
+
+The baseline is a level of one factor (default: the first factor that varies, at its first
+level), and each configuration is compared with its *partner* — the same configuration with
+that factor at the baseline level — so `layout=raidz2 ashift=12` is compared with
+`layout=raidz1 ashift=12`, never with a configuration that differs in two ways. A run whose
+configurations are not factor levels (a bench run's target path) compares against the first
+configuration. Within one workload's table the comparisons form one family and Holm's
+procedure controls its error rate (see `poolbench.stats.compare`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from poolbench.errors import UsageError
+from poolbench.report.data import Cell, RunData, parse_config
+from poolbench.stats.compare import Ratio, compare_family
+
+
+@dataclass(frozen=True)
+class Baseline:
+    factor: str | None  # None: `level` is a whole configuration key
+    level: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.factor}={self.level}" if self.factor else self.level
+
+    def partner(self, config: str, configs: list[str]) -> str | None:
+        """The configuration `config` is compared with; itself when it is the baseline."""
+        if self.factor is None:
+            return self.level if self.level in configs else None
+        levels = parse_config(config)
+        if self.factor not in levels:
+            return None
+        levels[self.factor] = self.level
+        for c in configs:
+            if parse_config(c) == levels:
+                return c
+        return None
+
+
+def choose_baseline(run: RunData, spec: str | None = None) -> Baseline | None:
+    """`spec` is FACTOR=LEVEL or a whole configuration key; None picks the default."""
+    if len(run.configs) < 2:
+        return None
+    factors = run.factors()
+    if spec:
+        if spec in run.configs:
+            return Baseline(None, spec)
+        k, sep, v = spec.partition("=")
+        if sep and k in factors and v in factors[k]:
+            return Baseline(k, v)
+        choices = [f"{k}={v}" for k, vs in factors.items() for v in vs] or run.configs
+        raise UsageError(
+            f"--baseline '{spec}' is not a level that varies in run {run.id}.",
+            f"Choose one of: {', '.join(choices)}.",
+        )
+    if factors:
+        k = next(iter(factors))
+        return Baseline(k, factors[k][0])
+    return Baseline(None, run.configs[0])
+
+
+@dataclass
+class Row:
+    cell: Cell
+    role: str  # baseline | compared | no-baseline | single
+    change: Ratio | None = None
+    notes: list[int] = field(default_factory=list)  # footnote numbers
+
+
+@dataclass
+class WorkloadTable:
+    workload: str
+    unit: str
+    baseline: Baseline | None
+    rows: list[Row]
+
+
+class Footnotes:
+    """Warnings numbered once across a report; each figure lists the numbers it carries."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def number(self, text: str) -> int:
+        if text not in self.items:
+            self.items.append(text)
+        return self.items.index(text) + 1
+
+
+def cell_warnings(cell: Cell, ci_target: float) -> list[str]:
+    """The stored guard warnings, plus what the statistics say about this figure."""
+    out = list(cell.warnings)
+    s = cell.summary
+    if s.n < 2:
+        out.append("fewer than 2 runs: no confidence interval")
+    elif s.rel_halfwidth > ci_target:
+        out.append(
+            f"the 95% CI is wider than the target ±{ci_target:.0%} of the mean: the figure is "
+            "noisy; more replicates or a quieter machine would narrow it"
+        )
+    if s.outliers:
+        runs = ", ".join(str(cell.replicates[i] + 1) for i in s.outliers)
+        out.append(
+            f"replicate(s) {runs} of this figure are outliers by the MAD "
+            "rule (|modified z| > 3.5): something disturbed the machine; kept in the mean"
+        )
+    return out
+
+
+def workload_table(
+    run: RunData, workload: str, baseline: Baseline | None, notes: Footnotes
+) -> WorkloadTable:
+    cells = [c for c in (run.cell(cfg, workload) for cfg in run.configs) if c is not None]
+    present = [c.config for c in cells]
+    rows: list[Row] = []
+    pairs: list[tuple[list[float], list[float]]] = []
+    compared: list[Row] = []
+    for cell in cells:
+        row = Row(cell, "single")
+        if baseline is not None:
+            partner = baseline.partner(cell.config, present)
+            if partner is None:
+                row.role = "no-baseline"
+            elif partner == cell.config:
+                row.role = "baseline"
+            else:
+                row.role = "compared"
+                base = run.cell(partner, workload)
+                assert base is not None
+                pairs.append((base.values, cell.values))
+                compared.append(row)
+        row.notes = sorted({notes.number(w) for w in cell_warnings(cell, run.ci_target())})
+        rows.append(row)
+    for row, ratio in zip(compared, compare_family(pairs), strict=True):
+        row.change = ratio
+    unit = cells[0].unit if cells else ""
+    return WorkloadTable(workload, unit, baseline, rows)
+
+
+def tables(run: RunData, baseline: Baseline | None, notes: Footnotes) -> list[WorkloadTable]:
+    return [workload_table(run, w, baseline, notes) for w in run.workloads]
+
+
+def change_text(row: Row) -> str:
+    if row.role == "baseline":
+        return "baseline"
+    if row.role == "no-baseline":
+        return "no baseline measured"
+    if row.change is None:
+        return ""
+    return row.change.text()
+
+
+def mean_ci_text(cell: Cell) -> str:
+    from poolbench.report.data import fmt_value
+
+    s = cell.summary
+    if math.isnan(s.ci_low):
+        return fmt_value(s.mean)
+    return f"{fmt_value(s.mean)} ± {fmt_value((s.ci_high - s.ci_low) / 2)}"
+
+
+def answer(run: RunData, workload: str) -> str:
+    """One sentence: the best configuration for a workload, and by how much (or not)."""
+    cells = [c for c in (run.cell(cfg, workload) for cfg in run.configs) if c is not None]
+    if not cells:
+        return f"{workload}: nothing measured"
+    ranked = sorted(cells, key=lambda c: -c.summary.mean)
+    best = ranked[0]
+    head = f"{workload}: {run.label(best.config)} is highest at {mean_ci_text(best)} {best.unit}"
+    if len(ranked) == 1:
+        return head
+    second = ranked[1]
+    r = compare_family([(second.values, best.values)])[0]
+    if r.undetermined:
+        return f"{head}; against {run.label(second.config)}: {r.undetermined}"
+    if not r.significant:
+        return f"{head}, but not significantly higher than {run.label(second.config)}"
+    return f"{head}, {r.text()} over the next, {run.label(second.config)}"
