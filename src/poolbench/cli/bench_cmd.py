@@ -80,6 +80,16 @@ from poolbench.workloads.library import DEFAULT_BENCH, parse_list
 )
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON on stdout.")
 @click.option("--dry-run", is_flag=True, help="Print the commands and jobs; change nothing.")
+@click.option(
+    "--hosts",
+    "hosts_spec",
+    default=None,
+    metavar="HOSTFILE|H1,H2",
+    help="Measure many hosts at once through fio's client/server mode: a host file "
+    "(`host[:port] [path]` per line) or a comma list; needs --size. Each host runs "
+    "`fio --server=ADDRESS`: fio's server has no authentication, so bind it to a management "
+    "address, never a wildcard (docs/fleet.md).",
+)
 @db_option
 def bench(
     path: Path | None,
@@ -96,6 +106,7 @@ def bench(
     ci_target: float,
     as_json: bool,
     dry_run: bool,
+    hosts_spec: str | None,
     db: Path | None,
 ) -> None:
     """Benchmark the filesystem mounted at PATH, honestly.
@@ -105,7 +116,14 @@ def bench(
     application's, repeated until the 95% confidence interval is within ±5%.
 
     Example: poolbench bench /tank/scratch --workloads seq-write,seq-read --size 8G
+
+    Many hosts: poolbench bench --hosts fleet.hosts /tank/bench --size 64G
     """
+    if hosts_spec is not None:
+        from poolbench.cli.hosts_cmd import bench_fleet
+
+        bench_fleet(click.get_current_context().params)
+        return
     if (path is None) == (scratch_size is None):
         raise UsageError(
             "Give either a PATH to measure or --scratch SIZE, not both and not neither.",
@@ -143,7 +161,10 @@ def bench(
                 runner.run(["mkfs.ext4", "-q", "-F", "/dev/loopN"])
                 runner.run(["mount", "/dev/loopN", str(path)])
             else:
-                path = stack.enter_context(scratch.ext4_on_loop(runner, scratch_bytes))
+                from poolbench.orchestrate import default_paths
+
+                journals = default_paths(store).journals
+                path = stack.enter_context(scratch.ext4_on_loop(runner, scratch_bytes, journals))
         assert path is not None
         _run(runner, store, path, options, as_json, dry_run, err, scratch_size)
 

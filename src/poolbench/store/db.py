@@ -12,6 +12,7 @@ import json
 import os
 import sqlite3
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -89,6 +90,39 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX device_overrides_run ON device_overrides(run_id);
         """,
     ),
+    (
+        # Runs measured on many hosts (fleet/), and runs brought in from other stores
+        # (store/merge.py). `uid` identifies a run across stores; runs made before it existed
+        # get a deterministic one from their start time, so importing the same old store twice
+        # is still detected.
+        "0003_fleet_hosts",
+        """
+        ALTER TABLE runs ADD COLUMN uid TEXT;
+        UPDATE runs SET uid = 'legacy:' || CAST(started_at * 1000000 AS INTEGER) || ':' || kind
+            || ':' || coalesce(name, '') WHERE uid IS NULL;
+        CREATE UNIQUE INDEX runs_uid ON runs(uid);
+        ALTER TABLE runs ADD COLUMN origin TEXT;  -- JSON: where an imported run came from
+        ALTER TABLE measurements ADD COLUMN host TEXT;  -- fleet runs: the host label, else NULL
+        CREATE TABLE run_hosts (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            label TEXT NOT NULL,              -- host[:port] as poolbench names it
+            address TEXT NOT NULL,
+            port INTEGER NOT NULL,
+            path TEXT,                        -- the target directory on that host
+            server_hostname TEXT,             -- as the fio server reported it
+            os TEXT,
+            arch TEXT,
+            fio_version TEXT,
+            clock_skew_s REAL,
+            status TEXT NOT NULL,             -- ok | failed
+            error TEXT,
+            not_applied TEXT NOT NULL,        -- JSON list: guards that could not run there
+            UNIQUE (run_id, label)
+        );
+        CREATE INDEX run_hosts_run ON run_hosts(run_id);
+        """,
+    ),
 ]
 
 
@@ -102,6 +136,11 @@ def default_path() -> Path:
     if env:
         return Path(env)
     return Path(platformdirs.user_data_dir("poolbench")) / "results.db"
+
+
+def _uid() -> str:
+    """A run's identity across stores (duplicate detection when importing)."""
+    return uuid.uuid4().hex
 
 
 @dataclass(frozen=True)
@@ -120,6 +159,7 @@ class Measurement:
     guards: dict[str, Any]
     workload_def: dict[str, Any]
     job_file: str
+    host: str | None = None  # fleet runs: the host measured (fleet/); None on one machine
 
 
 class Store:
@@ -179,9 +219,9 @@ class Store:
     def start_run(self, kind: str, name: str, argv: Sequence[str], metadata: dict[str, Any]) -> int:
         with self.transaction() as c:
             cur = c.execute(
-                "INSERT INTO runs (kind, name, status, started_at, argv, metadata) "
-                "VALUES (?, ?, 'running', ?, ?, ?)",
-                (kind, name, time.time(), json.dumps(list(argv)), json.dumps(metadata)),
+                "INSERT INTO runs (kind, name, status, started_at, argv, metadata, uid) "
+                "VALUES (?, ?, 'running', ?, ?, ?, ?)",
+                (kind, name, time.time(), json.dumps(list(argv)), json.dumps(metadata), _uid()),
             )
             return int(cur.lastrowid or 0)
 
@@ -212,8 +252,8 @@ class Store:
             cur = c.execute(
                 "INSERT INTO measurements (run_id, config, workload, replicate, value, unit, "
                 "app_bytes, ops, seconds, device_bytes, device_mib_s, warnings, guards, "
-                "workload_def, job_file, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "workload_def, job_file, created_at, host) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     m.config,
@@ -231,6 +271,7 @@ class Store:
                     json.dumps(m.workload_def),
                     m.job_file,
                     time.time(),
+                    m.host,
                 ),
             )
             return int(cur.lastrowid or 0)

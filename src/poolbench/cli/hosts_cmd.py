@@ -1,0 +1,228 @@
+"""`poolbench hosts check` and the `--hosts` side of `poolbench bench`: fio's client/server mode.
+
+fio's server has no authentication: anyone who can reach its port can make it write files
+where it runs. poolbench never starts one; run `fio --server=MGMT_ADDRESS` yourself, bound to a
+management network address (never a wildcard), as shown in docs/fleet.md.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from poolbench.cli.common import open_store
+from poolbench.errors import PoolbenchError, UsageError
+from poolbench.fleet import hosts as hostlist
+from poolbench.fleet import probe, table
+from poolbench.fleet.session import FleetHostFailed, FleetOptions, FleetSession, check_workloads
+from poolbench.guards.workingset import parse_size
+from poolbench.stats.summary import StopRule
+from poolbench.system import probes
+from poolbench.system.runner import LocalRunner, format_argv
+from poolbench.workloads.library import parse_list
+
+SECURITY = (
+    "fio's server has no authentication: bind each one to a management address "
+    "(fio --server=10.0.0.5), never a wildcard, and firewall its port (8765). poolbench never "
+    "starts a server itself."
+)
+
+
+@click.group()
+def hosts() -> None:
+    """Check the hosts of a fleet before `poolbench bench --hosts`.
+
+    Each host runs `fio --server=ADDRESS`, bound to its management address. fio's server has no
+    authentication: never bind it to a wildcard address; firewall port 8765.
+    """
+
+
+@hosts.command("check")
+@click.argument("hostfile")
+@click.option(
+    "--path",
+    default=None,
+    help="Target directory for hosts whose line gives none (checked to exist there).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+def check(hostfile: str, path: str | None, as_json: bool) -> None:
+    """Reachability, fio version, target and clock skew of every host in HOSTFILE.
+
+    HOSTFILE holds one `host[:port] [path]` per line (or give a comma list: h1,h2:8766).
+    Free space at the target cannot be asked of a fio server; it is reported as unknown.
+
+    fio's server has no authentication: bind it to a management address, never a wildcard.
+
+    Example: poolbench hosts check fleet.hosts --path /tank/bench
+    """
+    fleet = hostlist.load(hostfile)
+    runner = LocalRunner()
+    from poolbench.workloads.fio import fio_version
+
+    controller = fio_version(runner)
+    infos = [probe.probe(runner, h, path) for h in fleet]
+    notes = [i.skew_warning for i in infos if i.skew_warning]
+    note = probe.version_note(infos, controller)
+    if note:
+        notes.insert(0, note)
+    failed = [i for i in infos if not i.ok]
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "controller_fio": controller,
+                    "hosts": [{**i.as_dict(), "free_bytes": None} for i in infos],
+                    "notes": notes,
+                },
+                indent=2,
+            )
+        )
+    else:
+        _render_check(infos, notes, controller)
+    if failed:
+        raise PoolbenchError(
+            f"{len(failed)} of {len(infos)} host(s) are not ready: "
+            + "; ".join(i.error or i.label for i in failed)
+            + ".",
+            "Start `fio --server=ADDRESS` there (bound to the management address) and check "
+            "the target path.",
+        )
+
+
+def _render_check(infos: list[probe.HostInfo], notes: list[str], controller: str) -> None:
+    console = Console(width=None if sys.stdout.isatty() else 120)
+    t = Table(title=f"fio servers (controller {controller})", title_justify="left")
+    for col in ("host", "answers", "server", "fio", "target", "clock skew", "free space"):
+        t.add_column(col)
+    for i in infos:
+        skew = "–"
+        if i.clock_skew_s is not None and i.clock_uncertainty_s is not None:
+            skew = f"{i.clock_skew_s:+.1f} s (±{i.clock_uncertainty_s:.1f})"
+        t.add_row(
+            i.label,
+            "[green]yes[/]" if i.ok else f"[red]no[/]: {i.error}",
+            f"{i.server_hostname} ({i.os} {i.arch})" if i.server_hostname else "–",
+            i.fio_version or "–",
+            i.path or "(not checked)",
+            skew,
+            "unknown (fio cannot report it)",
+        )
+    console.print(t)
+    for n in notes:
+        console.print(f"[yellow]warning:[/] {n}", highlight=False)
+    console.print(SECURITY, highlight=False)
+
+
+# -- poolbench bench --hosts ----------------------------------------------------------------------
+def bench_fleet(params: dict[str, Any]) -> None:
+    """`poolbench bench --hosts ...`; `params` are the bench command's parameters."""
+    if params.get("scratch_size"):
+        raise UsageError("--scratch cannot be combined with --hosts.", "Drop one of them.")
+    if not params.get("size"):
+        raise UsageError(
+            "--hosts needs --size: poolbench cannot see the hosts' RAM to apply the ≥ 2× RAM rule.",
+            "Pass a working set per host of at least 2× the largest host's RAM, e.g. --size 64G.",
+        )
+    min_runs, max_runs = int(params["min_runs"]), int(params["max_runs"])
+    if not 2 <= min_runs <= max_runs:
+        raise UsageError(f"--min-runs {min_runs} / --max-runs {max_runs} are not a valid range.")
+    fleet = hostlist.load(str(params["hosts_spec"]))
+    path = params.get("path")
+    options = FleetOptions(
+        workloads=parse_list(str(params["workload_names"])),
+        size=parse_size(str(params["size"])),
+        compressibility=int(params["compressibility"]),
+        runtime_s=int(params["runtime"]),
+        iodepth=int(params["iodepth"]),
+        numjobs=int(params["numjobs"]),
+        stop=StopRule(min_runs, max_runs, float(params["ci_target"]) / 100),
+    )
+    check_workloads(options.workloads)
+    default = str(path) if path is not None else None
+    for h in fleet:
+        h.target(default)  # every host has a target, or say which does not
+    err = Console(stderr=True)
+    if params.get("dry_run"):
+        _dry_run(fleet, default, options, err)
+        return
+    runner = LocalRunner()
+    store = open_store(params.get("db"))
+    argv = ["poolbench", *sys.argv[1:]]
+    metadata: dict[str, Any] = {"machine": probes.machine()}
+    name = "fleet:" + ",".join(h.label for h in fleet)
+    run_id = store.start_run("bench", name, argv, metadata)
+    session = FleetSession(runner, store, run_id, fleet, default, options)
+    status, error, failure = "failed", None, None
+    try:
+        metadata.update(session.preflight())
+        store.update_metadata(run_id, metadata)
+        session.progress = lambda desc, done, total: err.print(
+            f"[dim]{done}/{total}[/] {desc}", highlight=False
+        )
+        try:
+            results = session.run()
+            status = "finished"
+        except FleetHostFailed as exc:
+            status, error, failure = "partial", str(exc), exc
+            results = list(session.results.values())
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    except Exception as exc:
+        error = str(exc)
+        raise
+    finally:
+        metadata.setdefault("fleet", {})["not_applied"] = session.not_applied
+        metadata["fleet"]["notes"] = session.notes
+        metadata["fleet"]["failures"] = session.failures
+        store.update_metadata(run_id, metadata)
+        store.finish_run(run_id, status, error)
+    infos = list(session.infos.values())
+    if params.get("as_json"):
+        click.echo(
+            json.dumps(
+                {
+                    "run_id": run_id,
+                    "db": str(store.path),
+                    "status": status,
+                    "failures": session.failures,
+                    "hosts": [i.as_dict() for i in infos],
+                    "not_applied": session.not_applied,
+                    "notes": session.notes,
+                    "results": table.as_json(results),
+                },
+                indent=2,
+            )
+        )
+    else:
+        head = (
+            f"poolbench bench --hosts — run {run_id}: {len(fleet)} hosts, started together by "
+            f"one fio controller ({session.controller_fio}); working set "
+            f"{options.size / 2**20:,.0f} MiB per host; data {options.compressibility}% "
+            "compressible; writes include fsync"
+        )
+        console = Console(width=None if sys.stdout.isatty() else 120)
+        table.render(console, results, infos, session.not_applied, session.notes, head)
+        console.print(f"stored as run {run_id} ({status}) in {store.path}")
+    if failure is not None:
+        raise failure
+
+
+def _dry_run(
+    fleet: list[hostlist.Host], default: str | None, options: FleetOptions, err: Console
+) -> None:
+    session = FleetSession(LocalRunner(dry_run=True), None, 0, fleet, default, options)  # type: ignore[arg-type]
+    for w in options.workloads:
+        argv = ["fio", "--output-format=json"]
+        for i, h in enumerate(fleet):
+            argv += [f"--client={h.connect}", f"{w.name}.host{i}.fio"]
+        err.print(f"[dim]would run:[/] {format_argv(argv)}", highlight=False)
+        for i, (label, text) in enumerate(session.job_texts(w).items()):
+            err.print(f"[dim]{w.name}.host{i}.fio ({label}):[/]", highlight=False)
+            err.print(text, highlight=False, markup=False)
+    err.print("dry run: nothing was run on any host (run id 0 stands for the real one).")

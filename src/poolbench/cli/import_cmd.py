@@ -1,0 +1,48 @@
+"""`poolbench import OTHER.db`: bring another machine's runs into the local store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from poolbench.cli.common import db_option, open_store
+from poolbench.errors import PoolbenchError
+from poolbench.store.merge import import_store
+
+
+@click.command("import")
+@click.argument("other", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--run", "runs", multiple=True, type=int, metavar="ID", help="Import only run ID of OTHER."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print what was imported as JSON.")
+@db_option
+def import_(other: Path, runs: tuple[int, ...], as_json: bool, db: Path | None) -> None:
+    """Bring the runs of another result store (OTHER.db) into the local one.
+
+    OTHER is only read. Each run gets a new local id, with its measurements, commands and
+    hosts; nothing local is overwritten. A run already here (imported before, or the same
+    run) is skipped and named, so `report` and `compare` see every run once.
+
+    Example: poolbench import nas2-results.db
+    """
+    store = open_store(db)
+    report = import_store(store, other, runs or None)
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        for theirs, ours in report.imported:
+            click.echo(f"imported run {theirs} of {other} as run {ours}")
+        for theirs, why in report.skipped:
+            click.echo(f"skipped run {theirs} of {other}: {why}", err=True)
+        if report.imported:
+            rows = ", ".join(f"{n} {t}" for t, n in sorted(report.rows.items()))
+            click.echo(f"{len(report.imported)} run(s) into {store.path} ({rows or 'no rows'})")
+    if not report.imported and report.skipped:
+        raise PoolbenchError(
+            f"Nothing imported: all {len(report.skipped)} run(s) of {other} are already in "
+            f"{store.path}.",
+            "Each run is imported once; a second import of the same store is refused.",
+        )

@@ -1,0 +1,177 @@
+"""Read what fio's controller (`fio --client=... --output-format=json`) printed (pure).
+
+What fio 3.33 prints in client mode, as observed (tests/test_hosts_units.py keeps samples):
+
+* stdout starts with the servers' text, each line prefixed `<server hostname> `, then one JSON
+  object with `client_stats` (not `jobs`): one entry per job group per server, each carrying
+  the `hostname` and `port` it was reached at, plus an `All clients` sum when more than one
+  server reported. `disk_util` entries carry `hostname`/`port` too. With several servers,
+  `global options` is an object with duplicate keys (one set per server); poolbench ignores it.
+* A server that cannot be reached: stderr `fio: failed to connect to H:P`; fio goes on with
+  the others and may still exit 0.
+* A server that dies mid-run: stderr `client: host=H disconnected`, exit code 1; the JSON
+  holds the other servers' results only.
+* A job file a server refuses (e.g. `directory=` missing there): the server's
+  `fio: ...` lines on stdout, no entry for that server, exit code 0.
+
+So a host is judged by whether its entry is in the JSON, never by the exit code alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from poolbench.fleet.hosts import Host
+
+ALL_CLIENTS = "All clients"
+
+
+@dataclass(frozen=True)
+class HostFigures:
+    """What one host measured in one fio run (its job groups summed)."""
+
+    io_bytes: int
+    total_ios: int
+    runtime_s: float
+    bw_bytes: float
+    iops: float
+    within_run_bw_dev: float
+    lat_mean_ns: float
+
+
+@dataclass(frozen=True)
+class DiskUtil:
+    """fio's per-server disk statistics: I/O counts and busy time, no byte counts."""
+
+    name: str
+    read_ios: int
+    write_ios: int
+    util_percent: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "read_ios": self.read_ios,
+            "write_ios": self.write_ios,
+            "util_percent": self.util_percent,
+        }
+
+
+@dataclass
+class FleetOutput:
+    figures: dict[str, HostFigures] = field(default_factory=dict)  # by host label
+    errors: dict[str, str] = field(default_factory=dict)  # by host label: what went wrong
+    disks: dict[str, list[DiskUtil]] = field(default_factory=dict)
+    controller_version: str = ""
+
+
+def find_json(text: str) -> dict[str, Any] | None:
+    """The controller's JSON object (it has `client_stats`), ignoring text around it."""
+    decoder = json.JSONDecoder()
+    for m in re.finditer(r"(?m)^\{", text):
+        try:
+            obj, _end = decoder.raw_decode(text, m.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and "client_stats" in obj:
+            return obj
+    return None
+
+
+def _figures(entries: list[dict[str, Any]], section: str) -> HostFigures:
+    return HostFigures(
+        io_bytes=sum(int(e[section]["io_bytes"]) for e in entries),
+        total_ios=sum(int(e[section]["total_ios"]) for e in entries),
+        runtime_s=max(float(e[section]["runtime"]) for e in entries) / 1000.0,
+        bw_bytes=sum(float(e[section]["bw_bytes"]) for e in entries),
+        iops=sum(float(e[section]["iops"]) for e in entries),
+        within_run_bw_dev=max(float(e[section].get("bw_dev", 0.0)) for e in entries) * 1024.0,
+        lat_mean_ns=float(entries[0][section].get("lat_ns", {}).get("mean", 0.0)),
+    )
+
+
+def _key(entry: dict[str, Any]) -> tuple[str, int]:
+    return str(entry.get("hostname", "")), int(entry.get("port", 0) or 0)
+
+
+def _lines_about(host: Host, text: str) -> list[str]:
+    pats = (f"{host.address}:{host.port}", f"host={host.address} ", f"<{host.address}>")
+    lines = text.splitlines()
+    found: list[str] = []
+    for i, ln in enumerate(lines):
+        if any(p in ln + " " for p in pats):
+            # fio prints the reason on the line before "failed to connect to H:P".
+            if i and lines[i - 1].startswith("fio: connect") and "failed to connect" in ln:
+                found.append(lines[i - 1].strip())
+            found.append(ln.strip())
+    return found
+
+
+def _server_complaints(stdout: str) -> list[str]:
+    """`<name> fio: ...` lines: a server refusing its job (not attributable by address)."""
+    return [ln.strip() for ln in stdout.splitlines() if re.match(r"^<[^>]*> fio: ", ln) is not None]
+
+
+def parse(stdout: str, stderr: str, hosts: list[Host], direction: str) -> FleetOutput:
+    """Per-host figures, and for every host without a result a message that names it."""
+    data = find_json(stdout) or {}
+    out = FleetOutput()
+    out.controller_version = str(data.get("fio version", ""))
+    section = "read" if direction in ("read", "meta") else "write"
+    by_key: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for entry in data.get("client_stats") or []:
+        if entry.get("jobname") == ALL_CLIENTS:
+            continue
+        by_key.setdefault(_key(entry), []).append(entry)
+    disks: dict[tuple[str, int], list[DiskUtil]] = {}
+    for du in data.get("disk_util") or []:
+        disks.setdefault(_key(du), []).append(
+            DiskUtil(
+                str(du.get("name", "?")),
+                int(du.get("read_ios", 0)),
+                int(du.get("write_ios", 0)),
+                float(du.get("util", 0.0)),
+            )
+        )
+    complaints = _server_complaints(stdout)
+    for h in hosts:
+        key = (h.address, h.port)
+        entries = by_key.get(key)
+        if key in disks:
+            out.disks[h.label] = disks[key]
+        if not entries:
+            said = _lines_about(h, stderr + "\n" + stdout)
+            if any("failed to connect" in s for s in said):
+                why = "did not answer (fio could not connect)"
+            elif any("disconnected" in s for s in said):
+                why = "went away during the run (connection lost)"
+            elif said:
+                why = "returned an error"
+            elif data:
+                why = "returned no result (its fio server refused the job)"
+                said = complaints
+            else:
+                why = "returned no result (fio's controller printed none)"
+                said = [ln for ln in (stderr + stdout).strip().splitlines() if ln][-5:]
+            out.errors[h.label] = f"host {h.label} {why}" + (
+                f"; fio said: {' | '.join(said[-5:])}" if said else ""
+            )
+            continue
+        failed = [e for e in entries if int(e.get("error", 0) or 0)]
+        if failed:
+            err = int(failed[0]["error"])
+            reason = os.strerror(err) if 0 < err < 200 else f"error {err}"
+            out.errors[h.label] = (
+                f"host {h.label}: fio job '{failed[0].get('jobname', '?')}' failed: {reason} "
+                f"(errno {err})"
+            )
+            continue
+        try:
+            out.figures[h.label] = _figures(entries, section)
+        except (KeyError, TypeError, ValueError) as exc:
+            out.errors[h.label] = f"host {h.label}: unreadable result from fio ({exc!r})"
+    return out
