@@ -12,6 +12,8 @@ PACKAGES=(
   util-linux          # losetup, lsblk, blkid, wipefs, fincore
   fdisk               # sfdisk: partition tables (vdev sources, safety tests)
   lvm2                # LVM signatures in the safety tests
+  iproute2            # network namespaces: the fleet tests' hosts
+  chromium            # headless: the HTML report test opens the page for real
   python3-venv
 )
 missing=()

@@ -32,9 +32,33 @@ def cli(verbose: int) -> None:
 
 def _register() -> None:
     # Each command lives in its own module; this list is the registry (no magic discovery).
-    from poolbench.cli import bench_cmd, disks_cmd, plan_cmd, workloads_cmd
+    from poolbench.cli import (
+        bench_cmd,
+        demo_cmd,
+        disks_cmd,
+        hosts_cmd,
+        import_cmd,
+        plan_cmd,
+        report_cmd,
+        run_cmd,
+        workloads_cmd,
+    )
 
-    for command in (bench_cmd.bench, workloads_cmd.workloads, plan_cmd.plan, disks_cmd.disks):
+    for command in (
+        demo_cmd.demo,
+        bench_cmd.bench,
+        run_cmd.run,
+        run_cmd.runs,
+        run_cmd.cleanup,
+        workloads_cmd.workloads,
+        plan_cmd.plan,
+        disks_cmd.disks,
+        report_cmd.report,
+        report_cmd.compare,
+        report_cmd.export,
+        hosts_cmd.hosts,
+        import_cmd.import_,
+    ):
         cli.add_command(command)
 
 
