@@ -10,17 +10,9 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from poolbench import scratch
-from poolbench.cli.common import db_option, open_store
+from poolbench.cli.common import db_option, open_store, progress_bar
 from poolbench.errors import UsageError
 from poolbench.guards.workingset import MiB, parse_size
 from poolbench.measure import Options, Session
@@ -204,21 +196,8 @@ def _run(
         metadata.update(session.preflight())
         metadata["scratch"] = scratch_size
         store.update_metadata(run_id, metadata)
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=err,
-            transient=True,
-        ) as bar:
-            task = bar.add_task("starting", total=None)
-
-            def progress(desc: str, done: int, total: int) -> None:
-                bar.update(task, description=desc, completed=done, total=total)
-
-            session.progress = progress
+        with progress_bar(err) as update:
+            session.progress = update
             results = session.run()
         status = "finished"
     except KeyboardInterrupt:

@@ -216,8 +216,9 @@ def check(
     elif direction == "read":
         warning = (
             f"the devices served only {pct} of the bytes read: the rest came from a cache "
-            "(page cache, ARC) or from never-written ranges, so this figure measures RAM, not "
-            "the disks. Use a working set ≥ 2× RAM (drop --size) and check the cache drop."
+            "or from never-written ranges, so this figure measures RAM, not the disks. Use a "
+            "working set ≥ 2× RAM (drop --size) and check the cache drop; on ZFS the ARC "
+            "survives drop_caches (a study via `poolbench run` exports and imports the pool)."
         )
     else:
         cause = (
