@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 
+from poolbench.cli.common import db_option, open_store
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import PoolPlan, nicenum, plan_pool
 from poolbench.planner.layout import format_devices, parse_devices, parse_layout
@@ -19,6 +21,7 @@ from poolbench.planner.performance import DEFAULT_SPEEDS, DiskSpeed, parse_disk_
 from poolbench.planner.resilience import PoolRisk, RiskInputs, pool_risk
 from poolbench.planner.rules import DEFAULT_VERSION, RuleSet, parse_zfs_version
 from poolbench.planner.search import Candidate, Objective, search
+from poolbench.store.db import Store
 
 
 def _console() -> Console:
@@ -82,6 +85,15 @@ def _fmt_bps(bps: float) -> str:
     help="One disk's figures: THROUGHPUT,IOPS, e.g. 180M,250iops (M = MiB/s).",
 )
 @click.option(
+    "--disk-speed-from",
+    "disk_speed_run",
+    metavar="RUN",
+    default=None,
+    help="Take one disk's figures from a stored `poolbench bench` run of that disk "
+    "(seq-read, seq-write, rand-read-4k, rand-write-4k; the rest from --disk-class).",
+)
+@db_option
+@click.option(
     "--disk-class",
     type=click.Choice(["hdd", "ssd", "nvme"]),
     default="hdd",
@@ -126,6 +138,8 @@ def plan(
     min_failures: int,
     objective: str,
     disk_speed: str | None,
+    disk_speed_run: str | None,
+    db: Path | None,
     disk_class: str,
     afr: float,
     ure: float,
@@ -150,7 +164,12 @@ def plan(
             "Use --layout 'raidz2:6x4T' to evaluate one layout, or --disks 2x3T,3x2T to search.",
         )
     rules = parse_zfs_version(zfs_version)
-    disk = parse_disk_speed(disk_speed) if disk_speed else DEFAULT_SPEEDS[disk_class]
+    if disk_speed and disk_speed_run:
+        raise UsageError("Give --disk-speed or --disk-speed-from, not both.")
+    if disk_speed_run:
+        disk = disk_speed_from_run(open_store(db), disk_speed_run, DEFAULT_SPEEDS[disk_class])
+    else:
+        disk = parse_disk_speed(disk_speed) if disk_speed else DEFAULT_SPEEDS[disk_class]
     if not 0 < afr < 1 or ure < 0 or not 0 < fill <= 1:
         raise UsageError(
             "--afr and --fill must be fractions in (0, 1] and --ure non-negative.",
@@ -361,3 +380,55 @@ def _print_candidates(
     console.print(t)
     if total > len(cands):
         console.print(f"({total - len(cands)} more; --top N shows more, --json shows all)")
+
+
+MiB = 1024 * 1024
+
+
+def disk_speed_from_run(store: Store, run: str, fallback: DiskSpeed) -> DiskSpeed:
+    """One disk's speed as a `poolbench bench` run of it measured (the means of its
+    replicates); figures the run did not measure come from `fallback`, and the source says
+    which is which."""
+    rows = store.runs()
+    if run == "latest":
+        rows = [r for r in rows if r["kind"] == "bench"][-1:]
+    else:
+        rows = [r for r in rows if str(r["id"]) == run]
+    if not rows or rows[0]["kind"] != "bench":
+        raise UsageError(
+            f"No bench run '{run}' in {store.path}.",
+            "Measure one disk with `poolbench bench PATH` first; `poolbench runs` lists runs.",
+        )
+    run_id = int(rows[0]["id"])
+    values: dict[str, list[float]] = {}
+    for m in store.measurements(run_id):
+        values.setdefault(m["workload"], []).append(float(m["value"]))
+
+    def mean(name: str) -> float | None:
+        v = values.get(name)
+        return sum(v) / len(v) if v else None
+
+    sources = {
+        "read_bps": ("seq-read", MiB),
+        "write_bps": ("seq-write", MiB),
+        "read_iops": ("rand-read-4k", 1),
+        "write_iops": ("rand-write-4k", 1),
+    }
+    got = {k: (mean(w), unit) for k, (w, unit) in sources.items()}
+    if all(v is None for v, _ in got.values()):
+        raise UsageError(
+            f"Bench run {run_id} measured none of seq-read, seq-write, rand-read-4k, "
+            "rand-write-4k.",
+            "Run `poolbench bench PATH --workloads seq-write,seq-read,rand-read-4k,rand-write-4k`.",
+        )
+    figures = {
+        k: (v * unit if v is not None else getattr(fallback, k)) for k, (v, unit) in got.items()
+    }
+    measured = [sources[k][0] for k, (v, _) in got.items() if v is not None]
+    return DiskSpeed(
+        figures["read_bps"],
+        figures["write_bps"],
+        figures["read_iops"],
+        figures["write_iops"],
+        f"bench run {run_id} ({', '.join(measured)}; the rest {fallback.source})",
+    )
