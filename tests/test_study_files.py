@@ -13,10 +13,21 @@ from poolbench.study.model import load, parse
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 EXPECTED_TRIALS = {
-    "parity.toml": 3 * 3,
-    "ashift.toml": 2 * 2 * 3,
     "btrfs-profiles.toml": 3 * 3,
+    # The built-in studies' files (tests/test_studies_builtin.py checks each against
+    # `poolbench study NAME`).
+    "parity.toml": 3 * 3,
+    "ashift.toml": 2 * 3 * 3,
+    "vdev-source.toml": 3 * 3,
+    "mirror.toml": 3 * 3,
     "recordsize.toml": 3 * 3,
+    "compression.toml": 4 * 3 * 3,
+    "fs-compare.toml": 8 * 3,
+    "concurrency.toml": 2 * 3,
+    "fill.toml": 5 * 3,
+    "resilver.toml": 3 * 3,
+    "width.toml": 7 * 3,
+    "capacity.toml": 5 * 2 * 2,
 }
 
 INVALID = {

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.guards import cache, devices, workingset
@@ -39,6 +39,7 @@ class Options:
     numjobs: int = 1
     metadata_files: int = 20000
     stop: StopRule = field(default_factory=StopRule)
+    tarball: Path | None = None  # the plain tar the `untar` workload extracts
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -64,6 +65,34 @@ class WorkloadResult:
 
 # Called before a cold read with the data files; returns what it did (for the record).
 CacheDefeat = Callable[[list[Path]], dict[str, Any]]
+
+
+@dataclass
+class OpResult:
+    """The outcome of a pool operation (a `pool` workload: capacity, resilver)."""
+
+    value: float
+    app_bytes: int
+    seconds: float
+    ops: int = 0
+    device_bytes: int | None = None
+    guards: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+class TrialHooks(Protocol):
+    """What the trial loop does around a study's workloads (pool state, pool operations)."""
+
+    def before(self, w: Workload) -> dict[str, Any]:
+        """Bring the pool into the state `w` runs in (`w.pool_state`); returns what it did."""
+
+    def operate(self, w: Workload) -> OpResult:
+        """Run a `pool` workload (kind "pool") and return its figure."""
+
+    def after(self, w: Workload) -> dict[str, Any]:
+        """Read back what the pool says after the measurement (merged into guards["pool"])."""
+
+
 Progress = Callable[[str, int, int], None]  # (description, done, total)
 
 
@@ -81,6 +110,7 @@ class Session:
         device_target: Target | None = None,
         progress: Progress | None = None,
         extra_guards: dict[str, Any] | None = None,
+        hooks: TrialHooks | None = None,
     ) -> None:
         self.runner = runner
         self.store = store
@@ -99,6 +129,8 @@ class Session:
         self.working_set: workingset.WorkingSet | None = None
         self.fio_version = ""
         self.extra_guards = extra_guards or {}
+        self.hooks = hooks
+        self._tar_content: tuple[int, int] | None = None
 
     # -- preflight -------------------------------------------------------------------------
     def preflight(self) -> dict[str, Any]:
@@ -119,6 +151,20 @@ class Session:
             raise UsageError(
                 f"The target {self.target} is not writable by this user.",
                 "Run as a user who can write there (often root), or pick another directory.",
+            )
+        if any(w.kind == "untar" for w in self.options.workloads):
+            tb = self.options.tarball
+            if tb is None or not tb.is_file():
+                raise UsageError(
+                    "The untar workload needs a tarball"
+                    + (f"; {tb} is not a file." if tb else "."),
+                    "Set [workloads] tarball (Debian: apt install linux-source-6.1, then "
+                    "/usr/src/linux-source-6.1.tar.xz).",
+                )
+        if any(w.kind == "pool" for w in self.options.workloads) and self.hooks is None:
+            raise UsageError(
+                "Pool operations (capacity, resilver, degraded-read) run only inside a study.",
+                "Use them in a study file, not with `poolbench bench`.",
             )
         meta_bytes = 0
         if any(w.is_metadata for w in self.options.workloads):
@@ -256,13 +302,18 @@ class Session:
 
     def _measure_once(self, res: WorkloadResult, replicate: int) -> None:
         w = res.workload
+        if w.kind != "fio":
+            self._measure_other(res, replicate)
+            return
         params = self._params(w)
         job = fiojob.render(w, params)
         job_path = self.jobs_dir / f"{w.name}.{replicate}.fio"
         self._prepare(w, params)
+        state = self.hooks.before(w) if self.hooks else {}
         files = self._data_files(w, params)
         guards: dict[str, Any] = {
             **self.extra_guards,
+            **({"pool_state": state} if state else {}),
             "data": {
                 "compressibility_percent": self.options.compressibility,
                 "pattern": "fio refill_buffers (fresh random data per write), never zeros",
@@ -331,6 +382,7 @@ class Session:
             "within_run_bw_dev_bytes_s": result.within_run_bw_dev,
             "lat_mean_ns": result.lat_mean_ns,
         }
+        self._read_back(w, guards)
         res.values.append(value)
         if device_mib_s is not None:
             res.device_mib_s.append(device_mib_s)
@@ -356,6 +408,123 @@ class Session:
             ),
         )
         self.flush_commands()
+
+    def _read_back(self, w: Workload, guards: dict[str, Any]) -> None:
+        """What the pool says after this measurement (e.g. the achieved compressratio)."""
+        if self.hooks is None or self.runner.dry_run:
+            return
+        after = self.hooks.after(w)
+        if after:
+            guards["pool"] = {**guards.get("pool", {}), **after}
+
+    def _measure_other(self, res: WorkloadResult, replicate: int) -> None:
+        """A workload that is not a fio job: `untar` (timed here) or a pool operation (done
+        by the trial loop's hooks), under the same guards and into the same store."""
+        w = res.workload
+        assert self.hooks is not None or w.kind == "untar"
+        if w.needs_data:
+            self._prepare(w, self._params(w))
+        guards: dict[str, Any] = {**self.extra_guards}
+        if self.hooks is not None:
+            state = self.hooks.before(w)
+            if state:
+                guards["pool_state"] = state
+        if w.kind == "untar":
+            op = self._untar(guards)
+        else:
+            assert self.hooks is not None
+            op = self.hooks.operate(w)
+            guards.update(op.guards)
+        self._read_back(w, guards)
+        res.values.append(op.value)
+        device_mib_s = None
+        if op.device_bytes is not None and op.seconds > 0:
+            device_mib_s = op.device_bytes / op.seconds / MiB
+            res.device_mib_s.append(device_mib_s)
+        for text in op.warnings:
+            res.add_warning(text)
+        self.store.add_measurement(
+            self.run_id,
+            Measurement(
+                config=self.config,
+                workload=w.name,
+                replicate=replicate,
+                value=op.value,
+                unit=w.unit,
+                app_bytes=op.app_bytes,
+                ops=op.ops,
+                seconds=op.seconds,
+                device_bytes=op.device_bytes,
+                device_mib_s=device_mib_s,
+                warnings=op.warnings,
+                guards=guards,
+                workload_def=_workload_dict(w),
+                job_file="",
+            ),
+        )
+        self.flush_commands()
+
+    def _untar(self, guards: dict[str, Any]) -> OpResult:
+        """`tar -x` of the (plain) tarball into a fresh directory, then syncfs; both timed.
+        The tarball is read once beforehand (untimed) so its source disk is not measured."""
+        tar = self.options.tarball
+        assert tar is not None
+        dest = self.workdir / "untar"
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir()
+        self.runner.run(["sync", "--file-system", str(self.workdir)])  # settle, untimed
+        app_bytes, files = self._tarball_content(tar)
+        target = self.device_target
+        assert target is not None
+        before = devices.read_counters(target.devices) if target.verifiable else {}
+        t0 = time.monotonic()
+        self.runner.run(["tar", "-x", "--no-same-owner", "-f", str(tar), "-C", str(dest)])
+        self.runner.run(["sync", "--file-system", str(dest)])
+        seconds = time.monotonic() - t0
+        after = devices.read_counters(target.devices) if target.verifiable else {}
+        warnings: list[str] = []
+        device_bytes = None
+        if target.verifiable:
+            io = devices.delta(before, after)
+            chk = devices.check("write", app_bytes, io, seconds,
+                                compressibility=self.options.compressibility)  # fmt: skip
+            device_bytes = chk.device_bytes
+            guards["device"] = {
+                "devices": target.devices,
+                "read_bytes": io.read_bytes,
+                "write_bytes": io.write_bytes,
+                "ratio_to_app": chk.ratio,
+            }
+            if chk.warning:
+                warnings.append(chk.warning)
+        else:
+            guards["device"] = {"unverified": target.unverified_reason}
+            warnings.append(
+                f"unverified: {target.unverified_reason}, so poolbench cannot confirm the "
+                "bytes reached a disk"
+            )
+        guards["durability"] = "syncfs after tar -x, inside the timed window"
+        guards["untar"] = {"tarball": str(tar), "files": files, "file_bytes": app_bytes}
+        shutil.rmtree(dest, ignore_errors=True)
+        return OpResult(app_bytes / seconds / MiB, app_bytes, seconds, files, device_bytes,
+                        guards, warnings)  # fmt: skip
+
+    def _tarball_content(self, tar: Path) -> tuple[int, int]:
+        """(bytes of regular file data, number of entries); the read also warms the cache."""
+        if self._tar_content is None:
+            import tarfile
+
+            total = entries = 0
+            with tarfile.open(tar) as tf:
+                for member in tf:
+                    entries += 1
+                    if member.isfile():
+                        total += member.size
+            self._tar_content = (total, entries)
+        with open(tar, "rb") as fh:  # warm the page cache: measure the pool, not the source
+            while fh.read(8 << 20):
+                pass
+        return self._tar_content
 
     def _defeat_cache(self, files: list[Path], warnings: list[str]) -> dict[str, Any]:
         if self.cache_defeat is not None:

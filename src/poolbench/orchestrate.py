@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from poolbench import trialops
 from poolbench.backends import registry
 from poolbench.backends.base import Availability, Backend, Pool, PoolSpec
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.guards.devices import MountInfo, Target
 from poolbench.measure import Options, Session
+from poolbench.safety.claims import ClaimSet
 from poolbench.safety.journal import Journal
 from poolbench.stats.summary import StopRule
 from poolbench.store.db import Store
@@ -72,7 +74,10 @@ def spec_for(cfg: matrix.Config, devices: Sequence[str], name: str, mount_root: 
             pool_opts["metadata_profile"] = levels["metadata_profile"]
     elif backend == "md":
         fs_opts["fs"] = levels.get("fs", "ext4")
-    unused = set(levels) - {"backend", "layout"} - set(pool_opts) - set(fs_opts)
+    # Applied by the trial loop itself; and `fs = <backend>` names a stack's own filesystem
+    # (fs-compare's matrix: fs=zfs, fs=btrfs beside md's fs=ext4/xfs).
+    consumed = set(trialops.TRIAL_FACTORS) | ({"fs"} if levels.get("fs") == backend else set())
+    unused = set(levels) - {"backend", "layout"} - set(pool_opts) - set(fs_opts) - consumed
     if unused:
         raise UsageError(
             f"Configuration '{cfg.key}': the {backend} backend has no use for "
@@ -81,7 +86,7 @@ def spec_for(cfg: matrix.Config, devices: Sequence[str], name: str, mount_root: 
         )
     return PoolSpec(
         backend=backend,
-        layout=levels["layout"],
+        layout=trialops.backend_layout(backend, levels["layout"]),
         devices=tuple(devices),
         name=name,
         mount_root=mount_root,
@@ -102,6 +107,7 @@ class StudyRun:
     seed: int | None = None
     run_id: int = 0
     argv: Sequence[str] = ()
+    claims: ClaimSet | None = None  # real devices, claimed by the safety layer
 
     def __post_init__(self) -> None:
         if self.seed is None:
@@ -109,6 +115,7 @@ class StudyRun:
         self.workloads = parse_list(",".join(self.study.workloads.names))
         self.configs = matrix.configs(self.study)
         self.backends: dict[str, Backend] = {}
+        self.untar_source: Path | None = None  # the plain tar `untar` extracts
 
     # -- before anything is created ---------------------------------------------------------
     def preflight(self) -> dict[str, Availability]:
@@ -135,6 +142,13 @@ class StudyRun:
                 found[name] = avail
             spec = spec_for(cfg, dummy, "pbcheck", self.paths.scratch)
             self.backends[name].validate(spec)
+            trialops.disks_for(self.study.disks, dict(cfg.levels))
+            trialops.check_pool_workloads(name, spec.layout, n, self.workloads)
+        if not self.configs:
+            raise UsageError(
+                f"Study '{self.study.name}': its exclude list drops every configuration.",
+                "Remove exclude entries or add factor levels.",
+            )
         return found
 
     # -- the run -----------------------------------------------------------------------------
@@ -144,6 +158,7 @@ class StudyRun:
             "study": self.study.model_dump(),
             "study_text": self.study_text,
             "seed": self.seed,
+            "claims": self.claims.as_dict() if self.claims else None,
             "backends": {k: vars(v) for k, v in availability.items()},
             "planned_trials": [
                 {"index": t.index, "replicate": t.replicate, "config": t.config.key}
@@ -165,6 +180,26 @@ class StudyRun:
         assert self.seed is not None
         planned = matrix.plan(self.study, self.seed)
         todo = [t for t in planned if self.missing(t.config, t.replicate)]
+        if any(w.kind == "untar" for w in self.workloads) and todo and not self.runner.dry_run:
+            # Unpacked once per run (untimed), removed at the end like everything else.
+            source_journal = Journal(
+                self.runner, self.paths.journals / f"run{self.run_id}-pid{os.getpid()}-src.jsonl"
+            )
+            self.paths.journals.mkdir(parents=True, exist_ok=True)
+            try:
+                self.untar_source = trialops.plain_tarball(
+                    source_journal,
+                    Path(self.study.workloads.tarball or "(none)"),
+                    self.paths.scratch / f"pb{self.run_id}src",
+                )
+                self._execute(planned, todo)
+            finally:
+                source_journal.teardown()
+            return
+        self._execute(planned, todo)
+
+    def _execute(self, planned: list[matrix.Trial], todo: list[matrix.Trial]) -> None:
+        assert self.seed is not None
         total = len(planned)
         done = total - len(todo)
         for t in todo:
@@ -217,12 +252,12 @@ class StudyRun:
         backend = self.backends[cfg.get("backend", "zfs") or "zfs"]
         try:
             base = self.paths.scratch / name
-            devices = sources.make_disks(self.runner, journal, self.study.disks, base)
+            disks = trialops.disks_for(self.study.disks, dict(cfg.levels))
+            devices = sources.make_disks(self.runner, journal, disks, base, claims=self.claims)
             spec = spec_for(cfg, devices, name, base)
             pool = backend.create(spec, journal)
             if dry:
-                for w in self.workloads:
-                    self.runner.run(["fio", "--output-format=json", f"{w.name}.fio"])
+                trialops.dry_commands(self.runner, pool, dict(cfg.levels), self.workloads)
                 backend.destroy(pool, journal)
                 return
             problems = backend.verify(pool)
@@ -247,15 +282,23 @@ class StudyRun:
         wl = self.study.workloads
         from poolbench.guards.workingset import parse_size
 
+        levels = dict(cfg.levels)
         options = Options(
             workloads=self.workloads,
             size=parse_size(wl.size),
-            compressibility=wl.compressibility,
+            compressibility=int(levels.get("compressibility", wl.compressibility)),
             runtime_s=wl.runtime,
             iodepth=wl.iodepth,
             numjobs=wl.jobs,
             metadata_files=wl.metadata_files,
+            tarball=self.untar_source,
         )
+        extra: dict[str, Any] = {"pool": pool.described, "replicate": replicate}
+        if "fill" in levels:
+            streams = max(w.streams for w in self.workloads)
+            extra["fill"] = trialops.prefill(
+                self.runner, pool, int(levels["fill"]), parse_size(wl.size), streams
+            )
         target = Target(
             str(pool.mountpoint),
             MountInfo(str(pool.mountpoint), pool.spec.backend, pool.spec.name, ""),
@@ -272,7 +315,8 @@ class StudyRun:
             config=cfg.key,
             cache_defeat=lambda _files: backend.drop_cache(pool),
             device_target=target,
-            extra_guards={"pool": pool.described, "replicate": replicate},
+            extra_guards=extra,
+            hooks=trialops.PoolHooks(self.runner, backend, pool),
         )
         session.preflight()
         have = {w.name for w in self.workloads} - self.missing(cfg, replicate)

@@ -367,24 +367,31 @@ class ZfsBackend:
         pool = Pool(spec, mountpoint, [], {"dry_run": True} if dry else {})
         if dry:
             return pool
-        for leaf in self._leaf_paths(spec.name):
-            link = link_dir / os.path.basename(leaf)
-            n = 1
-            while link.is_symlink():
-                link = link_dir / f"{os.path.basename(leaf)}.{n}"
-                n += 1
-            link.symlink_to(leaf)
         pool.described = self.describe(spec.name)
+        for leaf in pool.described["leaves"]:
+            self.link_member(link_dir, leaf)
         pool.described["unused_devices"] = list(spec.devices[len(members) :])
         pool.block_devices = block_names(pool.described["leaves"])
         return pool
 
-    def _leaf_paths(self, name: str) -> list[str]:
+    @staticmethod
+    def link_member(link_dir: Path, leaf: str) -> None:
+        """A link to a member in the pool's import directory (`zpool import -d`)."""
+        link = link_dir / os.path.basename(leaf)
+        n = 1
+        while link.is_symlink():
+            if os.readlink(link) == leaf:
+                return
+            link = link_dir / f"{os.path.basename(leaf)}.{n}"
+            n += 1
+        link.symlink_to(leaf)
+
+    def _leaf_paths(self, name: str, zdb_text: str | None = None) -> list[str]:
         """Absolute paths of the leaf devices (OpenZFS: the partitions it made on disks)."""
         if self.dialect == OPENZFS:
             out = self._run(["zpool", "status", "-P", name]).stdout
             return [leaf for t in parse_status(out, name)[0] for leaf in t.leaves]
-        out = self._run(["zdb", "-C", name]).stdout
+        out = zdb_text if zdb_text is not None else self._run(["zdb", "-C", name]).stdout
         return re.findall(r"^\s*path:\s*'([^']+)'", out, re.M)
 
     def _run(self, argv: list[str]) -> Any:
@@ -397,7 +404,8 @@ class ZfsBackend:
         status = self._run(["zpool", "status", name]).stdout
         tops, health = parse_status(status, name)
         props = ["recordsize", "compression", "atime", "primarycache", "mountpoint", "mounted"]
-        props += ["compressratio"] + (["sync"] if a.dialect == OPENZFS else [])
+        props += ["compressratio", "used", "available"]
+        props += ["sync"] if a.dialect == OPENZFS else []
         out = self._run(["zfs", "get", "-Hp", "-o", "property,value,source", ",".join(props), name])
         values: dict[str, dict[str, str]] = {}
         for line in out.stdout.splitlines():
@@ -407,6 +415,7 @@ class ZfsBackend:
         zdb = self.runner.run(["zdb", "-C", name], check=False, mutates=False)
         ashifts = parse_zdb_ashift(zdb.stdout) if zdb.returncode == 0 else []
         pool_ashift = self._pool_prop(name, "ashift")
+        used, avail = values.get("used", {}).get("value"), values.get("available", {}).get("value")
         return {
             "dialect": a.dialect,
             "zfs_version": a.version,
@@ -416,7 +425,11 @@ class ZfsBackend:
                 {"kind": t.kind, "width": t.width, "leaves": list(t.leaves)} for t in tops
             ],
             "layout": _shape_text([(t.kind, t.width) for t in tops]),
-            "leaves": self._leaf_paths(name),
+            "leaves": self._leaf_paths(name, zdb.stdout if zdb.returncode == 0 else None),
+            # USED + AVAIL of the root dataset: what `zfs list` offers (the planner's figure).
+            "usable_bytes": int(used) + int(avail)
+            if used and avail and used.isdigit() and avail.isdigit()
+            else None,
             "vdev_ashift": ashifts,
             "ashift_source": "zdb -C" if ashifts else "",
             "pool_ashift_property": pool_ashift,
@@ -543,6 +556,36 @@ class ZfsBackend:
             "detail": "; ".join(detail),
         }  # fmt: skip
 
+    # -- pool operations (the resilver study) ------------------------------------------------
+    def offline(self, pool: Pool, leaf: str) -> None:
+        """Take one member offline (persistently: it stays offline across export/import)."""
+        self.runner.run(["zpool", "offline", pool.spec.name, leaf])
+
+    def replace(self, pool: Pool, old: str, new: str) -> None:
+        """Replace member `old` with device `new`; the resilver starts at once."""
+        self.runner.run(["zpool", "replace", "-f", pool.spec.name, old, new])
+        _, link_dir = self.paths(pool.spec)
+        if not self.runner.dry_run:
+            self.link_member(link_dir, new)
+
+    def resilver_status(self, pool: Pool) -> ResilverStatus:
+        out = self._run(["zpool", "status", pool.spec.name]).stdout
+        return parse_resilver(out)
+
+    def wait_resilver(self, pool: Pool, timeout: float = 3600.0) -> ResilverStatus:
+        """Poll `zpool status` until the resilver is reported finished."""
+        deadline = time.monotonic() + timeout
+        while True:
+            st = self.resilver_status(pool)
+            if st.done or self.runner.dry_run:
+                return st
+            if time.monotonic() > deadline:
+                raise PoolbenchError(
+                    f"The resilver of {pool.spec.name} did not finish within {timeout:.0f} s.",
+                    "Use a smaller working set, or check the pool with `zpool status`.",
+                )
+            time.sleep(0.1)
+
     # -- destroy -----------------------------------------------------------------------------
     def destroy(self, pool: Pool, journal: Journal) -> None:
         """Destroy the pool through its journal entries (by name and GUID), then remove its
@@ -561,6 +604,55 @@ class ZfsBackend:
                 f"Pool {pool.spec.name} was not fully torn down: " + "; ".join(left),
                 "Inspect it with `zpool status`; `poolbench cleanup` retries.",
             )
+
+
+@dataclass(frozen=True)
+class ResilverStatus:
+    done: bool
+    in_progress: bool
+    resilvered_bytes: int | None  # as `zpool status` reports it (rounded by its units)
+    line: str  # the scan/scrub line, for the record
+
+
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _human_bytes(text: str) -> int | None:
+    m = re.fullmatch(r"([\d.]+)([BKMGT]?)", text.strip().upper())
+    return int(float(m.group(1)) * _UNITS[m.group(2)]) if m else None
+
+
+def parse_resilver(status: str) -> ResilverStatus:
+    """The resilver state of `zpool status` output, in both dialects:
+
+    zfs-fuse (v23): ``scrub: resilver completed after 0h0m with 0 errors on ...`` and
+    ``resilver in progress for 0h0m, 12.34% done, 0h1m to go``, with ``12M resilvered`` after
+    the new member; OpenZFS: ``scan: resilvered 12.3M in 00:00:01 with 0 errors on ...`` and
+    ``scan: resilver in progress since ...``.
+    """
+    line = ""
+    for raw in status.splitlines():
+        words = raw.strip()
+        if words.startswith(("scan:", "scrub:")):
+            line = words
+    in_progress = "resilver in progress" in status
+    done = not in_progress and bool(
+        re.search(r"resilver(ed)?\b.*\b(completed|with \d+ errors)", line)
+        or re.search(r"resilvered [\d.]+[BKMGT]? in ", line)
+    )
+    total = 0
+    found = False
+    m = re.search(r"resilvered ([\d.]+[BKMGT]?) in ", line)
+    if m:
+        n = _human_bytes(m.group(1))
+        if n is not None:
+            return ResilverStatus(done, in_progress, n, line)
+    for m2 in re.finditer(r"\s([\d.]+[BKMGT]?) resilvered", status):
+        n = _human_bytes(m2.group(1))
+        if n is not None:
+            total += n
+            found = True
+    return ResilverStatus(done, in_progress, total if found else None, line)
 
 
 def _same_value(key: str, asked: str, have: str | None) -> bool:

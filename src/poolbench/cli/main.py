@@ -41,6 +41,7 @@ def _register() -> None:
         plan_cmd,
         report_cmd,
         run_cmd,
+        study_cmd,
         workloads_cmd,
     )
 
@@ -50,6 +51,7 @@ def _register() -> None:
         run_cmd.run,
         run_cmd.runs,
         run_cmd.cleanup,
+        study_cmd.study,
         workloads_cmd.workloads,
         plan_cmd.plan,
         disks_cmd.disks,

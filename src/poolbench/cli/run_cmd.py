@@ -4,29 +4,24 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 from poolbench import cleanup as cleanup_mod
 from poolbench import orchestrate
-from poolbench.cli.common import db_option, open_store
+from poolbench.cli.common import db_option, open_store, progress_bar
+from poolbench.cli.disks_cmd import claim_from_cli
 from poolbench.errors import UsageError
 from poolbench.report import terminal
-from poolbench.study import matrix
+from poolbench.safety.claims import ClaimSet, GuardedRunner
+from poolbench.study import estimate, matrix
 from poolbench.study.model import Study
 from poolbench.study.model import load as load_study
-from poolbench.system.runner import LocalRunner
+from poolbench.system.runner import LocalRunner, Runner
 
 
 def _override_disks(study: Study, disks: str | None) -> Study:
@@ -56,20 +51,40 @@ def execute_study(
     seed: int | None = None,
     scratch_dir: Path | None = None,
     console: Console | None = None,
+    destroy_data_on: Sequence[str] = (),
+    yes: bool = False,
 ) -> int:
     """Shared by `run`, `study` and `demo`. Returns the run id."""
     err = Console(stderr=True)
     console = console or Console()
-    runner = LocalRunner(dry_run=dry_run, echo=lambda s: err.print(f"[dim]would run:[/] {s}"))
+    runner: Runner = LocalRunner(
+        dry_run=dry_run, echo=lambda s: err.print(f"[dim]would run:[/] {s}")
+    )
     store = open_store(db)
     paths = orchestrate.default_paths(store)
     if scratch_dir:
         paths.scratch = scratch_dir
+    claims: ClaimSet | None = None
+    if study.disks.source == "devices":
+        # Real devices only through the safety layer: each one checked (mounted, signatures,
+        # pool labels, holders, ...) and claimed now, before anything runs, and re-checked
+        # right before the first destructive command by the guarded runner.
+        claims = claim_from_cli(
+            runner, study.disks.devices, destroy_data_on, yes, store.path, paths.scratch
+        )
+        runner = GuardedRunner(runner, claims)
     if not dry_run:
         for outcome in cleanup_mod.cleanup(runner, paths.journals):
             err.print(f"cleaned up after an earlier crash: {outcome.journal.name}")
     sr = orchestrate.StudyRun(
-        runner, store, study, text, paths, seed=seed, argv=["poolbench", *sys.argv[1:]]
+        runner,
+        store,
+        study,
+        text,
+        paths,
+        seed=seed,
+        argv=["poolbench", *sys.argv[1:]],
+        claims=claims,
     )
     availability = sr.preflight()
     plan = matrix.plan(study, sr.seed or 0)
@@ -81,6 +96,7 @@ def execute_study(
         )
         for t in plan:
             console.print(f"  {t.index + 1:>3}. replicate {t.replicate + 1}: {t.config.key}")
+        console.print(estimate.estimate(study).text(), highlight=False)
         console.print("commands of one trial per configuration:")
         for i, cfg in enumerate(sr.configs):
             err.print(f"[bold]— {cfg.key}[/]")
@@ -92,21 +108,12 @@ def execute_study(
         store.finish_run(resume, "running")
     else:
         sr.run_id = store.start_run("study", study.name, sr.argv, sr.metadata(availability))
+    if claims is not None:
+        claims.record_overrides(store, sr.run_id)
     status, error = "failed", None
     try:
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=err,
-            transient=True,
-        ) as bar:
-            task = bar.add_task("starting", total=None)
-            sr.progress = lambda d, done, total: bar.update(
-                task, description=d, completed=done, total=total
-            )
+        with progress_bar(err) as update:
+            sr.progress = update
             sr.execute()
         status = "finished"
     except KeyboardInterrupt:
@@ -155,6 +162,15 @@ def execute_study(
     help="Where sparse-file disks and mountpoints go (default /var/tmp/poolbench).",
 )
 @click.option("--dry-run", is_flag=True, help="Print the plan and every command; change nothing.")
+@click.option(
+    "--destroy-data-on",
+    "destroy_data_on",
+    multiple=True,
+    metavar="ID",
+    help="Use this in-use device anyway, destroying its data (serial, /dev/disk/by-id path, "
+    "or the /dev path of a device with neither). Repeat per device; asks unless --yes.",
+)
+@click.option("--yes", is_flag=True, help="Do not ask before destroying overridden devices.")
 @db_option
 def run(
     study_file: Path,
@@ -163,6 +179,8 @@ def run(
     seed: int | None,
     scratch_dir: Path | None,
     dry_run: bool,
+    destroy_data_on: tuple[str, ...],
+    yes: bool,
     db: Path | None,
 ) -> None:
     """Build every configuration of a study, measure it, store it, tear it down.
@@ -181,6 +199,8 @@ def run(
             resume=resume,
             seed=stored_seed,
             scratch_dir=scratch_dir,
+            destroy_data_on=destroy_data_on,
+            yes=yes,
         )
         return
     study, text = load_study(study_file)
@@ -191,6 +211,8 @@ def run(
         dry_run=dry_run,
         seed=seed,
         scratch_dir=scratch_dir,
+        destroy_data_on=destroy_data_on,
+        yes=yes,
     )
 
 

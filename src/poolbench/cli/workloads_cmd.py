@@ -8,7 +8,13 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from poolbench.workloads.library import DEFAULT_BENCH, catalogue, parse_record_size
+from poolbench.workloads.library import (
+    DEFAULT_BENCH,
+    SPECIAL,
+    catalogue,
+    get,
+    parse_record_size,
+)
 
 
 @click.command()
@@ -22,7 +28,7 @@ def workloads(record: str, as_json: bool) -> None:
 
     Example: poolbench workloads --record 1m
     """
-    items = catalogue(parse_record_size(record))
+    items = catalogue(parse_record_size(record)) + [get(n) for n in SPECIAL]
     if as_json:
         click.echo(
             json.dumps(

@@ -17,6 +17,7 @@ from poolbench.study.model import Study
 
 # Factors listed in this order in configuration keys, the rest alphabetically after.
 _KEY_ORDER = ("backend", "layout", "ashift", "recordsize", "compression", "fs")
+# (Trial factors — vdev_source, compressibility, fill — sort alphabetically after these.)
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,15 @@ def configs(study: Study) -> list[Config]:
     factors.setdefault("backend", ["zfs"])
     names = sorted(factors, key=lambda f: (_KEY_ORDER.index(f) if f in _KEY_ORDER else 99, f))
     combos = itertools.product(*(factors[n] for n in names))
-    return [
+    out = [
         Config(tuple((n, str(v)) for n, v in zip(names, combo, strict=True))) for combo in combos
     ]
+    return [c for c in out if not excluded(study, c)]
+
+
+def excluded(study: Study, cfg: Config) -> bool:
+    """Whether a study's `exclude` list drops this configuration (all keys of an entry match)."""
+    return any(all(cfg.get(k) == str(v) for k, v in entry.items()) for entry in study.exclude)
 
 
 def round_order(cfgs: list[Config], seed: int, replicate: int) -> list[Config]:

@@ -35,10 +35,18 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from poolbench.errors import UsageError
 from poolbench.guards.workingset import parse_size
@@ -56,6 +64,18 @@ KNOWN_FACTORS = {
     "primarycache": "ZFS: all | metadata | none",
     "fs": "md: ext4 | xfs",
     "metadata_profile": "btrfs metadata profile",
+    # Trial factors: the trial loop applies them, not the backend (orchestrate.TRIAL_FACTORS).
+    "vdev_source": "overrides [disks] vdev_source per configuration: whole | partition | slice",
+    "compressibility": "overrides [workloads] compressibility per configuration: 0..99 percent",
+    "fill": "percent of the pool's usable space filled (incompressible, untimed) before the "
+    "workloads run: 1..95",
+}
+
+# Levels a trial factor accepts (backend options are checked by the backend).
+_TRIAL_LEVELS: dict[str, Callable[[Any], bool]] = {
+    "vdev_source": lambda v: str(v) in ("whole", "partition", "slice"),
+    "compressibility": lambda v: isinstance(v, int) and 0 <= v <= 99,
+    "fill": lambda v: isinstance(v, int) and 1 <= v <= 95,
 }
 
 
@@ -95,6 +115,9 @@ class Workloads(_Strict):
     iodepth: int = Field(default=1, ge=1, le=1024)
     jobs: int = Field(default=1, ge=1, le=256)
     metadata_files: int = Field(default=2000, ge=10)
+    # The tarball the `untar` workload extracts (a real source tree, e.g. Debian's
+    # /usr/src/linux-source-6.1.tar.xz); compressed tarballs are unpacked once, untimed.
+    tarball: str | None = None
 
     @field_validator("names")
     @classmethod
@@ -122,6 +145,9 @@ class Study(_Strict):
     disks: Disks = Field(default_factory=Disks)
     factors: dict[str, list[Level]]
     workloads: Workloads = Field(default_factory=Workloads)
+    # Combinations of the matrix that are not built: each entry drops every configuration
+    # whose levels match all of its keys, e.g. {backend = "zfs", fs = "xfs"}.
+    exclude: list[dict[str, Level]] = Field(default_factory=list)
 
     @field_validator("name")
     @classmethod
@@ -142,9 +168,24 @@ class Study(_Strict):
                 raise ValueError(f"factor '{key}' has no levels")
             if len({str(x) for x in levels}) != len(levels):
                 raise ValueError(f"factor '{key}' lists a level twice")
+            ok = _TRIAL_LEVELS.get(key)
+            bad = [x for x in levels if ok is not None and not ok(x)]
+            if bad:
+                raise ValueError(f"factor '{key}': {bad[0]!r} is not valid ({KNOWN_FACTORS[key]})")
         if "layout" not in v:
             raise ValueError("a study needs a 'layout' factor (e.g. layout = [\"raidz1\"])")
         return v
+
+    @model_validator(mode="after")
+    def _exclude(self) -> Study:
+        for entry in self.exclude:
+            unknown = set(entry) - set(self.factors) - {"backend"}
+            if not entry or unknown:
+                raise ValueError(
+                    f"exclude entry {entry} names no factor of this study"
+                    + (f" ({', '.join(sorted(unknown))})" if unknown else "")
+                )
+        return self
 
 
 def _line_of(text: str, loc: tuple[Any, ...]) -> int | None:

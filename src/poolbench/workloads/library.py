@@ -17,7 +17,10 @@ from typing import Literal
 from poolbench.errors import UsageError
 
 Direction = Literal["read", "write", "meta"]
-Unit = Literal["MiB/s", "IOPS", "ops/s"]
+Unit = Literal["MiB/s", "IOPS", "ops/s", "GiB"]
+# fio: a fio job. untar: `tar -x` of a real tarball through the Runner, then a syncfs.
+# pool: an operation on the pool itself (capacity read-back, resilver), done by the trial loop.
+Kind = Literal["fio", "untar", "pool"]
 
 MiB = 1024 * 1024
 # iozone's default stride for its stride-read test is 17 records (`-j 17`).
@@ -81,6 +84,9 @@ class Workload:
     tail_record: bool = False
     # Fraction of the working set actually transferred (stride read reads 1 record in 17).
     io_fraction: float = 1.0
+    kind: Kind = "fio"
+    # The pool state the workload runs in: "" (as built) or "degraded" (one member offline).
+    pool_state: str = ""
 
     @property
     def is_metadata(self) -> bool:
@@ -273,6 +279,63 @@ def streams(direction: Literal["read", "write"], count: int) -> Workload:
     )
 
 
+def untar() -> Workload:
+    return Workload(
+        name="untar",
+        family="application",
+        summary="Extract a real source tree (tar -x of [workloads] tarball, unpacked to plain "
+        "tar beforehand) into the pool, then syncfs, both timed; MiB/s of extracted file data.",
+        direction="write",
+        unit="MiB/s",
+        kind="untar",
+        fresh_file=True,
+    )
+
+
+def degraded_read() -> Workload:
+    w = streaming("read")
+    return Workload(
+        **{
+            **w.__dict__,
+            "name": "degraded-read",
+            "family": "resilience",
+            "summary": "Sequential read of the working set in 1 MiB records with one member "
+            "offline (zpool offline), caches dropped first.",
+            "pool_state": "degraded",
+        }
+    )
+
+
+def resilver() -> Workload:
+    return Workload(
+        name="resilver",
+        family="resilience",
+        summary="Replace the offline member with a spare disk and time the resilver until "
+        "`zpool status` reports it finished; MiB/s of resilvered bytes.",
+        direction="write",
+        unit="MiB/s",
+        fio={"rw": "read", "bs": str(MiB)},
+        needs_data=True,
+        kind="pool",
+        pool_state="degraded",
+    )
+
+
+def capacity() -> Workload:
+    return Workload(
+        name="capacity",
+        family="capacity",
+        summary="No I/O: the pool's usable space as it reports it (ZFS: USED + AVAIL of the "
+        "root dataset; others: statvfs), in GiB.",
+        direction="read",
+        unit="GiB",
+        kind="pool",
+    )
+
+
+SPECIAL = ("untar", "degraded-read", "resilver", "capacity")
+
+
 def reread() -> Workload:
     w = iozone("reread", MiB)
     return Workload(**{**w.__dict__, "name": "reread", "family": "streaming"})
@@ -292,6 +355,10 @@ def get(name: str) -> Workload:
         "seq-write": lambda: streaming("write"),
         "seq-read": lambda: streaming("read"),
         "reread": reread,
+        "untar": untar,
+        "degraded-read": degraded_read,
+        "resilver": resilver,
+        "capacity": capacity,
     }
     if name in fixed:
         return fixed[name]()
@@ -310,7 +377,8 @@ def get(name: str) -> Workload:
     forms = ", ".join(f for _p, f, _e in _FAMILIES)
     raise UsageError(
         f"Unknown workload '{name}'.",
-        f"Run 'poolbench workloads' for the list: seq-write, seq-read, reread, and the "
+        f"Run 'poolbench workloads' for the list: seq-write, seq-read, reread, "
+        f"{', '.join(SPECIAL)}, and the "
         f"families {forms}.",
     )
 

@@ -1,0 +1,96 @@
+"""How long a study will take, before it runs (pure; shown by `--dry-run`).
+
+A rough model, stated with its assumptions so nobody mistakes it for a promise: each trial
+costs a fixed setup (make disks, create, read back, verify, destroy) plus, per workload, the
+time to move its bytes at an assumed streaming rate, a cache drop before each cold read, and
+the run time of time-based workloads. The range runs from the planned replicates to
+`max_replicates` (more rounds while a confidence interval is wider than the target).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from poolbench.guards.workingset import parse_size
+from poolbench.study import matrix
+from poolbench.study.model import Study
+from poolbench.workloads.library import Workload, parse_list
+
+MiB = 1 << 20
+ASSUMED_MIB_S = 150.0  # streaming rate of the pool (a few spinning disks, or files)
+SETUP_S = 8.0  # make disks, create, read back and verify, destroy
+PER_DISK_S = 0.3  # a loop device, a partition table
+CACHE_DROP_S = 1.5  # export + import (ZFS) or remount
+META_OPS_S = 2000.0  # metadata operations per second
+UNTAR_S = 60.0  # a kernel source tree (≈1.4 GB in 80k files) with its syncfs
+RESILVER_FACTOR = 1.0  # resilver ≈ rewriting the working set once
+
+
+@dataclass(frozen=True)
+class Estimate:
+    trials: int
+    trials_max: int
+    seconds: float  # at the planned replicates
+    seconds_max: float  # at max_replicates for every configuration
+
+    def text(self) -> str:
+        return (
+            f"estimated duration: about {fmt_duration(self.seconds)} for {self.trials} trials"
+            + (
+                f", up to {fmt_duration(self.seconds_max)} ({self.trials_max} trials) if every "
+                "configuration needs max_replicates"
+                if self.trials_max > self.trials
+                else ""
+            )
+            + f" (assumes ~{ASSUMED_MIB_S:.0f} MiB/s streaming and ~{SETUP_S:.0f} s to build "
+            "and tear down each pool; real disks differ)"
+        )
+
+
+def fmt_duration(seconds: float) -> str:
+    s = int(round(seconds))
+    if s < 90:
+        return f"{s} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def workload_seconds(w: Workload, ws_bytes: int, runtime: int, meta_files: int) -> float:
+    mib = ws_bytes / MiB
+    if w.kind == "pool":
+        return 0.5 if w.name == "capacity" else mib * RESILVER_FACTOR / ASSUMED_MIB_S + 2
+    if w.kind == "untar":
+        return UNTAR_S
+    if w.is_metadata:
+        return meta_files / META_OPS_S + (CACHE_DROP_S if w.cold else 0.5)
+    t = runtime if w.time_based else mib * w.io_fraction / ASSUMED_MIB_S
+    if w.needs_data and w.direction == "write":
+        t += mib / ASSUMED_MIB_S  # the data to rewrite in place is written first
+    if w.cold:
+        t += CACHE_DROP_S
+    if w.cached_by_design:
+        t *= 2  # the warming read
+    return t + 0.5
+
+
+def estimate(study: Study) -> Estimate:
+    wl = study.workloads
+    ws = parse_size(wl.size)
+    workloads = parse_list(",".join(wl.names))
+    per_trial = SETUP_S + PER_DISK_S * study.disks.n
+    per_trial += sum(workload_seconds(w, ws, wl.runtime, wl.metadata_files) for w in workloads)
+    configs = matrix.configs(study)
+    fill_extra = 0.0
+    for c in configs:
+        level = c.get("fill")
+        if level is not None:  # the pre-fill: a share of the pool's raw space, untimed
+            fill_extra += int(level) / 100 * study.disks.size_bytes * study.disks.n / MiB
+    fill_s = fill_extra / ASSUMED_MIB_S
+    n, n_max = len(configs) * study.replicates, len(configs) * study.max_replicates
+    return Estimate(
+        n,
+        n_max,
+        n * per_trial + fill_s * study.replicates,
+        n_max * per_trial + fill_s * study.max_replicates,
+    )

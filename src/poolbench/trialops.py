@@ -1,0 +1,308 @@
+"""What the trial loop does beyond build → measure → destroy, for the built-in studies.
+
+* **Trial factors** (`TRIAL_FACTORS`): factors the trial loop applies itself, not a backend —
+  `vdev_source` (overrides `[disks] vdev_source`), `compressibility` (overrides
+  `[workloads] compressibility`), `fill` (pre-fills the pool before the workloads run).
+* **Generic layouts** (`parity1`, `parity2`): one single/double-parity array over all the
+  disks, in each backend's own terms (ZFS raidz1/raidz2, btrfs and md raid5/raid6), so one
+  study can compare stacks on the same disks.
+* **Hooks** (`PoolHooks`, measure.TrialHooks): pool state and pool operations around the
+  workloads — one member offline for `degraded-read`, the resilver after `zpool replace`, the
+  usable space for `capacity`, the compressratio read back after every measurement.
+* **The untar source**: a compressed tarball is unpacked to a plain tar once per run (untimed,
+  journaled), so `untar` measures the pool, not xz.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from poolbench.backends.base import Backend, Pool, parse_topology
+from poolbench.backends.zfs import ZfsBackend, parse_status
+from poolbench.errors import PoolbenchError, UsageError
+from poolbench.measure import OpResult
+from poolbench.safety.journal import Journal
+from poolbench.study.model import Disks
+from poolbench.system.runner import Runner
+from poolbench.workloads import fio, fiojob
+from poolbench.workloads.library import Workload, streaming
+
+TRIAL_FACTORS = ("vdev_source", "compressibility", "fill")
+GiB = 1 << 30
+MiB = 1 << 20
+
+GENERIC_LAYOUTS: dict[str, dict[str, str]] = {
+    "parity1": {"zfs": "raidz1", "btrfs": "raid5", "md": "raid5"},
+    "parity2": {"zfs": "raidz2", "btrfs": "raid6", "md": "raid6"},
+}
+
+
+def backend_layout(backend: str, layout: str) -> str:
+    """A generic layout (`parity1`) in `backend`'s terms; any other layout as it is."""
+    generic = GENERIC_LAYOUTS.get(layout)
+    if generic is None:
+        return layout
+    if backend not in generic:
+        raise UsageError(
+            f"Layout '{layout}' has no meaning for the {backend} backend.",
+            f"Use it with {', '.join(generic)}.",
+        )
+    return generic[backend]
+
+
+def disks_for(disks: Disks, levels: Mapping[str, str]) -> Disks:
+    """[disks] with the configuration's `vdev_source` level applied."""
+    source = levels.get("vdev_source")
+    if source is None or source == disks.vdev_source:
+        return disks
+    if source != "whole" and disks.source == "files":
+        raise UsageError(
+            f"vdev_source={source} needs block devices, but [disks] source is 'files'.",
+            'Use source = "loop" (loop devices over sparse files) or real devices.',
+        )
+    if source == "slice" and not disks.slice_size:
+        raise UsageError(
+            "vdev_source=slice needs [disks] slice_size.", 'Add e.g. slice_size = "256M".'
+        )
+    return disks.model_copy(update={"vdev_source": source})
+
+
+def check_pool_workloads(
+    backend: str, layout: str, n_disks: int, workloads: Sequence[Workload]
+) -> None:
+    """Refuse, before anything is built, a degraded-read or resilver the pool cannot do."""
+    if not any(w.pool_state == "degraded" for w in workloads):
+        return
+    if backend != "zfs":
+        raise UsageError(
+            f"degraded-read and resilver need ZFS (zpool offline/replace), not {backend}.",
+            "Remove them, or the non-ZFS backends, from the study.",
+        )
+    vdevs = parse_topology(layout, n_disks)
+    if all(v.parity == 0 for v in vdevs):
+        raise UsageError(
+            f"Layout {layout} has no redundancy: no member can go offline.",
+            "Use a mirror or raidz layout for degraded-read and resilver.",
+        )
+    used = sum(v.width for v in vdevs)
+    if any(w.name == "resilver" for w in workloads) and used >= n_disks:
+        raise UsageError(
+            f"Layout {layout} uses all {n_disks} disks: none is left to replace the offline one.",
+            "Give the study one more disk than the layout uses (e.g. raidz1:4 on 5 disks).",
+        )
+
+
+def usable_bytes(pool: Pool) -> int:
+    """The pool's usable space as it reports it (ZFS: USED + AVAIL), else statvfs."""
+    usable = pool.described.get("usable_bytes")
+    if isinstance(usable, int) and usable > 0:
+        return usable
+    st = os.statvfs(pool.mountpoint)
+    return st.f_blocks * st.f_frsize
+
+
+# -- fill -------------------------------------------------------------------------------------
+def prefill(
+    runner: Runner, pool: Pool, percent: int, working_set: int, streams: int = 1
+) -> dict[str, Any]:
+    """Fill the pool to `percent` of its usable space with incompressible data (fio, fsync'd,
+    untimed) before the workloads run; returns what was done, for every measurement's guards.
+
+    Refuses (before writing) when the working set would not fit on top of the filler."""
+    usable = usable_bytes(pool)
+    filler = usable * percent // 100
+    need = working_set * 3 // 2 + 16 * MiB  # the working set, rewritten copy-on-write
+    if filler + need > usable * 98 // 100:
+        raise UsageError(
+            f"Filling {pool.spec.name} to {percent}% leaves {(usable - filler) >> 20} MiB, too "
+            f"little for a {working_set >> 20} MiB working set.",
+            "Use a smaller working set (--size) or larger disks.",
+        )
+    directory = pool.mountpoint / ".poolbench-fill"
+    record: dict[str, Any] = {"asked_percent": percent, "usable_bytes": usable}
+    if runner.dry_run:
+        runner.run(["fio", "--output-format=json", "fill.fio"])
+        return record
+    directory.mkdir(exist_ok=True)
+    t0 = time.monotonic()
+    chunk = 1 << 30  # one file per GiB: no single huge file, fio's sizes stay exact
+    left, i = filler - filler % MiB, 0
+    while left > 0:
+        size = min(chunk, left)
+        params = fiojob.JobParams(str(directory), size, file_prefix=f"fill{i}")
+        job = fiojob.render(streaming("write"), params)
+        fio.run_job(runner, job, directory / f"fill{i}.fio", "write")
+        left -= size
+        i += 1
+    st = os.statvfs(pool.mountpoint)
+    used = usable - st.f_bavail * st.f_frsize
+    record.update(
+        {
+            "filler_bytes": filler - filler % MiB,
+            "used_bytes_after": used,
+            "achieved_percent": round(100 * used / usable, 1) if usable else None,
+            "data": "incompressible (fio refill_buffers), fsync'd, not timed",
+            "seconds": round(time.monotonic() - t0, 2),
+        }
+    )
+    return record
+
+
+def dry_commands(
+    runner: Runner, pool: Pool, levels: Mapping[str, str], workloads: Sequence[Workload]
+) -> None:
+    """--dry-run: what one trial would run after the pool is built, in order."""
+    if "fill" in levels:
+        runner.run(["fio", "--output-format=json", f"fill-{levels['fill']}pct.fio"])
+    name = pool.spec.name
+    offline = False
+    for w in workloads:
+        if w.pool_state == "degraded" and not offline:
+            runner.run(["zpool", "offline", name, "<a member>"])
+            offline = True
+        if w.kind == "untar":
+            runner.run(["tar", "-x", "--no-same-owner", "-f", "<tarball>", "-C", "<dir>"])
+            runner.run(["sync", "--file-system", "<dir>"])
+        elif w.name == "resilver":
+            runner.run(["zpool", "replace", "-f", name, "<the offline member>", "<the spare>"])
+        elif w.name == "capacity":
+            runner.run(["zfs", "get", "-Hp", "used,available", name])
+        else:
+            runner.run(["fio", "--output-format=json", f"{w.name}.fio"])
+
+
+# -- hooks ------------------------------------------------------------------------------------
+class PoolHooks:
+    """measure.TrialHooks for one trial's pool."""
+
+    def __init__(self, runner: Runner, backend: Backend, pool: Pool) -> None:
+        self.runner = runner
+        self.backend = backend
+        self.pool = pool
+        self.offline_leaf: str | None = None
+
+    def before(self, w: Workload) -> dict[str, Any]:
+        if w.pool_state != "degraded":
+            return {}
+        if self.offline_leaf is None:
+            if not isinstance(self.backend, ZfsBackend):
+                raise UsageError(
+                    f"The {self.backend.name} backend cannot take a member offline.",
+                    "Run degraded-read and resilver on ZFS.",
+                )
+            # The members as `zpool status` names them now (after an export/import through
+            # the member links, that is the link's path, not the one given at create).
+            name = self.pool.spec.name
+            out = self.runner.run(["zpool", "status", name], mutates=False).stdout
+            tops, _health = parse_status(out, name)
+            redundant = [t for t in tops if t.kind != "stripe" and t.leaves]
+            if not redundant:
+                raise UsageError(
+                    f"Layout {self.pool.spec.layout} has no redundancy: no member can go offline.",
+                    "Use a mirror or raidz layout for degraded-read and resilver.",
+                )
+            self.offline_leaf = redundant[0].leaves[-1]
+            self.backend.offline(self.pool, self.offline_leaf)
+        return {"state": "degraded", "offline": self.offline_leaf}
+
+    def operate(self, w: Workload) -> OpResult:
+        if w.name == "capacity":
+            usable = usable_bytes(self.pool)
+            return OpResult(
+                usable / GiB,
+                0,
+                0.0,
+                guards={
+                    "capacity": {
+                        "usable_bytes": usable,
+                        "how": "zfs get used,available (root dataset)"
+                        if self.pool.described.get("usable_bytes")
+                        else "statvfs of the mountpoint",
+                    }
+                },
+            )
+        if w.name == "resilver":
+            return self._resilver()
+        raise PoolbenchError(f"No pool operation named {w.name}.", "")
+
+    def _resilver(self) -> OpResult:
+        spare_list = list(self.pool.described.get("unused_devices") or [])
+        if not spare_list:
+            raise UsageError(
+                f"Resilver of {self.pool.spec.name}: no spare disk to replace the offline one.",
+                "Give the study one more disk than the layout uses.",
+            )
+        assert self.offline_leaf is not None and isinstance(self.backend, ZfsBackend)
+        new = spare_list[0]
+        t0 = time.monotonic()
+        self.backend.replace(self.pool, self.offline_leaf, new)
+        st = self.backend.wait_resilver(self.pool)
+        seconds = max(time.monotonic() - t0, 1e-3)
+        nbytes = st.resilvered_bytes or 0
+        warnings = []
+        if st.resilvered_bytes is None:
+            warnings.append("zpool status did not report the resilvered bytes")
+        return OpResult(
+            nbytes / seconds / MiB,
+            nbytes,
+            seconds,
+            guards={
+                "resilver": {
+                    "replaced": self.offline_leaf,
+                    "with": new,
+                    "resilvered_bytes": st.resilvered_bytes,
+                    "seconds": round(seconds, 3),
+                    "status_line": st.line,
+                    "timing": "from `zpool replace` until `zpool status` reports it finished "
+                    "(polled every 0.1 s)",
+                }
+            },
+            warnings=warnings,
+        )
+
+    def after(self, w: Workload) -> dict[str, Any]:
+        if self.pool.spec.backend != "zfs":
+            return {}
+        res = self.runner.run(
+            ["zfs", "get", "-Hp", "-o", "value", "compressratio", self.pool.spec.name],
+            check=False,
+            mutates=False,
+        )
+        value = res.stdout.strip()
+        return {"compressratio": value} if res.returncode == 0 and value else {}
+
+
+# -- untar source -----------------------------------------------------------------------------
+_OPENERS = {".xz": lzma.open, ".gz": gzip.open, ".tgz": gzip.open, ".bz2": bz2.open}
+
+
+def plain_tarball(journal: Journal, tarball: Path, scratch: Path) -> Path:
+    """The tarball as plain tar: itself if uncompressed, else unpacked once into `scratch`
+    (journaled first, so teardown and `poolbench cleanup` remove it)."""
+    if not tarball.is_file():
+        raise UsageError(
+            f"The untar workload's tarball {tarball} is not a file.",
+            "Debian: apt install linux-source-6.1 gives /usr/src/linux-source-6.1.tar.xz.",
+        )
+    opener = _OPENERS.get(tarball.suffix)
+    if opener is None:
+        return tarball
+    out = scratch / f"{tarball.name.rsplit('.', 1)[0]}.plain-{os.getpid()}"
+    if not out.name.endswith(".tar"):
+        out = out.with_name(out.name + ".tar")
+    if not scratch.exists():
+        journal.path_created(str(scratch))
+        scratch.mkdir(parents=True)
+    journal.path_created(str(out))
+    src: IO[bytes]
+    with opener(tarball, "rb") as src, open(out, "wb") as dst:  # type: ignore[operator]
+        shutil.copyfileobj(src, dst, 8 << 20)
+    return out

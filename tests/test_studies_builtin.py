@@ -1,0 +1,404 @@
+"""The built-in studies (`poolbench study NAME`): their study files, their dry runs at full
+scale (plan and duration estimate), and each one for real at a small scale on zfs-fuse and
+btrfs, leaving nothing behind. Also the engine pieces they added: trial factors
+(vdev_source, compressibility, fill), exclude, generic layouts, pool operations.
+
+Real runs take /var/lock/poolbench-tests.lock's discipline from the caller:
+    flock /var/lock/poolbench-tests.lock python -m pytest tests/test_studies_builtin.py
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import IS_ROOT, poolbench
+
+from poolbench import studies
+from poolbench.backends.zfs import parse_resilver
+from poolbench.errors import UsageError
+from poolbench.orchestrate import spec_for
+from poolbench.study import matrix
+from poolbench.study.estimate import estimate
+from poolbench.study.model import load, parse
+from poolbench.trialops import backend_layout, check_pool_workloads, disks_for
+from poolbench.workloads.library import parse_list
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+# Full-scale trial counts of each study's example file (configurations × replicates).
+EXPECTED_TRIALS = {
+    "parity": 3 * 3,
+    "ashift": 2 * 3 * 3,
+    "vdev-source": 3 * 3,
+    "mirror": 3 * 3,
+    "recordsize": 3 * 3,
+    "compression": 4 * 3 * 3,
+    "fs-compare": 8 * 3,  # (zfs, btrfs, md+ext4, md+xfs) × (parity1, parity2)
+    "concurrency": 2 * 3,
+    "fill": 5 * 3,
+    "resilver": 3 * 3,
+    "width": 7 * 3,
+    "capacity": 5 * 2 * 2,
+}
+
+
+def test_every_study_has_its_example() -> None:
+    assert set(studies.STUDIES) == set(EXPECTED_TRIALS)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_TRIALS))
+def test_example_loads_expands_and_matches_the_builtin(name: str) -> None:
+    study, text = load(EXAMPLES / f"{name}.toml")
+    assert len(matrix.plan(study, seed=1)) == EXPECTED_TRIALS[name]
+    assert study.name == name and text.startswith("#")
+    # The editable file and the built-in study are the same study.
+    assert study == parse(studies.example_text(name))
+
+
+def test_mirror_study_has_the_whole_iozone_set_at_every_record_size() -> None:
+    study, _ = load(EXAMPLES / "mirror.toml")
+    assert len(study.workloads.names) == 12 * 8
+    assert "iozone-bread-8m" in study.workloads.names
+    assert "iozone-freread-64k" in study.workloads.names
+
+
+def test_levels_follow_the_zfs_in_use() -> None:
+    fuse = studies.Context(3, "1G", dialect="zfs-fuse")
+    data = studies.build("compression", fuse)
+    assert data["factors"]["compression"] == ["off", "lzjb", "gzip"]
+    assert studies.build("recordsize", fuse)["factors"]["recordsize"][-1] == "128K"
+    oz = studies.Context(3, "1G", dialect="openzfs")
+    assert "zstd" in studies.build("compression", oz)["factors"]["compression"]
+
+
+def test_fs_compare_without_md_says_so_and_keeps_the_rest() -> None:
+    ctx = studies.Context(4, "1G", has_md=False, md_reason="no md driver here")
+    data = studies.build("fs-compare", ctx)
+    assert data["factors"]["backend"] == ["zfs", "btrfs"] and "exclude" not in data
+    b = studies.get("fs-compare")
+    assert b.pre_notes is not None and "no md driver here" in b.pre_notes(ctx)[0]
+
+
+def test_study_options_are_checked() -> None:
+    with pytest.raises(UsageError, match="takes no --streams"):
+        studies.build("parity", studies.Context(4, "1G", options={"streams": "1,2"}))
+    with pytest.raises(UsageError, match="wider than"):
+        studies.build("parity", studies.Context(4, "1G", options={"widths": "6"}))
+    with pytest.raises(UsageError, match="no built-in study"):
+        studies.get("speed")
+
+
+def test_width_layouts_on_and_off_the_rule() -> None:
+    assert studies.width_layouts(10, [1, 2], None) == [
+        "raidz1:3",
+        "raidz1:4",
+        "raidz1:5",
+        "raidz2:4",
+        "raidz2:5",
+        "raidz2:6",
+        "raidz2:6+raidz2:4",
+    ]
+    assert studies.width_layouts(4, [2], None) == ["raidz2:4"]
+
+
+# -- engine: trial factors, exclude, generic layouts -------------------------------------------
+def test_exclude_drops_matching_configurations() -> None:
+    s = parse(
+        'name="x"\nexclude=[{backend="zfs", fs="xfs"}]\n[factors]\nbackend=["zfs","md"]\n'
+        'layout=["parity1"]\nfs=["zfs","xfs"]\n'
+    )
+    keys = [c.key for c in matrix.configs(s)]
+    assert "backend=zfs layout=parity1 fs=xfs" not in keys and len(keys) == 3
+    with pytest.raises(UsageError, match="names no factor"):
+        parse('name="x"\nexclude=[{ashift=9}]\n[factors]\nlayout=["raidz1"]\n')
+
+
+def test_trial_factor_levels_are_validated() -> None:
+    with pytest.raises(UsageError, match="'fill': 99"):
+        parse('name="x"\n[factors]\nlayout=["raidz1"]\nfill=[10, 99]\n')
+    with pytest.raises(UsageError, match="vdev_source"):
+        parse('name="x"\n[factors]\nlayout=["raidz1"]\nvdev_source=["half"]\n')
+    with pytest.raises(UsageError, match="compressibility"):
+        parse('name="x"\n[factors]\nlayout=["raidz1"]\ncompressibility=["lots"]\n')
+
+
+def test_trial_factors_and_generic_layouts_reach_the_right_place(tmp_path: Path) -> None:
+    s = parse(
+        'name="x"\n[disks]\ncount=4\nsource="loop"\nslice_size="128M"\n[factors]\n'
+        'backend=["btrfs"]\nlayout=["parity2"]\nfs=["btrfs"]\nvdev_source=["slice"]\n'
+        "compressibility=[50]\nfill=[25]\n"
+    )
+    (cfg,) = matrix.configs(s)
+    spec = spec_for(cfg, ["/dev/a", "/dev/b", "/dev/c", "/dev/d"], "pb1t0", tmp_path)
+    assert spec.layout == "raid6" and not spec.pool_options and not spec.fs_options
+    assert disks_for(s.disks, dict(cfg.levels)).vdev_source == "slice"
+    assert backend_layout("zfs", "parity1") == "raidz1" and backend_layout("md", "parity2")
+    with pytest.raises(UsageError, match="needs block devices"):
+        disks_for(s.disks.model_copy(update={"source": "files"}), {"vdev_source": "partition"})
+    zfs_xfs = matrix.Config((("backend", "zfs"), ("layout", "parity1"), ("fs", "xfs")))
+    with pytest.raises(UsageError, match="no use for fs"):
+        spec_for(zfs_xfs, ["/dev/a"], "pb1t0", tmp_path)
+
+
+def test_degraded_and_resilver_are_refused_where_impossible() -> None:
+    wl = parse_list("seq-write,degraded-read,resilver")
+    check_pool_workloads("zfs", "raidz1:3", 4, wl)  # one disk left for the replacement
+    with pytest.raises(UsageError, match="none is left"):
+        check_pool_workloads("zfs", "raidz1", 4, wl)
+    with pytest.raises(UsageError, match="no redundancy"):
+        check_pool_workloads("zfs", "stripe:2", 4, wl)
+    with pytest.raises(UsageError, match="need ZFS"):
+        check_pool_workloads("btrfs", "raid1", 4, wl)
+    check_pool_workloads("btrfs", "raid1", 4, parse_list("seq-write"))
+
+
+def test_resilver_status_in_both_dialects() -> None:
+    fuse = (
+        " scrub: resilver completed after 0h0m with 0 errors on Sun Nov 22 03:20:24 2026\n"
+        "config:\n\t    /tmp/d3  ONLINE       0     0     0  20.7M resilvered\n"
+    )
+    st = parse_resilver(fuse)
+    assert st.done and st.resilvered_bytes == int(20.7 * (1 << 20))
+    running = " scrub: resilver in progress for 0h0m, 45.00% done, 0h1m to go\n"
+    assert not parse_resilver(running).done
+    oz = "  scan: resilvered 1.50G in 00:01:02 with 0 errors on Mon Jan  1 00:00:00 2024\n"
+    st = parse_resilver(oz)
+    assert st.done and st.resilvered_bytes == int(1.5 * (1 << 30))
+
+
+def test_estimate_grows_with_the_matrix() -> None:
+    small, _ = load(EXAMPLES / "parity.toml")
+    big, _ = load(EXAMPLES / "mirror.toml")
+    a, b = estimate(small), estimate(big)
+    assert a.trials == 9 and a.trials_max == 18 and 0 < a.seconds < a.seconds_max
+    assert b.seconds > a.seconds
+    assert "estimated duration" in a.text()
+
+
+# -- the CLI: --list, dry runs at full scale ------------------------------------------------------
+def test_list_names_every_study() -> None:
+    p = poolbench("study", "--list")
+    assert p.returncode == 0, p.stderr
+    for name in studies.STUDIES:
+        assert name in p.stdout
+
+
+needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse, loop devices)")
+
+
+@needs_root
+@pytest.mark.parametrize("name", sorted(EXPECTED_TRIALS))
+def test_dry_run_at_full_scale_prints_plan_and_duration(
+    zfs_fuse: None, tmp_path: Path, name: str
+) -> None:
+    p = poolbench(
+        "study", name, "--dry-run", "--db", str(tmp_path / "r.db"),
+        "--scratch-dir", str(tmp_path / "scratch"), "--seed", "1",
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert f"plan for study '{name}'" in p.stdout
+    m = re.search(r"estimated duration: about (\S+ \S+) for (\d+) trials", p.stdout)
+    assert m, p.stdout
+    # The plan is the full-scale study as built for this machine (its ZFS's compression
+    # algorithms; fs-compare without md where the kernel has none).
+    toml = poolbench("study", name, "--print-toml")
+    assert toml.returncode == 0, toml.stderr
+    assert int(m.group(2)) == len(matrix.plan(parse(toml.stdout), 1))
+    assert "dry run: nothing was changed" in p.stderr
+    assert not (tmp_path / "scratch").exists()
+    assert not (tmp_path / "r.db").exists() or _count(tmp_path / "r.db") == 0
+
+
+# -- real runs at a small scale -----------------------------------------------------------------
+def _stdlib_tarball(tmp: Path) -> Path:
+    """A real source tree the test builds: part of Python's standard library."""
+    lib = Path(json.__file__).resolve().parent.parent
+    out = tmp / "pystdlib.tar.gz"
+    with tarfile.open(out, "w:gz") as tf:
+        for sub in ("json", "email", "asyncio"):
+            tf.add(lib / sub, arcname=f"stdlib/{sub}")
+    return out
+
+
+SMALL: dict[str, list[str]] = {
+    "parity": ["--disks", "4x128M", "--widths", "4"],
+    "ashift": ["--disks", "4x128M", "--layouts", "raidz1", "--levels", "9,12"],  # 4 wide: padding
+    "vdev-source": ["--disks", "3x192M", "--slice-size", "96M"],
+    "mirror": [
+        "--disks", "2x128M", "--levels", "1,2", "--records", "64k,256k",
+        "--tests", "write,read,reread",
+    ],
+    "recordsize": [
+        "--disks", "3x128M", "--levels", "8K,128K", "--records", "64k", "--runtime", "1",
+    ],
+    "compression": [
+        "--disks", "3x128M", "--levels", "gzip", "--compressibility", "0,50",
+    ],
+    "fs-compare": ["--disks", "4x192M", "--backends", "zfs,btrfs", "--levels", "parity1"],
+    "concurrency": ["--disks", "3x128M", "--layouts", "raidz1", "--streams", "1,2"],
+    "fill": ["--disks", "3x256M", "--levels", "10,50", "--size", "8M"],
+    "resilver": ["--disks", "4x128M", "--layouts", "mirror:2,raidz1:3"],
+    "width": ["--disks", "5x128M", "--layouts", "raidz1:4,raidz1:3+raidz1:2"],
+    "capacity": ["--disks", "4x128M", "--layouts", "raidz1,mirror:2+mirror:2", "--levels", "12"],
+}  # fmt: skip
+SMALL_SIZE = "16M"
+
+
+def _count(db: Path) -> int:
+    return int(sqlite3.connect(db).execute("SELECT count(*) FROM measurements").fetchone()[0])
+
+
+def _pools() -> set[str]:
+    out = subprocess.run(["zpool", "list", "-H", "-o", "name"], capture_output=True, text=True)
+    return {n for n in out.stdout.split() if re.fullmatch(r"pb\d+t\d+", n)}
+
+
+def _leftovers(scratch: Path, pools_before: set[str]) -> list[str]:
+    left = [f"pool {p}" for p in _pools() - pools_before]
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    left += [f"loop {line}" for line in loops.splitlines() if str(scratch) in line]
+    mounts = Path("/proc/mounts").read_text()
+    left += [f"mount {line}" for line in mounts.splitlines() if str(scratch) in line]
+    if scratch.exists():
+        left += [f"file {p}" for p in scratch.rglob("*")]
+    return left
+
+
+def _measurements(db: Path) -> list[dict[str, Any]]:
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    rows = [dict(r) for r in con.execute("SELECT * FROM measurements ORDER BY id")]
+    for r in rows:
+        r["guards"] = json.loads(r["guards"] or "{}")
+    return rows
+
+
+@needs_root
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_study_runs_for_real_at_small_scale(zfs_fuse: None, tmp_path: Path, name: str) -> None:
+    db, scratch = tmp_path / "r.db", tmp_path / "scratch"
+    args = ["study", name, *SMALL[name], "--replicates", "2", "--max-replicates", "2"]
+    if "--size" not in args:
+        args += ["--size", SMALL_SIZE]
+    if name == "fs-compare":
+        args += ["--tarball", str(_stdlib_tarball(tmp_path))]
+    before = _pools()
+    p = poolbench(*args, "--db", str(db), "--scratch-dir", str(scratch), "--seed", "1")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _leftovers(scratch, before) == []
+    con = sqlite3.connect(db)
+    kind, run_name, status = con.execute("SELECT kind, name, status FROM runs").fetchone()
+    assert (kind, run_name, status) == ("study", name, "finished")
+    study = parse(json.loads(con.execute("SELECT metadata FROM runs").fetchone()[0])["study_text"])
+    n_cfg = len(matrix.configs(study))
+    rows = _measurements(db)
+    assert len(rows) == n_cfg * 2 * len(study.workloads.names)
+    # The comparison table with its CI, for every workload.
+    for w in study.workloads.names:
+        assert f"{w} (" in p.stdout
+    assert "mean ± 95% CI" in p.stdout
+    CHECKS.get(name, lambda _r, _o: None)(rows, p.stdout)
+
+
+def _by(rows: list[dict[str, Any]], workload: str) -> list[dict[str, Any]]:
+    return [r for r in rows if r["workload"] == workload]
+
+
+def _check_ashift(rows: list[dict[str, Any]], out: str) -> None:
+    assert "512e" in out  # the explanation, here: these loop devices are not 512e
+    assert re.search(r"ashift=9: [\d.,]+ MiB; planner [\d.,]+ MiB \(reported \+0\.00%\)", out)
+    caps = {r["config"]: r["value"] for r in _by(rows, "capacity")}
+    assert caps["backend=zfs layout=raidz1 ashift=9"] > caps["backend=zfs layout=raidz1 ashift=12"]
+
+
+def _check_vdev_source(rows: list[dict[str, Any]], out: str) -> None:
+    for r in rows:
+        leaves = r["guards"]["pool"]["leaves"]
+        if "vdev_source=whole" in r["config"]:
+            assert all(re.fullmatch(r"/dev/loop\d+", x) for x in leaves), leaves
+        else:
+            assert all(re.fullmatch(r"/dev/loop\d+p1", x) for x in leaves), leaves
+    slices = [r for r in rows if "vdev_source=slice" in r["config"]]
+    wholes = [r for r in rows if "vdev_source=whole" in r["config"]]
+    assert slices[0]["guards"]["pool"]["usable_bytes"] < wholes[0]["guards"]["pool"]["usable_bytes"]
+
+
+def _check_compression(rows: list[dict[str, Any]], out: str) -> None:
+    ratio = {}
+    for r in _by(rows, "seq-write"):
+        level = dict(kv.split("=") for kv in r["config"].split())["compressibility"]
+        assert r["guards"]["data"]["compressibility_percent"] == int(level)
+        ratio[level] = float(r["guards"]["pool"]["compressratio"].rstrip("x"))
+    assert ratio["0"] < 1.05 and ratio["50"] > 1.3, ratio
+    assert "achieved compressratio" in out
+
+
+def _check_fs_compare(rows: list[dict[str, Any]], out: str) -> None:
+    assert "md raid5/raid6 with ext4 and xfs is left out" in out
+    untar = _by(rows, "untar")
+    assert {r["config"].split()[0] for r in untar} == {"backend=zfs", "backend=btrfs"}
+    for r in untar:
+        assert r["ops"] > 100 and r["app_bytes"] > 1 << 20 and r["seconds"] > 0
+        assert r["guards"]["untar"]["files"] == r["ops"]
+        assert "write_bytes" in r["guards"]["device"]  # loop devices: verified at the device
+
+
+def _check_fill(rows: list[dict[str, Any]], out: str) -> None:
+    for r in rows:
+        f = r["guards"]["fill"]
+        assert abs(f["achieved_percent"] - f["asked_percent"]) < 8, f
+    assert "fill levels reached" in out
+
+
+def _check_resilver(rows: list[dict[str, Any]], out: str) -> None:
+    for r in _by(rows, "degraded-read"):
+        assert r["guards"]["pool_state"]["state"] == "degraded"
+        assert r["guards"]["pool_state"]["offline"]
+    for r in _by(rows, "resilver"):
+        rs = r["guards"]["resilver"]
+        assert rs["resilvered_bytes"] > 4 << 20 and r["seconds"] > 0 and r["value"] > 0
+    assert "resilvered in" in out
+
+
+def _check_capacity(rows: list[dict[str, Any]], out: str) -> None:
+    assert out.count("(reported +0.00%)") == 2
+    assert all(r["seconds"] == 0 for r in rows)
+
+
+def _check_width(rows: list[dict[str, Any]], out: str) -> None:
+    assert "raidz1:4: 3 data disks, off" in out
+    assert "raidz1:2: 1 data disks, on" in out
+
+
+CHECKS = {
+    "ashift": _check_ashift,
+    "vdev-source": _check_vdev_source,
+    "compression": _check_compression,
+    "fs-compare": _check_fs_compare,
+    "fill": _check_fill,
+    "resilver": _check_resilver,
+    "capacity": _check_capacity,
+    "width": _check_width,
+}
+
+
+def test_untar_refuses_a_missing_tarball(tmp_path: Path) -> None:
+    p = poolbench(
+        "study", "fs-compare", "--disks", "4x192M", "--tarball", str(tmp_path / "none.tar"),
+        "--db", str(tmp_path / "r.db"), "--scratch-dir", str(tmp_path / "s"),
+    )  # fmt: skip
+    assert p.returncode == 1
+    assert "none.tar does not exist" in p.stderr and "linux-source-6.1" in p.stderr
+    assert not (tmp_path / "s").exists()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__]))
