@@ -128,32 +128,50 @@ def _stop_daemon(pid: int) -> None:
         time.sleep(0.2)
 
 
+def _start_daemon(piddir: str) -> int:
+    pidfile = os.path.join(piddir, f"pid{time.monotonic_ns()}")
+    subprocess.run(["zfs-fuse", "--pidfile", pidfile], check=True, capture_output=True)
+    # The daemon writes its pid file after it forks; its socket may answer first.
+    deadline = time.monotonic() + 30
+    started: int | None = None
+    while started is None or not _zpool_answers():
+        if started is None and os.path.exists(pidfile):
+            text = Path(pidfile).read_text().strip()
+            started = int(text) if text else None
+        if time.monotonic() > deadline:
+            pytest.fail("started zfs-fuse but it did not answer within 30 s")
+        time.sleep(0.2)
+    return started
+
+
+@dataclass
+class _Daemons:
+    piddir: str
+    started: list[int]
+
+
 @pytest.fixture(scope="session")
-def zfs_fuse() -> Iterator[None]:
-    """A running zfs-fuse daemon for the session: started if needed, stopped if we started it."""
+def _zfs_fuse_session() -> Iterator[_Daemons]:
+    """Daemons this test session started (stopped at its end); someone else's is never
+    stopped."""
     if not IS_ROOT:
         pytest.skip("needs root for zfs-fuse")
     if shutil.which("zfs-fuse") is None or shutil.which("zpool") is None:
         pytest.skip("zfs-fuse is not installed (Debian: zfs-fuse)")
-    if _zpool_answers():
-        yield  # someone else's daemon: use it, never stop it
-        return
-    piddir = tempfile.mkdtemp(prefix="pbtest-zfsfuse-", dir="/var/tmp")
-    pidfile = os.path.join(piddir, "pid")
-    started: int | None = None
+    daemons = _Daemons(tempfile.mkdtemp(prefix="pbtest-zfsfuse-", dir="/var/tmp"), [])
     try:
-        subprocess.run(["zfs-fuse", "--pidfile", pidfile], check=True, capture_output=True)
-        # The daemon writes its pid file after it forks; its socket may answer first.
-        deadline = time.monotonic() + 30
-        while started is None or not _zpool_answers():
-            if started is None and os.path.exists(pidfile):
-                text = Path(pidfile).read_text().strip()
-                started = int(text) if text else None
-            if time.monotonic() > deadline:
-                pytest.fail("started zfs-fuse but it did not answer within 30 s")
-            time.sleep(0.2)
-        yield
+        yield daemons
     finally:
-        if started is not None:
-            _stop_daemon(started)
-        shutil.rmtree(piddir, ignore_errors=True)
+        for pid in daemons.started:
+            _stop_daemon(pid)
+        shutil.rmtree(daemons.piddir, ignore_errors=True)
+
+
+@pytest.fixture
+def zfs_fuse(_zfs_fuse_session: _Daemons) -> None:
+    """A running zfs-fuse daemon. Checked before every test that needs it: zfs-fuse (a
+    user-space port of pool v23) has been seen to die now and then, and one crash must cost
+    one test, not every ZFS test after it."""
+    if _zpool_answers():
+        return
+    _zfs_fuse_session.started.append(_start_daemon(_zfs_fuse_session.piddir))

@@ -94,7 +94,7 @@ CASES: tuple[Case, ...] = (
 # defaults to ashift 12 ("Defaulting to 4K blocksize"), so every create passes it.
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def runner(zfs_fuse: None) -> LocalRunner:
     return LocalRunner()
 

@@ -131,7 +131,7 @@ def lab() -> Iterator[Lab]:
         lab.cleanup()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def zfs(zfs_fuse: None) -> None:
     """The zfs-fuse daemon, started (and stopped) by the session fixture in conftest."""
 
