@@ -24,6 +24,7 @@ import re
 import shlex
 from collections import defaultdict
 
+from poolbench.errors import PoolbenchError
 from poolbench.report import header
 from poolbench.report.data import Cell, RunData, fmt_value, parse_config, without
 from poolbench.report.svg import Bar, Point, Safe, bar_chart, fmt, join, line_chart
@@ -251,19 +252,53 @@ POOL_FACTORS = ("backend", "layout", "ashift")  # what decides a pool's usable s
 
 
 def _space_chart(run: RunData) -> Safe | None:
-    """Usable space per layout, as the pool reported it (`usable_bytes` in its description)."""
-    space: dict[str, float] = {}
+    """Usable space per layout as the pool reported it (`usable_bytes` in its description),
+    each beside the planner's prediction for the same layout, disks and ZFS version."""
+    bars: list[Bar] = []
+    seen: set[str] = set()
     for cfg in run.configs:
         cell = next((c for c in (run.cell(cfg, w) for w in run.workloads) if c), None)
-        usable = cell.pool().get("usable_bytes") if cell else None
-        if isinstance(usable, int | float) and usable > 0:
-            levels = parse_config(cfg)
-            key = " ".join(f"{k}={levels[k]}" for k in POOL_FACTORS if k in levels) or cfg
-            space.setdefault(run.label(key), usable / 1024**3)
-    if not space:
+        pool = cell.pool() if cell else {}
+        usable = pool.get("usable_bytes")
+        if not isinstance(usable, int | float) or usable <= 0:
+            continue
+        levels = parse_config(cfg)
+        key = " ".join(f"{k}={levels[k]}" for k in POOL_FACTORS if k in levels) or cfg
+        if key in seen:
+            continue
+        seen.add(key)
+        label = run.label(key)
+        predicted = _predicted_usable(run, levels, str(pool.get("zfs_version") or ""))
+        if predicted is None:
+            bars.append(Bar(label, usable / 1024**3, None, None))
+            continue
+        diff = (usable - predicted) / predicted * 100
+        bars.append(Bar(f"{label} (pool)", usable / 1024**3, None, None, f"{diff:+.2f}% vs plan"))
+        bars.append(Bar(f"{label} (planner)", predicted / 1024**3, None, None, "predicted"))
+    if not bars:
         return None
-    bars = [Bar(label, gib, None, None) for label, gib in space.items()]
-    return bar_chart("chart-space", "usable space per layout (as the pool reports it)", "GiB", bars)
+    return bar_chart(
+        "chart-space", "usable space per layout: as the pool reports it, and as planned", "GiB",
+        bars,
+    )  # fmt: skip
+
+
+def _predicted_usable(run: RunData, levels: dict[str, str], zfs_version: str) -> int | None:
+    """The planner's usable space for a ZFS pool built from the study's sparse-file disks;
+    None where it cannot say (other backends, real devices of unrecorded size)."""
+    disks = run.study.get("disks") or {}
+    if levels.get("backend", "zfs") != "zfs" or disks.get("source") == "devices":
+        return None
+    try:
+        from poolbench.guards.workingset import parse_size
+        from poolbench.planner.for_study import predicted_usable
+
+        return predicted_usable(
+            levels["layout"], int(levels.get("ashift", "12")), int(disks["count"]),
+            parse_size(str(disks["size"])), zfs_version,
+        )  # fmt: skip
+    except (PoolbenchError, KeyError, ValueError):  # a layout/version the planner lacks
+        return None
 
 
 def _charts(run: RunData) -> list[tuple[str, Safe]]:

@@ -459,9 +459,7 @@ def ashift_notes(ctx: Context, rows: list[dict[str, Any]]) -> list[str]:
 
 def capacity_notes(ctx: Context, rows: list[dict[str, Any]]) -> list[str]:
     """Usable space as each pool reported it, beside the planner's prediction."""
-    from poolbench.planner.capacity import plan_pool
-    from poolbench.planner.layout import parse_layout
-    from poolbench.planner.rules import parse_zfs_version
+    from poolbench.planner.for_study import predicted_usable
 
     seen: dict[str, tuple[int, str]] = {}
     for r in rows:
@@ -476,28 +474,17 @@ def capacity_notes(ctx: Context, rows: list[dict[str, Any]]) -> list[str]:
     lines = ["usable space as the pool reports it (zfs USED+AVAIL) vs the planner's prediction:"]
     for cfg, (usable, version) in sorted(seen.items()):
         levels = dict(kv.split("=", 1) for kv in cfg.split())
-        predicted = "n/a"
         try:
-            rules = parse_zfs_version("v23" if "fuse" in version else version.split()[0])
-            layout = _planner_layout(levels["layout"], ctx)
-            p = plan_pool(parse_layout(layout), int(levels.get("ashift", "12") or 12), rules)
-            diff = (usable - p.usable_bytes) / p.usable_bytes * 100 if p.usable_bytes else 0.0
-            predicted = f"{p.usable_bytes / MiB:,.1f} MiB (reported {diff:+.2f}%)"
+            p = predicted_usable(
+                levels["layout"], int(levels.get("ashift", "12") or 12), ctx.n,
+                ctx.disk_bytes, version,
+            )  # fmt: skip
+            diff = (usable - p) / p * 100 if p else 0.0
+            predicted = f"{p / MiB:,.1f} MiB (reported {diff:+.2f}%)"
         except Exception as exc:  # the planner does not model this layout/version
             predicted = f"n/a ({exc})"
         lines.append(f"  {cfg}: {usable / MiB:,.1f} MiB; planner {predicted}")
     return lines
-
-
-def _planner_layout(layout: str, ctx: Context) -> str:
-    """A study layout (raidz1:3+mirror:2, or raidz2 = all disks) in the planner's grammar."""
-    size = f"{ctx.disk_bytes // MiB}M"
-    parts = []
-    for part in layout.split("+"):
-        kind, _, w = part.partition(":")
-        n = int(w) if w else ctx.n
-        parts.append(f"{kind}:{n}x{size}")
-    return " + ".join(parts)
 
 
 def width_notes(ctx: Context, rows: list[dict[str, Any]]) -> list[str]:

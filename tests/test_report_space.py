@@ -1,0 +1,45 @@
+"""The HTML report sets each pool's reported usable space beside the planner's prediction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from poolbench.planner.for_study import planner_layout, predicted_usable, rules_name
+from poolbench.report.data import load_run
+from poolbench.report.html import render
+from poolbench.store.db import Measurement, Store
+
+MiB = 1024 * 1024
+
+
+def test_layout_and_version_translation() -> None:
+    assert planner_layout("raidz2", 6, MiB) == f"raidz2:6x{MiB}"
+    assert planner_layout("raidz1:3+mirror:2", 5, MiB) == f"raidz1:3x{MiB} + mirror:2x{MiB}"
+    assert rules_name("zfs-fuse 0.7.0, pool version 23") == "v23"
+    assert rules_name("2.3.2-2~bpo12+2") == "2.3.2"
+
+
+def test_space_chart_shows_pool_and_planner(tmp_path: Path) -> None:
+    # What the planner predicts for raidz1 over 3 × 256 MiB loop disks on zfs-fuse; the
+    # store says the pool reported 1 MiB less, so the chart must show that difference.
+    predicted = predicted_usable("raidz1", 12, 3, 256 * MiB, "zfs-fuse")
+    reported = predicted - MiB
+    store = Store(tmp_path / "r.db")
+    study = {"name": "s", "disks": {"count": 3, "size": "256M", "source": "loop"},
+             "factors": {"layout": ["raidz1"]}}  # fmt: skip
+    run = store.start_run("study", "s", ["poolbench"], {"study": study})
+    for rep, value in enumerate([100.0, 102.0]):
+        store.add_measurement(
+            run,
+            Measurement(
+                "backend=zfs layout=raidz1 ashift=12", "seq-write", rep, value, "MiB/s", 1, 1,
+                1.0, None, None, [], {"pool": {"usable_bytes": reported,
+                                                "zfs_version": "zfs-fuse"}}, {}, "",
+            ),
+        )  # fmt: skip
+    store.finish_run(run, "finished")
+    html = render(load_run(store, str(run)), None)
+    assert 'id="chart-space"' in html
+    assert "(planner)" in html and "(pool)" in html
+    pct = -MiB / predicted * 100
+    assert f"{pct:+.2f}% vs plan" in html
