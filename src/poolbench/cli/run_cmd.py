@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -129,6 +130,10 @@ def execute_study(
         raise
     finally:
         store.finish_run(sr.run_id, status, error)
+        # The scratch root (default /var/tmp/poolbench) holds only trial directories, each
+        # removed by its teardown; leave no empty directory behind either.
+        with contextlib.suppress(OSError):
+            paths.scratch.rmdir()
     if study.disks.source != "devices":
         console.print(
             "[yellow]note:[/] these disks are files on one physical disk of this machine: the "
