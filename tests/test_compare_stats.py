@@ -26,48 +26,62 @@ def test_zero_variance_baseline_reduces_to_a_t_interval_of_b() -> None:
     assert r.text() == NO_DIFFERENCE
 
 
-def test_equal_means_with_different_spread_is_no_difference_with_welch_df() -> None:
+def test_equal_means_with_very_different_spread_use_hsu_df() -> None:
     # A = 99, 100, 101 (s² = 1), B = 80, 100, 120 (s² = 400): both means 100, ratio 1.
-    # vA = 1/3, vB = 400/3; Welch df = (vA + vB)² / (vA²/2 + vB²/2) = 2·401² / (1 + 400²)
-    # = 321602 / 160001 = 2.0099937 — far from the pooled 4, which would understate the
-    # uncertainty of B.
+    # vA = 1/3, vB = 400/3: one variance of the mean is 400× the other at 2 df each, where
+    # Welch's df (2.0099937) is liberal; Hsu's conservative min(dfA, dfB) = 2 is used.
     r = ratio_ci([99, 100, 101], [80, 100, 120])
     assert r.ratio == 1.0
-    assert r.df == pytest.approx(321602 / 160001)
+    assert r.df == 2.0
     assert r.p_value == 1.0
     assert r.low < 1 < r.high
     assert not r.significant and r.text() == NO_DIFFERENCE
     # The interval is as wide as B's own relative uncertainty demands: B's t half-width is
-    # t(0.975, ~2.01)·20/√3 ≈ 49.5, so the ratio interval spans roughly 0.5 … 1.5.
+    # t(0.975, 2)·20/√3 = 4.302653·11.547 = 49.68, so the ratio interval spans about 0.5 … 1.5.
     assert 0.45 < r.low < 0.55 and 1.45 < r.high < 1.55
     # Swapping the spreads changes which mean is uncertain, not the verdict.
     s = ratio_ci([80, 100, 120], [99, 100, 101])
     assert not s.significant and s.df == pytest.approx(r.df)
 
 
-def test_unequal_replicate_counts_use_each_sample_size() -> None:
-    # A: 100, 102, 98 (n 3, mean 100, s² 4, vA = 4/3); B: 90, 91, 89, 90, 90 (n 5, mean 90,
-    # s² 0.5, vB = 0.1). θ̂ = 0.9.
-    # df = (vB + θ̂² vA)² / (vB²/4 + θ̂⁴ vA²/2) = (0.1 + 1.08)² / (0.0025 + 0.5832)
-    #    = 1.3924 / 0.5857 = 2.377326.
-    a, b = [100, 102, 98], [90, 91, 89, 90, 90]
-    df = 1.3924 / 0.5857
-    assert welch_df(4 / 3, 3, 0.1, 5, 0.9) == pytest.approx(df)
-    r = ratio_ci(a, b)
-    assert r.df == pytest.approx(df)
-    # Fieller: θ = [ab ± t √(a² vB + b² vA − t² vA vB)] / (a² − t² vA), t = t(0.975, df).
+def test_welch_df_is_evaluated_under_the_null() -> None:
+    # A: 98, 99, 100, 100, 101, 102 (n 6, mean 100, SS 10, s² 2, vA = 1/3, 5 df);
+    # B: 88, 89, 90, 90, 90, 90, 91, 92 (n 8, mean 90, SS 10, s² 10/7, vB = 10/56, 7 df).
+    # df at θ = 1: (vA + vB)² / (vA²/5 + vB²/7) = 0.2620465 / 0.0267776 = 9.78603;
+    # at θ̂ = 0.9 it would be welch_df(vA, 6, vB, 8, 0.9) = 10.52, a different test.
+    va, vb = 1 / 3, 10 / 56
+    df_null = (va + vb) ** 2 / (va * va / 5 + vb * vb / 7)
+    assert df_null == pytest.approx(9.78603, abs=1e-4)
+    r = ratio_ci([98, 99, 100, 100, 101, 102], [88, 89, 90, 90, 90, 90, 91, 92])
+    assert r.df == pytest.approx(df_null)
+    assert r.df != pytest.approx(welch_df(va, 6, vb, 8, 0.9))
     from scipy import stats
 
-    t = float(stats.t.ppf(0.975, df))
-    assert 3.5 < t < 3.9  # between t(0.975, 2) = 4.30 and t(0.975, 3) = 3.18, near 2.38 dof
-    root = math.sqrt(100**2 * 0.1 + 90**2 * 4 / 3 - t * t * 4 / 3 * 0.1)
-    denom = 100**2 - t * t * 4 / 3
+    t = float(stats.t.ppf(0.975, df_null))
+    root = math.sqrt(100**2 * vb + 90**2 * va - t * t * va * vb)
+    denom = 100**2 - t * t * va
     assert r.low == pytest.approx((9000 - t * root) / denom)
     assert r.high == pytest.approx((9000 + t * root) / denom)
+    # The test at θ = 1 and the interval agree: T = 10 / √(vA + vB) = 13.977.
+    assert r.p_value == pytest.approx(2 * stats.t.sf(10 / math.sqrt(va + vb), df_null))
+    assert r.significant and r.high < 1
+
+
+def test_unequal_replicate_counts_use_each_sample_size() -> None:
+    # A: 100, 102, 98 (n 3, mean 100, s² 4, vA = 4/3); B: 90, 91, 89, 90, 90 (n 5, mean 90,
+    # s² 0.5, vB = 0.1). Each variance of the mean uses its own n (nothing pooled); vA is
+    # 13× vB at 2 df, so Hsu's df = min(2, 4) = 2, not the pooled nA + nB − 2 = 6.
+    a, b = [100, 102, 98], [90, 91, 89, 90, 90]
+    r = ratio_ci(a, b)
+    assert r.df == 2.0
+    # Fieller: θ = [ab ± t √(a² vB + b² vA − t² vA vB)] / (a² − t² vA), t = t(0.975, 2).
+    t = 4.302653
+    root = math.sqrt(100**2 * 0.1 + 90**2 * 4 / 3 - t * t * 4 / 3 * 0.1)
+    denom = 100**2 - t * t * 4 / 3
+    assert r.low == pytest.approx((9000 - t * root) / denom, rel=1e-6)
+    assert r.high == pytest.approx((9000 + t * root) / denom, rel=1e-6)
     assert r.high < 1 and r.significant
     assert r.text().startswith("-10.0% [")
-    # The pooled, equal-size treatment (df = nA + nB − 2 = 6) is not what is used.
-    assert r.df != pytest.approx(6)
 
 
 def test_interval_excludes_one_exactly_when_welch_test_rejects() -> None:

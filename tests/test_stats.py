@@ -22,9 +22,12 @@ def test_one_value_has_no_interval() -> None:
 
 
 def test_mad_outlier() -> None:
-    # median 10, MAD 0.1: 30 has modified z = 0.6745 * 20 / 0.1 = 134.9 > 3.5
-    assert outliers([10, 10.1, 9.9, 10, 30]) == (4,)
-    assert outliers([10, 11, 12, 13, 14]) == ()
+    # median 10.025, deviations .025 .075 .125 .025 .025 19.975, MAD 0.05: 30 has modified
+    # z = 0.6745 * 19.975 / 0.05 = 269.5 > 10.1 (the calibrated cutoff at n = 6).
+    assert outliers([10, 10.1, 9.9, 10, 10.05, 30]) == (5,)
+    assert outliers([10, 11, 12, 13, 14, 15]) == ()
+    # Five values: too few to tell an outlier from scatter at a 1% false-alarm rate.
+    assert outliers([10, 10.1, 9.9, 10, 30]) == ()
 
 
 def test_stop_rule() -> None:
@@ -33,7 +36,8 @@ def test_stop_rule() -> None:
     assert not rule.needs_more([100, 100.5, 99.5])  # tight: stop at the minimum
     assert rule.needs_more([100, 130, 70])  # wide: go on
     assert not rule.needs_more([100, 130, 70, 100, 130, 70])  # cap reached
-    assert "noisy" in rule.verdict([100, 130, 70, 100, 130, 70])
+    wide = rule.verdict([100, 130, 70, 100, 130, 70])
+    assert "not met" in wide and "honest" in wide and "planned 6" in wide
     assert rule.verdict([100, 100.5, 99.5]) == ""
     with pytest.raises(ValueError):
         StopRule(min_runs=1)

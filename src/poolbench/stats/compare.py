@@ -11,16 +11,26 @@ solved for θ:
 
     θ = [a b ± t √(a² vB + b² vA − t² vA vB)] / (a² − t² vA).
 
-The two samples keep their own variances and their own sizes (nothing is pooled), and the
-degrees of freedom of t are Welch–Satterthwaite's for the linear combination B − θ̂ A,
+The two samples keep their own variances and their own sizes (nothing is pooled). Each
+variance of a mean is the one the replicate rule reports (see `poolbench.stats.replicates`):
+vA = s₀A² / nA with s₀ the standard deviation of the first `first_stage` replicates and
+n₀ − 1 degrees of freedom. That is the only variance that stays honest after an adaptive
+stopping rule: a sample that stopped early did so *because* its spread looked small, so its
+full-sample variance understates the noise (all-adaptive families of 4 reached 12.5%
+family-wise false positives, issue 12). With `first_stage=None` every value is stage one,
+which is the ordinary analysis of a fixed number of replicates.
 
-    df = (vB + θ̂² vA)² / (vB²/(nB − 1) + θ̂⁴ vA²/(nA − 1)),
+The degrees of freedom of t are Welch–Satterthwaite's for B − θA evaluated **under the
+null, θ = 1** (the hypothesis the interval is tested against),
 
-the unequal-variance form used by Tamhane & Logan (J. Biopharm. Stat. 14 (2004) 843–856) and
-by R's mratios::ttestratio(var.equal = FALSE). With vA = 0 it reduces to the t interval of μB
-divided by a; with θ = 1 the test is exactly Welch's t-test of μB = μA with that df, so
-"the interval excludes 1" and "p < α" always agree — unlike a test whose degrees of freedom
-assume equal sample sizes (the pitfall in pyperf's comparison).
+    df = (vA + vB)² / (vA²/dfA + vB²/dfB),
+
+so "the interval excludes 1" and "p < α" always agree. At tiny samples with very unequal
+variances Welch's df is liberal (n = 3, CV 2% vs 15%: 7.2% false positives at α = 5%), so
+when the smaller component df is below 5 and one variance of the mean exceeds twice the
+other, Hsu's conservative df = min(dfA, dfB) is used instead (the threshold 2 was chosen by
+simulation, bench/stats_calibration.py: it keeps families of equal and of 2%-vs-15% noise
+at or under 5%, where a threshold of 4 let them reach 7–8%).
 
 When a is not significantly different from zero (g = t² vA / a² ≥ 1) the Fieller set is
 unbounded: the ratio is reported as undetermined, never as a number.
@@ -39,10 +49,26 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-from scipy import stats
+from poolbench.stats import power as power_mod
+from poolbench.stats import tdist
+from poolbench.stats.replicates import stage
+from poolbench.stats.welch import HSU_BELOW_DF, HSU_RATIO, null_df, welch_df
 
-NO_DIFFERENCE = "no significant difference"
+__all__ = [
+    "HSU_BELOW_DF",
+    "HSU_RATIO",
+    "IDENTICAL",
+    "NO_DIFFERENCE",
+    "Ratio",
+    "compare_family",
+    "holm",
+    "null_df",
+    "ratio_ci",
+    "welch_df",
+]
+
+NO_DIFFERENCE = power_mod.NO_DIFFERENCE
+IDENTICAL = "undetermined: the replicates are identical, the measurement cannot resolve this"
 
 
 @dataclass(frozen=True)
@@ -61,11 +87,30 @@ class Ratio:
     p_value: float  # Welch's test of mean(B) = mean(A); nan when untestable
     significant: bool
     undetermined: str = ""  # why there is no interval ("" when there is one)
+    se_rel: float = math.nan  # √(vA + vB) / mean(A): the comparison's relative noise
+    power: float = 0.8  # for `detectable`
+
+    @property
+    def detectable(self) -> float:
+        """The smallest relative change this comparison finds with `power`, at its level
+        (nan when undetermined). Computed on demand: it solves a noncentral t."""
+        if self.undetermined or math.isnan(self.se_rel):
+            return math.nan
+        lam = power_mod.noncentrality(self.df, 1 - self.confidence, self.power)
+        return lam * self.se_rel
 
     @property
     def change(self) -> float:
         """Relative change (B − A) / A: 0.10 = B is 10% higher."""
         return self.ratio - 1
+
+    @property
+    def determined(self) -> bool:
+        return not self.undetermined
+
+    @property
+    def reason(self) -> str:
+        return self.undetermined
 
     def text(self) -> str:
         """'+12.3% [+8.1%, +16.5%]', 'no significant difference', or why it is unknown."""
@@ -74,6 +119,13 @@ class Ratio:
         if not self.significant:
             return NO_DIFFERENCE
         return f"{_pct(self.change)} [{_pct(self.low - 1)}, {_pct(self.high - 1)}]"
+
+    def full_text(self) -> str:
+        """As `text`, but a non-result carries its interval and what could have been seen:
+        'no significant difference (-4.0% … +9.0%; could detect ≥ 12%)'."""
+        if self.undetermined or self.significant:
+            return self.text()
+        return power_mod.no_difference_text(self.low, self.high, self.detectable)
 
     def as_dict(self) -> dict[str, object]:
         def num(x: float) -> float | None:
@@ -92,65 +144,83 @@ class Ratio:
             "p_value": num(self.p_value),
             "significant": self.significant,
             "undetermined": self.undetermined or None,
+            "detectable": num(self.detectable),
             "text": self.text(),
         }
 
 
-def _pct(x: float) -> str:
-    p = x * 100
-    return f"{p:+.2f}%" if abs(p) < 0.1 else f"{p:+.1f}%"
+_pct = power_mod.pct
 
 
 @dataclass(frozen=True)
 class _Moments:
     n: int
     mean: float
-    var_mean: float  # s²/n
+    var_mean: float  # s₀²/n: the variance of the mean the replicate rule reports
+    df: int  # of s₀: stage-one size − 1
+    refused: str = ""  # why these values cannot be used ("" when they can)
 
 
-def _moments(values: Sequence[float]) -> _Moments:
-    x = np.asarray(values, dtype=float)
-    n = len(x)
+def _moments(values: Sequence[float], first_stage: int | None) -> _Moments:
+    xs = [float(v) for v in values]
+    n = len(xs)
     if n == 0:
         raise ValueError("no values to compare")
-    mean = float(x.mean())
-    var = float(x.var(ddof=1)) if n > 1 else math.nan
-    return _Moments(n, mean, var / n)
+    bad = [i + 1 for i, v in enumerate(xs) if not math.isfinite(v)]
+    if bad:
+        why = (
+            f"refused: replicate(s) {', '.join(map(str, bad))} are not finite numbers "
+            "(nan or inf, a failed parse?); remove or re-measure them"
+        )
+        return _Moments(n, math.nan, math.nan, 0, why)
+    st = stage(xs, n if first_stage is None else first_stage)
+    mean = sum(xs) / n
+    return _Moments(n, mean, st.sd * st.sd / n, st.df)
 
 
-def welch_df(var_mean_a: float, n_a: int, var_mean_b: float, n_b: int, theta: float) -> float:
-    """Welch–Satterthwaite degrees of freedom of B − θA (vA, vB are variances of the means)."""
-    va, vb = theta * theta * var_mean_a, var_mean_b
-    num = (va + vb) ** 2
-    den = (va * va / (n_a - 1) if va else 0.0) + (vb * vb / (n_b - 1) if vb else 0.0)
-    if den == 0:
-        return float(n_a + n_b - 2)  # both variances zero: t is multiplied by 0 anyway
-    return num / den
+def ratio_ci(
+    a: Sequence[float],
+    b: Sequence[float],
+    confidence: float = 0.95,
+    first_stage: int | None = None,
+) -> Ratio:
+    """mean(b)/mean(a) with its Fieller interval (df under the null); significant iff it
+    excludes 1. `first_stage`: the replicate rule's stage-one size (None: all values)."""
+    return _ratio(_moments(a, first_stage), _moments(b, first_stage), confidence)
 
 
-def ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> Ratio:
-    """mean(b)/mean(a) with its Fieller interval (Welch df); significant iff it excludes 1."""
-    return _ratio(_moments(a), _moments(b), confidence)
+def _refusal(ma: _Moments, mb: _Moments) -> str:
+    """Why no ratio can be computed, or ""."""
+    if ma.refused or mb.refused:
+        return ma.refused or mb.refused
+    if ma.n < 2 or mb.n < 2:
+        return f"too few runs ({ma.n} vs {mb.n}; 2 each needed)"
+    if ma.mean <= 0:
+        return (
+            f"undetermined: the baseline's mean is {ma.mean:g}; a ratio to a mean that is "
+            "0 or negative is undefined (is this figure a throughput at all?)"
+        )
+    if ma.var_mean == 0 and mb.var_mean == 0:
+        return IDENTICAL
+    return ""
 
 
-def _ratio(ma: _Moments, mb: _Moments, confidence: float) -> Ratio:
-    ratio = mb.mean / ma.mean if ma.mean else math.nan
+def _ratio(ma: _Moments, mb: _Moments, confidence: float, power: float = 0.8) -> Ratio:
+    ratio = mb.mean / ma.mean if ma.mean and math.isfinite(ma.mean) else math.nan
 
     def undetermined(why: str, df: float = math.nan, p: float = math.nan) -> Ratio:
         return Ratio(
             ma.n, mb.n, ma.mean, mb.mean, ratio, math.nan, math.nan, confidence, df, p, False, why
         )
 
-    if ma.n < 2 or mb.n < 2:
-        return undetermined(f"too few runs ({ma.n} vs {mb.n}; 2 each needed)")
-    if ma.mean <= 0:
-        return undetermined("baseline mean is not positive")
+    why = _refusal(ma, mb)
+    if why:
+        return undetermined(why)
     va, vb = ma.var_mean, mb.var_mean
-    df = welch_df(va, ma.n, vb, mb.n, ratio)
+    df = null_df(va, ma.df, vb, mb.df)
     se = math.sqrt(va + vb)
-    diff = mb.mean - ma.mean
-    p = float(2 * stats.t.sf(abs(diff) / se, df)) if se else (1.0 if diff == 0 else 0.0)
-    t = float(stats.t.ppf((1 + confidence) / 2, df))
+    p = tdist.two_sided_p((mb.mean - ma.mean) / se, df)
+    t = tdist.quantile((1 + confidence) / 2, df)
     a2 = ma.mean * ma.mean
     denom = a2 - t * t * va
     if denom <= 0:
@@ -159,7 +229,10 @@ def _ratio(ma: _Moments, mb: _Moments, confidence: float) -> Ratio:
     low = (ma.mean * mb.mean - t * root) / denom
     high = (ma.mean * mb.mean + t * root) / denom
     significant = not (low <= 1.0 <= high)
-    return Ratio(ma.n, mb.n, ma.mean, mb.mean, ratio, low, high, confidence, df, p, significant)
+    return Ratio(
+        ma.n, mb.n, ma.mean, mb.mean, ratio, low, high, confidence, df, p, significant, "",
+        se / ma.mean, power,
+    )  # fmt: skip
 
 
 def holm(p_values: Sequence[float], alpha: float = 0.05) -> list[tuple[bool, float]]:
@@ -178,11 +251,13 @@ def holm(p_values: Sequence[float], alpha: float = 0.05) -> list[tuple[bool, flo
 
 
 def compare_family(
-    pairs: Sequence[tuple[Sequence[float], Sequence[float]]], confidence: float = 0.95
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+    confidence: float = 0.95,
+    first_stage: int | None = None,
 ) -> list[Ratio]:
     """Each (A, B) pair as a Ratio, the family's error rate controlled by Holm (see above).
     With one pair this is exactly `ratio_ci`."""
-    moments = [(_moments(a), _moments(b)) for a, b in pairs]
+    moments = [(_moments(a, first_stage), _moments(b, first_stage)) for a, b in pairs]
     first = [_ratio(ma, mb, confidence) for ma, mb in moments]
     alpha = 1 - confidence
     out = []
@@ -195,6 +270,7 @@ def compare_family(
         adj = _ratio(ma, mb, 1 - level)
         # The Holm-level interval excludes 1 exactly when p ≤ level; Holm may still stop
         # earlier (a smaller p-value was not rejected), so the decision is Holm's.
+        significant = rejected and not adj.undetermined
         out.append(
             Ratio(
                 adj.n_a,
@@ -207,8 +283,10 @@ def compare_family(
                 adj.confidence,
                 adj.df,
                 r.p_value,
-                rejected and not adj.undetermined,
+                significant,
                 adj.undetermined,
-            )
+                adj.se_rel,
+                adj.power,
+            )  # fmt: skip
         )
     return out

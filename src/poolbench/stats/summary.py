@@ -1,10 +1,14 @@
-"""Summaries of replicate measurements, and the rule for when to stop repeating.
+"""Fixed-n summaries of replicate measurements, and the old `StopRule` interface.
 
 Replicates are whole, independent runs (separate fio invocations with the caches dropped in
-between); fio's within-run spread is never used here. The confidence interval of the mean is
-Student's t interval; outliers are flagged with the modified z-score of Iglewicz and Hoaglin
-(1993): M = 0.6745 (x − median) / MAD, flagged when |M| > 3.5. Flagged values are kept in the
-mean (they are real runs) but reported, so the user can see a disturbed run.
+between); fio's within-run spread is never used here. `summarize` is Student's t interval for
+a *fixed* number of replicates (every value is stage one); for replicates collected by the
+adaptive rule the reported interval is `ReplicatePolicy.summarize` (Stein's), which callers
+should use. Outliers are flagged by the calibrated rule of `poolbench.stats.outliers`.
+Flagged values are kept in the mean (they are real runs) but reported.
+
+`StopRule` is kept for its callers as a thin wrapper over `ReplicatePolicy`: the decision to
+repeat has one home.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-MAD_Z = 0.6745
-OUTLIER_Z = 3.5
+from poolbench.stats import outliers as outlier_mod
+from poolbench.stats.policy import ReplicatePolicy
+
+MAD_Z = outlier_mod.MAD_Z
 
 
 @dataclass(frozen=True)
@@ -46,17 +52,8 @@ class Summary:
 
 
 def outliers(values: Sequence[float]) -> tuple[int, ...]:
-    x = np.asarray(values, dtype=float)
-    if len(x) < 3:
-        return ()
-    med = float(np.median(x))
-    mad = float(np.median(np.abs(x - med)))
-    if mad == 0:
-        # More than half the values are identical: anything else is an outlier only if it
-        # differs at all, which is too eager for measurements; flag nothing.
-        return ()
-    z = MAD_Z * (x - med) / mad
-    return tuple(int(i) for i in np.nonzero(np.abs(z) > OUTLIER_Z)[0])
+    """Indexes of flagged replicates (calibrated per n; none below 6 values)."""
+    return outlier_mod.flag(values)
 
 
 def summarize(values: Sequence[float], confidence: float = 0.95) -> Summary:
@@ -78,8 +75,8 @@ def summarize(values: Sequence[float], confidence: float = 0.95) -> Summary:
 
 @dataclass(frozen=True)
 class StopRule:
-    """Repeat at least `min_runs` times, then until the CI is within ±`target` of the mean,
-    but never more than `max_runs` times."""
+    """Repeat at least `min_runs` times, then as many times as Stein's rule plans from them
+    to reach ±`target`, but never more than `max_runs` times (see `ReplicatePolicy`)."""
 
     min_runs: int = 3
     max_runs: int = 10
@@ -87,30 +84,14 @@ class StopRule:
     confidence: float = 0.95
 
     def __post_init__(self) -> None:
-        if self.min_runs < 2:
-            raise ValueError("at least 2 runs are needed for a confidence interval")
-        if self.max_runs < self.min_runs:
-            raise ValueError("max_runs must be ≥ min_runs")
-        if not 0 < self.target < 1:
-            raise ValueError("target must be a fraction between 0 and 1")
+        self.policy()  # validates
+
+    def policy(self) -> ReplicatePolicy:
+        return ReplicatePolicy(self.target, self.min_runs, self.max_runs, self.confidence)
 
     def needs_more(self, values: Sequence[float]) -> bool:
-        n = len(values)
-        if n < self.min_runs:
-            return True
-        if n >= self.max_runs:
-            return False
-        return summarize(values, self.confidence).rel_halfwidth > self.target
+        return self.policy().more(values) > 0
 
     def verdict(self, values: Sequence[float]) -> str:
         """Empty when trustworthy, else a warning saying what to do."""
-        s = summarize(values, self.confidence)
-        if s.rel_halfwidth <= self.target:
-            return ""
-        if math.isinf(s.rel_halfwidth):
-            return "fewer than 2 runs: no confidence interval"
-        return (
-            f"the {self.confidence:.0%} CI is ±{s.rel_halfwidth:.1%} of the mean after "
-            f"{s.n} runs (target ±{self.target:.0%}, cap {self.max_runs}): the figure is "
-            "noisy; raise --max-runs or quiet the machine"
-        )
+        return self.policy().summarize(values).warning()

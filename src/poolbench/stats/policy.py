@@ -1,0 +1,175 @@
+"""ReplicatePolicy: the single home of poolbench's replicate rules (pure).
+
+    p = ReplicatePolicy(ci_target=0.05, min_runs=3, max_runs=10)
+    values = first p.more([]) replicates
+    while k := p.more(values): run k more (interleaved with the other configurations)
+    p.summarize(values)                      # mean, the reported interval, outlier flags
+    p.compare(base, other)                   # ratio with its Fieller interval
+    p.compare_family(base, {"name": values}) # Holm-adjusted, per name
+
+Every figure it reports keeps its promise including the decision to stop: the rule is
+Stein's two-stage procedure (`replicates`), intervals and comparisons use the stage-one
+variance it planned from (`compare`), outlier flags are calibrated per n (`outliers`), and a
+non-result says what it could have detected (`power`). docs/statistics.md has the simulated
+figures; tests/test_stats_policy.py checks them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from poolbench.stats import outliers as outlier_mod
+from poolbench.stats import replicates
+from poolbench.stats.compare import IDENTICAL, Ratio, compare_family, ratio_ci
+from poolbench.stats.power import detectable_change
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The reported mean of one figure's replicates with its interval, or why there is none."""
+
+    n: int
+    mean: float
+    ci_low: float  # nan when undetermined
+    ci_high: float
+    confidence: float
+    df: int  # degrees of freedom of the interval: stage-one size − 1
+    first_stage_sd: float
+    planned: int  # the total the rule committed to after stage one
+    target: float
+    outliers: tuple[int, ...]  # indexes into the values
+    reason: str = ""  # why there is no interval ("" when there is one)
+
+    @property
+    def determined(self) -> bool:
+        return not self.reason
+
+    @property
+    def rel_halfwidth(self) -> float:
+        """Half the CI width relative to the mean (0.05 = ±5%); inf when it cannot be known."""
+        if self.reason or self.mean <= 0:
+            return math.inf
+        return (self.ci_high - self.ci_low) / 2 / self.mean
+
+    @property
+    def target_met(self) -> bool:
+        return self.rel_halfwidth <= self.target
+
+    def warning(self) -> str:
+        """Empty when the interval meets the target, else what it means and what to do."""
+        if self.reason:
+            return self.reason
+        if self.mean <= 0:
+            return (
+                f"the mean is {self.mean:g}: a relative (±%) target does not apply to it; "
+                "the interval is reported in absolute units"
+            )
+        if self.target_met:
+            return ""
+        return (
+            f"the {self.confidence:.0%} CI is ±{self.rel_halfwidth:.1%} of the mean after "
+            f"{self.n} runs (target ±{self.target:.0%}, planned {self.planned}): the target "
+            "was not met, but the interval is honest, only wide; raise --max-runs or "
+            "--min-runs, or quiet the machine"
+        )
+
+
+@dataclass(frozen=True)
+class ReplicatePolicy:
+    """How many replicates, the reported interval, outliers, comparisons (see module doc)."""
+
+    ci_target: float = 0.05
+    min_runs: int = 3
+    max_runs: int = 10
+    confidence: float = 0.95
+    power: float = 0.8
+
+    def __post_init__(self) -> None:
+        if self.min_runs < 2:
+            raise ValueError("at least 2 runs are needed for a confidence interval")
+        if self.max_runs < self.min_runs:
+            raise ValueError("max_runs must be ≥ min_runs")
+        if not 0 < self.ci_target < 1:
+            raise ValueError("ci_target must be a fraction between 0 and 1")
+        if not 0 < self.confidence < 1 or not 0 < self.power < 1:
+            raise ValueError("confidence and power must be fractions between 0 and 1")
+
+    def planned(self, values: Sequence[float]) -> int:
+        """The total number of replicates: min_runs until stage one is complete, then the
+        total Stein's rule fixed from it (it never changes after stage one)."""
+        if len(values) < self.min_runs:
+            return self.min_runs
+        st = replicates.stage(values, self.min_runs)
+        return replicates.total(st, self.ci_target, self.confidence, self.max_runs)
+
+    def more(self, values: Sequence[float]) -> int:
+        """Replicates still to run, given those measured so far (0 = done). Non-finite values
+        stop the rule (summarize refuses them with a reason)."""
+        if not all(math.isfinite(v) for v in values):
+            return 0
+        return max(0, self.planned(values) - len(values))
+
+    def summarize(self, values: Sequence[float]) -> Estimate:
+        """The mean of all values ± t(n₀ − 1) · s₀ / √n (Stein's interval)."""
+        xs = [float(v) for v in values]
+        n = len(xs)
+        if n == 0:
+            raise ValueError("no values to summarize")
+        mean = sum(xs) / n
+        st = replicates.stage(xs, self.min_runs)
+        flags = outlier_mod.flag(xs)
+        planned = self.planned(xs) if all(math.isfinite(v) for v in xs) else n
+
+        def est(low: float, high: float, reason: str = "") -> Estimate:
+            return Estimate(
+                n, mean, low, high, self.confidence, st.df, st.sd, planned, self.ci_target,
+                flags, reason,
+            )  # fmt: skip
+
+        reason = _no_interval(xs, st)
+        if reason:
+            return est(math.nan, math.nan, reason)
+        half = replicates.halfwidth(st, n, self.confidence)
+        return est(mean - half, mean + half)
+
+    def compare(self, base: Sequence[float], other: Sequence[float]) -> Ratio:
+        """mean(other) / mean(base) with its Fieller interval on the policy's variances."""
+        return ratio_ci(base, other, self.confidence, first_stage=self.min_runs)
+
+    def compare_family(
+        self, base: Sequence[float], others: Mapping[str, Sequence[float]]
+    ) -> dict[str, Ratio]:
+        """Each named configuration against one baseline, Holm-adjusted as one family."""
+        names = list(others)
+        pairs = [(base, others[k]) for k in names]
+        ratios = compare_family(pairs, self.confidence, first_stage=self.min_runs)
+        return dict(zip(names, ratios, strict=True))
+
+    def detectable(self, cv: float, n: int | None = None, family: int = 1) -> float:
+        """The smallest relative change found with `power` between two configurations of
+        run-to-run CV `cv` (a pilot's), at `n` replicates each (default: the total the rule
+        would plan from that CV), inside a family of `family` comparisons."""
+        if n is None:
+            st = replicates.Stage(self.min_runs, 1.0, cv)
+            n = replicates.total(st, self.ci_target, self.confidence, self.max_runs)
+        return detectable_change(
+            cv, n, first_stage=self.min_runs, family=family,
+            confidence=self.confidence, power=self.power,
+        )  # fmt: skip
+
+
+def _no_interval(xs: Sequence[float], st: replicates.Stage) -> str:
+    """Why these replicates have no interval, or ""."""
+    bad = [i + 1 for i, v in enumerate(xs) if not math.isfinite(v)]
+    if bad:
+        return (
+            f"refused: replicate(s) {', '.join(map(str, bad))} are not finite numbers "
+            "(nan or inf, a failed parse?); remove or re-measure them"
+        )
+    if len(xs) < 2:
+        return "fewer than 2 runs: no confidence interval"
+    if st.sd == 0:
+        return IDENTICAL
+    return ""

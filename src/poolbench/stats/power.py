@@ -1,0 +1,100 @@
+"""Honest non-results: the smallest difference a comparison could have detected (pure).
+
+"No significant difference" alone reads as "they are the same"; with 3 replicates at CV 5% a
+true +10% is found only 33% of the time, and 9.8% of the time inside a Holm family of 4
+(issue 12). So a non-result always carries its interval and the smallest relative change the
+comparison would have called significant with 80% power at its replicate counts and noise:
+
+    δ = λ · √(vA + vB) / x̄A
+
+where λ is the noncentrality at which the two-sided t-test (df degrees of freedom, level α)
+rejects with probability `power`: P(|T′| > t₁₋α/₂,df) = power for T′ ~ noncentral t(df, λ).
+vA, vB are the variances of the means the replicate rule reports, α the level the comparison
+was tested at (Holm's α/m for the most demanding member of a family of m). The shortcut
+λ ≈ t₁₋α/₂ + t_power is optimistic at small df (simulated 76% instead of 80% at 3 and at 8
+replicates), so the noncentral t is solved exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+from scipy import optimize, stats
+
+from poolbench.stats import tdist
+from poolbench.stats.welch import HSU_BELOW_DF, null_df
+
+NO_DIFFERENCE = "no significant difference"
+
+
+def pct(x: float) -> str:
+    """+12.3%, or two decimals under 0.1%."""
+    p = x * 100
+    return f"{p:+.2f}%" if abs(p) < 0.1 else f"{p:+.1f}%"
+
+
+def _ceil_pct(x: float) -> str:
+    # Rounded *up*: the claim "could detect ≥ d" must not promise a finer resolution.
+    if x < 0.1:
+        return f"{math.ceil(x * 1000 - 1e-9) / 10:.1f}%"
+    return f"{math.ceil(x * 100 - 1e-9):.0f}%"
+
+
+def no_difference_text(low: float, high: float, detectable: float) -> str:
+    """'no significant difference (-4.0% … +9.0%; could detect ≥ 12%)' from the ratio
+    interval [low, high] and the detectable relative change."""
+    tail = f"; could detect ≥ {_ceil_pct(detectable)}" if math.isfinite(detectable) else ""
+    return f"{NO_DIFFERENCE} ({pct(low - 1)} … {pct(high - 1)}{tail})"
+
+
+def noncentrality(df: float, alpha: float, power: float) -> float:
+    """λ with P(|T′| > t₁₋α/₂,df) = power, T′ ~ noncentral t(df, λ); df rounded to 0.01
+    (a change of δ below 0.1%) so repeated calls are cached."""
+    return _noncentrality(round(df, 2), alpha, power)
+
+
+@lru_cache(maxsize=4096)
+def _noncentrality(df: float, alpha: float, power: float) -> float:
+    tc = tdist.quantile(1 - alpha / 2, df)
+
+    def shortfall(lam: float) -> float:
+        # The lower tail (a significant change of the wrong sign) is negligible for λ ≫ 0,
+        # where scipy's series can return nan: count it as 0 then.
+        lower = float(stats.nct.cdf(-tc, df, lam))
+        upper = float(stats.nct.sf(tc, df, lam))
+        return upper + (lower if math.isfinite(lower) else 0.0) - power
+
+    hi = tc + tdist.quantile(power, df) + 1
+    while shortfall(hi) < 0:  # the shortcut is below the root; widen until bracketed
+        hi *= 2
+    return float(optimize.brentq(shortfall, 0.0, hi, xtol=1e-6))
+
+
+def detectable_change(
+    cv: float,
+    n: int,
+    *,
+    first_stage: int | None = None,
+    family: int = 1,
+    confidence: float = 0.95,
+    power: float = 0.8,
+) -> float:
+    """The smallest relative change between two configurations of run-to-run CV `cv`, `n`
+    replicates each, found with `power` (for --dry-run, from a pilot's CV). `first_stage`:
+    the replicate rule's stage-one size, whose df the comparison uses (None: all n).
+    A family of m comparisons is charged Holm's first level α/m. inf below 2 replicates."""
+    if cv < 0 or family < 1 or n < 1:
+        raise ValueError("cv must be ≥ 0, n and family ≥ 1")
+    n0 = n if first_stage is None else min(n, first_stage)
+    if n0 < 2:
+        return math.inf
+    # The df the comparison would use for two equal variances of the mean. Below 5 df each,
+    # sampling noise alone often makes one estimate > 2× the other and the test falls back
+    # to Hsu's df = n0 − 1 (about half the time at 4 df), so the claim uses that df: it
+    # promises no more power than the test has.
+    df = null_df(1.0, n0 - 1, 1.0, n0 - 1)
+    if n0 - 1 < HSU_BELOW_DF:
+        df = n0 - 1
+    alpha = (1 - confidence) / family
+    return noncentrality(df, alpha, power) * cv * math.sqrt(2 / n)
