@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats
 
 from poolbench.stats import ReplicatePolicy
@@ -219,3 +221,17 @@ def test_invalid_policies_are_refused() -> None:
     for kwargs in ({"min_runs": 1}, {"min_runs": 5, "max_runs": 4}, {"ci_target": 0.0}):
         with pytest.raises(ValueError):
             ReplicatePolicy(**kwargs)  # type: ignore[arg-type]
+
+
+@given(
+    st.lists(st.floats(min_value=1, max_value=1e6), min_size=10, max_size=10),
+    st.floats(min_value=1e-3, max_value=1e3),
+)
+def test_the_plan_is_fixed_by_stage_one_and_scale_free(xs: list[float], scale: float) -> None:
+    p = ReplicatePolicy(ci_target=0.05, min_runs=3, max_runs=10)
+    planned = p.more(xs[:3]) + 3
+    assert 3 <= planned <= 10
+    for k in range(3, 11):
+        assert p.more(xs[:k]) == max(0, planned - k)
+    # Units do not matter (MB/s or B/s); up to float rounding at an exact integer boundary.
+    assert abs(p.more([x * scale for x in xs[:3]]) + 3 - planned) <= 1

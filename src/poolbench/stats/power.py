@@ -11,8 +11,8 @@ where λ is the noncentrality at which the two-sided t-test (df degrees of freed
 rejects with probability `power`: P(|T′| > t₁₋α/₂,df) = power for T′ ~ noncentral t(df, λ).
 vA, vB are the variances of the means the replicate rule reports, α the level the comparison
 was tested at (Holm's α/m for the most demanding member of a family of m). The shortcut
-λ ≈ t₁₋α/₂ + t_power is optimistic at small df (simulated 76% instead of 80% at 3 and at 8
-replicates), so the noncentral t is solved exactly.
+λ ≈ t₁₋α/₂ + t_power is optimistic at small df (its true power is 76.6% at 2 df and 79.1%
+at 4, by the noncentral t), so the noncentral t is solved exactly.
 """
 
 from __future__ import annotations
@@ -91,8 +91,8 @@ def detectable_change(
         return math.inf
     # The df the comparison would use for two equal variances of the mean. Below 5 df each,
     # sampling noise alone often makes one estimate > 2× the other and the test falls back
-    # to Hsu's df = n0 − 1 (about half the time at 4 df), so the claim uses that df: it
-    # promises no more power than the test has.
+    # to Hsu's df = n0 − 1 (52% of the time at 4 df, 67% at 2), so the claim uses that df:
+    # it promises no more power than the test has.
     df = null_df(1.0, n0 - 1, 1.0, n0 - 1)
     if n0 - 1 < HSU_BELOW_DF:
         df = n0 - 1
