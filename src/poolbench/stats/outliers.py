@@ -6,8 +6,8 @@ large samples: on clean normal replicates it flagged 29% / 17% / 20% / 12.5% of 
 n = 3 / 4 / 5 / 10 (issue 12), because the MAD of a handful of values is itself very noisy.
 
 Here the cutoff depends on n. For n = 6…30 it is the 99th percentile of max |M| over clean
-normal samples of that size (400,000 simulated samples per n, seed 20261122, see
-bench/stats_calibration.py --outliers): a clean sample is flagged about once in 100, whatever
+normal samples of that size (400,000 simulated samples per n; bench/stats_calibration.py
+--outliers recomputes them, within ±0.05): a clean sample is flagged about once in 100, whatever
 its size. Beyond 30 the Bonferroni normal quantile Φ⁻¹(1 − 0.005/n) is scaled by the factor
 the simulation found at n = 30 (4.77 / 3.59 = 1.33); the MAD gets more precise as n grows, so
 this errs towards fewer flags. Below 6 replicates nothing is flagged: with 3–5 values no
