@@ -126,6 +126,10 @@ def test_summarize_reports_steins_interval() -> None:
     wide = p.summarize([100.0, 104, 96] + [100] * 7)
     assert not wide.target_met and "not met" in wide.warning() and "honest" in wide.warning()
     assert wide.ci_high - 100 == pytest.approx(4.302653 * 4 / math.sqrt(10), abs=1e-5)
+    d = wide.as_dict()
+    assert d["planned"] == 10 and d["target_met"] is False and d["reason"] is None
+    assert d["rel_halfwidth"] == pytest.approx(4.302653 * 4 / math.sqrt(10) / 100, abs=1e-7)
+    assert p.summarize([5.0]).as_dict()["ci_low"] is None  # no nan in JSON
 
 
 def test_engine_loop_collects_the_planned_total() -> None:

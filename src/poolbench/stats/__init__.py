@@ -5,7 +5,7 @@ the modules behind it each hold one rule (see docs/statistics.md).
 """
 
 from poolbench.stats.compare import Ratio
-from poolbench.stats.policy import Estimate, ReplicatePolicy
+from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.stats.power import detectable_change, no_difference_text
 
-__all__ = ["Estimate", "Ratio", "ReplicatePolicy", "detectable_change", "no_difference_text"]
+__all__ = ["MeanCI", "Ratio", "ReplicatePolicy", "detectable_change", "no_difference_text"]

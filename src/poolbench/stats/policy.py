@@ -27,7 +27,7 @@ from poolbench.stats.power import detectable_change
 
 
 @dataclass(frozen=True)
-class Estimate:
+class MeanCI:
     """The reported mean of one figure's replicates with its interval, or why there is none."""
 
     n: int
@@ -56,6 +56,29 @@ class Estimate:
     @property
     def target_met(self) -> bool:
         return self.rel_halfwidth <= self.target
+
+    def as_dict(self) -> dict[str, object]:
+        """For JSON export: every field, nan/inf as None, plus the derived figures."""
+
+        def num(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
+        return {
+            "n": self.n,
+            "mean": num(self.mean),
+            "ci_low": num(self.ci_low),
+            "ci_high": num(self.ci_high),
+            "confidence": self.confidence,
+            "df": self.df,
+            "first_stage_sd": num(self.first_stage_sd),
+            "planned": self.planned,
+            "target": self.target,
+            "rel_halfwidth": num(self.rel_halfwidth),
+            "target_met": self.target_met,
+            "outliers": list(self.outliers),
+            "reason": self.reason or None,
+            "warning": self.warning() or None,
+        }
 
     def warning(self) -> str:
         """Empty when the interval meets the target, else what it means and what to do."""
@@ -111,7 +134,7 @@ class ReplicatePolicy:
             return 0
         return max(0, self.planned(values) - len(values))
 
-    def summarize(self, values: Sequence[float]) -> Estimate:
+    def summarize(self, values: Sequence[float]) -> MeanCI:
         """The mean of all values ± t(n₀ − 1) · s₀ / √n (Stein's interval)."""
         xs = [float(v) for v in values]
         n = len(xs)
@@ -122,8 +145,8 @@ class ReplicatePolicy:
         flags = outlier_mod.flag(xs)
         planned = self.planned(xs) if all(math.isfinite(v) for v in xs) else n
 
-        def est(low: float, high: float, reason: str = "") -> Estimate:
-            return Estimate(
+        def est(low: float, high: float, reason: str = "") -> MeanCI:
+            return MeanCI(
                 n, mean, low, high, self.confidence, st.df, st.sd, planned, self.ci_target,
                 flags, reason,
             )  # fmt: skip
