@@ -20,7 +20,7 @@ met, but the interval is still an honest 95% interval, only wider; the report sa
 
 The target is relative (±5% of the mean), so the absolute half-width d = target·x̄₀ uses the
 stage-one mean as well; that makes n depend weakly on x̄₀ (not only on s₀) and the coverage
-exact only approximately. Simulated (bench/stats_calibration.py): 94.6–95.1% for normal and
+exact only approximately. Simulated (bench/stats_calibration.py): 94.6–95.2% for normal and
 lognormal replicates at CV 3/8/15%, caps 6 and 10, targets 5% and 10%. Working on the log
 scale would make the rule exact for lognormal data but would report a geometric mean, which
 the rest of poolbench (and the user) reads as an arithmetic one; at run-to-run CVs ≤ 15% the
