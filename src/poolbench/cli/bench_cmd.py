@@ -11,11 +11,11 @@ from typing import Any
 import click
 from rich.console import Console
 
-from poolbench import scratch
+from poolbench.engine import scratch
 from poolbench.cli.common import db_option, open_store, progress_bar
 from poolbench.errors import UsageError
 from poolbench.guards.workingset import MiB, parse_size
-from poolbench.measure import Options, Session
+from poolbench.engine.session import Options, Session
 from poolbench.report import bench_table
 from poolbench.stats.summary import StopRule
 from poolbench.store.db import Store
@@ -153,7 +153,7 @@ def bench(
                 runner.run(["mkfs.ext4", "-q", "-F", "/dev/loopN"])
                 runner.run(["mount", "/dev/loopN", str(path)])
             else:
-                from poolbench.orchestrate import default_paths
+                from poolbench.engine.study_run import default_paths
 
                 journals = default_paths(store).journals
                 path = stack.enter_context(scratch.ext4_on_loop(runner, scratch_bytes, journals))

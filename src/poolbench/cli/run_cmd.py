@@ -12,8 +12,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from poolbench import cleanup as cleanup_mod
-from poolbench import orchestrate
+from poolbench.engine import cleanup as cleanup_mod
+from poolbench.engine import study_run as orchestrate
 from poolbench.cli.common import db_option, open_store, progress_bar
 from poolbench.cli.disks_cmd import claim_from_cli
 from poolbench.errors import UsageError

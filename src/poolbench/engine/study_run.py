@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from poolbench import trialops
+from poolbench.engine import pool_ops as trialops
 from poolbench.backends import registry
 from poolbench.backends.base import Availability, Backend, Pool, PoolSpec
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.guards.devices import MountInfo, Target
-from poolbench.measure import Options, Session
+from poolbench.engine.session import Options, Session
 from poolbench.safety.claims import ClaimSet
 from poolbench.safety.journal import Journal
 from poolbench.stats.summary import StopRule

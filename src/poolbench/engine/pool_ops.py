@@ -28,7 +28,7 @@ from typing import IO, Any
 from poolbench.backends.base import Backend, Pool, parse_topology
 from poolbench.backends.zfs import ZfsBackend, parse_status
 from poolbench.errors import PoolbenchError, UsageError
-from poolbench.measure import OpResult
+from poolbench.engine.session import OpResult
 from poolbench.safety.journal import Journal
 from poolbench.study.model import Disks
 from poolbench.system.runner import Runner
