@@ -11,11 +11,11 @@ from typing import Any
 import click
 from rich.console import Console
 
-from poolbench.engine import scratch
 from poolbench.cli.common import db_option, open_store, progress_bar
+from poolbench.engine import scratch
+from poolbench.engine.session import Options, Session
 from poolbench.errors import UsageError
 from poolbench.guards.workingset import MiB, parse_size
-from poolbench.engine.session import Options, Session
 from poolbench.report import bench_table
 from poolbench.stats.summary import StopRule
 from poolbench.store.db import Store

@@ -12,13 +12,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from poolbench.engine import cleanup as cleanup_mod
-from poolbench.engine import study_run as orchestrate
 from poolbench.cli.common import db_option, open_store, progress_bar
 from poolbench.cli.disks_cmd import claim_from_cli
+from poolbench.engine import cleanup as cleanup_mod
+from poolbench.engine import study_run as orchestrate
 from poolbench.errors import UsageError
 from poolbench.report import terminal
 from poolbench.safety.claims import ClaimSet, GuardedRunner
+from poolbench.store import queries
 from poolbench.study import estimate, matrix
 from poolbench.study.model import Study
 from poolbench.study.model import load as load_study
@@ -115,7 +116,7 @@ def execute_study(
     try:
         with progress_bar(err) as update:
             sr.progress = update
-            sr.execute()
+            sr.run()
         status = "finished"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -232,9 +233,7 @@ def runs(db: Path | None, as_json: bool) -> None:
     store = open_store(db)
     items = []
     for r in store.runs():
-        n = store.conn.execute(
-            "SELECT count(*) FROM measurements WHERE run_id=?", (r["id"],)
-        ).fetchone()[0]
+        n = queries.measurement_count(store, r["id"])
         items.append(
             {
                 "id": r["id"],

@@ -27,8 +27,8 @@ from typing import IO, Any
 
 from poolbench.backends.base import Backend, Pool, parse_topology
 from poolbench.backends.zfs import ZfsBackend, parse_status
-from poolbench.errors import PoolbenchError, UsageError
 from poolbench.engine.session import OpResult
+from poolbench.errors import PoolbenchError, UsageError
 from poolbench.safety.journal import Journal
 from poolbench.study.model import Disks
 from poolbench.system.runner import Runner

@@ -15,21 +15,21 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from poolbench.engine import pool_ops as trialops
 from poolbench.backends import registry
 from poolbench.backends.base import Availability, Backend, Pool, PoolSpec
+from poolbench.engine import pool_ops as trialops
+from poolbench.engine.session import Options, Session
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.guards.devices import MountInfo, Target
-from poolbench.engine.session import Options, Session
 from poolbench.safety.claims import ClaimSet
 from poolbench.safety.journal import Journal
 from poolbench.stats.summary import StopRule
+from poolbench.store import queries
 from poolbench.store.db import Store
 from poolbench.study import matrix
 from poolbench.study.model import Study
@@ -167,16 +167,10 @@ class StudyRun:
         }
 
     def missing(self, cfg: matrix.Config, replicate: int) -> set[str]:
-        have = {
-            r["workload"]
-            for r in self.store.conn.execute(
-                "SELECT workload FROM measurements WHERE run_id=? AND config=? AND replicate=?",
-                (self.run_id, cfg.key, replicate),
-            )
-        }
+        have = queries.measured_workloads(self.store, self.run_id, cfg.key, replicate)
         return {w.name for w in self.workloads} - have
 
-    def execute(self) -> None:
+    def run(self) -> None:
         assert self.seed is not None
         planned = matrix.plan(self.study, self.seed)
         todo = [t for t in planned if self.missing(t.config, t.replicate)]
@@ -192,13 +186,13 @@ class StudyRun:
                     Path(self.study.workloads.tarball or "(none)"),
                     self.paths.scratch / f"pb{self.run_id}src",
                 )
-                self._execute(planned, todo)
+                self._run_trials(planned, todo)
             finally:
                 source_journal.teardown()
             return
-        self._execute(planned, todo)
+        self._run_trials(planned, todo)
 
-    def _execute(self, planned: list[matrix.Trial], todo: list[matrix.Trial]) -> None:
+    def _run_trials(self, planned: list[matrix.Trial], todo: list[matrix.Trial]) -> None:
         assert self.seed is not None
         total = len(planned)
         done = total - len(todo)
@@ -230,13 +224,7 @@ class StudyRun:
             self.progress(f"{t.config.key} (replicate {t.replicate + 1})", done, total)
 
     def _needs_more(self, cfg: matrix.Config, rule: StopRule) -> bool:
-        per: dict[str, list[float]] = defaultdict(list)
-        for r in self.store.conn.execute(
-            "SELECT workload, value FROM measurements WHERE run_id=? AND config=? "
-            "ORDER BY replicate",
-            (self.run_id, cfg.key),
-        ):
-            per[r["workload"]].append(r["value"])
+        per = queries.values_by_workload(self.store, self.run_id, cfg.key)
         return any(rule.needs_more(v) for v in per.values())
 
     # -- one trial ---------------------------------------------------------------------------

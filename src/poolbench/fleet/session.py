@@ -26,7 +26,6 @@ sends every server a quit).
 from __future__ import annotations
 
 import dataclasses
-import json
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from poolbench.errors import PoolbenchError, UsageError
 from poolbench.fleet import clientout, probe
 from poolbench.fleet.hosts import Host
 from poolbench.stats.summary import StopRule, Summary, summarize
+from poolbench.store import queries
 from poolbench.store.db import Measurement, Store
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
@@ -522,31 +522,26 @@ class FleetSession:
             self.notes.append(f"data files under {self.targets[label]} may remain: {err}")
 
     def _record_hosts(self) -> None:
-        with self.store.transaction() as c:
-            for h in self.hosts:
-                info = self.infos.get(h.label)
-                c.execute(
-                    "INSERT INTO run_hosts (run_id, label, address, port, path, server_hostname,"
-                    " os, arch, fio_version, clock_skew_s, status, error, not_applied)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (run_id, label) DO UPDATE SET status = excluded.status,"
-                    " error = excluded.error, not_applied = excluded.not_applied",
-                    (
-                        self.run_id,
-                        h.label,
-                        h.address,
-                        h.port,
-                        self.targets[h.label],
-                        info.server_hostname if info else None,
-                        info.os if info else None,
-                        info.arch if info else None,
-                        info.fio_version if info else None,
-                        info.clock_skew_s if info else None,
-                        "failed" if h.label in self.failures else "ok",
-                        self.failures.get(h.label),
-                        json.dumps(self.not_applied[h.label]),
-                    ),
+        rows = []
+        for h in self.hosts:
+            info = self.infos.get(h.label)
+            rows.append(
+                queries.RunHost(
+                    label=h.label,
+                    address=h.address,
+                    port=h.port,
+                    path=self.targets[h.label],
+                    server_hostname=info.server_hostname if info else None,
+                    os=info.os if info else None,
+                    arch=info.arch if info else None,
+                    fio_version=info.fio_version if info else None,
+                    clock_skew_s=info.clock_skew_s if info else None,
+                    status="failed" if h.label in self.failures else "ok",
+                    error=self.failures.get(h.label),
+                    not_applied=self.not_applied[h.label],
                 )
+            )
+        queries.record_run_hosts(self.store, self.run_id, rows)
 
     def flush_commands(self) -> None:
         calls = self.runner.calls[self._flushed :]

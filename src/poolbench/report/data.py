@@ -14,6 +14,7 @@ from typing import Any
 
 from poolbench.errors import UsageError
 from poolbench.stats.summary import Summary, summarize
+from poolbench.store import queries
 from poolbench.store.db import Store
 
 GiB = 1024**3
@@ -200,13 +201,13 @@ def _json(text: str | None, default: Any) -> Any:
 def resolve_run(store: Store, ref: str) -> int:
     """A run id, or 'latest' (the highest id)."""
     if ref == "latest":
-        row = store.conn.execute("SELECT max(id) FROM runs").fetchone()
-        if row is None or row[0] is None:
+        latest = queries.latest_run_id(store)
+        if latest is None:
             raise UsageError(
                 f"The result store {store.path} has no runs yet.",
                 "Measure something first: poolbench bench PATH, or poolbench run STUDY.",
             )
-        return int(row[0])
+        return latest
     if not ref.isdigit():
         raise UsageError(
             f"'{ref}' is not a run.", "Give a run id (see 'poolbench runs') or 'latest'."
