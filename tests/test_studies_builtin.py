@@ -24,7 +24,7 @@ from tests.conftest import IS_ROOT, poolbench
 from poolbench import studies
 from poolbench.backends.zfs import parse_resilver
 from poolbench.engine.pool_ops import backend_layout, check_pool_workloads, disks_for
-from poolbench.engine.study_run import spec_for
+from poolbench.engine.trial import spec_for
 from poolbench.errors import UsageError
 from poolbench.study import matrix
 from poolbench.study.estimate import estimate
