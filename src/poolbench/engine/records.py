@@ -210,9 +210,9 @@ class Findings:
         data = _obj(g.get("data"))
         pct = _opt_int(data.get("compressibility_percent"))
         durability = g.get("durability")
-        return cls(
+        found = cls(
             data=DataFinding(pct, str(data.get("pattern", ""))) if pct is not None else None,
-            durability=str(durability) if durability is not None else None,
+            durability=durability if isinstance(durability, str) else None,
             cache=CacheFinding.from_json(g["cache"]) if isinstance(g.get("cache"), dict) else None,
             device=DeviceFinding.from_json(g["device"])
             if isinstance(g.get("device"), dict)
@@ -221,6 +221,12 @@ class Findings:
             pool=g["pool"] if isinstance(g.get("pool"), dict) else None,
             other={k: v for k, v in g.items() if k not in _TYPED},
         )
+        # A section that is not what poolbench writes (a damaged or foreign row) is kept
+        # as it is, so writing the record back loses nothing.
+        for key in _TYPED:
+            if key in g and getattr(found, key) is None:
+                found.other[key] = g[key]
+        return found
 
     def copy(self) -> Findings:
         """A fresh record with the same sections (the trial-wide part of every measurement)."""
