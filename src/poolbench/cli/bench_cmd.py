@@ -135,6 +135,18 @@ def bench(
         metadata_files=metadata_files,
         stop=stop_rule(min_runs, max_runs, ci_target / 100),
     )
+    _measure(path, scratch_size, options, dry_run=dry_run, as_json=as_json, db=db)
+
+
+def _measure(
+    path: Path | None,
+    scratch_size: str | None,
+    options: Options,
+    *,
+    dry_run: bool,
+    as_json: bool,
+    db: Path | None,
+) -> None:
     err = Console(stderr=True)
     runner = LocalRunner(dry_run=dry_run, echo=lambda s: err.print(f"[dim]would run:[/] {s}"))
     store = open_store(db)
