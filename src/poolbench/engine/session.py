@@ -294,7 +294,7 @@ class Session:
         warnings += dev.warnings + self._cold_rule_warning(w, findings)
         findings.fio = FioFinding(result.fio_version, result.within_run_bw_dev, result.lat_mean_ns)
         self._read_back(w, findings)
-        value = _value(w, result.io_bytes, result.total_ios, seconds)
+        value = figure(w, result.io_bytes, result.total_ios, seconds)
         self._record(res, Measurement(
             self.subject.config, w.name, replicate, value, w.unit, result.io_bytes,
             result.total_ios, seconds, dev.device_bytes, dev.device_mib_s, warnings, findings,
@@ -386,7 +386,8 @@ def _durability(w: Workload) -> str:
     return "syncfs after the last operation, timed" if w.is_metadata else "n/a"
 
 
-def _value(w: Workload, io_bytes: int, ios: int, seconds: float) -> float:
+def figure(w: Workload, io_bytes: int, ios: int, seconds: float) -> float:
+    """The workload's figure in its unit (MiB/s or operations/s); bench, study and fleet."""
     if seconds <= 0:
         raise PoolbenchError(
             f"fio reported a zero runtime for {w.name}.",

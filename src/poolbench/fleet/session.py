@@ -42,6 +42,7 @@ from poolbench.engine.records import (
     FioFinding,
     Measurement,
 )
+from poolbench.engine.session import figure
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.fleet import clientout, probe
 from poolbench.fleet.hosts import Host
@@ -317,16 +318,6 @@ class FleetSession:
         self.flush_commands()
         self._fail(out.errors, f"measuring {w.name} (run {rep + 1})")
 
-    def _value(self, w: Workload, figs: clientout.HostFigures) -> float:
-        if figs.runtime_s <= 0:
-            raise PoolbenchError(
-                f"fio reported a zero runtime for {w.name}.",
-                "The working set is too small to time; raise --size.",
-            )
-        if w.unit == "MiB/s":
-            return figs.io_bytes / figs.runtime_s / MiB
-        return figs.total_ios / figs.runtime_s
-
     def _device_guard(
         self, w: Workload, label: str, figs: clientout.HostFigures, out: clientout.FleetOutput
     ) -> tuple[DeviceFinding, str]:
@@ -401,7 +392,7 @@ class FleetSession:
         job: str,
     ) -> float:
         w = res.workload
-        value = self._value(w, figs)
+        value = figure(w, figs.io_bytes, figs.total_ios, figs.runtime_s)
         device, dev_warning = self._device_guard(w, label, figs, out)
         warnings = [dev_warning] if dev_warning else []
         if out.errors:
