@@ -23,12 +23,12 @@ from tests.conftest import IS_ROOT, poolbench
 
 from poolbench import studies
 from poolbench.backends.zfs import parse_resilver
+from poolbench.engine.pool_ops import backend_layout, check_pool_workloads, disks_for
+from poolbench.engine.trial import spec_for
 from poolbench.errors import UsageError
-from poolbench.orchestrate import spec_for
 from poolbench.study import matrix
 from poolbench.study.estimate import estimate
 from poolbench.study.model import load, parse
-from poolbench.trialops import backend_layout, check_pool_workloads, disks_for
 from poolbench.workloads.library import parse_list
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.console import Console
 
-from poolbench import scratch
 from poolbench.cli.common import db_option, open_store, progress_bar
+from poolbench.engine.bench_run import BenchResult, BenchRun
+from poolbench.engine.replicates import stop_rule
+from poolbench.engine.session import Options
 from poolbench.errors import UsageError
 from poolbench.guards.workingset import MiB, parse_size
-from poolbench.measure import Options, Session
 from poolbench.report import bench_table
-from poolbench.stats.summary import StopRule
 from poolbench.store.db import Store
-from poolbench.system import probes
 from poolbench.system.runner import LocalRunner
 from poolbench.workloads.library import DEFAULT_BENCH, parse_list
 
@@ -136,96 +133,59 @@ def bench(
         iodepth=iodepth,
         numjobs=numjobs,
         metadata_files=metadata_files,
-        stop=StopRule(min_runs, max_runs, ci_target / 100),
+        stop=stop_rule(min_runs, max_runs, ci_target / 100),
     )
+    _measure(path, scratch_size, options, dry_run=dry_run, as_json=as_json, db=db)
+
+
+def _measure(
+    path: Path | None,
+    scratch_size: str | None,
+    options: Options,
+    *,
+    dry_run: bool,
+    as_json: bool,
+    db: Path | None,
+) -> None:
     err = Console(stderr=True)
     runner = LocalRunner(dry_run=dry_run, echo=lambda s: err.print(f"[dim]would run:[/] {s}"))
     store = open_store(db)
-    with ExitStack() as stack:
-        if scratch_size is not None:
-            scratch_bytes = parse_size(scratch_size)
-            if options.size is None:
-                # The scratch image lives on this machine's disk; use half of it.
-                options = Options(**{**options.__dict__, "size": scratch_bytes // 2 // MiB * MiB})
-            if dry_run:
-                path = Path("/var/tmp/poolbench-scratch-DRYRUN/mnt")
-                runner.run(["losetup", "--find", "--show", "--direct-io=on", "disk.img"])
-                runner.run(["mkfs.ext4", "-q", "-F", "/dev/loopN"])
-                runner.run(["mount", "/dev/loopN", str(path)])
-            else:
-                from poolbench.orchestrate import default_paths
-
-                journals = default_paths(store).journals
-                path = stack.enter_context(scratch.ext4_on_loop(runner, scratch_bytes, journals))
-        assert path is not None
-        _run(runner, store, path, options, as_json, dry_run, err, scratch_size)
-
-
-def _run(
-    runner: LocalRunner,
-    store: Store,
-    path: Path,
-    options: Options,
-    as_json: bool,
-    dry_run: bool,
-    err: Console,
-    scratch_size: str | None,
-) -> None:
-    argv = ["poolbench", *sys.argv[1:]]
-    metadata: dict[str, Any] = {"machine": probes.machine()}
+    scratch_bytes = parse_size(scratch_size) if scratch_size is not None else None
+    bench_run = BenchRun(runner, store, path, options, scratch_bytes, scratch_size)
     if dry_run:
-        session = Session(runner, store, 0, path, options)
-        if scratch_size is None:
-            session.preflight()
-        else:
-            session.working_set = __import__(
-                "poolbench.guards.workingset", fromlist=["WorkingSet"]
-            ).WorkingSet(options.size, 0, None, 0, False, 0.0)
-            from poolbench.guards.devices import MountInfo, Target
-
-            session.device_target = Target(str(path), MountInfo(str(path), "ext4", "", ""))
-        session.run()
+        bench_run.dry_run()
         err.print("dry run: nothing was changed.")
         return
-    run_id = store.start_run(
-        "bench", str(path if scratch_size is None else "scratch"), argv, metadata
-    )
-    status, error = "failed", None
-    try:
-        session = Session(runner, store, run_id, path, options)
-        metadata.update(session.preflight())
-        metadata["scratch"] = scratch_size
-        store.update_metadata(run_id, metadata)
-        with progress_bar(err) as update:
-            session.progress = update
-            results = session.run()
-        status = "finished"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        kept = len(store.measurements(run_id))
+
+    def interrupted(run_id: int, kept: int) -> None:
         err.print(
             f"Interrupted: {kept} finished measurement(s) kept in run {run_id} ({store.path})."
         )
-        raise
-    except Exception as exc:
-        error = str(exc)
-        raise
-    finally:
-        store.finish_run(run_id, status, error)
+
+    done = bench_run.run(lambda: progress_bar(err), interrupted)
     if as_json:
         click.echo(
             json.dumps(
-                {"run_id": run_id, "db": str(store.path), "results": bench_table.as_json(results)},
+                {
+                    "run_id": done.run_id,
+                    "db": str(store.path),
+                    "results": bench_table.as_json(done.results),
+                },
                 indent=2,
             )
         )
         return
+    _render(done, bench_run.options, store)
+
+
+def _render(done: BenchResult, options: Options, store: Store) -> None:
+    session = done.session
     ws = session.working_set
     tgt = session.device_target
     assert ws is not None and tgt is not None
     stop = options.stop
     head = (
-        f"poolbench bench — run {run_id}: {path} ({tgt.mount.fstype} on "
+        f"poolbench bench — run {done.run_id}: {session.target} ({tgt.mount.fstype} on "
         f"{', '.join(tgt.devices) or 'no block device'})\n"
         f"working set {ws.size_bytes / MiB:,.0f} MiB = {ws.ratio_to_ram:.2f}× RAM; "
         "cold reads after a cache drop, checked each time (a failed check is a warning); "
@@ -234,10 +194,10 @@ def _run(
         f"to a 95% CI within ±{stop.target:.0%}; fio {session.fio_version}"
     )
     console = Console(width=None if sys.stdout.isatty() else 110)
-    bench_table.render(console, results, head)
+    bench_table.render(console, done.results, head)
     if ws.below_cold_rule:
         console.print(
             f"note: the working set is below 2× RAM ({ws.ratio_to_ram:.2f}×); cold reads rely "
             "on the cache drop (checked per figure) and the device byte check above."
         )
-    console.print(f"stored as run {run_id} in {store.path}")
+    console.print(f"stored as run {done.run_id} in {store.path}")

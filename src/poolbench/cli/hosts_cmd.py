@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -16,13 +17,13 @@ from rich.console import Console
 from rich.table import Table
 
 from poolbench.cli.common import open_store
+from poolbench.engine.replicates import stop_rule
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.fleet import hosts as hostlist
 from poolbench.fleet import probe, table
-from poolbench.fleet.session import FleetHostFailed, FleetOptions, FleetSession, check_workloads
+from poolbench.fleet.run import FleetRun, run_fleet
+from poolbench.fleet.session import FleetOptions, FleetSession, check_workloads
 from poolbench.guards.workingset import parse_size
-from poolbench.stats.summary import StopRule
-from poolbench.system import probes
 from poolbench.system.runner import LocalRunner, format_argv
 from poolbench.workloads.library import parse_list
 
@@ -140,7 +141,7 @@ def bench_fleet(params: dict[str, Any]) -> None:
         runtime_s=int(params["runtime"]),
         iodepth=int(params["iodepth"]),
         numjobs=int(params["numjobs"]),
-        stop=StopRule(min_runs, max_runs, float(params["ci_target"]) / 100),
+        stop=stop_rule(min_runs, max_runs, float(params["ci_target"]) / 100),
     )
     check_workloads(options.workloads)
     default = str(path) if path is not None else None
@@ -150,67 +151,49 @@ def bench_fleet(params: dict[str, Any]) -> None:
     if params.get("dry_run"):
         _dry_run(fleet, default, options, err)
         return
-    runner = LocalRunner()
     store = open_store(params.get("db"))
-    argv = ["poolbench", *sys.argv[1:]]
-    metadata: dict[str, Any] = {"machine": probes.machine()}
-    name = "fleet:" + ",".join(h.label for h in fleet)
-    run_id = store.start_run("bench", name, argv, metadata)
-    session = FleetSession(runner, store, run_id, fleet, default, options)
-    status, error, failure = "failed", None, None
-    try:
-        metadata.update(session.preflight())
-        store.update_metadata(run_id, metadata)
-        session.progress = lambda desc, done, total: err.print(
-            f"[dim]{done}/{total}[/] {desc}", highlight=False
-        )
-        try:
-            results = session.run()
-            status = "finished"
-        except FleetHostFailed as exc:
-            status, error, failure = "partial", str(exc), exc
-            results = list(session.results.values())
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    except Exception as exc:
-        error = str(exc)
-        raise
-    finally:
-        metadata.setdefault("fleet", {})["not_applied"] = session.not_applied
-        metadata["fleet"]["notes"] = session.notes
-        metadata["fleet"]["failures"] = session.failures
-        store.update_metadata(run_id, metadata)
-        store.finish_run(run_id, status, error)
+    done = run_fleet(
+        LocalRunner(),
+        store,
+        fleet,
+        default,
+        options,
+        lambda desc, n, total: err.print(f"[dim]{n}/{total}[/] {desc}", highlight=False),
+    )
+    _show(done, store.path, options, bool(params.get("as_json")))
+    if done.failure is not None:
+        raise done.failure
+
+
+def _show(done: FleetRun, db: Path, options: FleetOptions, as_json: bool) -> None:
+    session = done.session
     infos = list(session.infos.values())
-    if params.get("as_json"):
+    if as_json:
         click.echo(
             json.dumps(
                 {
-                    "run_id": run_id,
-                    "db": str(store.path),
-                    "status": status,
+                    "run_id": done.run_id,
+                    "db": str(db),
+                    "status": done.status,
                     "failures": session.failures,
                     "hosts": [i.as_dict() for i in infos],
                     "not_applied": session.not_applied,
                     "notes": session.notes,
-                    "results": table.as_json(results),
+                    "results": table.as_json(done.results),
                 },
                 indent=2,
             )
         )
-    else:
-        head = (
-            f"poolbench bench --hosts — run {run_id}: {len(fleet)} hosts, started together by "
-            f"one fio controller ({session.controller_fio}); working set "
-            f"{options.size / 2**20:,.0f} MiB per host; data {options.compressibility}% "
-            "compressible; writes include fsync"
-        )
-        console = Console(width=None if sys.stdout.isatty() else 120)
-        table.render(console, results, infos, session.not_applied, session.notes, head)
-        console.print(f"stored as run {run_id} ({status}) in {store.path}")
-    if failure is not None:
-        raise failure
+        return
+    head = (
+        f"poolbench bench --hosts — run {done.run_id}: {len(session.hosts)} hosts, started "
+        f"together by one fio controller ({session.controller_fio}); working set "
+        f"{options.size / 2**20:,.0f} MiB per host; data {options.compressibility}% "
+        "compressible; writes include fsync"
+    )
+    console = Console(width=None if sys.stdout.isatty() else 120)
+    table.render(console, done.results, infos, session.not_applied, session.notes, head)
+    console.print(f"stored as run {done.run_id} ({done.status}) in {db}")
 
 
 def _dry_run(
@@ -218,10 +201,7 @@ def _dry_run(
 ) -> None:
     session = FleetSession(LocalRunner(dry_run=True), None, 0, fleet, default, options)  # type: ignore[arg-type]
     for w in options.workloads:
-        argv = ["fio", "--output-format=json"]
-        for i, h in enumerate(fleet):
-            argv += [f"--client={h.connect}", f"{w.name}.host{i}.fio"]
-        err.print(f"[dim]would run:[/] {format_argv(argv)}", highlight=False)
+        err.print(f"[dim]would run:[/] {format_argv(session.dry_argv(w))}", highlight=False)
         for i, (label, text) in enumerate(session.job_texts(w).items()):
             err.print(f"[dim]{w.name}.host{i}.fio ({label}):[/]", highlight=False)
             err.print(text, highlight=False, markup=False)

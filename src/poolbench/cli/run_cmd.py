@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,13 +11,15 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from poolbench import cleanup as cleanup_mod
-from poolbench import orchestrate
+from poolbench.backends.base import Availability
 from poolbench.cli.common import db_option, open_store, progress_bar
 from poolbench.cli.disks_cmd import claim_from_cli
+from poolbench.engine import cleanup as cleanup_mod
+from poolbench.engine import lifecycle, study_run
 from poolbench.errors import UsageError
 from poolbench.report import terminal
 from poolbench.safety.claims import ClaimSet, GuardedRunner
+from poolbench.store import queries
 from poolbench.study import estimate, matrix
 from poolbench.study.model import Study
 from poolbench.study.model import load as load_study
@@ -62,7 +63,7 @@ def execute_study(
         dry_run=dry_run, echo=lambda s: err.print(f"[dim]would run:[/] {s}")
     )
     store = open_store(db)
-    paths = orchestrate.default_paths(store)
+    paths = study_run.default_paths(store)
     if scratch_dir:
         paths.scratch = scratch_dir
     claims: ClaimSet | None = None
@@ -77,63 +78,21 @@ def execute_study(
     if not dry_run:
         for outcome in cleanup_mod.cleanup(runner, paths.journals):
             err.print(f"cleaned up after an earlier crash: {outcome.journal.name}")
-    sr = orchestrate.StudyRun(
+    sr = study_run.StudyRun(
         runner,
         store,
         study,
         text,
         paths,
         seed=seed,
-        argv=["poolbench", *sys.argv[1:]],
+        argv=lifecycle.command_line(),
         claims=claims,
     )
     availability = sr.preflight()
-    plan = matrix.plan(study, sr.seed or 0)
     if dry_run:
-        console.print(
-            f"plan for study '{study.name}' (seed {sr.seed}): {len(plan)} trials, "
-            f"{len(sr.configs)} configurations × {study.replicates} replicates "
-            f"(up to {study.max_replicates} while a CI is wider than ±{study.ci_target}%)"
-        )
-        for t in plan:
-            console.print(f"  {t.index + 1:>3}. replicate {t.replicate + 1}: {t.config.key}")
-        console.print(estimate.estimate(study).text(), highlight=False)
-        console.print("commands of one trial per configuration:")
-        for i, cfg in enumerate(sr.configs):
-            err.print(f"[bold]— {cfg.key}[/]")
-            sr.trial(cfg, 0, i)
-        err.print("dry run: nothing was changed.")
+        _print_plan(sr, console, err)
         return 0
-    if resume is not None:
-        sr.run_id = resume
-        store.finish_run(resume, "running")
-    else:
-        sr.run_id = store.start_run("study", study.name, sr.argv, sr.metadata(availability))
-    if claims is not None:
-        claims.record_overrides(store, sr.run_id)
-    status, error = "failed", None
-    try:
-        with progress_bar(err) as update:
-            sr.progress = update
-            sr.execute()
-        status = "finished"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        n = len(store.measurements(sr.run_id))
-        err.print(
-            f"Interrupted: everything created was torn down; {n} measurement(s) kept in run "
-            f"{sr.run_id}. Finish it with: poolbench run STUDY --resume {sr.run_id}"
-        )
-        raise
-    except Exception as exc:
-        error = str(exc)
-        raise
-    finally:
-        store.finish_run(sr.run_id, status, error)
-        # The scratch root (default /var/tmp/poolbench) holds only trial directories, each
-        # removed by its teardown; leave no empty directory behind either.
-        with contextlib.suppress(OSError):
-            paths.scratch.rmdir()
+    _measure(sr, availability, resume, claims, err)
     if study.disks.source != "devices":
         console.print(
             "[yellow]note:[/] these disks are files on one physical disk of this machine: the "
@@ -142,6 +101,62 @@ def execute_study(
     terminal.render_stored(console, store, sr.run_id)
     console.print(f"stored as run {sr.run_id} in {store.path}")
     return sr.run_id
+
+
+def _print_plan(sr: study_run.StudyRun, console: Console, err: Console) -> None:
+    """--dry-run: the trial order, the estimate, and one trial's commands per configuration."""
+    study = sr.study
+    plan = matrix.plan(study, sr.seed or 0)
+    console.print(
+        f"plan for study '{study.name}' (seed {sr.seed}): {len(plan)} trials, "
+        f"{len(sr.configs)} configurations × {study.replicates} replicates "
+        f"(up to {study.max_replicates} while a CI is wider than ±{study.ci_target}%)"
+    )
+    for t in plan:
+        console.print(f"  {t.index + 1:>3}. replicate {t.replicate + 1}: {t.config.key}")
+    console.print(estimate.estimate(study).text(), highlight=False)
+    console.print("commands of one trial per configuration:")
+    for i, cfg in enumerate(sr.configs):
+        err.print(f"[bold]— {cfg.key}[/]")
+        sr.trial(cfg, 0, i)
+    err.print("dry run: nothing was changed.")
+
+
+def _measure(
+    sr: study_run.StudyRun,
+    availability: dict[str, Availability],
+    resume: int | None,
+    claims: ClaimSet | None,
+    err: Console,
+) -> None:
+    """The study as a stored run (new, or resumed), under the run lifecycle."""
+    store = sr.store
+    if resume is not None:
+        sr.run_id = lifecycle.reopen(store, resume)
+    else:
+        meta = sr.metadata(availability)
+        sr.run_id = lifecycle.start(store, "study", sr.study.name, meta, sr.argv)
+    if claims is not None:
+        claims.record_overrides(store, sr.run_id)
+
+    def interrupted(kept: int) -> None:
+        err.print(
+            f"Interrupted: everything created was torn down; {kept} measurement(s) kept in run "
+            f"{sr.run_id}. Finish it with: poolbench run STUDY --resume {sr.run_id}"
+        )
+
+    try:
+        with (
+            lifecycle.tracked(store, sr.run_id, on_interrupt=interrupted),
+            progress_bar(err) as update,
+        ):
+            sr.progress = update
+            sr.run()
+    finally:
+        # The scratch root (default /var/tmp/poolbench) holds only trial directories, each
+        # removed by its teardown; leave no empty directory behind either.
+        with contextlib.suppress(OSError):
+            sr.paths.scratch.rmdir()
 
 
 @click.command()
@@ -194,7 +209,7 @@ def run(
     """
     if resume is not None:
         store = open_store(db)
-        study, text, stored_seed = orchestrate.load_resume(store, resume)
+        study, text, stored_seed = study_run.load_resume(store, resume)
         store.close()
         execute_study(
             study,
@@ -232,9 +247,7 @@ def runs(db: Path | None, as_json: bool) -> None:
     store = open_store(db)
     items = []
     for r in store.runs():
-        n = store.conn.execute(
-            "SELECT count(*) FROM measurements WHERE run_id=?", (r["id"],)
-        ).fetchone()[0]
+        n = queries.measurement_count(store, r["id"])
         items.append(
             {
                 "id": r["id"],
@@ -279,7 +292,7 @@ def cleanup(db: Path | None, dry_run: bool) -> None:
     """
     store = open_store(db)
     runner = LocalRunner(dry_run=dry_run, echo=lambda s: click.echo(f"would run: {s}"))
-    outcomes = cleanup_mod.cleanup(runner, orchestrate.default_paths(store).journals)
+    outcomes = cleanup_mod.cleanup(runner, study_run.default_paths(store).journals)
     if not outcomes:
         click.echo("nothing to clean up")
     for o in outcomes:

@@ -26,18 +26,29 @@ sends every server a quit).
 from __future__ import annotations
 
 import dataclasses
-import json
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from poolbench.engine import replicates
+from poolbench.engine.lifecycle import CommandLog
+from poolbench.engine.records import (
+    CacheFinding,
+    DataFinding,
+    DeviceFinding,
+    Findings,
+    FioFinding,
+    Measurement,
+)
+from poolbench.engine.session import figure
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.fleet import clientout, probe
 from poolbench.fleet.hosts import Host
-from poolbench.stats.summary import StopRule, Summary, summarize
-from poolbench.store.db import Measurement, Store
+from poolbench.stats.summary import Summary, summarize
+from poolbench.store import queries
+from poolbench.store.db import Store
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
 from poolbench.workloads.library import Workload
@@ -77,7 +88,7 @@ class FleetOptions:
     runtime_s: int = 30
     iodepth: int = 1
     numjobs: int = 1
-    stop: StopRule = field(default_factory=StopRule)
+    stop: replicates.StopRule = field(default_factory=replicates.stop_rule)
 
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -145,7 +156,7 @@ class FleetSession:
         self.notes: list[str] = []
         self.controller_fio = ""
         self._prepared: set[str] = set()
-        self._flushed = 0
+        self.commands = CommandLog(runner, store, run_id)
         self._jobs_dir: Path | None = None
 
     # -- before any I/O ------------------------------------------------------------------------
@@ -197,19 +208,14 @@ class FleetSession:
 
     def _loop(self) -> None:
         stop = self.options.stop
-        done, total = 0, len(self.results) * stop.min_runs
-        while True:
-            pending = [r for r in self.results.values() if stop.needs_more(r.sums)]
-            if not pending:
-                break
-            for res in pending:
-                rep = len(res.sums)
-                if rep >= stop.min_runs:
-                    total += 1
-                if self.progress:
-                    self.progress(f"{res.workload.name} run {rep + 1} on all hosts", done, total)
-                self._measure_once(res, rep)
-                done += 1
+        replicates.interleave(
+            list(self.results.values()),
+            stop,
+            values=lambda r: r.sums,
+            measure=self._measure_once,
+            describe=lambda r, rep: f"{r.workload.name} run {rep + 1} on all hosts",
+            progress=self.progress,
+        )
         for res in self.results.values():
             if res.sums:
                 res.add_warning(stop.verdict(res.sums))
@@ -250,6 +256,13 @@ class FleetSession:
             argv += [f"--client={h.connect}", str(path)]
         res = self.runner.run(argv, check=False, timeout=timeout)
         return clientout.parse(res.stdout, res.stderr, hosts, direction)
+
+    def dry_argv(self, w: Workload) -> list[str]:
+        """--dry-run: the controller command one measurement of `w` would run."""
+        argv = ["fio", "--output-format=json"]
+        for i, h in enumerate(self.hosts):
+            argv += [f"--client={h.connect}", f"{w.name}.host{i}.fio"]
+        return argv
 
     def job_texts(self, w: Workload) -> dict[str, str]:
         """Each live host's complete job file for one measurement of `w`."""
@@ -305,32 +318,20 @@ class FleetSession:
         self.flush_commands()
         self._fail(out.errors, f"measuring {w.name} (run {rep + 1})")
 
-    def _value(self, w: Workload, figs: clientout.HostFigures) -> float:
-        if figs.runtime_s <= 0:
-            raise PoolbenchError(
-                f"fio reported a zero runtime for {w.name}.",
-                "The working set is too small to time; raise --size.",
-            )
-        if w.unit == "MiB/s":
-            return figs.io_bytes / figs.runtime_s / MiB
-        return figs.total_ios / figs.runtime_s
-
     def _device_guard(
         self, w: Workload, label: str, figs: clientout.HostFigures, out: clientout.FleetOutput
-    ) -> tuple[dict[str, Any], str]:
+    ) -> tuple[DeviceFinding, str]:
         disks = out.disks.get(label, [])
         if not disks:
             self._note(label, NO_DISKS_NOTE)
-            return {"not_applied": NO_DISKS_NOTE, "disk_util": []}, (
-                f"host {label}: {NO_DISKS_NOTE}"
-            )
+            finding = DeviceFinding(more={"not_applied": NO_DISKS_NOTE, "disk_util": []})
+            return finding, f"host {label}: {NO_DISKS_NOTE}"
         self._note(label, DISK_COUNTS_NOTE)
         reads = sum(d.read_ios for d in disks)
         writes = sum(d.write_ios for d in disks)
-        guard = {
-            "disk_util": [d.as_dict() for d in disks],
-            "bytes": DISK_COUNTS_NOTE,
-        }
+        finding = DeviceFinding(
+            more={"disk_util": [d.as_dict() for d in disks], "bytes": DISK_COUNTS_NOTE}
+        )
         warning = ""
         if w.direction == "read" and figs.io_bytes and reads == 0:
             warning = (
@@ -344,11 +345,42 @@ class FleetSession:
                 f"host {label}: its disks ({', '.join(d.name for d in disks)}) absorbed no "
                 "write at all: the figure is faster than the disks"
             )
-        return guard, warning
+        return finding, warning
 
     def _note(self, label: str, text: str) -> None:
         if text not in self.not_applied[label]:
             self.not_applied[label].append(text)
+
+    def _cache_guard(self, w: Workload, label: str, warnings: list[str]) -> CacheFinding:
+        """A fio server can only be asked to fadvise: a cold read's cache drop is unverified."""
+        if w.cached_by_design:
+            return CacheFinding("kept on purpose (cached test)", None)
+        if w.cold:
+            warnings.append(f"host {label}: {CACHE_NOTE}")
+            return CacheFinding(
+                "fio invalidate=1 on the server", False, more={"not_applied": CACHE_NOTE}
+            )
+        return CacheFinding("n/a", None)
+
+    def _host_findings(
+        self, w: Workload, label: str, figs: clientout.HostFigures, warnings: list[str]
+    ) -> Findings:
+        info = self.infos.get(label)
+        return Findings(
+            data=DataFinding(self.options.compressibility),
+            durability="end_fsync=1 inside the timed window" if w.direction == "write" else "n/a",
+            cache=self._cache_guard(w, label, warnings),
+            fio=FioFinding(
+                info.fio_version if info else None,
+                figs.within_run_bw_dev,
+                figs.lat_mean_ns,
+                controller_version=self.controller_fio,
+            ),
+            other={
+                "working_set": {"bytes": self.options.size, "not_applied": RAM_NOTE},
+                "fleet": {"host": label, "hosts_started_together": len(self._live())},
+            },
+        )
 
     def _store_host(
         self,
@@ -360,7 +392,7 @@ class FleetSession:
         job: str,
     ) -> float:
         w = res.workload
-        value = self._value(w, figs)
+        value = figure(w, figs.io_bytes, figs.total_ios, figs.runtime_s)
         device, dev_warning = self._device_guard(w, label, figs, out)
         warnings = [dev_warning] if dev_warning else []
         if out.errors:
@@ -368,56 +400,17 @@ class FleetSession:
                 f"host {label}: measured while {', '.join(sorted(out.errors))} failed: the "
                 "fleet was not complete for the whole run"
             )
-        cache: dict[str, Any] = {"method": "n/a"}
-        if w.cached_by_design:
-            cache = {"method": "kept on purpose (cached test)", "verified": None}
-        elif w.cold:
-            cache = {"method": "fio invalidate=1 on the server", "verified": False}
-            cache["not_applied"] = CACHE_NOTE
-            warnings.append(f"host {label}: {CACHE_NOTE}")
-        info = self.infos.get(label)
-        guards: dict[str, Any] = {
-            "data": {
-                "compressibility_percent": self.options.compressibility,
-                "pattern": "fio refill_buffers (fresh random data per write), never zeros",
-            },
-            "durability": "end_fsync=1 inside the timed window"
-            if w.direction == "write"
-            else "n/a",
-            "cache": cache,
-            "device": device,
-            "working_set": {"bytes": self.options.size, "not_applied": RAM_NOTE},
-            "fio": {
-                "version": info.fio_version if info else None,
-                "controller_version": self.controller_fio,
-                "within_run_bw_dev_bytes_s": figs.within_run_bw_dev,
-                "lat_mean_ns": figs.lat_mean_ns,
-            },
-            "fleet": {"host": label, "hosts_started_together": len(self._live())},
-        }
+        findings = self._host_findings(w, label, figs, warnings)
+        findings.device = device
         res.per_host.setdefault(label, []).append(value)
         for text in warnings:
             res.add_warning(text)
-        self.store.add_measurement(
-            self.run_id,
-            Measurement(
-                config=f"{label}:{self.targets[label]}",
-                workload=w.name,
-                replicate=rep,
-                value=value,
-                unit=w.unit,
-                app_bytes=figs.io_bytes,
-                ops=figs.total_ios,
-                seconds=figs.runtime_s,
-                device_bytes=None,
-                device_mib_s=None,
-                warnings=warnings,
-                guards=guards,
-                workload_def=dataclasses.asdict(w),
-                job_file=job,
-                host=label,
-            ),
-        )
+        m = Measurement(
+            f"{label}:{self.targets[label]}", w.name, rep, value, w.unit, figs.io_bytes,
+            figs.total_ios, figs.runtime_s, None, None, warnings, findings,
+            dataclasses.asdict(w), job, host=label,
+        )  # fmt: skip
+        self.store.add_measurement(self.run_id, m.to_row())
         return value
 
     def _store_aggregates(
@@ -452,29 +445,18 @@ class FleetSession:
                 f"(missing: {missing}); this sum is not the fleet's"
             )
             res.partial = True
-        for config, value in ((SUM, sum(values.values())), (SLOWEST, values[slow_label])):
-            self.store.add_measurement(
-                self.run_id,
-                Measurement(
-                    config=config,
-                    workload=w.name,
-                    replicate=rep,
-                    value=value,
-                    unit=w.unit,
-                    app_bytes=io_bytes if config == SUM else figs[slow_label].io_bytes,
-                    ops=sum(f.total_ios for f in figs.values())
-                    if config == SUM
-                    else figs[slow_label].total_ios,
-                    seconds=longest if config == SUM else figs[slow_label].runtime_s,
-                    device_bytes=None,
-                    device_mib_s=None,
-                    warnings=warnings,
-                    guards={"aggregate": {**agg, "kind": config}},
-                    workload_def=dataclasses.asdict(w),
-                    job_file="",
-                    host=None,
-                ),
-            )
+        slow = figs[slow_label]
+        rows = (
+            (SUM, sum(values.values()), io_bytes, sum(f.total_ios for f in figs.values()), longest),
+            (SLOWEST, values[slow_label], slow.io_bytes, slow.total_ios, slow.runtime_s),
+        )
+        for config, value, app_bytes, ops, seconds in rows:
+            findings = Findings(other={"aggregate": {**agg, "kind": config}})
+            m = Measurement(
+                config, w.name, rep, value, w.unit, app_bytes, ops, seconds, None, None,
+                warnings, findings, dataclasses.asdict(w), "", host=None,
+            )  # fmt: skip
+            self.store.add_measurement(self.run_id, m.to_row())
         if not partial:
             res.sums.append(sum(values.values()))
             res.slowest.append(values[slow_label])
@@ -522,34 +504,26 @@ class FleetSession:
             self.notes.append(f"data files under {self.targets[label]} may remain: {err}")
 
     def _record_hosts(self) -> None:
-        with self.store.transaction() as c:
-            for h in self.hosts:
-                info = self.infos.get(h.label)
-                c.execute(
-                    "INSERT INTO run_hosts (run_id, label, address, port, path, server_hostname,"
-                    " os, arch, fio_version, clock_skew_s, status, error, not_applied)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (run_id, label) DO UPDATE SET status = excluded.status,"
-                    " error = excluded.error, not_applied = excluded.not_applied",
-                    (
-                        self.run_id,
-                        h.label,
-                        h.address,
-                        h.port,
-                        self.targets[h.label],
-                        info.server_hostname if info else None,
-                        info.os if info else None,
-                        info.arch if info else None,
-                        info.fio_version if info else None,
-                        info.clock_skew_s if info else None,
-                        "failed" if h.label in self.failures else "ok",
-                        self.failures.get(h.label),
-                        json.dumps(self.not_applied[h.label]),
-                    ),
+        rows = []
+        for h in self.hosts:
+            info = self.infos.get(h.label)
+            rows.append(
+                queries.RunHost(
+                    label=h.label,
+                    address=h.address,
+                    port=h.port,
+                    path=self.targets[h.label],
+                    server_hostname=info.server_hostname if info else None,
+                    os=info.os if info else None,
+                    arch=info.arch if info else None,
+                    fio_version=info.fio_version if info else None,
+                    clock_skew_s=info.clock_skew_s if info else None,
+                    status="failed" if h.label in self.failures else "ok",
+                    error=self.failures.get(h.label),
+                    not_applied=self.not_applied[h.label],
                 )
+            )
+        queries.record_run_hosts(self.store, self.run_id, rows)
 
     def flush_commands(self) -> None:
-        calls = self.runner.calls[self._flushed :]
-        if calls:
-            self.store.add_commands(self.run_id, calls)
-            self._flushed += len(calls)
+        self.commands.flush()

@@ -16,7 +16,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from poolbench.system.runner import CommandError, Runner
+from poolbench.system.probes import resident_bytes
+from poolbench.system.runner import Runner
+
+__all__ = ["CacheDrop", "drop", "resident_bytes"]
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 MAX_RESIDENT_FRACTION = 0.01
@@ -33,25 +36,6 @@ class CacheDrop:
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
-
-
-def resident_bytes(runner: Runner, files: Sequence[Path]) -> int | None:
-    """Bytes of `files` in the page cache, by util-linux fincore; None if it cannot tell."""
-    existing = [str(f) for f in files if f.exists()]
-    if not existing:
-        return 0
-    try:
-        out = runner.run(
-            ["fincore", "--bytes", "--noheadings", "--raw", "--output", "RES", *existing],
-            mutates=False,
-        ).stdout
-    except (CommandError, OSError):
-        return None
-    total = 0
-    for line in out.split():
-        if line.isdigit():
-            total += int(line)
-    return total
 
 
 def _fadvise_dontneed(files: Sequence[Path]) -> None:

@@ -7,31 +7,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from poolbench.errors import UsageError
+from poolbench.system.probes import arc_max_bytes, ram_bytes
+
+__all__ = ["WorkingSet", "arc_max_bytes", "choose", "parse_size", "ram_bytes"]
 
 MiB = 1024 * 1024
 COLD_FACTOR = 2  # working set ≥ 2× RAM by default (DESIGN.md §3 rule 1)
 # Room kept free beyond the data files: metadata, the job files, and a filesystem that
 # behaves differently when nearly full (which would measure fullness, not the layout).
 FREE_MARGIN = 0.10
-
-
-def ram_bytes(meminfo: Path = Path("/proc/meminfo")) -> int:
-    for line in meminfo.read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError("MemTotal missing from /proc/meminfo")
-
-
-def arc_max_bytes(arcstats: Path = Path("/proc/spl/kstat/zfs/arcstats")) -> int | None:
-    """OpenZFS ARC's ceiling (c_max), if OpenZFS is loaded."""
-    try:
-        for line in arcstats.read_text().splitlines():
-            parts = line.split()
-            if parts and parts[0] == "c_max":
-                return int(parts[2])
-    except OSError:
-        return None
-    return None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from poolbench.measure import WorkloadResult
+from poolbench.engine.session import WorkloadResult
 
 
 def _fmt(v: float) -> str:

@@ -12,8 +12,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from poolbench.engine.records import Findings
 from poolbench.errors import UsageError
 from poolbench.stats.summary import Summary, summarize
+from poolbench.store import queries
 from poolbench.store.db import Store
 
 GiB = 1024**3
@@ -45,9 +47,9 @@ class Cell:
     def pool(self) -> dict[str, Any]:
         """The pool description read back for this configuration (studies), else {}."""
         for g in self.guards:
-            p = g.get("pool")
-            if isinstance(p, dict) and p:
-                return p
+            p = Findings.from_json(g).pool
+            if p:
+                return dict(p)
         return {}
 
 
@@ -113,9 +115,9 @@ class RunData:
         if isinstance(opts, dict) and isinstance(opts.get("compressibility"), int):
             return int(opts["compressibility"])
         for m in self.measurements:
-            data = m["guards"].get("data")
-            if isinstance(data, dict) and isinstance(data.get("compressibility_percent"), int):
-                return int(data["compressibility_percent"])
+            data = Findings.from_json(m["guards"]).data
+            if data is not None:
+                return data.compressibility_percent
         return None
 
     def working_set_bytes(self) -> int | None:
@@ -148,9 +150,9 @@ class RunData:
         if isinstance(top, str) and top:
             found.append(top)
         for m in self.measurements:
-            fio = m["guards"].get("fio")
-            v = fio.get("version") if isinstance(fio, dict) else None
-            if isinstance(v, str) and v and v not in found:
+            fio = Findings.from_json(m["guards"]).fio
+            v = fio.version if fio is not None else None
+            if v and v not in found:
                 found.append(v)
         return found
 
@@ -200,13 +202,13 @@ def _json(text: str | None, default: Any) -> Any:
 def resolve_run(store: Store, ref: str) -> int:
     """A run id, or 'latest' (the highest id)."""
     if ref == "latest":
-        row = store.conn.execute("SELECT max(id) FROM runs").fetchone()
-        if row is None or row[0] is None:
+        latest = queries.latest_run_id(store)
+        if latest is None:
             raise UsageError(
                 f"The result store {store.path} has no runs yet.",
                 "Measure something first: poolbench bench PATH, or poolbench run STUDY.",
             )
-        return int(row[0])
+        return latest
     if not ref.isdigit():
         raise UsageError(
             f"'{ref}' is not a run.", "Give a run id (see 'poolbench runs') or 'latest'."

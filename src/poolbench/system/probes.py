@@ -1,13 +1,16 @@
-"""Read-only probes of the machine: versions, memory, block devices. Nothing here writes."""
+"""Read-only probes of the machine: versions, memory (RAM, ZFS's ARC), block devices, the page
+cache's hold on files. Nothing here writes; nothing here imports the guards that use them."""
 
 from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from poolbench import __version__
+from poolbench.system.runner import CommandError, Runner
 
 SYS_BLOCK = Path("/sys/class/block")
 
@@ -51,8 +54,6 @@ def _int(text: str | None) -> int | None:
 
 
 def machine() -> dict[str, Any]:
-    from poolbench.guards.workingset import arc_max_bytes, ram_bytes
-
     uname = os.uname()
     return {
         "poolbench_version": __version__,
@@ -63,3 +64,41 @@ def machine() -> dict[str, Any]:
         "ram_bytes": ram_bytes(),
         "arc_max_bytes": arc_max_bytes(),
     }
+
+
+def ram_bytes(meminfo: Path = Path("/proc/meminfo")) -> int:
+    for line in meminfo.read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("MemTotal missing from /proc/meminfo")
+
+
+def arc_max_bytes(arcstats: Path = Path("/proc/spl/kstat/zfs/arcstats")) -> int | None:
+    """OpenZFS ARC's ceiling (c_max), if OpenZFS is loaded."""
+    try:
+        for line in arcstats.read_text().splitlines():
+            parts = line.split()
+            if parts and parts[0] == "c_max":
+                return int(parts[2])
+    except OSError:
+        return None
+    return None
+
+
+def resident_bytes(runner: Runner, files: Sequence[Path]) -> int | None:
+    """Bytes of `files` in the page cache, by util-linux fincore; None if it cannot tell."""
+    existing = [str(f) for f in files if f.exists()]
+    if not existing:
+        return 0
+    try:
+        out = runner.run(
+            ["fincore", "--bytes", "--noheadings", "--raw", "--output", "RES", *existing],
+            mutates=False,
+        ).stdout
+    except (CommandError, OSError):
+        return None
+    total = 0
+    for line in out.split():
+        if line.isdigit():
+            total += int(line)
+    return total

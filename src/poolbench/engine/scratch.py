@@ -64,3 +64,19 @@ def ext4_on_loop(
                 "Scratch teardown left these alone: " + "; ".join(left),
                 "Inspect them; 'poolbench cleanup' retries.",
             )
+
+
+DRY_RUN_MOUNTPOINT = Path("/var/tmp/poolbench-scratch-DRYRUN/mnt")
+
+
+@contextmanager
+def mounted(runner: Runner, size_bytes: int, journal_dir: Path) -> Iterator[Path]:
+    """`ext4_on_loop`, or under --dry-run the commands it would run and a stand-in path."""
+    if runner.dry_run:
+        runner.run(["losetup", "--find", "--show", "--direct-io=on", "disk.img"])
+        runner.run(["mkfs.ext4", "-q", "-F", "/dev/loopN"])
+        runner.run(["mount", "/dev/loopN", str(DRY_RUN_MOUNTPOINT)])
+        yield DRY_RUN_MOUNTPOINT
+        return
+    with ext4_on_loop(runner, size_bytes, journal_dir) as mnt:
+        yield mnt

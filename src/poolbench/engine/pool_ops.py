@@ -6,7 +6,7 @@
 * **Generic layouts** (`parity1`, `parity2`): one single/double-parity array over all the
   disks, in each backend's own terms (ZFS raidz1/raidz2, btrfs and md raid5/raid6), so one
   study can compare stacks on the same disks.
-* **Hooks** (`PoolHooks`, measure.TrialHooks): pool state and pool operations around the
+* **Hooks** (`PoolHooks`, engine.hooks.TrialHooks): pool state and pool operations around the
   workloads — one member offline for `degraded-read`, the resilver after `zpool replace`, the
   usable space for `capacity`, the compressratio read back after every measurement.
 * **The untar source**: a compressed tarball is unpacked to a plain tar once per run (untimed,
@@ -27,8 +27,11 @@ from typing import IO, Any
 
 from poolbench.backends.base import Backend, Pool, parse_topology
 from poolbench.backends.zfs import ZfsBackend, parse_status
+from poolbench.engine.hooks import OpResult
+from poolbench.engine.records import Findings
+from poolbench.engine.session import Subject
 from poolbench.errors import PoolbenchError, UsageError
-from poolbench.measure import OpResult
+from poolbench.guards.devices import MountInfo, Target
 from poolbench.safety.journal import Journal
 from poolbench.study.model import Disks
 from poolbench.system.runner import Runner
@@ -179,9 +182,33 @@ def dry_commands(
             runner.run(["fio", "--output-format=json", f"{w.name}.fio"])
 
 
+# -- what the session measures ----------------------------------------------------------------
+def subject_for(
+    runner: Runner, backend: Backend, pool: Pool, config: str, findings: Findings
+) -> Subject:
+    """The pool as one object for the measurement session: its mountpoint and members, its
+    backend's cache defeat, the trial's hooks and findings."""
+    spec = pool.spec
+    devices = Target(
+        str(pool.mountpoint),
+        MountInfo(str(pool.mountpoint), spec.backend, spec.name, ""),
+        devices=list(pool.block_devices),
+        how=f"members of {spec.backend} pool {spec.name}",
+        unverified_reason="" if pool.block_devices else "the pool's members are plain files",
+    )
+    return Subject(
+        pool.mountpoint,
+        config,
+        devices=devices,
+        cache_defeat=lambda _files: backend.drop_cache(pool),
+        hooks=PoolHooks(runner, backend, pool),
+        findings=findings,
+    )
+
+
 # -- hooks ------------------------------------------------------------------------------------
 class PoolHooks:
-    """measure.TrialHooks for one trial's pool."""
+    """engine.hooks.TrialHooks for one trial's pool."""
 
     def __init__(self, runner: Runner, backend: Backend, pool: Pool) -> None:
         self.runner = runner
@@ -220,7 +247,7 @@ class PoolHooks:
                 usable / GiB,
                 0,
                 0.0,
-                guards={
+                sections={
                     "capacity": {
                         "usable_bytes": usable,
                         "how": "zfs get used,available (root dataset)"
@@ -254,7 +281,7 @@ class PoolHooks:
             nbytes / seconds / MiB,
             nbytes,
             seconds,
-            guards={
+            sections={
                 "resilver": {
                     "replaced": self.offline_leaf,
                     "with": new,

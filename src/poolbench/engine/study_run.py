@@ -15,21 +15,20 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from poolbench import trialops
 from poolbench.backends import registry
-from poolbench.backends.base import Availability, Backend, Pool, PoolSpec
+from poolbench.backends.base import Availability, Backend, Pool
+from poolbench.engine import pool_ops, replicates, trial
+from poolbench.engine.records import TrialConfig
+from poolbench.engine.session import Session
 from poolbench.errors import PoolbenchError, UsageError
-from poolbench.guards.devices import MountInfo, Target
-from poolbench.measure import Options, Session
 from poolbench.safety.claims import ClaimSet
 from poolbench.safety.journal import Journal
-from poolbench.stats.summary import StopRule
+from poolbench.store import queries
 from poolbench.store.db import Store
 from poolbench.study import matrix
 from poolbench.study.model import Study
@@ -38,14 +37,7 @@ from poolbench.system import probes
 from poolbench.system.runner import Runner
 from poolbench.workloads.library import parse_list
 
-ZFS_POOL_OPTIONS = ("ashift",)
-ZFS_FS_OPTIONS = ("recordsize", "compression", "atime", "sync", "primarycache")
-
 Progress = Callable[[str, int, int], None]
-
-
-class TrialRefused(PoolbenchError):
-    """The pool that was built is not the one asked for: nothing was measured on it."""
 
 
 @dataclass
@@ -57,42 +49,6 @@ class Paths:
 def default_paths(store: Store) -> Paths:
     base = store.path.parent
     return Paths(scratch=Path("/var/tmp/poolbench"), journals=base / "journals")
-
-
-def spec_for(cfg: matrix.Config, devices: Sequence[str], name: str, mount_root: Path) -> PoolSpec:
-    backend = cfg.get("backend", "zfs") or "zfs"
-    levels = dict(cfg.levels)
-    pool_opts: dict[str, str] = {}
-    fs_opts: dict[str, str] = {}
-    if backend == "zfs":
-        pool_opts = {k: levels[k] for k in ZFS_POOL_OPTIONS if k in levels}
-        fs_opts = {k: levels[k] for k in ZFS_FS_OPTIONS if k in levels}
-    elif backend == "btrfs":
-        if "compression" in levels:
-            fs_opts["compression"] = levels["compression"]
-        if "metadata_profile" in levels:
-            pool_opts["metadata_profile"] = levels["metadata_profile"]
-    elif backend == "md":
-        fs_opts["fs"] = levels.get("fs", "ext4")
-    # Applied by the trial loop itself; and `fs = <backend>` names a stack's own filesystem
-    # (fs-compare's matrix: fs=zfs, fs=btrfs beside md's fs=ext4/xfs).
-    consumed = set(trialops.TRIAL_FACTORS) | ({"fs"} if levels.get("fs") == backend else set())
-    unused = set(levels) - {"backend", "layout"} - set(pool_opts) - set(fs_opts) - consumed
-    if unused:
-        raise UsageError(
-            f"Configuration '{cfg.key}': the {backend} backend has no use for "
-            f"{', '.join(sorted(unused))}.",
-            "Remove that factor, or split the study by backend.",
-        )
-    return PoolSpec(
-        backend=backend,
-        layout=trialops.backend_layout(backend, levels["layout"]),
-        devices=tuple(devices),
-        name=name,
-        mount_root=mount_root,
-        pool_options=pool_opts,
-        fs_options=fs_opts,
-    )
 
 
 @dataclass
@@ -140,10 +96,10 @@ class StudyRun:
                     )
                 self.backends[name] = backend
                 found[name] = avail
-            spec = spec_for(cfg, dummy, "pbcheck", self.paths.scratch)
+            spec = trial.spec_for(cfg, dummy, "pbcheck", self.paths.scratch)
             self.backends[name].validate(spec)
-            trialops.disks_for(self.study.disks, dict(cfg.levels))
-            trialops.check_pool_workloads(name, spec.layout, n, self.workloads)
+            pool_ops.disks_for(self.study.disks, dict(cfg.levels))
+            pool_ops.check_pool_workloads(name, spec.layout, n, self.workloads)
         if not self.configs:
             raise UsageError(
                 f"Study '{self.study.name}': its exclude list drops every configuration.",
@@ -167,16 +123,10 @@ class StudyRun:
         }
 
     def missing(self, cfg: matrix.Config, replicate: int) -> set[str]:
-        have = {
-            r["workload"]
-            for r in self.store.conn.execute(
-                "SELECT workload FROM measurements WHERE run_id=? AND config=? AND replicate=?",
-                (self.run_id, cfg.key, replicate),
-            )
-        }
+        have = queries.measured_workloads(self.store, self.run_id, cfg.key, replicate)
         return {w.name for w in self.workloads} - have
 
-    def execute(self) -> None:
+    def run(self) -> None:
         assert self.seed is not None
         planned = matrix.plan(self.study, self.seed)
         todo = [t for t in planned if self.missing(t.config, t.replicate)]
@@ -187,18 +137,18 @@ class StudyRun:
             )
             self.paths.journals.mkdir(parents=True, exist_ok=True)
             try:
-                self.untar_source = trialops.plain_tarball(
+                self.untar_source = pool_ops.plain_tarball(
                     source_journal,
                     Path(self.study.workloads.tarball or "(none)"),
                     self.paths.scratch / f"pb{self.run_id}src",
                 )
-                self._execute(planned, todo)
+                self._run_trials(planned, todo)
             finally:
                 source_journal.teardown()
             return
-        self._execute(planned, todo)
+        self._run_trials(planned, todo)
 
-    def _execute(self, planned: list[matrix.Trial], todo: list[matrix.Trial]) -> None:
+    def _run_trials(self, planned: list[matrix.Trial], todo: list[matrix.Trial]) -> None:
         assert self.seed is not None
         total = len(planned)
         done = total - len(todo)
@@ -207,7 +157,7 @@ class StudyRun:
             self.trial(t.config, t.replicate, t.index)
             done += 1
         # More rounds for the configurations whose CI is still wider than the target.
-        rule = StopRule(
+        rule = replicates.stop_rule(
             self.study.replicates, self.study.max_replicates, self.study.ci_target / 100
         )
         replicate = self.study.replicates
@@ -229,47 +179,23 @@ class StudyRun:
         if self.progress:
             self.progress(f"{t.config.key} (replicate {t.replicate + 1})", done, total)
 
-    def _needs_more(self, cfg: matrix.Config, rule: StopRule) -> bool:
-        per: dict[str, list[float]] = defaultdict(list)
-        for r in self.store.conn.execute(
-            "SELECT workload, value FROM measurements WHERE run_id=? AND config=? "
-            "ORDER BY replicate",
-            (self.run_id, cfg.key),
-        ):
-            per[r["workload"]].append(r["value"])
+    def _needs_more(self, cfg: matrix.Config, rule: replicates.StopRule) -> bool:
+        per = queries.values_by_workload(self.store, self.run_id, cfg.key)
         return any(rule.needs_more(v) for v in per.values())
 
     # -- one trial ---------------------------------------------------------------------------
     def trial(self, cfg: matrix.Config, replicate: int, index: int) -> None:
-        from poolbench.backends import sources
-
+        """Build the configuration, check it is what was asked, measure it, tear it down
+        (always: the journal undoes whatever was created, newest first)."""
+        tc = TrialConfig(cfg, replicate, index)
         name = f"pb{self.run_id}t{index}"
         dry = self.runner.dry_run
         journal_path = self.paths.journals / f"run{self.run_id}-pid{os.getpid()}-trial{index}.jsonl"
         journal = Journal(self.runner, None if dry else journal_path)
         if not dry:
             self.paths.journals.mkdir(parents=True, exist_ok=True)
-        backend = self.backends[cfg.get("backend", "zfs") or "zfs"]
         try:
-            base = self.paths.scratch / name
-            disks = trialops.disks_for(self.study.disks, dict(cfg.levels))
-            devices = sources.make_disks(self.runner, journal, disks, base, claims=self.claims)
-            spec = spec_for(cfg, devices, name, base)
-            pool = backend.create(spec, journal)
-            if dry:
-                trialops.dry_commands(self.runner, pool, dict(cfg.levels), self.workloads)
-                backend.destroy(pool, journal)
-                return
-            problems = backend.verify(pool)
-            if problems:
-                raise TrialRefused(
-                    f"The pool built for '{cfg.key}' is not what was asked: "
-                    + "; ".join(problems)
-                    + ". Nothing was measured on it.",
-                    "Check that this ZFS/btrfs version supports the option as given.",
-                )
-            self._measure(cfg, replicate, backend, pool)
-            backend.destroy(pool, journal)
+            self._build_measure_destroy(tc, name, journal)
         finally:
             left = journal.teardown()
             if left:
@@ -278,49 +204,29 @@ class StudyRun:
                     "Inspect them; 'poolbench cleanup' retries what is poolbench's.",
                 )
 
-    def _measure(self, cfg: matrix.Config, replicate: int, backend: Backend, pool: Pool) -> None:
-        wl = self.study.workloads
-        from poolbench.guards.workingset import parse_size
+    def _build_measure_destroy(self, tc: TrialConfig, name: str, journal: Journal) -> None:
+        from poolbench.backends import sources
 
-        levels = dict(cfg.levels)
-        options = Options(
-            workloads=self.workloads,
-            size=parse_size(wl.size),
-            compressibility=int(levels.get("compressibility", wl.compressibility)),
-            runtime_s=wl.runtime,
-            iodepth=wl.iodepth,
-            numjobs=wl.jobs,
-            metadata_files=wl.metadata_files,
-            tarball=self.untar_source,
-        )
-        extra: dict[str, Any] = {"pool": pool.described, "replicate": replicate}
-        if "fill" in levels:
-            streams = max(w.streams for w in self.workloads)
-            extra["fill"] = trialops.prefill(
-                self.runner, pool, int(levels["fill"]), parse_size(wl.size), streams
-            )
-        target = Target(
-            str(pool.mountpoint),
-            MountInfo(str(pool.mountpoint), pool.spec.backend, pool.spec.name, ""),
-            devices=list(pool.block_devices),
-            how=f"members of {pool.spec.backend} pool {pool.spec.name}",
-            unverified_reason="" if pool.block_devices else "the pool's members are plain files",
-        )
-        session = Session(
-            self.runner,
-            self.store,
-            self.run_id,
-            pool.mountpoint,
-            options,
-            config=cfg.key,
-            cache_defeat=lambda _files: backend.drop_cache(pool),
-            device_target=target,
-            extra_guards=extra,
-            hooks=trialops.PoolHooks(self.runner, backend, pool),
-        )
+        backend = self.backends[tc.backend]
+        base = self.paths.scratch / name
+        disks = pool_ops.disks_for(self.study.disks, tc.levels)
+        devices = sources.make_disks(self.runner, journal, disks, base, claims=self.claims)
+        pool = backend.create(trial.spec_for(tc.config, devices, name, base), journal)
+        if self.runner.dry_run:
+            pool_ops.dry_commands(self.runner, pool, tc.levels, self.workloads)
+        else:
+            trial.refuse_if_not_as_asked(tc, backend.verify(pool))
+            self._measure(tc, backend, pool)
+        backend.destroy(pool, journal)
+
+    def _measure(self, tc: TrialConfig, backend: Backend, pool: Pool) -> None:
+        options = trial.options_for(self.study, self.workloads, tc, self.untar_source)
+        findings = trial.findings_for(self.runner, pool, tc, options)
+        subject = pool_ops.subject_for(self.runner, backend, pool, tc.key, findings)
+        session = Session(self.runner, self.store, self.run_id, subject, options)
         session.preflight()
-        have = {w.name for w in self.workloads} - self.missing(cfg, replicate)
-        session.run_once(replicate, skip=have)
+        have = {w.name for w in self.workloads} - self.missing(tc.config, tc.replicate)
+        session.run_once(tc.replicate, skip=have)
 
 
 def load_resume(store: Store, run_id: int) -> tuple[Study, str, int]:

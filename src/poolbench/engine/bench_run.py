@@ -1,0 +1,85 @@
+"""`poolbench bench` as one run: measure one mounted filesystem (or a scratch ext4 poolbench
+makes for the purpose) under the run lifecycle, and keep what the header needs to say."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from poolbench.engine import lifecycle, scratch
+from poolbench.engine.session import Options, Session, Subject, WorkloadResult
+from poolbench.engine.study_run import default_paths
+from poolbench.guards.devices import MountInfo, Target
+from poolbench.guards.workingset import WorkingSet
+from poolbench.store.db import Store
+from poolbench.system import probes
+from poolbench.system.runner import Runner
+
+MiB = 1024 * 1024
+ProgressBar = Callable[[], AbstractContextManager[Callable[[str, int, int], None]]]
+
+
+@dataclass
+class BenchResult:
+    run_id: int
+    results: list[WorkloadResult]
+    session: Session  # its working set, device target and fio version, for the header
+
+
+@dataclass
+class BenchRun:
+    runner: Runner
+    store: Store
+    path: Path | None  # None: a scratch filesystem of `scratch_bytes`
+    options: Options
+    scratch_bytes: int | None = None
+    scratch_size: str | None = None  # as the user wrote it, for the record
+
+    def __post_init__(self) -> None:
+        if self.scratch_bytes is not None and self.options.size is None:
+            # The scratch image lives on this machine's disk; use half of it.
+            self.options = replace(self.options, size=self.scratch_bytes // 2 // MiB * MiB)
+
+    def _target(self, stack: ExitStack) -> Path:
+        if self.scratch_bytes is None:
+            assert self.path is not None
+            return self.path
+        journals = default_paths(self.store).journals
+        return stack.enter_context(scratch.mounted(self.runner, self.scratch_bytes, journals))
+
+    def dry_run(self) -> None:
+        """Every command and fio job that would run; nothing is run or stored."""
+        with ExitStack() as stack:
+            path = self._target(stack)
+            session = Session(self.runner, self.store, 0, Subject.directory(path), self.options)
+            if self.scratch_bytes is None:
+                session.preflight()
+            else:  # the scratch filesystem does not exist: nothing to probe
+                session.working_set = WorkingSet(self.options.size or 0, 0, None, 0, False, 0.0)
+                session.device_target = Target(str(path), MountInfo(str(path), "ext4", "", ""))
+            session.run()
+
+    def run(
+        self, progress_bar: ProgressBar, on_interrupt: Callable[[int, int], None]
+    ) -> BenchResult:
+        """Measure and store as a new run; `on_interrupt(run_id, kept)` on Ctrl-C."""
+        with ExitStack() as stack:
+            path = self._target(stack)
+            metadata: dict[str, Any] = {"machine": probes.machine()}
+            name = str(path if self.scratch_bytes is None else "scratch")
+            run_id = lifecycle.start(self.store, "bench", name, metadata)
+            subject = Subject.directory(path)
+            session = Session(self.runner, self.store, run_id, subject, self.options)
+            with lifecycle.tracked(
+                self.store, run_id, on_interrupt=lambda kept: on_interrupt(run_id, kept)
+            ):
+                metadata.update(session.preflight())
+                metadata["scratch"] = self.scratch_size
+                self.store.update_metadata(run_id, metadata)
+                with progress_bar() as update:
+                    session.progress = update
+                    results = session.run()
+        return BenchResult(run_id, results, session)

@@ -1,0 +1,68 @@
+"""The device byte check around one timed measurement: the block-device counters under the
+target read before and after, set against the bytes the application moved (guards/devices)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from poolbench.engine.records import DeviceFinding
+from poolbench.guards import devices
+from poolbench.guards.devices import Counters, Target
+
+
+@dataclass(frozen=True)
+class DeviceOutcome:
+    finding: DeviceFinding
+    device_bytes: int | None = None
+    device_mib_s: float | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+class DeviceWindow:
+    """Open before the timed part of a measurement, close right after it."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.before: dict[str, Counters] = (
+            devices.read_counters(target.devices) if target.verifiable else {}
+        )
+
+    def close(
+        self,
+        direction: str,
+        app_bytes: int,
+        seconds: float,
+        *,
+        compressibility: int,
+        cached_by_design: bool = False,
+        warn_unverified: bool = True,
+    ) -> DeviceOutcome:
+        """`direction`: read, write or meta. Without a countable device, the finding says why
+        and (with `warn_unverified`) so does a warning."""
+        target = self.target
+        if not target.verifiable:
+            warnings = []
+            if warn_unverified:
+                warnings.append(
+                    f"unverified: {target.unverified_reason}, so poolbench cannot confirm the "
+                    "bytes reached a disk"
+                )
+            return DeviceOutcome(DeviceFinding(unverified=target.unverified_reason),
+                                 warnings=warnings)  # fmt: skip
+        io = devices.delta(self.before, devices.read_counters(target.devices))
+        chk = devices.check(
+            direction,
+            app_bytes,
+            io,
+            seconds,
+            cached_by_design=cached_by_design,
+            compressibility=compressibility,
+        )
+        finding = DeviceFinding(
+            devices=tuple(target.devices),
+            read_bytes=io.read_bytes,
+            write_bytes=io.write_bytes,
+            ratio_to_app=chk.ratio,
+        )
+        warnings = [chk.warning] if chk.warning else []
+        return DeviceOutcome(finding, chk.device_bytes, chk.device_mib_s, warnings)

@@ -1,0 +1,37 @@
+"""What a study's trial does around its workloads, as the session sees it: bring the pool into
+a state, run a pool operation as a workload, read back what the pool says afterwards."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from poolbench.workloads.library import Workload
+
+
+@dataclass
+class OpResult:
+    """The outcome of a workload that is not a fio job (untar, capacity, resilver)."""
+
+    value: float
+    app_bytes: int
+    seconds: float
+    ops: int = 0
+    device_bytes: int | None = None
+    # Findings sections of their own, by their stored name ("capacity", "resilver").
+    sections: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+class TrialHooks(Protocol):
+    """What the trial loop does around a study's workloads (pool state, pool operations)."""
+
+    def before(self, w: Workload) -> dict[str, Any]:
+        """Bring the pool into the state `w` runs in (`w.pool_state`); returns what it did."""
+
+    def operate(self, w: Workload) -> OpResult:
+        """Run a `pool` workload (kind "pool") and return its figure."""
+
+    def after(self, w: Workload) -> dict[str, Any]:
+        """Read back what the pool says after the measurement (merged into the pool
+        findings)."""

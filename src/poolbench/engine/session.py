@@ -1,0 +1,398 @@
+"""Measure one mounted filesystem: every workload, under every guard, repeated until trusted.
+
+This is the engine behind `poolbench bench` and each trial of a study. What is measured comes
+as one object (`Subject`: the mountpoint, its devices, and for a study's trial the pool's cache
+defeat and hooks). Replicates are interleaved across workloads (engine/replicates.py). Every
+finished measurement is committed to the store at once; the working directory is removed on
+success, on error and on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from poolbench.engine import replicates
+from poolbench.engine.device_window import DeviceWindow
+from poolbench.engine.hooks import TrialHooks
+from poolbench.engine.lifecycle import CommandLog
+from poolbench.engine.records import CacheFinding, DataFinding, Findings, FioFinding, Measurement
+from poolbench.engine.untar import Untar
+from poolbench.engine.workspace import Workspace
+from poolbench.errors import PoolbenchError, UsageError
+from poolbench.guards import cache, devices, workingset
+from poolbench.guards.devices import Target
+from poolbench.stats.summary import Summary, summarize
+from poolbench.store.db import Store
+from poolbench.system.runner import Runner
+from poolbench.workloads import fio, fiojob
+from poolbench.workloads.library import Workload
+
+MiB = 1024 * 1024
+Progress = replicates.Progress
+
+
+@dataclass(frozen=True)
+class Options:
+    workloads: list[Workload]
+    size: int | None = None  # bytes; None = the ≥ 2× RAM rule
+    compressibility: int = 0
+    runtime_s: int = 30
+    iodepth: int = 1
+    numjobs: int = 1
+    metadata_files: int = 20000
+    stop: replicates.StopRule = field(default_factory=replicates.stop_rule)
+    tarball: Path | None = None  # the plain tar the `untar` workload extracts
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["workloads"] = [w.name for w in self.workloads]
+        return d
+
+
+@dataclass
+class WorkloadResult:
+    workload: Workload
+    values: list[float] = field(default_factory=list)
+    device_mib_s: list[float] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> Summary:
+        return summarize(self.values)
+
+    def add_warning(self, text: str) -> None:
+        if text and text not in self.warnings:
+            self.warnings.append(text)
+
+
+# Called before a cold read with the data files; returns what it did (for the record).
+CacheDefeat = Callable[[list[Path]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What a session measures: a mounted filesystem, and for a study's trial the pool under
+    it (engine/pool_ops.py `subject_for`)."""
+
+    path: Path
+    config: str  # stored as the measurement's configuration (bench: the path)
+    devices: Target | None = None  # None: found from the mount at preflight
+    cache_defeat: CacheDefeat | None = None  # None: the page cache drop (guards/cache.py)
+    hooks: TrialHooks | None = None  # pool state and pool operations (studies only)
+    findings: Findings = field(default_factory=Findings)  # trial-wide, in every measurement
+
+    @classmethod
+    def directory(cls, path: Path) -> Subject:
+        return cls(path, str(path))
+
+
+class Session:
+    def __init__(
+        self,
+        runner: Runner,
+        store: Store,
+        run_id: int,
+        subject: Subject,
+        options: Options,
+        *,
+        progress: Progress | None = None,
+    ) -> None:
+        self.runner = runner
+        self.store = store
+        self.run_id = run_id
+        self.subject = subject
+        self.target = subject.path
+        self.options = options
+        self.progress = progress
+        self.results = {w.name: WorkloadResult(w) for w in options.workloads}
+        self.workspace = Workspace(runner, subject.path, run_id)
+        self.device_target = subject.devices
+        self.working_set: workingset.WorkingSet | None = None
+        self.fio_version = ""
+        self.commands = CommandLog(runner, store, run_id)
+        self._untar = Untar(runner, options.tarball) if options.tarball else None
+
+    # -- preflight -------------------------------------------------------------------------
+    def preflight(self) -> dict[str, Any]:
+        """Everything that can be refused is refused here, before any I/O."""
+        self.fio_version = fio.fio_version(self.runner)
+        self._refuse_target()
+        self._refuse_workloads()
+        meta_bytes = 0
+        if any(w.is_metadata for w in self.options.workloads):
+            meta_bytes = self.options.metadata_files * 8192
+        self.working_set = workingset.choose(self.target, self.options.size, meta_bytes)
+        if self.device_target is None:
+            self.device_target = devices.resolve(self.target, self.runner)
+        from poolbench.system.probes import device_info
+
+        return {
+            "fio_version": self.fio_version,
+            "working_set": self.working_set.as_dict(),
+            "target": self.device_target.as_dict(),
+            "devices": [device_info(d) for d in self.device_target.devices],
+            "options": self.options.as_dict(),
+        }
+
+    def _refuse_target(self) -> None:
+        if not self.target.exists():
+            raise UsageError(
+                f"The target {self.target} does not exist.",
+                "Give the directory of a mounted filesystem to measure.",
+            )
+        if not self.target.is_dir():
+            raise UsageError(
+                f"The target {self.target} is not a directory.",
+                "Give a directory on the filesystem to measure (poolbench creates its files "
+                "in a subdirectory and removes them afterwards).",
+            )
+        if not os.access(self.target, os.W_OK | os.X_OK):
+            raise UsageError(
+                f"The target {self.target} is not writable by this user.",
+                "Run as a user who can write there (often root), or pick another directory.",
+            )
+
+    def _refuse_workloads(self) -> None:
+        if any(w.kind == "untar" for w in self.options.workloads):
+            tb = self.options.tarball
+            if tb is None or not tb.is_file():
+                raise UsageError(
+                    "The untar workload needs a tarball"
+                    + (f"; {tb} is not a file." if tb else "."),
+                    "Set [workloads] tarball (Debian: apt install linux-source-6.1, then "
+                    "/usr/src/linux-source-6.1.tar.xz).",
+                )
+        if any(w.kind == "pool" for w in self.options.workloads) and self.subject.hooks is None:
+            raise UsageError(
+                "Pool operations (capacity, resilver, degraded-read) run only inside a study.",
+                "Use them in a study file, not with `poolbench bench`.",
+            )
+
+    # -- the loops --------------------------------------------------------------------------
+    def run(self) -> list[WorkloadResult]:
+        """bench: every workload, replicated until the stop rule is satisfied."""
+        assert self.working_set is not None, "preflight() first"
+        if self.runner.dry_run:
+            self._plan_only()
+            return list(self.results.values())
+        self.workspace.create()
+        try:
+            self._loop()
+        finally:
+            self.commands.flush()
+            self.workspace.remove()
+        return list(self.results.values())
+
+    def run_once(self, replicate: int, skip: set[str] | None = None) -> list[WorkloadResult]:
+        """Trial mode: measure each workload once as `replicate` (a study repeats whole
+        trials, each on a freshly built pool, instead of repeating inside one)."""
+        assert self.working_set is not None, "preflight() first"
+        self.workspace.create()
+        try:
+            for res in self.results.values():
+                if not (skip and res.workload.name in skip):
+                    self._measure_once(res, replicate)
+        finally:
+            self.commands.flush()
+            self.workspace.remove()
+        return list(self.results.values())
+
+    def _loop(self) -> None:
+        stop = self.options.stop
+        done = replicates.interleave(
+            list(self.results.values()),
+            stop,
+            values=lambda r: r.values,
+            measure=self._measure_once,
+            describe=lambda r, rep: f"{r.workload.name} run {rep + 1}",
+            progress=self.progress,
+        )
+        if self.progress:
+            self.progress("done", done, done)
+        for res in self.results.values():
+            if res.values:
+                res.add_warning(stop.verdict(res.values))
+                flagged = res.summary.outliers
+                if flagged:
+                    runs = ", ".join(str(i + 1) for i in flagged)
+                    res.add_warning(
+                        f"run(s) {runs} are outliers by the MAD rule (|modified z| > 3.5): "
+                        "something disturbed the machine; they are kept in the mean"
+                    )
+
+    def _plan_only(self) -> None:
+        """--dry-run: show every fio job that would run, once per workload; run nothing."""
+        for res in self.results.values():
+            params = self._params(res.workload)
+            prep = fiojob.render_prepare(res.workload, params)
+            if prep is not None:
+                self.runner.run(["fio", "--output-format=json", f"prepare-{res.workload.name}.fio"])
+            self.runner.run(["fio", "--output-format=json", f"{res.workload.name}.fio"])
+
+    # -- one measurement --------------------------------------------------------------------
+    def _params(self, w: Workload) -> fiojob.JobParams:
+        assert self.working_set is not None
+        return fiojob.JobParams(
+            directory=self.workspace.directory(w),
+            size_bytes=self.working_set.size_bytes,
+            compressibility=self.options.compressibility,
+            runtime_s=self.options.runtime_s,
+            iodepth=self.options.iodepth,
+            numjobs=self.options.numjobs,
+            metadata_files=self.options.metadata_files,
+        )
+
+    def _findings_for(self, w: Workload) -> Findings:
+        """The trial-wide findings, and the pool state `w` runs in."""
+        findings = self.subject.findings.copy()
+        hooks = self.subject.hooks
+        state = hooks.before(w) if hooks else {}
+        if state:
+            findings.other["pool_state"] = state
+        return findings
+
+    def _measure_once(self, res: WorkloadResult, replicate: int) -> None:
+        if res.workload.kind == "fio":
+            self._measure_fio(res, replicate)
+        else:
+            self._measure_other(res, replicate)
+
+    def _measure_fio(self, res: WorkloadResult, replicate: int) -> None:
+        w = res.workload
+        params = self._params(w)
+        job = fiojob.render(w, params)
+        jobs = self.workspace.jobs_dir
+        self.workspace.prepare(w, params)
+        findings = self._findings_for(w)
+        findings.data = DataFinding(self.options.compressibility)
+        findings.durability = _durability(w)
+        warnings: list[str] = []
+        if w.cached_by_design and not self.runner.dry_run:
+            # iozone's reread: the first read warms the cache, the second is measured.
+            fio.run_job(self.runner, job, jobs / f"warm-{w.name}.fio", w.direction)
+            findings.cache = CacheFinding("kept on purpose (cached test)", None)
+        elif w.cold:
+            findings.cache = self._defeat_cache(self.workspace.data_files(w, params), warnings)
+        assert self.device_target is not None
+        window = DeviceWindow(self.device_target)
+        result = fio.run_job(self.runner, job, jobs / f"{w.name}.{replicate}.fio", w.direction)
+        seconds = result.runtime_s + self._sync_metadata(w)
+        dev = window.close(
+            w.direction if not w.is_metadata else "meta",
+            result.io_bytes,
+            seconds,
+            compressibility=self.options.compressibility,
+            cached_by_design=w.cached_by_design,
+            warn_unverified=not w.is_metadata,
+        )
+        findings.device = dev.finding
+        warnings += dev.warnings + self._cold_rule_warning(w, findings)
+        findings.fio = FioFinding(result.fio_version, result.within_run_bw_dev, result.lat_mean_ns)
+        self._read_back(w, findings)
+        value = figure(w, result.io_bytes, result.total_ios, seconds)
+        self._record(res, Measurement(
+            self.subject.config, w.name, replicate, value, w.unit, result.io_bytes,
+            result.total_ios, seconds, dev.device_bytes, dev.device_mib_s, warnings, findings,
+            asdict(w), job,
+        ))  # fmt: skip
+
+    def _sync_metadata(self, w: Workload) -> float:
+        """Metadata tests that change the tree end with a timed syncfs; returns its seconds."""
+        if not w.is_metadata or w.name.split("-")[1] == "stat":
+            return 0.0
+        t0 = time.monotonic()
+        self.runner.run(["sync", "--file-system", str(self.workspace.meta_dir)])
+        return time.monotonic() - t0
+
+    def _cold_rule_warning(self, w: Workload, findings: Findings) -> list[str]:
+        ws = self.working_set
+        assert ws is not None
+        if w.cold and ws.below_cold_rule and not findings.cache_verified:
+            return [
+                f"working set is {ws.ratio_to_ram:.2f}× RAM and the cache drop was not "
+                "verified: this read may measure RAM"
+            ]
+        return []
+
+    def _read_back(self, w: Workload, findings: Findings) -> None:
+        """What the pool says after this measurement (e.g. the achieved compressratio)."""
+        hooks = self.subject.hooks
+        if hooks is None or self.runner.dry_run:
+            return
+        said = hooks.after(w)
+        if said:
+            findings.merge_pool(said)
+
+    def _measure_other(self, res: WorkloadResult, replicate: int) -> None:
+        """A workload that is not a fio job: `untar` (timed here) or a pool operation (done
+        by the trial loop's hooks), under the same guards and into the same store."""
+        w = res.workload
+        hooks = self.subject.hooks
+        assert hooks is not None or w.kind == "untar"
+        if w.needs_data:
+            self.workspace.prepare(w, self._params(w))
+        findings = self._findings_for(w)
+        if w.kind == "untar":
+            assert self._untar is not None and self.device_target is not None
+            op = self._untar.measure(
+                self.workspace.root, self.device_target, self.options.compressibility, findings
+            )
+        else:
+            assert hooks is not None
+            op = hooks.operate(w)
+        findings.other.update(op.sections)
+        self._read_back(w, findings)
+        device_mib_s = None
+        if op.device_bytes is not None and op.seconds > 0:
+            device_mib_s = op.device_bytes / op.seconds / MiB
+        self._record(res, Measurement(
+            self.subject.config, w.name, replicate, op.value, w.unit, op.app_bytes, op.ops,
+            op.seconds, op.device_bytes, device_mib_s, op.warnings, findings, asdict(w), "",
+        ))  # fmt: skip
+
+    def _record(self, res: WorkloadResult, m: Measurement) -> None:
+        """Keep the figure for the summary and commit it to the store at once."""
+        res.values.append(m.value)
+        if m.device_mib_s is not None:
+            res.device_mib_s.append(m.device_mib_s)
+        for text in m.warnings:
+            res.add_warning(text)
+        self.store.add_measurement(self.run_id, m.to_row())
+        self.commands.flush()
+
+    def _defeat_cache(self, files: list[Path], warnings: list[str]) -> CacheFinding:
+        if self.subject.cache_defeat is not None:
+            record = CacheFinding.from_json(self.subject.cache_defeat(files))
+        else:
+            record = CacheFinding.from_json(cache.drop(self.runner, files).as_dict())
+        if not record.verified:
+            warnings.append(
+                f"the cache drop before this cold read could not be verified ({record.why})"
+            )
+        return record
+
+    def flush_commands(self) -> None:
+        self.commands.flush()
+
+
+def _durability(w: Workload) -> str:
+    if w.direction == "write":
+        return "end_fsync=1 inside the timed window"
+    return "syncfs after the last operation, timed" if w.is_metadata else "n/a"
+
+
+def figure(w: Workload, io_bytes: int, ios: int, seconds: float) -> float:
+    """The workload's figure in its unit (MiB/s or operations/s); bench, study and fleet."""
+    if seconds <= 0:
+        raise PoolbenchError(
+            f"fio reported a zero runtime for {w.name}.",
+            "The working set is too small to time; raise --size.",
+        )
+    if w.unit == "MiB/s":
+        return io_bytes / seconds / MiB
+    return ios / seconds

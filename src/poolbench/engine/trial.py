@@ -1,0 +1,108 @@
+"""What one trial builds: the pool spec from a configuration's levels, the measurement
+options, and the findings every measurement of the trial carries."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from poolbench.backends.base import Pool, PoolSpec
+from poolbench.engine import pool_ops
+from poolbench.engine.records import Findings, TrialConfig
+from poolbench.engine.session import Options
+from poolbench.errors import PoolbenchError, UsageError
+from poolbench.study import matrix
+from poolbench.study.model import Study
+from poolbench.system.runner import Runner
+from poolbench.workloads.library import Workload
+
+ZFS_POOL_OPTIONS = ("ashift",)
+ZFS_FS_OPTIONS = ("recordsize", "compression", "atime", "sync", "primarycache")
+
+
+class TrialRefused(PoolbenchError):
+    """The pool that was built is not the one asked for: nothing was measured on it."""
+
+
+def _options_by_backend(backend: str, levels: dict[str, str]) -> tuple[dict[str, str], ...]:
+    """(pool options, filesystem options) the backend takes from the levels."""
+    pool_opts: dict[str, str] = {}
+    fs_opts: dict[str, str] = {}
+    if backend == "zfs":
+        pool_opts = {k: levels[k] for k in ZFS_POOL_OPTIONS if k in levels}
+        fs_opts = {k: levels[k] for k in ZFS_FS_OPTIONS if k in levels}
+    elif backend == "btrfs":
+        if "compression" in levels:
+            fs_opts["compression"] = levels["compression"]
+        if "metadata_profile" in levels:
+            pool_opts["metadata_profile"] = levels["metadata_profile"]
+    elif backend == "md":
+        fs_opts["fs"] = levels.get("fs", "ext4")
+    return pool_opts, fs_opts
+
+
+def spec_for(cfg: matrix.Config, devices: Sequence[str], name: str, mount_root: Path) -> PoolSpec:
+    backend = cfg.get("backend", "zfs") or "zfs"
+    levels = dict(cfg.levels)
+    pool_opts, fs_opts = _options_by_backend(backend, levels)
+    # Applied by the trial loop itself; and `fs = <backend>` names a stack's own filesystem
+    # (fs-compare's matrix: fs=zfs, fs=btrfs beside md's fs=ext4/xfs).
+    consumed = set(pool_ops.TRIAL_FACTORS) | ({"fs"} if levels.get("fs") == backend else set())
+    unused = set(levels) - {"backend", "layout"} - set(pool_opts) - set(fs_opts) - consumed
+    if unused:
+        raise UsageError(
+            f"Configuration '{cfg.key}': the {backend} backend has no use for "
+            f"{', '.join(sorted(unused))}.",
+            "Remove that factor, or split the study by backend.",
+        )
+    return PoolSpec(
+        backend=backend,
+        layout=pool_ops.backend_layout(backend, levels["layout"]),
+        devices=tuple(devices),
+        name=name,
+        mount_root=mount_root,
+        pool_options=pool_opts,
+        fs_options=fs_opts,
+    )
+
+
+def refuse_if_not_as_asked(tc: TrialConfig, problems: Sequence[str]) -> None:
+    if problems:
+        raise TrialRefused(
+            f"The pool built for '{tc.key}' is not what was asked: "
+            + "; ".join(problems)
+            + ". Nothing was measured on it.",
+            "Check that this ZFS/btrfs version supports the option as given.",
+        )
+
+
+def options_for(
+    study: Study, workloads: list[Workload], tc: TrialConfig, tarball: Path | None
+) -> Options:
+    """The session's options: the study's [workloads], with the trial's compressibility."""
+    from poolbench.guards.workingset import parse_size
+
+    wl = study.workloads
+    return Options(
+        workloads=workloads,
+        size=parse_size(wl.size),
+        compressibility=int(tc.levels.get("compressibility", wl.compressibility)),
+        runtime_s=wl.runtime,
+        iodepth=wl.iodepth,
+        numjobs=wl.jobs,
+        metadata_files=wl.metadata_files,
+        tarball=tarball,
+    )
+
+
+def findings_for(runner: Runner, pool: Pool, tc: TrialConfig, options: Options) -> Findings:
+    """What every measurement of the trial records: the pool, the replicate, and the pool's
+    fill (done here, before any workload, when the configuration has a `fill` level)."""
+    other: dict[str, object] = {"replicate": tc.replicate}
+    if "fill" in tc.levels:
+        assert options.size is not None
+        streams = max(w.streams for w in options.workloads)
+        other["fill"] = pool_ops.prefill(
+            runner, pool, int(tc.levels["fill"]), options.size, streams
+        )
+    return Findings(pool=pool.described, other=other)

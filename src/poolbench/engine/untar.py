@@ -1,0 +1,67 @@
+"""The `untar` workload: `tar -x` of a plain tarball into a fresh directory, then syncfs, both
+timed. The tarball is read once beforehand (untimed) so its source disk is not measured."""
+
+from __future__ import annotations
+
+import shutil
+import tarfile
+import time
+from pathlib import Path
+
+from poolbench.engine.device_window import DeviceWindow
+from poolbench.engine.hooks import OpResult
+from poolbench.engine.records import Findings
+from poolbench.guards.devices import Target
+from poolbench.system.runner import Runner
+
+MiB = 1024 * 1024
+
+
+class Untar:
+    def __init__(self, runner: Runner, tarball: Path) -> None:
+        self.runner = runner
+        self.tarball = tarball
+        self._content: tuple[int, int] | None = None
+
+    def content(self) -> tuple[int, int]:
+        """(bytes of regular file data, number of entries); the read also warms the cache."""
+        if self._content is None:
+            total = entries = 0
+            with tarfile.open(self.tarball) as tf:
+                for member in tf:
+                    entries += 1
+                    if member.isfile():
+                        total += member.size
+            self._content = (total, entries)
+        with open(
+            self.tarball, "rb"
+        ) as fh:  # warm the page cache: measure the pool, not the source
+            while fh.read(8 << 20):
+                pass
+        return self._content
+
+    def measure(
+        self, workdir: Path, target: Target, compressibility: int, findings: Findings
+    ) -> OpResult:
+        """Extract under `workdir`; fills in the device, durability and untar findings."""
+        dest = workdir / "untar"
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir()
+        self.runner.run(["sync", "--file-system", str(workdir)])  # settle, untimed
+        app_bytes, files = self.content()
+        window = DeviceWindow(target)
+        t0 = time.monotonic()
+        self.runner.run(["tar", "-x", "--no-same-owner", "-f", str(self.tarball), "-C", str(dest)])
+        self.runner.run(["sync", "--file-system", str(dest)])
+        seconds = time.monotonic() - t0
+        dev = window.close("write", app_bytes, seconds, compressibility=compressibility)
+        findings.device = dev.finding
+        findings.durability = "syncfs after tar -x, inside the timed window"
+        findings.other["untar"] = {
+            "tarball": str(self.tarball),
+            "files": files,
+            "file_bytes": app_bytes,
+        }
+        shutil.rmtree(dest, ignore_errors=True)
+        return OpResult(app_bytes / seconds / MiB, app_bytes, seconds, files, dev.device_bytes,
+                        warnings=dev.warnings)  # fmt: skip

@@ -1,0 +1,69 @@
+"""The files one session works with under the target: its working directory, the fio job
+files, and the data each workload needs prepared (never timed)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from poolbench.system.runner import Runner
+from poolbench.workloads import fio, fiojob
+from poolbench.workloads.library import Workload, metadata
+
+
+class Workspace:
+    """`<target>/.poolbench-run<R>-<pid>/`: data files, `meta/` for metadata tests, `jobs/`."""
+
+    def __init__(self, runner: Runner, target: Path, run_id: int) -> None:
+        self.runner = runner
+        self.root = target / f".poolbench-run{run_id}-{os.getpid()}"
+        if runner.dry_run:
+            self.root = target / ".poolbench-dry-run"
+        self.meta_dir = self.root / "meta"
+        self.jobs_dir = self.root / "jobs"
+
+    def create(self) -> None:
+        self.root.mkdir()
+        self.jobs_dir.mkdir()
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def directory(self, w: Workload) -> str:
+        return str(self.meta_dir if w.is_metadata else self.root)
+
+    def data_files(self, w: Workload, params: fiojob.JobParams) -> list[Path]:
+        if w.is_metadata:
+            return sorted(self.meta_dir.glob("meta.*")) if self.meta_dir.exists() else []
+        return [self.root / n for n in fiojob.file_names(params, w.streams)]
+
+    def prepare(self, w: Workload, params: fiojob.JobParams) -> None:
+        """Bring the data into the state the workload needs. Never timed."""
+        if w.is_metadata:
+            self._prepare_metadata(w, params)
+            return
+        files = self.data_files(w, params)
+        if w.fresh_file:
+            for f in files:
+                f.unlink(missing_ok=True)
+            return
+        need = fiojob.file_bytes(w, params)
+        if all(f.exists() and f.stat().st_size >= need for f in files):
+            return
+        job = fiojob.render_prepare(w, params)
+        assert job is not None
+        for f in files:
+            f.unlink(missing_ok=True)
+        fio.run_job(self.runner, job, self.jobs_dir / f"prepare-{w.name}.fio", "write")
+
+    def _prepare_metadata(self, w: Workload, params: fiojob.JobParams) -> None:
+        op = w.name.split("-")[1]
+        if op == "create":
+            shutil.rmtree(self.meta_dir, ignore_errors=True)
+            self.meta_dir.mkdir()
+        elif len(self.data_files(w, params)) < params.metadata_files:
+            shutil.rmtree(self.meta_dir, ignore_errors=True)
+            self.meta_dir.mkdir()
+            create = fiojob.render(metadata("create", "seq"), params)
+            fio.run_job(self.runner, create, self.jobs_dir / "prepare-meta.fio", "meta")

@@ -1,0 +1,64 @@
+"""`poolbench bench --hosts` as one run, under the same run lifecycle as `run` and `bench`
+(engine/lifecycle.py): a host failing mid-run ends the run as partial, with the other hosts'
+results kept; whatever happens, the hosts' notes and failures are stored with the run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from poolbench.engine import lifecycle
+from poolbench.fleet.hosts import Host
+from poolbench.fleet.session import (
+    FleetHostFailed,
+    FleetOptions,
+    FleetSession,
+    FleetWorkloadResult,
+)
+from poolbench.store.db import Store
+from poolbench.system import probes
+from poolbench.system.runner import Runner
+
+
+@dataclass
+class FleetRun:
+    run_id: int
+    status: str  # finished | partial
+    session: FleetSession
+    results: list[FleetWorkloadResult]
+    failure: FleetHostFailed | None  # the host failure that made the run partial
+
+
+def run_fleet(
+    runner: Runner,
+    store: Store,
+    fleet: list[Host],
+    default_path: str | None,
+    options: FleetOptions,
+    progress: Callable[[str, int, int], None],
+) -> FleetRun:
+    metadata: dict[str, Any] = {"machine": probes.machine()}
+    name = "fleet:" + ",".join(h.label for h in fleet)
+    run_id = lifecycle.start(store, "bench", name, metadata)
+    session = FleetSession(runner, store, run_id, fleet, default_path, options)
+
+    def record_hosts(_outcome: lifecycle.Outcome) -> None:
+        fleet_meta = metadata.setdefault("fleet", {})
+        fleet_meta["not_applied"] = session.not_applied
+        fleet_meta["notes"] = session.notes
+        fleet_meta["failures"] = session.failures
+        store.update_metadata(run_id, metadata)
+
+    failure: FleetHostFailed | None = None
+    with lifecycle.tracked(store, run_id, before_finish=record_hosts) as outcome:
+        metadata.update(session.preflight())
+        store.update_metadata(run_id, metadata)
+        session.progress = progress
+        try:
+            results = session.run()
+        except FleetHostFailed as exc:
+            outcome.mark_partial(str(exc))
+            failure = exc
+            results = list(session.results.values())
+    return FleetRun(run_id, outcome.status, session, results, failure)

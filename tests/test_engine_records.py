@@ -1,0 +1,235 @@
+"""The engine's typed records, its store queries, the run lifecycle and the replicate loop
+(pure or on a temporary SQLite file: no root, no devices)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from poolbench.engine import lifecycle, replicates
+from poolbench.engine.records import (
+    CacheFinding,
+    DeviceFinding,
+    Findings,
+    Measurement,
+    TrialConfig,
+)
+from poolbench.store import queries
+from poolbench.store.db import Store
+from poolbench.study.matrix import Config
+
+# The guards of one cold read in a study trial, as poolbench has always stored them.
+STUDY_READ: dict[str, Any] = {
+    "pool": {"usable_bytes": 3 << 30, "compressratio": "1.00x"},
+    "replicate": 1,
+    "fill": {"asked_percent": 50, "usable_bytes": 3 << 30},
+    "pool_state": {"state": "degraded", "offline": "/dev/loop3"},
+    "data": {
+        "compressibility_percent": 0,
+        "pattern": "fio refill_buffers (fresh random data per write), never zeros",
+    },
+    "durability": "n/a",
+    "cache": {"method": "export-import", "verified": True, "detail": ""},
+    "device": {
+        "devices": ["loop1", "loop2"],
+        "read_bytes": 1 << 20,
+        "write_bytes": 0,
+        "ratio_to_app": 1.0,
+    },
+    "fio": {"version": "fio-3.33", "within_run_bw_dev_bytes_s": 12.5, "lat_mean_ns": 800.0},
+}
+# A fleet host's row: fio's disk_util instead of byte counts, guards not applied remotely.
+FLEET_READ: dict[str, Any] = {
+    "data": {"compressibility_percent": 30, "pattern": "p"},
+    "durability": "n/a",
+    "cache": {"method": "fio invalidate=1 on the server", "verified": False, "not_applied": "x"},
+    "device": {"disk_util": [{"name": "sda", "read_ios": 9}], "bytes": "counts only"},
+    "working_set": {"bytes": 1 << 30, "not_applied": "RAM"},
+    "fio": {
+        "version": "fio-3.33",
+        "controller_version": "fio-3.35",
+        "within_run_bw_dev_bytes_s": None,
+        "lat_mean_ns": None,
+    },
+    "fleet": {"host": "h1:8765", "hosts_started_together": 2},
+}
+
+
+@pytest.mark.parametrize("stored", [STUDY_READ, FLEET_READ, {}, {"aggregate": {"kind": "s"}}])
+def test_findings_write_back_exactly_what_was_stored(stored: dict[str, Any]) -> None:
+    assert Findings.from_json(json.loads(json.dumps(stored))).to_json() == stored
+
+
+def test_findings_read_typed() -> None:
+    f = Findings.from_json(STUDY_READ)
+    assert f.cache_verified and f.cache is not None and f.cache.method == "export-import"
+    assert f.device is not None and f.device.devices == ("loop1", "loop2")
+    assert f.device.read_bytes == 1 << 20 and f.device.ratio_to_app == 1.0
+    assert f.data is not None and f.data.compressibility_percent == 0
+    assert f.fio is not None and f.fio.version == "fio-3.33"
+    assert f.pool == {"usable_bytes": 3 << 30, "compressratio": "1.00x"}
+    assert f.other["pool_state"]["offline"] == "/dev/loop3"
+    fleet = Findings.from_json(FLEET_READ)
+    assert fleet.cache is not None and fleet.cache.verified is False and not fleet.cache_verified
+    assert fleet.fio is not None and fleet.fio.controller_version == "fio-3.35"
+    assert fleet.device is not None and fleet.device.devices is None
+
+
+def test_findings_keep_damaged_sections_and_never_raise() -> None:
+    damaged = {"cache": "dropped", "data": {"compressibility_percent": True}, "durability": 3}
+    f = Findings.from_json(damaged)
+    assert f.cache is None and f.data is None and f.durability is None
+    assert f.to_json() == damaged
+    assert Findings.from_json(None).to_json() == {}
+    assert Findings.from_json([1, 2]).to_json() == {}
+
+
+def test_unverified_cache_says_why() -> None:
+    assert CacheFinding("fadvise", False, "fincore unavailable").why == "fincore unavailable"
+    assert CacheFinding("drop_caches", False, "").why == "drop_caches"
+    unverified = DeviceFinding(unverified="the pool's members are plain files")
+    assert unverified.to_json() == {"unverified": "the pool's members are plain files"}
+
+
+def test_merge_pool_adds_what_the_pool_said_without_touching_the_trial_record() -> None:
+    trial = Findings(pool={"usable_bytes": 7}, other={"replicate": 0})
+    one = trial.copy()
+    one.merge_pool({"compressratio": "2.00x"})
+    assert one.to_json()["pool"] == {"usable_bytes": 7, "compressratio": "2.00x"}
+    assert trial.pool == {"usable_bytes": 7}
+
+
+def test_trial_config_reads_its_levels() -> None:
+    cfg = Config((("backend", "btrfs"), ("layout", "raid1"), ("fill", "50")))
+    tc = TrialConfig(cfg, replicate=2, index=7)
+    assert tc.key == "backend=btrfs layout=raid1 fill=50"
+    assert tc.levels == {"backend": "btrfs", "layout": "raid1", "fill": "50"}
+    assert tc.backend == "btrfs"
+    assert TrialConfig(Config((("layout", "mirror"),)), 0, 0).backend == "zfs"
+
+
+def _measurement(config: str, workload: str, replicate: int, value: float) -> Measurement:
+    return Measurement(
+        config, workload, replicate, value, "MiB/s", 1 << 20, 16, 0.5, None, None,
+        ["a warning"], Findings.from_json(STUDY_READ), {"name": workload}, "[job]\n",
+    )  # fmt: skip
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path / "r.db")
+
+
+def test_measurement_round_trips_through_the_store(store: Store) -> None:
+    run = store.start_run("study", "s", ["poolbench"], {})
+    m = _measurement("backend=zfs layout=mirror", "seq-read", 1, 123.5)
+    store.add_measurement(run, m.to_row())
+    (row,) = store.measurements(run)
+    decoded = dict(row)
+    for column in ("warnings", "guards", "workload_def"):
+        decoded[column] = json.loads(row[column])
+    assert decoded["guards"] == STUDY_READ
+    assert Measurement.from_json(decoded) == m
+
+
+def test_queries(store: Store) -> None:
+    assert queries.latest_run_id(store) is None
+    run = store.start_run("study", "s", ["poolbench"], {})
+    other = store.start_run("study", "t", ["poolbench"], {})
+    # Stored out of replicate order: values_by_workload must give them in replicate order.
+    for rep, value in ((2, 30.0), (0, 10.0), (1, 20.0)):
+        store.add_measurement(run, _measurement("c", "seq-read", rep, value).to_row())
+    store.add_measurement(run, _measurement("c", "seq-write", 0, 5.0).to_row())
+    store.add_measurement(run, _measurement("d", "seq-read", 0, 99.0).to_row())
+    store.add_measurement(other, _measurement("c", "seq-read", 3, 1.0).to_row())
+    assert queries.values_by_workload(store, run, "c") == {
+        "seq-read": [10.0, 20.0, 30.0],
+        "seq-write": [5.0],
+    }
+    assert queries.measured_workloads(store, run, "c", 0) == {"seq-read", "seq-write"}
+    assert queries.measured_workloads(store, run, "c", 1) == {"seq-read"}
+    assert queries.measured_workloads(store, run, "c", 3) == set()
+    assert queries.measurement_count(store, run) == 5
+    assert queries.measurement_count(store, other) == 1
+    assert queries.latest_run_id(store) == other
+
+
+def test_run_hosts_are_inserted_then_updated(store: Store) -> None:
+    run = store.start_run("bench", "fleet:h1", ["poolbench"], {})
+    host = queries.RunHost("h1:8765", "h1", 8765, "/t", "h1", "Linux", "x86_64", "fio-3.33",
+                           0.1, "ok", None, ["a"])  # fmt: skip
+    queries.record_run_hosts(store, run, [host])
+    failed = queries.RunHost(**{**host.__dict__, "status": "failed", "error": "gone",
+                                "not_applied": ["a", "b"]})  # fmt: skip
+    queries.record_run_hosts(store, run, [failed])
+    rows = list(store.conn.execute("SELECT * FROM run_hosts WHERE run_id = ?", (run,)))
+    assert len(rows) == 1
+    assert (rows[0]["status"], rows[0]["error"]) == ("failed", "gone")
+    assert json.loads(rows[0]["not_applied"]) == ["a", "b"]
+    assert rows[0]["fio_version"] == "fio-3.33"
+
+
+def _status(store: Store, run: int) -> tuple[str, str | None]:
+    row = store.run(run)
+    return row["status"], row["error"]
+
+
+def test_lifecycle_finished_and_partial(store: Store) -> None:
+    run = lifecycle.start(store, "bench", "x", {}, ["poolbench", "bench"])
+    assert _status(store, run) == ("running", None)
+    with lifecycle.tracked(store, run):
+        pass
+    assert _status(store, run) == ("finished", None)
+    run = lifecycle.start(store, "bench", "x", {})
+    seen: list[str] = []
+    with lifecycle.tracked(store, run, before_finish=lambda o: seen.append(o.status)) as out:
+        out.mark_partial("host h2 failed")
+    assert _status(store, run) == ("partial", "host h2 failed")
+    assert seen == ["partial"]
+    assert lifecycle.reopen(store, run) == run
+    assert _status(store, run)[0] == "running"
+
+
+def test_lifecycle_ctrl_c_keeps_what_was_measured(store: Store) -> None:
+    run = lifecycle.start(store, "study", "x", {})
+    store.add_measurement(run, _measurement("c", "seq-read", 0, 1.0).to_row())
+    kept: list[int] = []
+    with pytest.raises(KeyboardInterrupt), lifecycle.tracked(store, run, on_interrupt=kept.append):
+        raise KeyboardInterrupt
+    assert kept == [1]
+    assert _status(store, run) == ("interrupted", None)
+
+
+def test_lifecycle_failure_records_the_error(store: Store) -> None:
+    run = lifecycle.start(store, "study", "x", {})
+    with pytest.raises(RuntimeError), lifecycle.tracked(store, run):
+        raise RuntimeError("disk vanished")
+    assert _status(store, run) == ("failed", "disk vanished")
+
+
+def test_interleave_replicates_round_by_round_until_the_rule_is_met() -> None:
+    values: dict[str, list[float]] = {"steady": [], "noisy": []}
+    order: list[str] = []
+    progress: list[tuple[str, int, int]] = []
+
+    def measure(name: str, rep: int) -> None:
+        assert rep == len(values[name])
+        order.append(name)
+        # steady: identical figures, CI 0 after the minimum; noisy: 100/200, never within 5%.
+        values[name].append(100.0 if name == "steady" or rep % 2 == 0 else 200.0)
+
+    rule = replicates.stop_rule(min_runs=2, max_runs=4, target=0.05)
+    done = replicates.interleave(
+        ["steady", "noisy"], rule, values.__getitem__, measure,
+        lambda name, rep: f"{name} {rep}", lambda d, n, t: progress.append((d, n, t)),
+    )  # fmt: skip
+    assert order == ["steady", "noisy", "steady", "noisy", "noisy", "noisy"]
+    assert done == 6
+    # Planned 2×2; each replicate beyond the minimum adds one to the total as it starts.
+    assert progress == [
+        ("steady 0", 0, 4), ("noisy 0", 1, 4), ("steady 1", 2, 4), ("noisy 1", 3, 4),
+        ("noisy 2", 4, 5), ("noisy 3", 5, 6),
+    ]  # fmt: skip
