@@ -60,7 +60,7 @@ def parse_size(text: str, *, what: str = "size", minimum: int = 1) -> int:
     """
     if not isinstance(text, str) or not text.isascii():
         raise UsageError(
-            f"The {what} {text!r} is not a size: only ASCII digits and units are understood.",
+            f"The {what} '{text}' is not a size: only ASCII digits and units are understood.",
             SIZE_HELP,
         )
     m = _SIZE_RE.fullmatch(text)
@@ -142,10 +142,10 @@ def parse_sizes(text: str, *, what: str = "--disks", limit: int = MAX_DISKS) -> 
             )
         m = _COUNT_RE.fullmatch(item) if item.isascii() else None
         if m:
-            count = parse_count(m.group(1), what=f"disk count in {what} '{text}'", most=limit)
-            size = parse_size(m.group(2), what=f"disk size in {what} '{text}'")
+            count = parse_count(m.group(1), what=f"disk count in {what}")
+            size = parse_size(m.group(2), what=f"disk size in {what}")
         else:
-            count, size = 1, parse_size(item, what=f"disk size in {what} '{text}'")
+            count, size = 1, parse_size(item, what=f"disk size in {what}")
         if len(sizes) + count > limit:
             raise UsageError(
                 f"{what} '{text}' names more than {limit} disks.",

@@ -60,7 +60,7 @@ def parse_topology(text: str, n_disks: int) -> tuple[Vdev, ...]:
     """
     from poolbench.planner.layout import parse_layout
 
-    layout = parse_layout(text, (1,) * n_disks, what="the study's disks")
+    layout = parse_layout(text, (1,) * n_disks, what="the study")
     vdevs: list[Vdev] = []
     for v in layout.vdevs:
         if v.kind == "disk":  # consecutive stripe members are one stripe group

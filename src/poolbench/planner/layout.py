@@ -296,7 +296,8 @@ def _group(p: _Part, devices: tuple[int, ...], layout: str) -> list[VdevSpec]:
                 f"Give it {parity + 1} or more disks (zpool create refuses fewer), or split it.",
             )
         return [VdevSpec("raidz", devices, parity=parity)]
-    data, spares = draid_shape(parity, p.opts, n, f"Layout '{layout}': '{p.text}'")
+    where = f"Layout '{layout}'" + ("" if p.text == layout.strip() else f": '{p.text}'")
+    data, spares = draid_shape(parity, p.opts, n, where)
     return [VdevSpec("draid", devices, parity=parity, draid_data=data, draid_spares=spares)]
 
 
@@ -343,3 +344,25 @@ def draid_shape(parity: int, opts: Sequence[str], children: int, where: str) -> 
             "Lower the :Nd value or add disks.",
         )
     return data, spares
+
+
+def check_widths(text: str) -> None:
+    """What can be checked of a study's layout before its disks are known: the grammar, no
+    sizes (a study's disks have one size, from [disks]), and every part with a width
+    (`raidz3:3`, `draid1:0d:1s:6`). Bare types (`raidz2`) are checked when the disks are."""
+    if len(text) > 10_000 or not text.isascii():
+        raise UsageError("The layout is not ASCII text of a sensible length.", LAYOUT_HELP)
+    parts = [_split_part(raw.strip(), text) for raw in text.split("+") if raw.strip()]
+    if len(parts) != len(text.split("+")):
+        raise UsageError(
+            f"Empty part in layout '{text}'.", "Join vdevs with '+': raidz1:3 + mirror:2."
+        )
+    for p in parts:
+        if p.sizes is not None:
+            raise UsageError(
+                f"Layout '{text}': '{p.text}' writes device sizes; a study's disks all have "
+                "the size in [disks].",
+                f"Write a width instead, e.g. {p.kind}:{len(p.sizes)}.",
+            )
+        if p.width is not None:
+            _group(p, (1,) * p.width, text)
