@@ -171,22 +171,11 @@ def plan(
         )
     _check_numbers(afr, ure, fill, top, min_failures)
     rules = parse_zfs_version(zfs_version)
-    if disk_speed and disk_speed_run:
-        raise UsageError("Give --disk-speed or --disk-speed-from, not both.")
-    if disk_speed_run:
-        disk = disk_speed_from_run(open_store(db), disk_speed_run, DEFAULT_SPEEDS[disk_class])
-    else:
-        disk = parse_disk_speed(disk_speed) if disk_speed else DEFAULT_SPEEDS[disk_class]
+    disk = _disk_speed(disk_speed, disk_speed_run, db, disk_class)
     inputs = RiskInputs(afr=afr, ure_per_bit=ure, fill=fill)
     disks = _disk_sizes(disks_text) if disks_text is not None else None
     if layout_text is not None:
-        layout = parse_layout(layout_text, disks)
-        if disks is not None and layout.disk_count < len(disks):
-            click.echo(
-                f"note: the layout uses the first {layout.disk_count} of the "
-                f"{len(disks)} disks in --disks.",
-                err=True,
-            )
+        layout = _layout_on(layout_text, disks)
         _plan_layout(layout, ashift, rules, bool(whole_disk), disk, inputs, as_json)
     else:
         assert disks is not None and disks_text is not None
@@ -217,6 +206,26 @@ def _check_numbers(afr: float, ure: float, fill: float, top: int, min_failures: 
         raise UsageError(f"--top {top} shows nothing.", "Give --top 1 or more, e.g. --top 20.")
     if min_failures < 0:
         raise UsageError("--min-failures must be 0 or more.", "For example --min-failures 1.")
+
+
+def _disk_speed(text: str | None, run: str | None, db: Path | None, disk_class: str) -> DiskSpeed:
+    if text and run:
+        raise UsageError("Give --disk-speed or --disk-speed-from, not both.")
+    if run:
+        return disk_speed_from_run(open_store(db), run, DEFAULT_SPEEDS[disk_class])
+    return parse_disk_speed(text) if text else DEFAULT_SPEEDS[disk_class]
+
+
+def _layout_on(text: str, disks: tuple[int, ...] | None) -> Layout:
+    """--layout, its widths taking --disks in order (a study's meaning)."""
+    layout = parse_layout(text, disks)
+    if disks is not None and layout.disk_count < len(disks):
+        click.echo(
+            f"note: the layout uses the first {layout.disk_count} of the {len(disks)} disks "
+            "in --disks.",
+            err=True,
+        )
+    return layout
 
 
 def _disk_sizes(text: str) -> tuple[int, ...]:
