@@ -95,6 +95,7 @@ def execute_study(
             f"{len(sr.configs)} configurations × {study.replicates} replicates "
             f"(up to {study.max_replicates} while a CI is wider than ±{study.ci_target}%)"
         )
+        console.print(study.disks.describe(), markup=False, highlight=False)
         for t in plan:
             console.print(f"  {t.index + 1:>3}. replicate {t.replicate + 1}: {t.config.key}")
         console.print(estimate.estimate(study).text(), highlight=False)

@@ -118,6 +118,13 @@ class Disks(_Strict):
     def n(self) -> int:
         return len(self.devices) if self.source == "devices" else self.count
 
+    def describe(self) -> str:
+        """One line for plans and dry runs: which disks, and their exact size in bytes."""
+        if self.source == "devices":
+            return f"disks: {len(self.devices)} devices: {', '.join(self.devices)}"
+        kind = "sparse files" if self.source == "files" else "sparse files as loop devices"
+        return f"disks: {self.count} {kind} of {self.size} = {self.size_bytes:,} bytes each"
+
 
 class Workloads(_Strict):
     names: list[str] = Field(default_factory=lambda: ["seq-write", "seq-read"], min_length=1)
