@@ -177,7 +177,7 @@ def test_pool_intent_destroys_only_a_pool_on_exactly_its_members(lab: Lab) -> No
 def test_impossible_or_unsupported_specs_are_refused_before_anything_exists(lab: Lab) -> None:
     files = [str(lab.base / f"never{i}") for i in range(7)]
     refused = {
-        "raidz3 of 3 disk(s) is impossible": lab.spec("raidz3", files[:3]),
+        "raidz3 of 3 disks is impossible": lab.spec("raidz3", files[:3]),
         "dRAID needs OpenZFS 2.1": lab.spec("draid1:2d:1s", files[:4]),
         "must be a power of two from 512 to 128K": lab.spec("stripe", files[:1], recordsize="1M"),
         "power of two": lab.spec("stripe", files[:1], recordsize="96K"),

@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
+from poolbench.backends.base import parse_topology
+from poolbench.cli import study_cmd
 from poolbench.cli.plan_cmd import plan
+from poolbench.errors import UsageError
+from poolbench.planner.capacity import predicted_usable
+from poolbench.study.model import load as load_study
+from poolbench.study.model import parse as parse_study
+from poolbench.engine.pool_ops import GENERIC_LAYOUTS
+from poolbench.units import parse_size
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def test_layout_json_exact_form() -> None:
@@ -59,7 +72,83 @@ def test_search_json() -> None:
     assert all(c["failures_tolerated"] >= 1 for c in doc["candidates"])
 
 
-def test_needs_exactly_one_mode() -> None:
+def test_needs_a_layout_or_disks() -> None:
     res = CliRunner().invoke(plan, [])
     assert res.exit_code != 0
-    assert "exactly one of --layout and --disks" in str(res.exception)
+    assert "Give --layout, --disks, or both" in str(res.exception)
+
+
+# -- one size grammar, one layout grammar: plan and the studies agree (issue 11) -------------
+def _plan_json(*args: str) -> dict[str, Any]:
+    res = CliRunner().invoke(plan, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    doc: dict[str, Any] = json.loads(res.output[res.output.index("{") :])
+    return doc
+
+
+def test_plan_and_study_read_6x4TB_as_the_same_disks() -> None:
+    # 4TB is 4 × 10^12 bytes everywhere (4T would be 4 × 2^40).
+    searched = _plan_json("--disks", "6x4TB", "--top", "1")
+    assert searched["disks"] == [4 * 10**12] * 6
+    laid_out = _plan_json("--layout", "raidz2", "--disks", "6x4TB")
+    assert laid_out["raw_bytes"] == 6 * 4 * 10**12
+    toml = CliRunner().invoke(study_cmd.study, ["capacity", "--disks", "6x4TB", "--print-toml"])
+    assert toml.exit_code == 0, toml.output
+    built = parse_study(toml.output)
+    assert (built.disks.count, built.disks.size_bytes) == (6, 4 * 10**12)
+    # and the prediction a study report shows is the planner's for the same layout
+    predicted = predicted_usable("raidz2", 12, 6, built.disks.size_bytes, "2.3")
+    assert predicted == laid_out["usable_bytes"]
+
+
+def _example_layouts() -> list[tuple[str, str, int, str]]:
+    out = []
+    for path in sorted(EXAMPLES.glob("*.toml")):
+        study = load_study(path)[0]
+        if "zfs" not in [str(b) for b in study.factors.get("backend", ["zfs"])]:
+            continue
+        for level in study.factors["layout"]:
+            if str(level) not in GENERIC_LAYOUTS:
+                out.append((path.name, str(level), study.disks.count, study.disks.size))
+    return out
+
+
+@pytest.mark.parametrize(("example", "layout", "count", "size"), _example_layouts())
+def test_every_example_layout_plans(example: str, layout: str, count: int, size: str) -> None:
+    doc = _plan_json("--layout", layout, "--disks", f"{count}x{size}", "--zfs-version", "v23")
+    # the same vdevs the ZFS backend builds for the study
+    want = []
+    for v in parse_topology(layout, count):
+        want += [("disk", 1)] * v.width if v.kind == "stripe" else [(v.kind, v.width)]
+    got = [(_kind(v["type"]), len(v["devices"])) for v in doc["vdevs"]]
+    assert got == want, example
+    assert all(d == parse_size(size) for v in doc["vdevs"] for d in v["devices"])
+
+
+def _kind(type_name: str) -> str:
+    return "mirror" if type_name.startswith("mirror") else type_name.split(":")[0]
+
+
+def test_examples_have_zfs_layouts() -> None:
+    assert len(_example_layouts()) >= 20  # the parametrized test above is not vacuous
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--layout", "draid1:0d:1s:6x1T"], "0 data disks"),
+        (["--layout", "raidz2"], "needs disks"),
+        (["--layout", "raidz2:6x4T", "--disks", "6x4T"], "names disks too"),
+        (["--disks", "/dev/sdb,/dev/sdc"], "Give their sizes"),
+        (["--disks", "5x١٢G"], "ASCII"),
+        (["--disks", "6x4TB", "--ure", "nan"], "finite"),
+        (["--disks", "6x4TB", "--afr", "inf"], "fractions"),
+        (["--disks", "6x4TB", "--top", "-1"], "--top -1"),
+        (["--disks", "99999x1G"], "out of range"),
+        (["--layout", "raidz2:6x4T + log mirror:2x100G"], "does not model the log"),
+    ],
+)
+def test_plan_refuses_with_a_paragraph(args: list[str], says: str) -> None:
+    res = CliRunner().invoke(plan, args)
+    assert res.exit_code != 0
+    assert isinstance(res.exception, UsageError) and says in str(res.exception)

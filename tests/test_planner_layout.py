@@ -1,11 +1,21 @@
-"""The layout grammar of `poolbench plan --layout`."""
+"""The one layout grammar: `poolbench plan --layout`, study files and the ZFS backend."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from poolbench.backends.base import Vdev, parse_topology
 from poolbench.errors import UsageError
-from poolbench.planner.layout import format_size, parse_layout, parse_size
+from poolbench.planner.layout import (
+    Layout,
+    VdevSpec,
+    check_widths,
+    format_size,
+    parse_layout,
+    parse_size,
+)
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 
@@ -74,9 +84,135 @@ def test_draid_grammar() -> None:
         parse_layout("draid2:4d:9c:8x1T")
     with pytest.raises(UsageError, match="too many"):
         parse_layout("draid2:6d:1s:8x1T")
+    with pytest.raises(UsageError, match="0 data disks"):
+        parse_layout("draid1:0d:1s:6x1T")
+    with pytest.raises(UsageError, match="0 data disks"):
+        parse_layout("draid1:0d", (GiB,) * 6)
 
 
-@pytest.mark.parametrize("bad", ["", "raidz", "raidz4:3x1G", "mirror:", "mirror:2x1G +", "a:1G"])
+# OpenZFS's default data disks per group (draid_config_by_type in cmd/zpool/zpool_vdev.c:
+# "limit a redundancy group to 8 data disks"), worked out by hand for each case:
+# data = min(8, children - parity - spares).
+DRAID_DEFAULTS = [
+    # children, parity, spares, data
+    (2, 1, 0, 1),  # 2 - 1 - 0 = 1
+    (3, 2, 0, 1),  # 3 - 2 = 1
+    (4, 1, 0, 3),
+    (7, 2, 0, 5),  # the old study default (8) was wrong here: only 5 are left
+    (7, 2, 1, 4),
+    (10, 3, 2, 5),
+    (11, 2, 1, 8),  # exactly 8 left
+    (12, 1, 0, 8),  # 11 left, capped at 8
+    (68, 2, 4, 8),
+    (255, 3, 100, 8),
+]
+
+
+@pytest.mark.parametrize(("children", "parity", "spares", "data"), DRAID_DEFAULTS)
+def test_draid_defaults_are_openzfs(children: int, parity: int, spares: int, data: int) -> None:
+    head = f"draid{parity}" + (f":{spares}s" if spares else "")
+    planned = parse_layout(f"{head}:{children}x1T").vdevs[0]
+    assert (planned.draid_data, planned.draid_spares, planned.width) == (data, spares, children)
+    # the study side reads the same text the same way
+    (study,) = parse_topology(head, children)
+    assert (study.kind, study.draid_data, study.draid_spares, study.width) == (
+        f"draid{parity}", data, spares, children
+    )  # fmt: skip
+
+
+def test_draid_options_as_zpool_takes_them() -> None:
+    plain = parse_layout("draid:5x1T").vdevs[0]  # draid = draid1
+    assert (plain.parity, plain.draid_data) == (1, 4)
+    a = parse_layout("draid2:1s:4d:7c:7x1T").vdevs[0]  # any order, upper case too
+    b = parse_layout("draid2:4D:7C:1S:7x1T").vdevs[0]
+    assert a == b and (a.draid_data, a.draid_spares) == (4, 1)
+    # width before or after the options (both spellings studies have used)
+    assert parse_topology("draid2:7:4d:1s", 7) == parse_topology("draid2:4d:1s:7", 7)
+    with pytest.raises(UsageError, match="leave no data disks"):
+        parse_layout("draid2:1s:3x1T")
+    with pytest.raises(UsageError, match="OpenZFS allows 100"):
+        parse_layout("draid1:101s:110x1T")
+    with pytest.raises(UsageError, match="at most 255"):
+        parse_layout("draid1:256x1T")
+
+
+def test_widths_take_the_given_disks_in_order() -> None:
+    disks = (4 * TiB,) * 3 + (2 * TiB,) * 2
+    lay = parse_layout("raidz1:3 + mirror:2", disks)
+    assert lay == parse_layout("raidz1:3x4T + mirror:2x2T")
+    assert lay.widths() == "raidz1:3+mirror:2"
+    assert parse_layout("raidz2", (GiB,) * 6) == parse_layout("raidz2:6x1G")
+    assert parse_layout("stripe:2", (GiB,) * 4).disk_count == 2  # the rest stay unused
+    with pytest.raises(UsageError, match="needs 6 disks but --disks has 5"):
+        parse_layout("raidz1:3+raidz1:3", disks)
+    with pytest.raises(UsageError, match="needs disks"):
+        parse_layout("raidz2")
+    with pytest.raises(UsageError, match="mixes device sizes and widths"):
+        parse_layout("raidz1:3x1G + mirror:2", disks)
+    with pytest.raises(UsageError, match="names disks too"):
+        parse_layout("raidz1:3x1G", disks)
+    with pytest.raises(UsageError, match="each needs a width"):
+        parse_layout("raidz1 + mirror:2", disks)
+    with pytest.raises(UsageError, match="a width of 0"):
+        parse_layout("stripe:0", disks)
+
+
+def test_vdev_classes_are_recognised_and_refused_for_now() -> None:
+    for extra in ("log mirror:2x100G", "special mirror:2x500G", "spare 1x4T", "cache 1x1T"):
+        with pytest.raises(UsageError, match="does not model the log, special"):
+            parse_layout(f"raidz2:6x4T + {extra}")
+
+
+def test_study_layouts_check_what_they_can_before_the_disks() -> None:
+    for ok in ("raidz2", "raidz1:3+mirror:2", "draid2:4d:1s:7", "stripe:6", "draid1"):
+        check_widths(ok)
+    for bad, says in [
+        ("raidz3:3", "raidz3 of 3 disks is impossible"),
+        ("draid1:0d:1s:6", "0 data disks"),
+        ("raidz1:3x1G", "Write a width"),
+        ("mirror:1", "a mirror of 1 disk"),
+        ("raidz1:3++mirror:2", "Empty part"),
+    ]:
+        with pytest.raises(UsageError, match=says):
+            check_widths(bad)
+
+
+def test_backend_topology_is_the_planner_layout() -> None:
+    assert parse_topology("raidz1:3+mirror:2", 6) == (Vdev("raidz1", 3), Vdev("mirror", 2))
+    assert parse_topology("stripe:3", 3) == (Vdev("stripe", 3),)
+    with pytest.raises(UsageError, match="needs 4 disks but the study has 2"):
+        parse_topology("raidz1:4", 2)
+    with pytest.raises(UsageError, match="raidz3 of 3 disks is impossible"):
+        parse_topology("raidz3", 3)
+
+
+_GROUPS = st.one_of(
+    st.builds(lambda n: ("stripe", 0, n), st.integers(1, 4)),
+    st.builds(lambda n: ("mirror", 0, n), st.integers(2, 4)),
+    st.builds(
+        lambda p, extra: (f"raidz{p}", p, p + 1 + extra), st.integers(1, 3), st.integers(0, 8)
+    ),
+)
+
+
+@given(
+    st.lists(_GROUPS, min_size=1, max_size=4),
+    st.lists(st.sampled_from([GiB, 1536 * MiB, 4 * TiB, 4 * 10**12]), min_size=48, max_size=48),
+)
+def test_spec_and_widths_round_trip(groups: list[tuple[str, int, int]], sizes: list[int]) -> None:
+    text = " + ".join(f"{head}:{n}" for head, _, n in groups)
+    lay = parse_layout(text, sizes)
+    assert lay.disk_count == sum(n for _, _, n in groups)
+    assert parse_layout(lay.spec()) == lay  # sized form, as plan prints it
+    assert parse_layout(lay.widths(), sizes) == lay  # width form, as a study writes it
+    assert all(isinstance(v, VdevSpec) for v in lay.vdevs) and isinstance(lay, Layout)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["", "raidz", "raidz4:3x1G", "mirror:", "mirror:2x1G +", "a:1G", "raidz1:4d:3x1G",
+     "raidz1:3x1G:2x1G", "raidz1:١٢x1G", "mirror:2xinf", "raidz1:3x1.1T"],
+)  # fmt: skip
 def test_bad_layouts(bad: str) -> None:
     with pytest.raises(UsageError):
         parse_layout(bad)

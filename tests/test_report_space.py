@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from poolbench.planner.for_study import planner_layout, predicted_usable, rules_name
+from poolbench.planner.capacity import plan_pool, predicted_usable
+from poolbench.planner.layout import parse_layout
+from poolbench.planner.rules import V23, parse_zfs_version, rules_for_reported
 from poolbench.report.data import load_run
 from poolbench.report.html import render
 from poolbench.store.db import Measurement, Store
@@ -12,11 +14,14 @@ from poolbench.store.db import Measurement, Store
 MiB = 1024 * 1024
 
 
-def test_layout_and_version_translation() -> None:
-    assert planner_layout("raidz2", 6, MiB) == f"raidz2:6x{MiB}"
-    assert planner_layout("raidz1:3+mirror:2", 5, MiB) == f"raidz1:3x{MiB} + mirror:2x{MiB}"
-    assert rules_name("zfs-fuse 0.7.0, pool version 23") == "v23"
-    assert rules_name("2.3.2-2~bpo12+2") == "2.3.2"
+def test_study_layout_and_version_read_as_the_planner_reads_them() -> None:
+    # One grammar: a study layout with widths on its disks is the sized layout.
+    widths = predicted_usable("raidz1:3+mirror:2", 12, 5, 1 << 30, "2.3.2-2~bpo12+2")
+    sized = parse_layout("raidz1:3x1G + mirror:2x1G")
+    assert widths == plan_pool(sized, 12, parse_zfs_version("2.3.2")).usable_bytes
+    assert rules_for_reported("zfs-fuse 0.7.0, pool version 23") is V23
+    assert rules_for_reported("") is V23
+    assert rules_for_reported("2.3.2-2~bpo12+2") == parse_zfs_version("2.3.2")
 
 
 def test_space_chart_shows_pool_and_planner(tmp_path: Path) -> None:

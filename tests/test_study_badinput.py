@@ -19,7 +19,7 @@ def _study(tmp: Path, body: str) -> Path:
 CASES = {
     "raidz3-of-3": (
         '[disks]\ncount = 3\nsize = "128M"\n[factors]\nlayout = ["raidz3"]\n',
-        "raidz3 of 3 disk(s) is impossible",
+        "raidz3 of 3 disks is impossible",
     ),
     "recordsize-not-power-of-two": (
         '[disks]\ncount = 3\nsize = "128M"\n[factors]\nlayout = ["raidz1"]\nrecordsize = ["96K"]\n',

@@ -9,13 +9,11 @@ crash removes it and nothing else.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from poolbench.errors import UsageError
 from poolbench.safety.journal import Journal
 
 
@@ -53,70 +51,29 @@ class Vdev:
         return [self.kind]
 
 
-_VDEV_RE = re.compile(r"^(stripe|mirror|raidz[123]|draid[123])(?::(\d+))?(?::(\d+)d)?(?::(\d+)s)?$")
-# The form the docstring and the error message show: draidP:Dd:Ss:WIDTH (width last).
-_DRAID_WIDTH_LAST = re.compile(r"^(draid[123])(?::(\d+)d)?(?::(\d+)s)?:(\d+)$")
-_MIN_WIDTH = {"stripe": 1, "mirror": 2, "raidz1": 2, "raidz2": 3, "raidz3": 4}
-
-
 def parse_topology(text: str, n_disks: int) -> tuple[Vdev, ...]:
-    """'raidz2' (all disks), 'raidz1:3+raidz1:3', 'mirror:2+mirror:2', 'draid2:4d:1s:7'.
+    """A study's ZFS layout ('raidz2', 'raidz1:3+mirror:2', 'draid2:4d:1s:7') on n disks.
 
-    Without a width, a single vdev takes every disk. Errors name the layout and the fix.
+    The grammar is the planner's (poolbench.planner.layout), so `plan --layout` and a study
+    read a layout alike; sizes come from the study's disks, so a layout here gives widths.
+    Errors name the layout and the fix.
     """
-    parts = [p.strip() for p in text.split("+")]
+    from poolbench.planner.layout import parse_layout
+
+    layout = parse_layout(text, (1,) * n_disks, what="the study")
     vdevs: list[Vdev] = []
-    for part in parts:
-        m = _VDEV_RE.match(part)
-        last = _DRAID_WIDTH_LAST.match(part) if not m else None
-        if last:
-            kind_l, data_l, spares_l, width_l = last.groups()
-            m = _VDEV_RE.match(
-                f"{kind_l}:{width_l}"
-                + (f":{data_l}d" if data_l else "")
-                + (f":{spares_l}s" if spares_l else "")
-            )
-        if not m:
-            raise UsageError(
-                f"Layout '{text}': '{part}' is not a vdev.",
-                "Write TYPE[:WIDTH] joined by '+', TYPE one of stripe, mirror, raidz1, raidz2, "
-                "raidz3 or draidP:Dd:Ss[:WIDTH] (e.g. raidz2, mirror:2+mirror:2).",
-            )
-        kind, width_s, data_s, spares_s = m.groups()
-        width = int(width_s) if width_s else (n_disks if len(parts) == 1 else 0)
-        if width == 0:
-            raise UsageError(
-                f"Layout '{text}': with several vdevs each needs a width ('{part}' has none).",
-                "Write e.g. raidz1:3+raidz1:3.",
-            )
-        if kind.startswith("draid"):
-            parity = int(kind[-1])
-            data = int(data_s) if data_s else 8
-            spares = int(spares_s) if spares_s else 0
-            if width < data + parity + spares:
-                raise UsageError(
-                    f"Layout '{text}': {kind} with {data} data disks per group and {spares} "
-                    f"spares needs at least {data + parity + spares} disks, not {width}.",
-                    "Use more disks or fewer data disks per group.",
-                )
-            vdevs.append(Vdev(kind, width, data, spares))
-            continue
-        if data_s or spares_s:
-            raise UsageError(f"Layout '{text}': only dRAID takes d/s counts ('{part}').")
-        need = _MIN_WIDTH[kind]
-        if width < need:
-            raise UsageError(
-                f"Layout '{text}': {kind} of {width} disk(s) is impossible; {kind} needs at "
-                f"least {need}.",
-                "Give more disks or choose a layout with less redundancy.",
-            )
-        vdevs.append(Vdev(kind, width))
-    total = sum(v.width for v in vdevs)
-    if total > n_disks:
-        raise UsageError(
-            f"Layout '{text}' needs {total} disks but the study has {n_disks}.",
-            "Add disks (--disks) or use a narrower layout.",
-        )
+    for v in layout.vdevs:
+        if v.kind == "disk":  # consecutive stripe members are one stripe group
+            if vdevs and vdevs[-1].kind == "stripe":
+                vdevs[-1] = Vdev("stripe", vdevs[-1].width + 1)
+            else:
+                vdevs.append(Vdev("stripe", 1))
+        elif v.kind == "mirror":
+            vdevs.append(Vdev("mirror", v.width))
+        elif v.kind == "raidz":
+            vdevs.append(Vdev(f"raidz{v.parity}", v.width))
+        else:
+            vdevs.append(Vdev(f"draid{v.parity}", v.width, v.draid_data, v.draid_spares))
     return tuple(vdevs)
 
 

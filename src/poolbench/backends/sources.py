@@ -19,7 +19,6 @@ then backs the file, so a crash between `losetup` and recording its name leaks n
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -234,7 +233,7 @@ def make_disks(
     claims: ClaimSet | None = None,
 ) -> list[str]:
     """The trial loop's entry point: a study's [disks] table → device paths for the backend."""
-    from poolbench.guards.workingset import parse_size
+    from poolbench.units import parse_size
 
     if disks.n == 0:
         return []  # the directory backend needs no disks
@@ -251,22 +250,13 @@ def make_disks(
     ).devices
 
 
-_DISKS_RE = re.compile(r"^(\d+)\s*[xX*]\s*(.+)$")
-
-
 def parse_disks(text: str) -> tuple[list[int], list[str]]:
-    """`--disks`: '5x512M' or '2x1G,3x512M' → sizes; '/dev/sdb,/dev/sdc' → device names."""
-    from poolbench.planner.layout import parse_devices
+    """`--disks`: '5x512M' or '2x1G,3x512M' → sizes; '/dev/sdb,/dev/sdc' → device names
+    (poolbench.units.parse_disks, the one --disks grammar)."""
+    from poolbench.units import parse_disks as units_parse_disks
 
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if items and all(i.startswith("/") for i in items):
-        return [], items
-    if any(i.startswith("/") for i in items):
-        raise UsageError(
-            f"--disks '{text}' mixes sizes and devices.",
-            "Give either sizes (5x512M: sparse files) or devices (/dev/sdb,/dev/sdc).",
-        )
-    return list(parse_devices(text, context=text)), []
+    disks = units_parse_disks(text)
+    return list(disks.sizes), list(disks.devices)
 
 
 def own_loop_backing(device: str) -> str | None:

@@ -159,10 +159,14 @@ def parse_zdb_ashift(text: str) -> list[int]:
 
 
 def parse_size(text: str) -> int:
-    m = re.fullmatch(r"(\d+)([KMG]?)B?", text.strip().upper())
-    if not m:
-        raise ValueError(text)
-    return int(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2)]
+    """A property size (recordsize) in the one size grammar (poolbench.units); ValueError if
+    it is not one. 128K is 2^17 here as in ZFS; 128KB is 128000, which no recordsize is."""
+    from poolbench.units import parse_size as units_parse_size
+
+    try:
+        return units_parse_size(text)
+    except UsageError as exc:
+        raise ValueError(text) from exc
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:

@@ -23,8 +23,8 @@ from poolbench.fleet import hosts as hostlist
 from poolbench.fleet import probe, table
 from poolbench.fleet.run import FleetRun, run_fleet
 from poolbench.fleet.session import FleetOptions, FleetSession, check_workloads
-from poolbench.guards.workingset import parse_size
 from poolbench.system.runner import LocalRunner, format_argv
+from poolbench.units import parse_size
 from poolbench.workloads.library import parse_list
 
 SECURITY = (

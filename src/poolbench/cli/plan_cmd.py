@@ -6,6 +6,7 @@ No I/O, no root: everything comes from the planner's models (src/poolbench/plann
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -16,12 +17,13 @@ from rich.table import Table
 from poolbench.cli.common import db_option, open_store
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import PoolPlan, nicenum, plan_pool
-from poolbench.planner.layout import format_devices, parse_devices, parse_layout
+from poolbench.planner.layout import Layout, format_devices, parse_layout
 from poolbench.planner.performance import DEFAULT_SPEEDS, DiskSpeed, parse_disk_speed, predict
 from poolbench.planner.resilience import PoolRisk, RiskInputs, pool_risk
 from poolbench.planner.rules import DEFAULT_VERSION, RuleSet, parse_zfs_version
 from poolbench.planner.search import Candidate, Objective, search
 from poolbench.store.db import Store
+from poolbench.units import parse_disks
 
 
 def _console() -> Console:
@@ -38,13 +40,15 @@ def _fmt_bps(bps: float) -> str:
     "--layout",
     "layout_text",
     metavar="LAYOUT",
-    help="Evaluate one layout, e.g. 'raidz2:6x4T' or 'raidz1:3x1G + mirror:2x4TB'.",
+    help="Evaluate one layout: with sizes ('raidz2:6x4T', 'raidz1:3x1G + mirror:2x4TB') or, "
+    "as a study writes it, with widths on --disks ('raidz2', 'raidz1:3 + mirror:2').",
 )
 @click.option(
     "--disks",
     "disks_text",
     metavar="DISKS",
-    help="Search layouts for these whole disks, e.g. 2x3T,3x2T.",
+    help="Disks as COUNTxSIZE joined by commas, e.g. 2x3T,3x2TB (T = 2^40, TB = 10^12 "
+    "bytes): alone, search layouts for them; with a --layout in widths, its disks.",
 )
 @click.option(
     "--ashift",
@@ -63,7 +67,7 @@ def _fmt_bps(bps: float) -> str:
     "--whole-disk/--no-whole-disk",
     default=None,
     help="Devices are whole disks that `zpool create` partitions on Linux "
-    "(default: off for --layout, on for --disks).",
+    "(default: off for --layout, on for --disks alone).",
 )
 @click.option(
     "--min-failures",
@@ -156,34 +160,28 @@ def plan(
     \b
     Examples:
       poolbench plan --layout 'raidz2:6x4T' --ashift 12 --zfs-version 2.3 --json
+      poolbench plan --layout 'raidz1:3 + mirror:2' --disks 3x4TB,2x2TB
       poolbench plan --disks 2x3T,3x2T --min-failures 1 --objective space
     """
-    if (layout_text is None) == (disks_text is None):
+    if layout_text is None and disks_text is None:
         raise UsageError(
-            "Give exactly one of --layout and --disks.",
-            "Use --layout 'raidz2:6x4T' to evaluate one layout, or --disks 2x3T,3x2T to search.",
+            "Give --layout, --disks, or both.",
+            "Use --layout 'raidz2:6x4T' (or --layout raidz2 --disks 6x4T) to evaluate one "
+            "layout, or --disks 2x3T,3x2T alone to search.",
         )
+    _check_numbers(afr, ure, fill, top, min_failures)
     rules = parse_zfs_version(zfs_version)
-    if disk_speed and disk_speed_run:
-        raise UsageError("Give --disk-speed or --disk-speed-from, not both.")
-    if disk_speed_run:
-        disk = disk_speed_from_run(open_store(db), disk_speed_run, DEFAULT_SPEEDS[disk_class])
-    else:
-        disk = parse_disk_speed(disk_speed) if disk_speed else DEFAULT_SPEEDS[disk_class]
-    if not 0 < afr < 1 or ure < 0 or not 0 < fill <= 1:
-        raise UsageError(
-            "--afr and --fill must be fractions in (0, 1] and --ure non-negative.",
-            "For example --afr 0.015 --fill 0.8 --ure 1e-15.",
-        )
+    disk = _disk_speed(disk_speed, disk_speed_run, db, disk_class)
     inputs = RiskInputs(afr=afr, ure_per_bit=ure, fill=fill)
+    disks = _disk_sizes(disks_text) if disks_text is not None else None
     if layout_text is not None:
-        _plan_layout(layout_text, ashift, rules, bool(whole_disk), disk, inputs, as_json)
+        layout = _layout_on(layout_text, disks)
+        _plan_layout(layout, ashift, rules, bool(whole_disk), disk, inputs, as_json)
     else:
-        assert disks_text is not None
-        if min_failures < 0:
-            raise UsageError("--min-failures must be 0 or more.", "For example --min-failures 1.")
+        assert disks is not None and disks_text is not None
         _plan_search(
             disks_text,
+            disks,
             ashift,
             rules,
             whole_disk is not False,
@@ -195,8 +193,54 @@ def plan(
         )
 
 
+def _check_numbers(afr: float, ure: float, fill: float, top: int, min_failures: int) -> None:
+    """The model inputs are fractions and counts; inf and nan are neither (and print as
+    invalid JSON)."""
+    finite = all(math.isfinite(x) for x in (afr, ure, fill))
+    if not finite or not 0 < afr < 1 or ure < 0 or not 0 < fill <= 1:
+        raise UsageError(
+            "--afr and --fill must be fractions in (0, 1] and --ure a finite number of 0 or more.",
+            "For example --afr 0.015 --fill 0.8 --ure 1e-15.",
+        )
+    if top < 1:
+        raise UsageError(f"--top {top} shows nothing.", "Give --top 1 or more, e.g. --top 20.")
+    if min_failures < 0:
+        raise UsageError("--min-failures must be 0 or more.", "For example --min-failures 1.")
+
+
+def _disk_speed(text: str | None, run: str | None, db: Path | None, disk_class: str) -> DiskSpeed:
+    if text and run:
+        raise UsageError("Give --disk-speed or --disk-speed-from, not both.")
+    if run:
+        return disk_speed_from_run(open_store(db), run, DEFAULT_SPEEDS[disk_class])
+    return parse_disk_speed(text) if text else DEFAULT_SPEEDS[disk_class]
+
+
+def _layout_on(text: str, disks: tuple[int, ...] | None) -> Layout:
+    """--layout, its widths taking --disks in order (a study's meaning)."""
+    layout = parse_layout(text, disks)
+    if disks is not None and layout.disk_count < len(disks):
+        click.echo(
+            f"note: the layout uses the first {layout.disk_count} of the {len(disks)} disks "
+            "in --disks.",
+            err=True,
+        )
+    return layout
+
+
+def _disk_sizes(text: str) -> tuple[int, ...]:
+    """--disks for the planner: sizes only (it does no I/O, so it cannot read a device)."""
+    disks = parse_disks(text)
+    if disks.devices:
+        raise UsageError(
+            f"plan --disks '{text}' names devices; the planner reads nothing from them.",
+            "Give their sizes instead, e.g. --disks 6x4TB (`poolbench disks` lists sizes).",
+        )
+    return disks.sizes
+
+
 def _plan_layout(
-    text: str,
+    layout: Layout,
     ashift: int,
     rules: RuleSet,
     whole_disk: bool,
@@ -204,7 +248,6 @@ def _plan_layout(
     inputs: RiskInputs,
     as_json: bool,
 ) -> None:
-    layout = parse_layout(text)
     result = plan_pool(layout, ashift, rules, whole_disk)
     speed = predict(layout, disk)
     risk = pool_risk(layout, disk, inputs)
@@ -311,6 +354,7 @@ def _print_risk(console: Console, risk: PoolRisk) -> None:
 
 def _plan_search(
     text: str,
+    disk_sizes: tuple[int, ...],
     ashift: int,
     rules: RuleSet,
     whole_disk: bool,
@@ -320,7 +364,7 @@ def _plan_search(
     top: int,
     as_json: bool,
 ) -> None:
-    disks = list(parse_devices(text, context=text))
+    disks = list(disk_sizes)
     cands = search(
         disks,
         ashift=ashift,

@@ -112,6 +112,7 @@ def _print_plan(sr: study_run.StudyRun, console: Console, err: Console) -> None:
         f"{len(sr.configs)} configurations × {study.replicates} replicates "
         f"(up to {study.max_replicates} while a CI is wider than ±{study.ci_target}%)"
     )
+    console.print(study.disks.describe(), markup=False, highlight=False)
     for t in plan:
         console.print(f"  {t.index + 1:>3}. replicate {t.replicate + 1}: {t.config.key}")
     console.print(estimate.estimate(study).text(), highlight=False)

@@ -80,7 +80,7 @@ def options_for(
     study: Study, workloads: list[Workload], tc: TrialConfig, tarball: Path | None
 ) -> Options:
     """The session's options: the study's [workloads], with the trial's compressibility."""
-    from poolbench.guards.workingset import parse_size
+    from poolbench.units import parse_size
 
     wl = study.workloads
     return Options(

@@ -9,7 +9,7 @@ from pathlib import Path
 from poolbench.errors import UsageError
 from poolbench.system.probes import arc_max_bytes, ram_bytes
 
-__all__ = ["WorkingSet", "arc_max_bytes", "choose", "parse_size", "ram_bytes"]
+__all__ = ["WorkingSet", "arc_max_bytes", "choose", "ram_bytes"]
 
 MiB = 1024 * 1024
 COLD_FACTOR = 2  # working set ≥ 2× RAM by default (DESIGN.md §3 rule 1)
@@ -33,25 +33,6 @@ class WorkingSet:
     @property
     def below_cold_rule(self) -> bool:
         return self.ratio_to_ram < COLD_FACTOR
-
-
-def parse_size(text: str) -> int:
-    """'512M' → bytes. K/M/G/T are binary (KiB…TiB), as in fio and dd."""
-    t = text.strip().upper().removesuffix("IB").removesuffix("B")
-    mult = 1
-    if t and t[-1] in "KMGT":
-        mult = 1024 ** ("KMGT".index(t[-1]) + 1)
-        t = t[:-1]
-    try:
-        value = float(t)
-    except ValueError:
-        raise UsageError(
-            f"'{text}' is not a size.", "Write a size like 512M, 4G or 1T (binary units)."
-        ) from None
-    n = int(value * mult)
-    if n < MiB:
-        raise UsageError(f"Size '{text}' is below 1 MiB.", "Use at least 1M.")
-    return n - n % MiB
 
 
 def choose(

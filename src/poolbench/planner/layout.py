@@ -1,83 +1,75 @@
-"""The layout grammar of `poolbench plan --layout` (pure).
+"""The one layout grammar: `poolbench plan --layout`, study files and the ZFS backend (pure).
 
 A layout is one or more top-level groups joined by ``+``::
 
-    raidz1:3x1G,2x1536M + mirror:2x4TB + draid2:4d:1s:7x8T
+    raidz2                        every disk given (--disks, or a study's [disks])
+    raidz1:3 + mirror:2           the first 3 disks, then the next 2
+    raidz1:3x1G,2x1536M + mirror:2x4TB      the devices' sizes written in the layout
+    draid2:4d:1s:7                dRAID: parity 2, 4 data disks per group, 1 spare, 7 children
 
-Each group is ``TYPE:DEVICES``; TYPE is ``stripe``, ``mirror``, ``raidz``/``raidz1``,
-``raidz2``, ``raidz3`` or ``draidP[:Dd][:Cc][:Ss]`` (as `zpool create` spells dRAID: parity,
-data disks per redundancy group, children, distributed spares); DEVICES is a comma list of
-``COUNTxSIZE`` or ``SIZE``. A ``stripe`` group gives one top-level vdev per device (that is
-what `zpool create pool a b c` builds); every other group is one top-level vdev.
+Each group is ``TYPE[:MEMBERS]``. TYPE is ``stripe`` (one top-level vdev per device, what
+`zpool create pool a b c` builds), ``mirror``, ``raidz``/``raidz1``, ``raidz2``, ``raidz3`` or
+``draid[P][:Nd][:Nc][:Ns]`` (as `zpool create` spells dRAID, options in any order: data disks
+per redundancy group, children, distributed spares). MEMBERS is either
 
-Sizes are bytes, or a number with a unit: ``K M G T P`` (also ``KiB``…) are powers of 1024,
-``KB MB GB TB PB`` are powers of 1000 (what disk vendors print).
+* a WIDTH, plain ASCII digits: that many of the given disks, taken in order; a lone group
+  without MEMBERS takes every disk; or
+* SIZES in the one size grammar (poolbench.units): ``COUNTxSIZE`` or ``SIZE`` items joined by
+  commas (a lone bare number is a width; one device of N bytes is ``1xN``).
+
+A layout uses widths or sizes, not both; widths need disks. dRAID defaults are OpenZFS's
+(`draid_config_by_type`, cmd/zpool/zpool_vdev.c): parity 1, spares 0, data disks
+min(8, children − parity − spares).
+
+Room to grow (zpool's class words, issue 15): ``+ log mirror:2x100G``, ``+ special ...``,
+``+ dedup ...``, ``+ spare 1x4T``, ``+ cache 1x1T``: a part that starts with a class word and
+a space. They are recognised and refused for now: capacity of those classes is not modelled.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Literal
 
 from poolbench.errors import UsageError
+from poolbench.units import format_size, format_sizes, parse_size, parse_sizes
+
+__all__ = [
+    "Layout",
+    "VdevSpec",
+    "draid_shape",
+    "format_devices",
+    "format_size",
+    "parse_devices",
+    "parse_layout",
+    "parse_size",
+]
 
 VdevKind = Literal["disk", "mirror", "raidz", "draid"]
 
-_BINARY = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
-_DECIMAL = {"KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15}
-
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
-
-# OpenZFS limits the planner enforces (include/sys/fs/zfs.h, include/sys/vdev_draid.h).
+# OpenZFS limits (include/sys/fs/zfs.h, include/sys/vdev_draid.h, cmd/zpool/zpool_vdev.c).
 VDEV_RAIDZ_MAXPARITY = 3
 VDEV_DRAID_MAXPARITY = 3
+VDEV_RAIDZ_MAX_CHILDREN = 255
 VDEV_DRAID_MAX_CHILDREN = 255
 DRAID_MAX_SPARES = 100  # "An arbitrary limit of 100 distributed spares" (draid_config_by_type)
+DRAID_DEFAULT_MAX_DATA = 8  # "limit a redundancy group to 8 data disks" (same function)
+CLASS_WORDS = ("log", "special", "dedup", "spare", "cache")
+
+format_devices = format_sizes  # the planner's historic names for the units functions
+
+LAYOUT_HELP = (
+    "Write TYPE[:MEMBERS] parts joined by '+': TYPE is stripe, mirror, raidz1, raidz2, raidz3 "
+    "or draidP[:Nd][:Ns]; MEMBERS a width (raidz1:3 + mirror:2, disks from --disks) or sizes "
+    "(raidz2:6x4T, mirror:2x4TB)."
+)
 
 
-def parse_size(text: str) -> int:
-    """Parse ``4T``, ``1536M``, ``4TB``, ``1.5T``, ``123`` into bytes (rounded down).
-
-    Binary units: K M G T P (or KiB…PiB); decimal units: KB MB GB TB PB; ``B`` is bytes.
-    """
-    m = _SIZE_RE.match(text)
-    if not m:
-        raise UsageError(
-            f"'{text}' is not a size.",
-            "Write a number of bytes or a number with a unit, e.g. 4T (TiB), 4TB (10^12), "
-            "1536M (MiB).",
-        )
-    number, unit = m.group(1), m.group(2)
-    key = unit.upper()
-    if key.endswith("IB") and len(key) == 3:
-        key = key[0]
-    if key == "B":
-        key = ""
-    if key in _BINARY:
-        factor = _BINARY[key]
-    elif key in _DECIMAL:
-        factor = _DECIMAL[key]
-    else:
-        raise UsageError(
-            f"Unknown size unit '{unit}' in '{text}'.",
-            "Use K M G T P (powers of 1024) or KB MB GB TB PB (powers of 1000).",
-        )
-    value = int(Fraction(number) * factor)
-    if value <= 0:
-        raise UsageError(f"Size '{text}' is zero.", "Give every device a positive size.")
-    return value
-
-
-def format_size(nbytes: int) -> str:
-    """Shortest exact spelling of a device size for layout strings: 4T, 1536M, 4TB, 123."""
-    options = [str(nbytes)]
-    for table in (_BINARY, _DECIMAL):
-        for unit, factor in table.items():
-            if unit and nbytes % factor == 0:
-                options.append(f"{nbytes // factor}{unit}")
-    return min(options, key=len)
+def parse_devices(text: str, *, context: str = "") -> tuple[int, ...]:
+    """``3x1G,2x1536M`` → a tuple of sizes in bytes (units.parse_sizes)."""
+    return parse_sizes(text, what=f"'{context}'" if context else "devices")
 
 
 @dataclass(frozen=True)
@@ -113,17 +105,19 @@ class VdevSpec:
             return f"raidz{self.parity}"
         return f"draid{self.parity}:{self.draid_data}d:{self.width}c:{self.draid_spares}s"
 
-    def spec(self) -> str:
-        """This vdev in the layout grammar."""
+    def head(self) -> str:
+        """The TYPE of this vdev in the grammar (dRAID with its data disks and spares)."""
         if self.kind == "disk":
-            head = "stripe"
-        elif self.kind == "mirror":
-            head = "mirror"
-        elif self.kind == "raidz":
-            head = f"raidz{self.parity}"
-        else:
-            head = f"draid{self.parity}:{self.draid_data}d:{self.draid_spares}s"
-        return f"{head}:{format_devices(self.devices)}"
+            return "stripe"
+        if self.kind == "mirror":
+            return "mirror"
+        if self.kind == "raidz":
+            return f"raidz{self.parity}"
+        return f"draid{self.parity}:{self.draid_data}d:{self.draid_spares}s"
+
+    def spec(self) -> str:
+        """This vdev in the grammar, with its devices' sizes."""
+        return f"{self.head()}:{format_sizes(self.devices)}"
 
 
 @dataclass(frozen=True)
@@ -131,20 +125,21 @@ class Layout:
     vdevs: tuple[VdevSpec, ...]
 
     def spec(self) -> str:
-        """The layout in the grammar; consecutive single disks merge into one ``stripe``."""
-        parts: list[str] = []
-        disks: list[int] = []
+        """The layout with sizes; consecutive single disks merge into one ``stripe``."""
+        return " + ".join(f"{h}:{format_sizes(d)}" for h, d in self._groups())
+
+    def widths(self) -> str:
+        """The layout with widths, as a study file writes it (``raidz1:3+mirror:2``)."""
+        return "+".join(f"{h}:{len(d)}" for h, d in self._groups())
+
+    def _groups(self) -> list[tuple[str, tuple[int, ...]]]:
+        out: list[tuple[str, tuple[int, ...]]] = []
         for v in self.vdevs:
-            if v.kind == "disk":
-                disks.append(v.devices[0])
-                continue
-            if disks:
-                parts.append(f"stripe:{format_devices(tuple(disks))}")
-                disks = []
-            parts.append(v.spec())
-        if disks:
-            parts.append(f"stripe:{format_devices(tuple(disks))}")
-        return " + ".join(parts)
+            if v.kind == "disk" and out and out[-1][0] == "stripe":
+                out[-1] = ("stripe", out[-1][1] + v.devices)
+            else:
+                out.append((v.head(), v.devices))
+        return out
 
     @property
     def disk_count(self) -> int:
@@ -156,136 +151,218 @@ class Layout:
         return min(v.failures_tolerated for v in self.vdevs)
 
 
-def format_devices(devices: tuple[int, ...]) -> str:
-    """``(1G, 1G, 1G, 1536M, 1536M)`` → ``3x1G,2x1536M`` (runs of equal sizes)."""
-    out: list[str] = []
-    i = 0
-    while i < len(devices):
-        j = i
-        while j < len(devices) and devices[j] == devices[i]:
-            j += 1
-        n = j - i
-        out.append(f"{n}x{format_size(devices[i])}" if n > 1 else format_size(devices[i]))
-        i = j
-    return ",".join(out)
+@dataclass(frozen=True)
+class _Part:
+    """One ``+`` part before disks are assigned: its type, options and members."""
+
+    text: str
+    kind: str  # stripe | mirror | raidzN | draidN
+    opts: tuple[str, ...]  # dRAID ":Nd" ":Nc" ":Ns" fields
+    width: int | None  # a WIDTH member
+    sizes: tuple[int, ...] | None  # SIZES members
 
 
-def parse_devices(text: str, *, context: str) -> tuple[int, ...]:
-    """``3x1G,2x1536M`` → a tuple of sizes in bytes."""
-    sizes: list[int] = []
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            raise UsageError(
-                f"Empty device entry in '{context}'.", "Write devices as COUNTxSIZE,COUNTxSIZE."
-            )
-        m = re.match(r"^(\d+)\s*[xX\*]\s*(.+)$", item)
-        if m:
-            count = int(m.group(1))
-            if count < 1 or count > 10_000:
-                raise UsageError(
-                    f"Device count {count} in '{context}' is out of range.",
-                    "Use a count from 1 to 10000.",
-                )
-            sizes.extend([parse_size(m.group(2))] * count)
-        else:
-            sizes.append(parse_size(item))
-    return tuple(sizes)
+_TYPE_RE = re.compile(r"(stripe|mirror|raidz[123]?|draid[123]?)", re.ASCII)
+_OPT_RE = re.compile(r"[0-9]{1,6}[cdsCDS]", re.ASCII)
 
 
-_RAIDZ_RE = re.compile(r"^raidz([123]?)$")
-_DRAID_RE = re.compile(r"^draid([123]?)((?::\d+[cdsCDS])*)$")
-
-
-def _parse_group(text: str) -> list[VdevSpec]:
-    if ":" not in text:
+def _split_part(text: str, layout: str) -> _Part:
+    fields = [f.strip() for f in text.split(":")]
+    head = fields[0].lower()
+    word = head.split()[0] if head.split() else ""
+    if word in CLASS_WORDS:
         raise UsageError(
-            f"Layout part '{text}' has no type.",
-            "Write each part as TYPE:DEVICES, e.g. raidz2:6x4T or mirror:2x4TB.",
+            f"Layout '{layout}': '{text}' adds a {word} vdev; poolbench does not model the "
+            "log, special, dedup, spare and cache classes yet.",
+            "Leave that part out: plan and measure the pool's data vdevs.",
         )
-    lowered = text.strip()
-    # The dRAID type itself contains colons: split at the first ':' that starts devices.
-    m = re.match(r"^(draid[123]?(?::\d+[cdsCDS])*):(.+)$", lowered)
-    if m:
-        head, dev_text = m.group(1), m.group(2)
-    else:
-        head, dev_text = lowered.split(":", 1)
-    head = head.strip().lower()
-    devices = parse_devices(dev_text, context=text)
-    if head == "stripe":
-        return [VdevSpec("disk", (d,)) for d in devices]
-    if head == "mirror":
-        if len(devices) < 2:
-            raise UsageError(
-                f"'{text}': a mirror needs at least 2 devices.",
-                "Add devices, or use stripe: for a single disk.",
-            )
-        return [VdevSpec("mirror", devices)]
-    rz = _RAIDZ_RE.match(head)
-    if rz:
-        parity = int(rz.group(1) or "1")
-        if len(devices) < parity + 1:
-            raise UsageError(
-                f"'{text}': raidz{parity} needs at least {parity + 1} devices.",
-                f"Give it {parity + 1} or more devices (zpool create refuses fewer).",
-            )
-        if len(devices) > 255:
-            raise UsageError(f"'{text}': more than 255 devices in one raidz.", "Split it.")
-        return [VdevSpec("raidz", devices, parity=parity)]
-    dr = _DRAID_RE.match(head)
-    if dr:
-        return [_draid_spec(text, int(dr.group(1) or "1"), dr.group(2), devices)]
-    raise UsageError(
-        f"Unknown vdev type '{head}' in '{text}'.",
-        "Use stripe, mirror, raidz1, raidz2, raidz3 or draidP:Dd:Ss.",
-    )
+    if not _TYPE_RE.fullmatch(head):
+        raise UsageError(f"Layout '{layout}': '{fields[0]}' is not a vdev type.", LAYOUT_HELP)
+    kind = {"raidz": "raidz1", "draid": "draid1"}.get(head, head)
+    opts = tuple(f for f in fields[1:] if _OPT_RE.fullmatch(f))
+    members = [f for f in fields[1:] if f not in opts]
+    if len(members) > 1 or (members and not members[0]):
+        raise UsageError(f"Layout '{layout}': '{text}' is not TYPE[:MEMBERS].", LAYOUT_HELP)
+    width: int | None = None
+    sizes: tuple[int, ...] | None = None
+    if members and members[0].isascii() and members[0].isdigit():
+        width = _width(members[0], text, layout)
+    elif members:
+        sizes = parse_sizes(members[0], what=f"layout part '{text}'")
+    return _Part(text, kind, opts, width, sizes)
 
 
-def _draid_spec(text: str, parity: int, opts: str, devices: tuple[int, ...]) -> VdevSpec:
-    # Mirrors draid_config_by_type() in cmd/zpool/zpool_vdev.c.
-    children = len(devices)
-    ndata: int | None = None
-    nspares = 0
-    for part in filter(None, opts.split(":")):
-        value, suffix = int(part[:-1]), part[-1].lower()
-        if suffix == "c" and value != children:
-            raise UsageError(
-                f"'{text}': says {value} children but lists {children} devices.",
-                "Make the :Nc count match the device list, or drop it.",
-            )
-        if suffix == "d":
-            ndata = value
-        elif suffix == "s":
-            nspares = value
-    if ndata is None:
-        if children <= nspares + parity:
-            raise UsageError(
-                f"'{text}': {nspares} spares and parity {parity} leave no data disks.",
-                "Add devices or use fewer spares.",
-            )
-        ndata = min(children - nspares - parity, 8)
-    if ndata == 0 or ndata + parity > children - nspares:
+def _width(digits: str, part: str, layout: str) -> int:
+    n = int(digits[:7])
+    if len(digits) > 6 or n > 10_000:
         raise UsageError(
-            f"'{text}': {ndata} data disks per group is too many; at most "
-            f"{max(children - nspares - parity, 0)} are available.",
-            "Lower the :Dd value or add devices.",
+            f"Layout '{layout}': '{part}' asks for {digits} disks.",
+            "Give a width of at most a few hundred disks; one device of N bytes is 1xN.",
         )
-    if nspares > DRAID_MAX_SPARES:
-        raise UsageError(f"'{text}': more than 100 distributed spares.", "Use fewer spares.")
-    if children > VDEV_DRAID_MAX_CHILDREN:
-        raise UsageError(f"'{text}': dRAID supports at most 255 disks.", "Split the vdev.")
-    return VdevSpec("draid", devices, parity=parity, draid_data=ndata, draid_spares=nspares)
+    if n == 0:
+        raise UsageError(
+            f"Layout '{layout}': '{part}' has a width of 0.", "Give each vdev 1 or more disks."
+        )
+    return n
 
 
-def parse_layout(text: str) -> Layout:
-    """Parse a whole layout string; raises UsageError naming the bad part."""
+def parse_layout(text: str, disks: Sequence[int] | None = None, *, what: str = "--disks") -> Layout:
+    """Parse a layout; `disks` (sizes in bytes, in order) supply groups written with widths.
+
+    Raises UsageError naming the bad part and the fix.
+    """
     if not text or not text.strip():
         raise UsageError("The layout is empty.", "Example: --layout 'raidz2:6x4T'.")
-    vdevs: list[VdevSpec] = []
-    for part in text.split("+"):
-        if not part.strip():
+    if len(text) > 10_000 or not text.isascii():
+        raise UsageError("The layout is not ASCII text of a sensible length.", LAYOUT_HELP)
+    parts = []
+    for raw in text.split("+"):
+        if not raw.strip():
             raise UsageError(
-                f"Empty part in layout '{text}'.", "Join vdevs with '+': raidz1:3x1G + mirror:2x2G."
+                f"Empty part in layout '{text}'.", "Join vdevs with '+': raidz1:3 + mirror:2."
             )
-        vdevs.extend(_parse_group(part.strip()))
+        parts.append(_split_part(raw.strip(), text))
+    sized = [p for p in parts if p.sizes is not None]
+    if sized and len(sized) != len(parts):
+        raise UsageError(
+            f"Layout '{text}' mixes device sizes and widths.",
+            "Write every part with sizes (raidz1:3x4T + mirror:2x1T) or every part with "
+            "widths and give the disks separately (raidz1:3 + mirror:2 --disks 3x4T,2x1T).",
+        )
+    if sized and disks is not None:
+        raise UsageError(
+            f"Layout '{text}' names its devices' sizes, and {what} names disks too.",
+            f"Give one: the layout with widths (raidz1:3) and {what}, or only the layout.",
+        )
+    vdevs: list[VdevSpec] = []
+    for p, devices in zip(parts, _assign(parts, text, disks, what), strict=True):
+        vdevs.extend(_group(p, devices, text))
     return Layout(tuple(vdevs))
+
+
+def _assign(
+    parts: list[_Part], text: str, disks: Sequence[int] | None, what: str
+) -> list[tuple[int, ...]]:
+    """Each part's member sizes: its own SIZES, or the next WIDTH disks of `disks`."""
+    if all(p.sizes is not None for p in parts):
+        return [p.sizes or () for p in parts]
+    if disks is None:
+        raise UsageError(
+            f"Layout '{text}' gives widths, not sizes, so it needs disks.",
+            f"Give the disks with {what} (e.g. 6x4TB), or write sizes in the layout "
+            "(raidz2:6x4TB).",
+        )
+    if len(parts) > 1 and any(p.width is None for p in parts):
+        bare = next(p for p in parts if p.width is None)
+        raise UsageError(
+            f"Layout '{text}': with several vdevs each needs a width ('{bare.text}' has none).",
+            "Write e.g. raidz1:3+raidz1:3.",
+        )
+    widths = [p.width if p.width is not None else len(disks) for p in parts]
+    if sum(widths) > len(disks):
+        raise UsageError(
+            f"Layout '{text}' needs {sum(widths)} disks but {what} has {len(disks)}.",
+            "Add disks or use a narrower layout.",
+        )
+    out, start = [], 0
+    for w in widths:
+        out.append(tuple(disks[start : start + w]))
+        start += w
+    return out
+
+
+def _group(p: _Part, devices: tuple[int, ...], layout: str) -> list[VdevSpec]:
+    n = len(devices)
+    if p.opts and not p.kind.startswith("draid"):
+        raise UsageError(f"Layout '{layout}': only dRAID takes d/c/s counts ('{p.text}').")
+    if n == 0:
+        raise UsageError(f"Layout '{layout}': '{p.text}' has no disks.", "Give it disks.")
+    if p.kind == "stripe":
+        return [VdevSpec("disk", (d,)) for d in devices]
+    if p.kind == "mirror":
+        if n < 2:
+            raise UsageError(
+                f"Layout '{layout}': '{p.text}' is a mirror of {n} disk; a mirror needs at "
+                "least 2.",
+                "Add a disk, or use stripe for a single disk.",
+            )
+        return [VdevSpec("mirror", devices)]
+    parity = int(p.kind[-1])
+    if p.kind.startswith("raidz"):
+        if not parity + 1 <= n <= VDEV_RAIDZ_MAX_CHILDREN:
+            raise UsageError(
+                f"Layout '{layout}': raidz{parity} of {n} disks is impossible; it needs at "
+                f"least {parity + 1} and at most {VDEV_RAIDZ_MAX_CHILDREN}.",
+                f"Give it {parity + 1} or more disks (zpool create refuses fewer), or split it.",
+            )
+        return [VdevSpec("raidz", devices, parity=parity)]
+    where = f"Layout '{layout}'" + ("" if p.text == layout.strip() else f": '{p.text}'")
+    data, spares = draid_shape(parity, p.opts, n, where)
+    return [VdevSpec("draid", devices, parity=parity, draid_data=data, draid_spares=spares)]
+
+
+def draid_shape(parity: int, opts: Sequence[str], children: int, where: str) -> tuple[int, int]:
+    """(data disks per group, distributed spares) as `zpool create` settles them.
+
+    Learnt from OpenZFS's draid_config_by_type (cmd/zpool/zpool_vdev.c): options in any
+    order; :Nc must equal the children; data defaults to min(8, children − parity − spares).
+    """
+    data: int | None = None
+    spares = 0
+    for opt in opts:
+        value, suffix = int(opt[:-1]), opt[-1].lower()
+        if suffix == "c" and value != children:
+            raise UsageError(
+                f"{where} says {value} children but has {children} disks.",
+                "Make :Nc match the number of disks, or drop it.",
+            )
+        if suffix == "d":
+            data = value
+        elif suffix == "s":
+            spares = value
+    if children > VDEV_DRAID_MAX_CHILDREN:
+        raise UsageError(f"{where}: dRAID supports at most 255 disks, not {children}.",
+                         "Split it into several dRAID vdevs.")  # fmt: skip
+    if spares > DRAID_MAX_SPARES:
+        raise UsageError(f"{where}: {spares} distributed spares; OpenZFS allows 100.",
+                         "Use fewer spares.")  # fmt: skip
+    available = children - spares - parity
+    if data is None:
+        if available < 1:
+            raise UsageError(
+                f"{where}: {spares} spares and parity {parity} leave no data disks of {children}.",
+                "Add disks or use fewer spares.",
+            )
+        data = min(available, DRAID_DEFAULT_MAX_DATA)
+    if data == 0:
+        raise UsageError(f"{where} asks for 0 data disks per group.",
+                         "Give at least 1 (:1d), or drop :Nd for OpenZFS's default.")  # fmt: skip
+    if data > available:
+        raise UsageError(
+            f"{where}: {data} data disks per group is too many; with parity {parity} and "
+            f"{spares} spares at most {max(available, 0)} of {children} disks are available.",
+            "Lower the :Nd value or add disks.",
+        )
+    return data, spares
+
+
+def check_widths(text: str) -> None:
+    """What can be checked of a study's layout before its disks are known: the grammar, no
+    sizes (a study's disks have one size, from [disks]), and every part with a width
+    (`raidz3:3`, `draid1:0d:1s:6`). Bare types (`raidz2`) are checked when the disks are."""
+    if len(text) > 10_000 or not text.isascii():
+        raise UsageError("The layout is not ASCII text of a sensible length.", LAYOUT_HELP)
+    parts = [_split_part(raw.strip(), text) for raw in text.split("+") if raw.strip()]
+    if len(parts) != len(text.split("+")):
+        raise UsageError(
+            f"Empty part in layout '{text}'.", "Join vdevs with '+': raidz1:3 + mirror:2."
+        )
+    for p in parts:
+        if p.sizes is not None:
+            raise UsageError(
+                f"Layout '{text}': '{p.text}' writes device sizes; a study's disks all have "
+                "the size in [disks].",
+                f"Write a width instead, e.g. {p.kind}:{len(p.sizes)}.",
+            )
+        if p.width is not None:
+            _group(p, (1,) * p.width, text)

@@ -193,3 +193,11 @@ def rules_by_name(name: str) -> RuleSet:
         if r.name == name:
             return r
     return parse_zfs_version(name)
+
+
+def rules_for_reported(zfs_version: str) -> RuleSet:
+    """The rules for a ZFS as a pool reported it: 'zfs-fuse, pool version 23' → v23,
+    '2.3.2-2~bpo12+2' → 2.3.2 (an empty version is taken as zfs-fuse, this machine's ZFS)."""
+    if "fuse" in zfs_version or not zfs_version.strip():
+        return V23
+    return parse_zfs_version(zfs_version.split()[0].split("-")[0].removeprefix("zfs"))

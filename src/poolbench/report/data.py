@@ -126,7 +126,7 @@ class RunData:
             return int(ws["size_bytes"])
         wl = self.study.get("workloads")
         if isinstance(wl, dict) and isinstance(wl.get("size"), str):
-            from poolbench.guards.workingset import parse_size
+            from poolbench.units import parse_size
 
             try:
                 return parse_size(wl["size"])

@@ -290,8 +290,8 @@ def _predicted_usable(run: RunData, levels: dict[str, str], zfs_version: str) ->
     if levels.get("backend", "zfs") != "zfs" or disks.get("source") == "devices":
         return None
     try:
-        from poolbench.guards.workingset import parse_size
-        from poolbench.planner.for_study import predicted_usable
+        from poolbench.planner.capacity import predicted_usable
+        from poolbench.units import parse_size
 
         return predicted_usable(
             levels["layout"], int(levels.get("ashift", "12")), int(disks["count"]),

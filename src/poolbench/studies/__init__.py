@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from poolbench.errors import UsageError
-from poolbench.guards.workingset import parse_size
+from poolbench.units import parse_size
 from poolbench.workloads.library import IOZONE_TESTS, parse_record_size
 
 MiB = 1 << 20
@@ -459,7 +459,7 @@ def ashift_notes(ctx: Context, rows: list[dict[str, Any]]) -> list[str]:
 
 def capacity_notes(ctx: Context, rows: list[dict[str, Any]]) -> list[str]:
     """Usable space as each pool reported it, beside the planner's prediction."""
-    from poolbench.planner.for_study import predicted_usable
+    from poolbench.planner.capacity import predicted_usable
 
     seen: dict[str, tuple[int, str]] = {}
     for r in rows:

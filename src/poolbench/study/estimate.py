@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from poolbench.guards.workingset import parse_size
 from poolbench.study import matrix
 from poolbench.study.model import Study
+from poolbench.units import parse_size
 from poolbench.workloads.library import Workload, parse_list
 
 MiB = 1 << 20

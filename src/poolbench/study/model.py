@@ -49,7 +49,8 @@ from pydantic import (
 )
 
 from poolbench.errors import UsageError
-from poolbench.guards.workingset import parse_size
+from poolbench.planner.layout import check_widths
+from poolbench.units import MiB, parse_size
 from poolbench.workloads.library import parse_list
 
 KNOWN_FACTORS = {
@@ -95,8 +96,19 @@ class Disks(_Strict):
     @classmethod
     def _size(cls, v: str | None) -> str | None:
         if v is not None:
-            parse_size(v)
+            _valid_size(v, "size")
         return v
+
+    @model_validator(mode="after")
+    def _slice_below_size(self) -> Disks:
+        sliced = self.slice_size and self.source != "devices"
+        if sliced and parse_size(str(self.slice_size)) >= self.size_bytes:
+            raise ValueError(
+                f"slice_size {self.slice_size} is not smaller than the disks' size "
+                f'{self.size}; a slice is part of a disk (use vdev_source = "partition" '
+                "for one spanning the disk)"
+            )
+        return self
 
     @property
     def size_bytes(self) -> int:
@@ -105,6 +117,13 @@ class Disks(_Strict):
     @property
     def n(self) -> int:
         return len(self.devices) if self.source == "devices" else self.count
+
+    def describe(self) -> str:
+        """One line for plans and dry runs: which disks, and their exact size in bytes."""
+        if self.source == "devices":
+            return f"disks: {len(self.devices)} devices: {', '.join(self.devices)}"
+        kind = "sparse files" if self.source == "files" else "sparse files as loop devices"
+        return f"disks: {self.count} {kind} of {self.size} = {self.size_bytes:,} bytes each"
 
 
 class Workloads(_Strict):
@@ -128,8 +147,16 @@ class Workloads(_Strict):
     @field_validator("size")
     @classmethod
     def _size(cls, v: str) -> str:
-        parse_size(v)
+        _valid_size(v, "working set", MiB)
         return v
+
+
+def _valid_size(text: str, what: str, minimum: int = 1) -> None:
+    """A size in the one grammar (poolbench.units), as a validation error with a location."""
+    try:
+        parse_size(text, what=what, minimum=minimum)
+    except UsageError as exc:
+        raise ValueError(exc.paragraph()) from None
 
 
 Level = str | int
@@ -174,6 +201,9 @@ class Study(_Strict):
                 raise ValueError(f"factor '{key}': {bad[0]!r} is not valid ({KNOWN_FACTORS[key]})")
         if "layout" not in v:
             raise ValueError("a study needs a 'layout' factor (e.g. layout = [\"raidz1\"])")
+        if "zfs" in [str(b) for b in v.get("backend", ["zfs"])]:
+            for level in v["layout"]:
+                _check_zfs_layout(str(level))
         return v
 
     @model_validator(mode="after")
@@ -186,6 +216,20 @@ class Study(_Strict):
                     + (f" ({', '.join(sorted(unknown))})" if unknown else "")
                 )
         return self
+
+
+_ZFS_TYPES = re.compile(r"\s*(stripe|mirror|raidz[0-9]*|draid[0-9]*)\b", re.ASCII)
+
+
+def _check_zfs_layout(level: str) -> None:
+    """A ZFS layout level in the planner's grammar (the disk count is checked at run time,
+    where --disks may have changed it); btrfs/md/generic levels are the backends' to check."""
+    if not _ZFS_TYPES.match(level):
+        return
+    try:
+        check_widths(level)
+    except UsageError as exc:
+        raise ValueError(exc.paragraph()) from None
 
 
 def _line_of(text: str, loc: tuple[Any, ...]) -> int | None:
