@@ -152,16 +152,16 @@ def _sectors(
 def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> ConfigFacts:
     figures: dict[str, list[tuple[int, float]]] = {}
     ratios: dict[str, list[float]] = {}
-    usable: int | None = None
+    measured: list[int] = []  # the capacity workload's figure
+    described: list[int] = []  # the pool as read back when it was built
     version, fill, resilvers = "", None, []
     for r in rows:
         g: dict[str, Any] = r["guards"]
         pool = _section(g, "pool")
         figures.setdefault(r["workload"], []).append((int(r["replicate"]), float(r["value"])))
-        cap = _section(g, "capacity")
-        got = cap.get("usable_bytes") or pool.get("usable_bytes")
-        if usable is None and isinstance(got, int):
-            usable, version = got, str(pool.get("zfs_version") or "")
+        measured += _ints(_section(g, "capacity").get("usable_bytes"))
+        described += _ints(pool.get("usable_bytes"))
+        version = version or str(pool.get("zfs_version") or "")
         ratio = _ratio(pool.get("compressratio"))
         if ratio is not None:
             ratios.setdefault(r["workload"], []).append(ratio)
@@ -172,12 +172,16 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
         key=key,
         levels=levels,
         figures={w: tuple(v for _r, v in sorted(vals)) for w, vals in figures.items()},
-        usable_bytes=usable,
+        usable_bytes=next(iter(measured + described), None),
         zfs_version=version,
         compressratios={w: tuple(v) for w, v in ratios.items()},
         fill=fill,
         resilvers=tuple(sorted(resilvers, key=lambda x: x.replicate)),
     )
+
+
+def _ints(value: Any) -> list[int]:
+    return [value] if isinstance(value, int) and not isinstance(value, bool) else []
 
 
 def _section(guards: Mapping[str, Any], key: str) -> dict[str, Any]:

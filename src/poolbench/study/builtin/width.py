@@ -60,7 +60,7 @@ def rule_verdicts(layout: str) -> str:
 def notes(ctx: Context, facts: StudyFacts) -> list[str]:
     lines = ["the 2^n rule: a raidz vdev with a power-of-two number of data disks"]
     layouts = dict.fromkeys(c.level("layout") for c in facts.configs if c.level("layout"))
-    lines += [f"  {layout}: {rule_verdicts(layout)}" for layout in layouts]
+    lines += [f"  {layout}: {rule_verdicts(layout) or 'no raidz vdev'}" for layout in layouts]
     return lines + capacity.notes(ctx, facts)
 
 
