@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from poolbench.errors import PoolbenchError
-from poolbench.planner.for_study import predicted_usable
 from poolbench.study.builtin.base import Builtin, MiB, StudyDict, mirror_pairs, need, study_file
 from poolbench.study.builtin.context import Context
 
@@ -36,6 +35,9 @@ def build(ctx: Context) -> StudyDict:
 
 def _planner(c: ConfigFacts, usable: int, facts: StudyFacts) -> str:
     """The planner's figure for this pool and how far the reported one is from it."""
+    # Imported here: the registry (and so `poolbench study --help`) stays cheap to import.
+    from poolbench.planner.for_study import predicted_usable
+
     if facts.disk_bytes is None:
         return "n/a (the disks' size was not recorded)"
     try:
