@@ -21,12 +21,14 @@ from typing import Any
 import pytest
 from tests.conftest import IS_ROOT, poolbench
 
-from poolbench import studies
 from poolbench.backends.zfs import parse_resilver
 from poolbench.engine.pool_ops import backend_layout, check_pool_workloads, disks_for
 from poolbench.engine.trial import spec_for
 from poolbench.errors import UsageError
 from poolbench.study import matrix
+from poolbench.study.builtin import registry
+from poolbench.study.builtin.context import Context
+from poolbench.study.builtin.width import width_layouts
 from poolbench.study.estimate import estimate
 from poolbench.study.model import load, parse
 from poolbench.workloads.library import parse_list
@@ -51,7 +53,7 @@ EXPECTED_TRIALS = {
 
 
 def test_every_study_has_its_example() -> None:
-    assert set(studies.STUDIES) == set(EXPECTED_TRIALS)
+    assert set(registry.STUDIES) == set(EXPECTED_TRIALS)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_TRIALS))
@@ -60,7 +62,7 @@ def test_example_loads_expands_and_matches_the_builtin(name: str) -> None:
     assert len(matrix.plan(study, seed=1)) == EXPECTED_TRIALS[name]
     assert study.name == name and text.startswith("#")
     # The editable file and the built-in study are the same study.
-    assert study == parse(studies.example_text(name))
+    assert study == parse(registry.example_text(name))
 
 
 def test_mirror_study_has_the_whole_iozone_set_at_every_record_size() -> None:
@@ -71,33 +73,33 @@ def test_mirror_study_has_the_whole_iozone_set_at_every_record_size() -> None:
 
 
 def test_levels_follow_the_zfs_in_use() -> None:
-    fuse = studies.Context(3, "1G", dialect="zfs-fuse")
-    data = studies.build("compression", fuse)
+    fuse = Context(3, "1G", dialect="zfs-fuse")
+    data = registry.build("compression", fuse)
     assert data["factors"]["compression"] == ["off", "lzjb", "gzip"]
-    assert studies.build("recordsize", fuse)["factors"]["recordsize"][-1] == "128K"
-    oz = studies.Context(3, "1G", dialect="openzfs")
-    assert "zstd" in studies.build("compression", oz)["factors"]["compression"]
+    assert registry.build("recordsize", fuse)["factors"]["recordsize"][-1] == "128K"
+    oz = Context(3, "1G", dialect="openzfs")
+    assert "zstd" in registry.build("compression", oz)["factors"]["compression"]
 
 
 def test_fs_compare_without_md_says_so_and_keeps_the_rest() -> None:
-    ctx = studies.Context(4, "1G", has_md=False, md_reason="no md driver here")
-    data = studies.build("fs-compare", ctx)
+    ctx = Context(4, "1G", has_md=False, md_reason="no md driver here")
+    data = registry.build("fs-compare", ctx)
     assert data["factors"]["backend"] == ["zfs", "btrfs"] and "exclude" not in data
-    b = studies.get("fs-compare")
+    b = registry.get("fs-compare")
     assert b.pre_notes is not None and "no md driver here" in b.pre_notes(ctx)[0]
 
 
 def test_study_options_are_checked() -> None:
     with pytest.raises(UsageError, match="takes no --streams"):
-        studies.build("parity", studies.Context(4, "1G", options={"streams": "1,2"}))
+        registry.build("parity", Context(4, "1G", options={"streams": "1,2"}))
     with pytest.raises(UsageError, match="wider than"):
-        studies.build("parity", studies.Context(4, "1G", options={"widths": "6"}))
+        registry.build("parity", Context(4, "1G", options={"widths": "6"}))
     with pytest.raises(UsageError, match="no built-in study"):
-        studies.get("speed")
+        registry.get("speed")
 
 
 def test_width_layouts_on_and_off_the_rule() -> None:
-    assert studies.width_layouts(10, [1, 2], None) == [
+    assert width_layouts(10, [1, 2], None) == [
         "raidz1:3",
         "raidz1:4",
         "raidz1:5",
@@ -106,7 +108,7 @@ def test_width_layouts_on_and_off_the_rule() -> None:
         "raidz2:6",
         "raidz2:6+raidz2:4",
     ]
-    assert studies.width_layouts(4, [2], None) == ["raidz2:4"]
+    assert width_layouts(4, [2], None) == ["raidz2:4"]
 
 
 # -- engine: trial factors, exclude, generic layouts -------------------------------------------
@@ -187,7 +189,7 @@ def test_estimate_grows_with_the_matrix() -> None:
 def test_list_names_every_study() -> None:
     p = poolbench("study", "--list")
     assert p.returncode == 0, p.stderr
-    for name in studies.STUDIES:
+    for name in registry.STUDIES:
         assert name in p.stdout
 
 
@@ -313,7 +315,8 @@ def _by(rows: list[dict[str, Any]], workload: str) -> list[dict[str, Any]]:
 
 
 def _check_ashift(rows: list[dict[str, Any]], out: str) -> None:
-    assert "512e" in out  # the explanation, here: these loop devices are not 512e
+    # The explanation from the recorded member disks: these loop devices are not 512e.
+    assert "sectors of 512/512 bytes: not 512e" in out
     assert re.search(r"ashift=9: [\d.,]+ MiB; planner [\d.,]+ MiB \(reported \+0\.00%\)", out)
     caps = {r["config"]: r["value"] for r in _by(rows, "capacity")}
     assert caps["backend=zfs layout=raidz1 ashift=9"] > caps["backend=zfs layout=raidz1 ashift=12"]

@@ -1,8 +1,7 @@
-"""`poolbench study NAME --disks ...`: the built-in studies (see poolbench.studies)."""
+"""`poolbench study NAME --disks ...`: the built-in studies (see poolbench.study.builtin)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -11,83 +10,57 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from poolbench import studies
-from poolbench.backends.md import MdBackend
-from poolbench.backends.zfs import ZfsBackend
 from poolbench.cli.common import db_option, open_store
 from poolbench.cli.run_cmd import execute_study
 from poolbench.errors import UsageError
-from poolbench.study.model import parse
-from poolbench.system.runner import LocalRunner
-
-# Study options: the CLI spelling → the key studies.Context.options uses.
-STUDY_OPTIONS = {
-    "widths": "Disk counts / raidz widths (parity, width), e.g. 4,6.",
-    "levels": "The study's main factor levels (ashift values, mirror widths, fill percents, "
-    "recordsizes, compression algorithms, parities, vdev sources...).",
-    "layouts": "Layouts to compare, e.g. raidz1,mirror:2+mirror:2.",
-    "records": "Application record / I/O sizes (mirror, recordsize), e.g. 64k,1m.",
-    "tests": "iozone tests (mirror), e.g. write,read,randread.",
-    "streams": "Concurrent stream counts (concurrency), e.g. 1,2,6.",
-    "compressibility": "Data compressibility percentages (compression), e.g. 0,50,75.",
-    "backends": "Stacks (fs-compare), e.g. zfs,btrfs.",
-    "tarball": "Source tree to untar (fs-compare).",
-    "slice_size": "Slice per disk (vdev-source), e.g. 256M.",
-    "replicates": "Replicates per configuration (at least 2).",
-    "max_replicates": "Most replicates while a CI is wider than the target.",
-    "workloads": "Replace the study's workloads, e.g. seq-write,seq-read.",
-    "size": "Working set per configuration, e.g. 256M.",
-    "runtime": "Seconds per time-based workload.",
-}
+from poolbench.study.builtin import registry
+from poolbench.study.builtin.context import Context, parse_disks
+from poolbench.study.model import Study, parse
 
 
-def _context(name: str, disks: str | None, options: dict[str, str]) -> studies.Context:
-    b = studies.get(name)
-    count, size = b.default_disks
-    devices: tuple[str, ...] = ()
-    if disks:
-        if disks.startswith("/"):
-            devices = tuple(d.strip() for d in disks.split(",") if d.strip())
-        else:
-            c, _, s = disks.lower().partition("x")
-            if not c.isdigit() or not s or "," in disks:
-                raise UsageError(
-                    f"--disks '{disks}' is neither COUNTxSIZE nor a list of /dev paths.",
-                    "Example: --disks 5x512M or --disks /dev/sdb,/dev/sdc (a study's disks "
-                    "are all one size).",
-                )
-            count, size = int(c), s.upper()
-    probe = LocalRunner(dry_run=True)  # read-only probes still run
-    zfs = ZfsBackend(probe).check()
-    md = MdBackend(probe).check()
-    return studies.Context(
+def _context(name: str, disks: str | None, options: dict[str, str]) -> Context:
+    from poolbench.engine.offers import probe
+
+    count, size, devices = parse_disks(disks, registry.get(name).default_disks)
+    offers = probe()
+    return Context(
         disk_count=count,
         disk_size=size,
         devices=devices,
-        dialect=zfs.dialect or "openzfs",
-        has_md=md.ok,
-        md_reason=md.reason,
+        dialect=offers.dialect,
+        has_md=offers.has_md,
+        md_reason=offers.md_reason,
         options=options,
     )
 
 
-def _rows(db: Path | None, run_id: int) -> list[dict[str, Any]]:
+def _notes(db: Path | None, run_id: int, ctx: Context, name: str) -> list[str]:
+    """The study's notes, from the facts the store holds about the finished run."""
+    from poolbench.store.facts import study_facts
+
+    b = registry.get(name)
+    if b.notes is None:
+        return []
     store = open_store(db)
-    rows = []
-    for m in store.measurements(run_id):
-        guards = json.loads(m["guards"] or "{}")
-        rows.append(
-            {
-                "config": m["config"],
-                "workload": m["workload"],
-                "replicate": m["replicate"],
-                "value": m["value"],
-                "guards": guards,
-                "pool": guards.get("pool") or {},
-            }
-        )
-    store.close()
-    return rows
+    try:
+        return b.notes(ctx, study_facts(store, run_id))
+    finally:
+        store.close()
+
+
+def _check_tarball(study_obj: Study, dry_run: bool, console: Console) -> None:
+    """untar needs its source tree: refused before anything runs (a dry run only warns)."""
+    tarball = study_obj.workloads.tarball
+    if "untar" not in study_obj.workloads.names or not tarball or Path(tarball).is_file():
+        return
+    msg = f"the untar workload's tarball {tarball} does not exist"
+    fix = (
+        "Install it (Debian: apt install linux-source-6.1) or give another source tree "
+        "with --tarball FILE.tar[.xz|.gz]."
+    )
+    if not dry_run:
+        raise UsageError(msg[0].upper() + msg[1:] + ".", fix)
+    console.print(Text(f"note: {msg}; the real run will need it. {fix}", style="yellow"))
 
 
 def _list(console: Console) -> None:
@@ -96,7 +69,7 @@ def _list(console: Console) -> None:
     t.add_column("question")
     t.add_column("default disks", no_wrap=True)
     t.add_column("its options")
-    for b in studies.STUDIES.values():
+    for b in registry.STUDIES.values():
         t.add_row(
             b.name,
             b.question,
@@ -108,7 +81,7 @@ def _list(console: Console) -> None:
 
 
 def _study_options(f: Any) -> Any:
-    for key, help_text in reversed(STUDY_OPTIONS.items()):
+    for key, help_text in reversed(registry.cli_options().items()):
         f = click.option(f"--{key.replace('_', '-')}", key, default=None, help=help_text)(f)
     return f
 
@@ -151,36 +124,23 @@ def study(
 ) -> None:
     """Run a built-in study: one question storage builders ask, answered with statistics.
 
-    Studies: parity, ashift, vdev-source, mirror, recordsize, compression, fs-compare,
-    concurrency, fill, resilver, width, capacity (`--list` says what each asks).
+    `--list` names every study, what it asks and which options it takes.
 
     Example: poolbench study parity --disks 6x1G --widths 4,6
     """
     console = Console()
     if list_ or not name:
         _list(console)
-        if not name:
-            return
         return
     options = {k: v for k, v in opts.items() if v is not None}
     ctx = _context(name, disks, options)
-    data = studies.build(name, ctx)
-    text = studies.to_toml(name, data)
+    text = registry.study_text(name, ctx)
     if print_toml:
         click.echo(text, nl=False)
         return
     study_obj = parse(text, f"study {name}")
-    b = studies.get(name)
-    tarball = study_obj.workloads.tarball
-    if "untar" in study_obj.workloads.names and tarball and not Path(tarball).is_file():
-        msg = f"the untar workload's tarball {tarball} does not exist"
-        fix = (
-            "Install it (Debian: apt install linux-source-6.1) or give another source tree "
-            "with --tarball FILE.tar[.xz|.gz]."
-        )
-        if not dry_run:
-            raise UsageError(msg[0].upper() + msg[1:] + ".", fix)
-        console.print(Text(f"note: {msg}; the real run will need it. {fix}", style="yellow"))
+    b = registry.get(name)
+    _check_tarball(study_obj, dry_run, console)
     console.print(Text(f"study {name}: {b.question}", style="bold"))
     for line in b.pre_notes(ctx) if b.pre_notes else []:
         console.print(Text(f"note: {line}", style="yellow"))
@@ -195,7 +155,7 @@ def study(
         destroy_data_on=destroy_data_on,
         yes=yes,
     )
-    if dry_run or b.notes is None:
+    if dry_run:
         return
-    for line in b.notes(ctx, _rows(db, run_id)):
+    for line in _notes(db, run_id, ctx, name):
         console.print(Text(line), soft_wrap=True)

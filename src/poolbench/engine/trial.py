@@ -12,7 +12,9 @@ from poolbench.engine.records import Findings, TrialConfig
 from poolbench.engine.session import Options
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.study import matrix
+from poolbench.store.facts import MEMBER_DISKS
 from poolbench.study.model import Study
+from poolbench.system import probes
 from poolbench.system.runner import Runner
 from poolbench.workloads.library import Workload
 
@@ -99,6 +101,8 @@ def findings_for(runner: Runner, pool: Pool, tc: TrialConfig, options: Options) 
     """What every measurement of the trial records: the pool, the replicate, and the pool's
     fill (done here, before any workload, when the configuration has a `fill` level)."""
     other: dict[str, object] = {"replicate": tc.replicate}
+    # The disks the pool really sits on (sector sizes for the ashift study's 512e note).
+    other[MEMBER_DISKS] = [probes.device_info(Path(d).name) for d in pool.block_devices]
     if "fill" in tc.levels:
         assert options.size is not None
         streams = max(w.streams for w in options.workloads)

@@ -65,7 +65,7 @@ KNOWN_FACTORS = {
     "primarycache": "ZFS: all | metadata | none",
     "fs": "md: ext4 | xfs",
     "metadata_profile": "btrfs metadata profile",
-    # Trial factors: the trial loop applies them, not the backend (orchestrate.TRIAL_FACTORS).
+    # Trial factors: the trial loop applies them, not the backend (engine.pool_ops.TRIAL_FACTORS).
     "vdev_source": "overrides [disks] vdev_source per configuration: whole | partition | slice",
     "compressibility": "overrides [workloads] compressibility per configuration: 0..99 percent",
     "fill": "percent of the pool's usable space filled (incompressible, untimed) before the "

@@ -1,0 +1,219 @@
+"""What the store knows about one finished study run, typed: the input of a study's notes.
+
+`study_facts(store, run_id)` reads the run's metadata and measurements once and returns a
+StudyFacts: per configuration its factor levels (from the study file recorded with the run,
+not by re-splitting keys), its figures, and what the engine recorded beside them (usable
+space, compressratio, fill reached, resilver time), plus the member disks' sector sizes. Notes
+are pure functions of these facts: no SQL, JSON or /sys in them, unit-tested without root.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from poolbench.store.db import Store
+
+# The guards key where the engine records each trial's member disks (probes.device_info):
+# name, logical_sector, physical_sector, ... per disk the pool was built on.
+MEMBER_DISKS = "member_disks"
+
+
+@dataclass(frozen=True)
+class DiskSectors:
+    """One member disk's sector sizes as the kernel reports them (512e: 512 / 4096)."""
+
+    name: str
+    logical: int
+    physical: int
+
+    @property
+    def is_512e(self) -> bool:
+        return self.logical == 512 and self.physical >= 4096
+
+
+@dataclass(frozen=True)
+class Fill:
+    """How full the pool was made before the workloads (the fill factor)."""
+
+    asked_percent: float
+    achieved_percent: float
+    filler_bytes: int
+
+
+@dataclass(frozen=True)
+class Resilver:
+    """One resilver: the trial's replicate, bytes resilvered and seconds it took."""
+
+    replicate: int
+    resilvered_bytes: int
+    seconds: float | None
+
+
+@dataclass(frozen=True)
+class ConfigFacts:
+    key: str  # the configuration key as stored ("backend=zfs layout=raidz1 ashift=9")
+    levels: Mapping[str, str]  # factor → level, from the recorded study file
+    figures: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # workload → values
+    usable_bytes: int | None = None  # zfs USED + AVAIL as the pool reported it
+    zfs_version: str = ""
+    compressratios: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # per workload
+    fill: Fill | None = None
+    resilvers: tuple[Resilver, ...] = ()
+
+    def level(self, factor: str, default: str = "") -> str:
+        return self.levels.get(factor, default)
+
+
+@dataclass(frozen=True)
+class StudyFacts:
+    study: str
+    disk_source: str  # loop | files | devices
+    disk_count: int
+    disk_bytes: int | None  # one disk (the smallest claimed device for real disks)
+    configs: tuple[ConfigFacts, ...]  # in the study's configuration order
+    # Every member disk once; None when the run did not record them (then nothing is known
+    # about 512e, and a note must say so rather than guess).
+    sectors: tuple[DiskSectors, ...] | None = None
+
+
+def study_facts(store: Store, run_id: int) -> StudyFacts:
+    """The facts of run `run_id`, read from `store`."""
+    meta = json.loads(store.run(run_id)["metadata"] or "{}")
+    rows = [_row(r) for r in store.measurements(run_id)]
+    return facts_from_records(meta, rows)
+
+
+def _row(r: Any) -> dict[str, Any]:
+    return {
+        "config": r["config"],
+        "workload": r["workload"],
+        "replicate": r["replicate"],
+        "value": r["value"],
+        "guards": json.loads(r["guards"] or "{}"),
+    }
+
+
+def facts_from_records(meta: Mapping[str, Any], rows: list[dict[str, Any]]) -> StudyFacts:
+    """The facts from a run's metadata and its measurements (guards already decoded)."""
+    from poolbench.study.matrix import configs
+    from poolbench.study.model import parse
+
+    study = parse(str(meta["study_text"]), "the recorded study")
+    order = {c.key: dict(c.levels) for c in configs(study)}
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_key.setdefault(str(r["config"]), []).append(r)
+    keys = [k for k in order if k in by_key] + sorted(k for k in by_key if k not in order)
+    claimed = _claimed(meta)
+    return StudyFacts(
+        study=study.name,
+        disk_source=study.disks.source,
+        disk_count=study.disks.n,
+        disk_bytes=min((c["size_bytes"] for c in claimed), default=None)
+        if study.disks.source == "devices"
+        else study.disks.size_bytes,
+        configs=tuple(_config(k, order.get(k, {}), by_key[k]) for k in keys),
+        sectors=_sectors(claimed, rows),
+    )
+
+
+def _claimed(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Real devices claimed by the safety layer (recorded in the run's metadata)."""
+    claims = meta.get("claims")
+    found = claims.get("claims") if isinstance(claims, dict) else None
+    return [c for c in found or [] if isinstance(c, dict) and isinstance(c.get("size_bytes"), int)]
+
+
+def _sectors(
+    claimed: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str, Any]]
+) -> tuple[DiskSectors, ...] | None:
+    """Each disk once: the claimed devices, and the members each trial recorded."""
+    disks: list[Any] = list(claimed)
+    recorded = bool(disks)
+    for r in rows:
+        members = r["guards"].get(MEMBER_DISKS)
+        if isinstance(members, list):  # recorded, even if empty (members are plain files)
+            recorded = True
+            disks += [m for m in members if isinstance(m, dict)]
+    if not recorded:
+        return None
+    seen: dict[str, DiskSectors] = {}
+    for d in disks:
+        lo, ph, name = d.get("logical_sector"), d.get("physical_sector"), d.get("name")
+        if isinstance(lo, int) and isinstance(ph, int) and name and name not in seen:
+            seen[str(name)] = DiskSectors(str(name), lo, ph)
+    return tuple(seen.values())
+
+
+def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> ConfigFacts:
+    figures: dict[str, list[tuple[int, float]]] = {}
+    ratios: dict[str, list[float]] = {}
+    measured: list[int] = []  # the capacity workload's figure
+    described: list[int] = []  # the pool as read back when it was built
+    version, fill, resilvers = "", None, []
+    for r in rows:
+        g: dict[str, Any] = r["guards"]
+        pool = _section(g, "pool")
+        figures.setdefault(r["workload"], []).append((int(r["replicate"]), float(r["value"])))
+        measured += _ints(_section(g, "capacity").get("usable_bytes"))
+        described += _ints(pool.get("usable_bytes"))
+        version = version or str(pool.get("zfs_version") or "")
+        ratio = _ratio(pool.get("compressratio"))
+        if ratio is not None:
+            ratios.setdefault(r["workload"], []).append(ratio)
+        fill = fill or _fill(g.get("fill"))
+        rs = _resilver(g.get("resilver"), int(r["replicate"]))
+        resilvers += [rs] if rs else []
+    return ConfigFacts(
+        key=key,
+        levels=levels,
+        figures={w: tuple(v for _r, v in sorted(vals)) for w, vals in figures.items()},
+        usable_bytes=next(iter(measured + described), None),
+        zfs_version=version,
+        compressratios={w: tuple(v) for w, v in ratios.items()},
+        fill=fill,
+        resilvers=tuple(sorted(resilvers, key=lambda x: x.replicate)),
+    )
+
+
+def _ints(value: Any) -> list[int]:
+    return [value] if isinstance(value, int) and not isinstance(value, bool) else []
+
+
+def _section(guards: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """One guard's record, {} when absent (a workload that did not produce it)."""
+    value = guards.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _ratio(value: Any) -> float | None:
+    """compressratio as ZFS prints it: "1.52x" (zfs-fuse, OpenZFS without -p) or "1.52"."""
+    try:
+        return float(str(value).strip().rstrip("x")) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def _fill(f: Any) -> Fill | None:
+    if not isinstance(f, dict):
+        return None
+    return Fill(
+        float(f.get("asked_percent") or 0),
+        float(f.get("achieved_percent") or 0),
+        int(f.get("filler_bytes") or 0),
+    )
+
+
+def _resilver(rs: Any, replicate: int) -> Resilver | None:
+    if not isinstance(rs, dict):
+        return None
+    seconds = rs.get("seconds")
+    return Resilver(
+        replicate,
+        int(rs.get("resilvered_bytes") or 0),
+        float(seconds) if isinstance(seconds, int | float) else None,
+    )

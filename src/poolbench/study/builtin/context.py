@@ -1,0 +1,81 @@
+"""What a built-in study is built for, and its options as the user gave them (pure).
+
+The CLI hands over text (`--disks 5x512M`, `--levels 9,12`) and what this machine offers (the
+ZFS dialect, whether the kernel has md); everything here is parsing and checking, no I/O.
+Sizes go through the one size parser imported below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from poolbench.errors import UsageError
+from poolbench.units import parse_size
+
+__all__ = ["Context", "parse_disks", "parse_size"]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a study is built for: the disks and what this machine offers."""
+
+    disk_count: int
+    disk_size: str  # for sparse files; ignored for devices
+    devices: tuple[str, ...] = ()  # real devices (the safety layer claims them)
+    dialect: str = "openzfs"  # zfs-fuse | openzfs (the ZFS in use; levels come from it)
+    has_md: bool = True
+    md_reason: str = ""
+    options: dict[str, str] = field(default_factory=dict)  # study options, raw text
+
+    @property
+    def n(self) -> int:
+        return len(self.devices) or self.disk_count
+
+    @property
+    def disk_bytes(self) -> int:
+        return parse_size(self.disk_size)
+
+    def opt_list(self, key: str, default: Sequence[str]) -> list[str]:
+        raw = self.options.get(key)
+        if raw is None:
+            return list(default)
+        items = [x.strip() for x in raw.split(",") if x.strip()]
+        if not items:
+            raise UsageError(f"--{key} is empty.", f"Give a list, e.g. --{key} 1,2.")
+        return items
+
+    def opt_ints(self, key: str, default: Sequence[int]) -> list[int]:
+        out = []
+        for x in self.opt_list(key, [str(d) for d in default]):
+            if not x.isdigit():
+                raise UsageError(f"--{key}: '{x}' is not a whole number.", f"e.g. --{key} 1,2,6")
+            out.append(int(x))
+        return out
+
+    def opt_int(self, key: str, default: int) -> int:
+        """One whole number (--replicates 3)."""
+        raw = self.options.get(key)
+        if raw is None:
+            return default
+        if not raw.strip().isdigit():
+            raise UsageError(f"--{key}: '{raw}' is not a whole number.", f"e.g. --{key} 3")
+        return int(raw)
+
+
+def parse_disks(text: str | None, default: tuple[int, str]) -> tuple[int, str, tuple[str, ...]]:
+    """`--disks 5x512M` (count, size) or `--disks /dev/sdb,/dev/sdc` (devices); None keeps
+    the study's default disks. Returns (count, size, devices)."""
+    count, size = default
+    if not text:
+        return count, size, ()
+    if text.startswith("/"):
+        return count, size, tuple(d.strip() for d in text.split(",") if d.strip())
+    c, _, s = text.lower().partition("x")
+    if not c.isdigit() or not s or "," in text:
+        raise UsageError(
+            f"--disks '{text}' is neither COUNTxSIZE nor a list of /dev paths.",
+            "Example: --disks 5x512M or --disks /dev/sdb,/dev/sdc (a study's disks "
+            "are all one size).",
+        )
+    return int(c), s.upper(), ()

@@ -1,0 +1,78 @@
+"""width: raidz widths on and off the "2^n data disks + parity" rule, and uneven top-level
+vdevs: speed and usable space."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from poolbench.errors import UsageError
+from poolbench.study.builtin import capacity
+from poolbench.study.builtin.base import Builtin, StudyDict, need, study_file, working_set
+from poolbench.study.builtin.context import Context
+
+if TYPE_CHECKING:
+    from poolbench.store.facts import StudyFacts
+
+
+def power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def width_layouts(n: int, parities: Sequence[int], widths: Sequence[int] | None) -> list[str]:
+    out: list[str] = []
+    for p in parities:
+        ws = widths or [p + 2, p + 3, p + 4]  # 2, 3, 4 data disks: on, off, on the rule
+        out += [f"raidz{p}:{w}" for w in ws if p + 2 <= w <= n]
+    if n >= 10 and 2 in parities and widths is None:
+        out.append("raidz2:6+raidz2:4")  # uneven top-level vdevs: a wide and a narrow raidz2
+    return out
+
+
+def build(ctx: Context) -> StudyDict:
+    need(ctx, 3, "width study")
+    parities = ctx.opt_ints("levels", [1, 2])
+    widths = ctx.opt_ints("widths", []) if "widths" in ctx.options else None
+    layouts = ctx.opt_list("layouts", width_layouts(ctx.n, parities, widths))
+    if not layouts:
+        raise UsageError("No raidz width fits these disks.", "Give more disks.")
+    return study_file(
+        ctx,
+        "width",
+        "raidz widths on and off the 2^n data disks + parity rule, and uneven top-level vdevs: "
+        "speed and usable space",
+        {"backend": ["zfs"], "layout": layouts, "ashift": [12]},
+        {"names": ["seq-write", "seq-read", "capacity"], "size": working_set(ctx, 0.2)},
+    )
+
+
+def rule_verdicts(layout: str) -> str:
+    """Each raidz vdev of a study layout (`raidz1:4+raidz1:2`): data disks, on/off the rule."""
+    verdicts = []
+    for part in layout.split("+"):
+        kind, _, w = part.partition(":")
+        if kind.startswith("raidz") and kind[5:].isdigit() and w.isdigit():
+            data = int(w) - int(kind[5:])
+            verdicts.append(f"{part}: {data} data disks, {'on' if power_of_two(data) else 'off'}")
+    return "; ".join(verdicts)
+
+
+def notes(ctx: Context, facts: StudyFacts) -> list[str]:
+    lines = ["the 2^n rule: a raidz vdev with a power-of-two number of data disks"]
+    layouts = dict.fromkeys(c.level("layout") for c in facts.configs if c.level("layout"))
+    lines += [f"  {layout}: {rule_verdicts(layout) or 'no raidz vdev'}" for layout in layouts]
+    return lines + capacity.notes(ctx, facts)
+
+
+BUILTIN = Builtin(
+    "width",
+    "raidz widths on and off the 2^n+parity rule, and uneven top-level vdevs?",
+    (10, "1G"),
+    build,
+    {
+        "levels": "parities, e.g. 1,2",
+        "widths": "raidz widths, e.g. 3,4,5",
+        "layouts": "explicit layouts, e.g. raidz2:6+raidz2:4",
+    },
+    notes=notes,
+)
