@@ -20,11 +20,12 @@ import pytest
 
 from poolbench.backends import sources
 from poolbench.backends.base import Pool, PoolSpec, parse_topology
-from poolbench.backends.zfs import ZfsBackend, expected_shape, parse_status, parse_zdb_ashift
+from poolbench.backends.zfs import ZfsBackend, expected_shape
 from poolbench.errors import UsageError
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import CommandResult, LocalRunner, RecordingRunner
 from poolbench.workloads import fio, fiojob, library
+from poolbench.zfs.parse import parse_status, parse_zdb_ashift
 
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse, losetup)")

@@ -22,7 +22,6 @@ import pytest
 from tests.conftest import IS_ROOT, poolbench
 
 from poolbench import studies
-from poolbench.backends.zfs import parse_resilver
 from poolbench.errors import UsageError
 from poolbench.orchestrate import spec_for
 from poolbench.study import matrix
@@ -30,6 +29,7 @@ from poolbench.study.estimate import estimate
 from poolbench.study.model import load, parse
 from poolbench.trialops import backend_layout, check_pool_workloads, disks_for
 from poolbench.workloads.library import parse_list
+from poolbench.zfs.parse import parse_resilver
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
