@@ -241,3 +241,23 @@ def test_journal_teardown_clears_members_and_spares_of_its_own_pool_only(tmp_pat
     assert cleared == [str(a), str(tmp_path / "dev" / "sdd1")]
     assert ("wipefs", "--all", "--quiet", str(spare)) in rec.argvs
     assert not any(str(other) in " ".join(x) for x in rec.argvs)  # GUID 6: not our pool
+
+
+def test_the_zfs_layer_imports_only_the_runner_and_errors() -> None:
+    """DESIGN §4: zfs/ sits below backends, safety and guards and may use only system/ and
+    errors.py; nothing outside zfs/ builds its own `zpool status`/`zpool list` reader."""
+    import ast
+
+    root = Path(__file__).parent.parent / "src" / "poolbench"
+    for path in sorted((root / "zfs").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("poolbench"):
+                mod = node.module or ""
+                allowed = ("poolbench.zfs", "poolbench.system", "poolbench.errors")
+                assert mod.startswith(allowed) and mod != "poolbench.system.probes", (path, mod)
+    for path in sorted(root.rglob("*.py")):
+        if "zfs" in path.relative_to(root).parts[:1] or path.name == "trialops.py":
+            continue  # trialops moves to engine/ separately (its lines are listed there)
+        text = path.read_text()
+        for built in ('["zpool", "status"', '["zpool", "list"', '["zfs", "get"', '["zdb"'):
+            assert built not in text, (path, built)

@@ -466,6 +466,18 @@ class ZfsBackend:
         if not self.runner.dry_run:
             self.link_member(link_dir, new)
 
+    def data_vdevs(self, pool: Pool) -> list[TopVdev]:
+        """The data vdevs with their members as `zpool status` names them now (after an
+        export/import through the member links, that is the link's path)."""
+        name = pool.spec.name
+        return parse.read_status(pools.status_text(self.runner, name), name).tops
+
+    def compressratio(self, pool: Pool) -> str | None:
+        """The root dataset's achieved compression ratio, or None if it cannot be read."""
+        argv = commands.dataset_value(pool.spec.name, "compressratio")
+        res = self.runner.run(argv, check=False, mutates=False)
+        return res.stdout.strip() or None if res.returncode == 0 else None
+
     def resilver_status(self, pool: Pool) -> ResilverStatus:
         return parse_resilver(pools.status_text(self.runner, pool.spec.name))
 
