@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,11 +21,14 @@ import pytest
 
 from poolbench.backends import sources
 from poolbench.backends.base import Pool, PoolSpec, parse_topology
-from poolbench.backends.zfs import ZfsBackend, expected_shape, parse_status, parse_zdb_ashift
+from poolbench.backends.zfs import ZfsBackend, expected_shape
 from poolbench.errors import UsageError
+from poolbench.safety.inventory import scan
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import CommandResult, LocalRunner, RecordingRunner
 from poolbench.workloads import fio, fiojob, library
+from poolbench.zfs.label import read_labels
+from poolbench.zfs.parse import parse_status, parse_zdb_ashift
 
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse, losetup)")
@@ -294,3 +298,63 @@ def test_dry_run_prints_the_commands_and_creates_nothing(tmp_path: Path) -> None
     assert argvs[0][:5] == ("zpool", "create", "-o", "ashift=9", "-m")
     assert argvs[-1] == ("zpool", "destroy", "pbbkdry")
     assert not (tmp_path / "m").exists()
+
+
+# --- teardown gives the devices back as found (issue 17) ----------------------------------
+
+
+def _free(devices: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """Reasons the inventory gives for each device (empty: free), and no ZFS label on it."""
+    inv = scan(LocalRunner(), protect={})
+    out: dict[str, list[tuple[str, str]]] = {}
+    for dev in devices:
+        d = inv.get(os.path.basename(dev))
+        assert d is not None, dev
+        assert read_labels(Path(dev)) is None, dev
+        out[dev] = [r.key for r in d.reasons]
+    return out
+
+
+@needs_root
+@pytest.mark.root
+def test_after_a_resilver_trial_every_member_and_the_spare_hold_no_label(lab: Lab) -> None:
+    devices = lab.disks(3, "loop")  # a mirror of two and the spare that replaces one of them
+    pool = lab.backend.create(lab.spec("mirror:2", devices), lab.journal)
+    old = pool.described["leaves"][1]
+    lab.backend.offline(pool, old)
+    lab.backend.replace(pool, old, devices[2])
+    assert lab.backend.wait_resilver(pool, timeout=120).done
+    assert all(read_labels(Path(d)) is not None for d in devices)  # zpool left them all
+    lab.backend.destroy(pool, lab.journal)
+    assert _free(devices) == {d: [] for d in devices}
+
+
+@needs_root
+@pytest.mark.root
+def test_the_gpt_zpool_wrote_on_a_whole_disk_is_wiped_with_its_labels(lab: Lab) -> None:
+    """OpenZFS partitions a whole disk (part1 for the pool, part9 reserved); zfs-fuse never
+    does, so the disk is partitioned here as OpenZFS would and the pool built on part1."""
+    img = lab.base / "whole.img"
+    img.write_bytes(b"")
+    os.truncate(img, 160 * MiB)
+    lab.journal.path_created(str(img))
+    disk = sh("losetup", "--find", "--show", "--partscan", str(img)).strip()
+    lab.journal.loop_created(disk, str(img))
+    table = f"label: gpt\n{disk}p1 : start=2048, size=128MiB\n{disk}p9 : size=8MiB\n"
+    subprocess.run(["sfdisk", "--quiet", disk], input=table, text=True, check=True)
+    part1 = f"{disk}p1"
+    for _ in range(50):  # devtmpfs makes the partition nodes as the kernel reads the table
+        if os.path.exists(f"{disk}p9"):
+            break
+        time.sleep(0.1)
+    assert os.path.exists(part1) and os.path.exists(f"{disk}p9")
+    name = f"pbbk{uuid.uuid4().hex[:8]}"
+    subprocess.run(["zpool", "create", "-m", "none", name, part1], check=True)
+    lab.journal.pool_created(name, [disk])  # recorded as OpenZFS records a whole disk
+    assert lab.journal.teardown(only=lambda e: e["kind"] == "pool") == []
+    assert name not in pools()
+    assert read_labels(Path(disk)) is None and not os.path.exists(part1)
+    base = os.path.basename(disk)
+    assert not [p for p in os.listdir(f"/sys/class/block/{base}") if p.startswith(base)]
+    assert sh("wipefs", "--no-act", disk).strip() == ""  # no GPT, no protective MBR
+    assert _free([disk]) == {disk: []}

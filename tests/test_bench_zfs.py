@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from tests.conftest import IS_ROOT, poolbench, sh
 
-from poolbench.safety.journal import destroy_pool
 from poolbench.system.runner import LocalRunner
+from poolbench.zfs.pools import destroy as destroy_pool
 
 pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (loop devices, zfs-fuse)")
 

@@ -25,9 +25,10 @@ import pytest
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.safety.claims import ClaimRefused, DeviceChanged, GuardedRunner, claim_devices
 from poolbench.safety.inventory import protected_paths, scan
-from poolbench.safety.journal import Journal, pool_guid
+from poolbench.safety.journal import Journal
 from poolbench.store.db import Store
 from poolbench.system.runner import CommandResult, LocalRunner
+from poolbench.zfs.pools import pool_guid
 
 pytestmark = [
     pytest.mark.root,

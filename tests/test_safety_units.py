@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from poolbench.errors import PoolbenchError, UsageError
-from poolbench.safety import zfslabel
 from poolbench.safety.claims import (
     Claim,
     ClaimRefused,
@@ -25,6 +24,7 @@ from poolbench.safety.inventory import ASHIFT_ADVICE, Inventory, Paths, scan
 from poolbench.safety.journal import Journal
 from poolbench.store.db import Store
 from poolbench.system.runner import CommandResult, RecordingRunner
+from poolbench.zfs import label as zfslabel
 
 MiB = 1 << 20
 

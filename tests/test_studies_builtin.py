@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from tests.conftest import IS_ROOT, poolbench
 
-from poolbench.backends.zfs import parse_resilver
 from poolbench.engine.pool_ops import backend_layout, check_pool_workloads, disks_for
 from poolbench.engine.trial import spec_for
 from poolbench.errors import UsageError
@@ -32,6 +31,7 @@ from poolbench.study.builtin.width import width_layouts
 from poolbench.study.estimate import estimate
 from poolbench.study.model import load, parse
 from poolbench.workloads.library import parse_list
+from poolbench.zfs.parse import parse_resilver
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

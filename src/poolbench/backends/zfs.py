@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +25,11 @@ from poolbench.backends._common import block_names, mount_at, size_of, wait_for
 from poolbench.backends.base import Availability, Pool, PoolSpec, Vdev, parse_topology
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.guards import cache
-from poolbench.safety.journal import Journal, destroy_pool, pool_guid, retry_busy
+from poolbench.safety.journal import Journal
 from poolbench.system.runner import CommandError, Runner
-
-ZFS_FUSE = "zfs-fuse"
-OPENZFS = "openzfs"
+from poolbench.zfs import commands, parse, pools
+from poolbench.zfs.commands import OPENZFS, ZFS_FUSE
+from poolbench.zfs.parse import ResilverStatus, TopVdev, parse_resilver, parse_status, version_tuple
 
 POOL_OPTIONS = ("ashift",)
 FS_OPTIONS = ("recordsize", "compression", "atime", "sync", "primarycache")
@@ -44,83 +43,6 @@ _CHOICES = {
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,200}$")
 _RESERVED = ("mirror", "raidz", "draid", "spare", "log")
 ARCSTATS = Path("/proc/spl/kstat/zfs/arcstats")
-
-
-@dataclass(frozen=True)
-class TopVdev:
-    """One top-level vdev as `zpool status` shows it."""
-
-    kind: str  # stripe | mirror | raidz1..3 | draidP:Dd:Cc:Ss
-    name: str
-    leaves: tuple[str, ...]
-
-    @property
-    def width(self) -> int:
-        return len(self.leaves)
-
-
-def parse_status(text: str, pool: str) -> tuple[list[TopVdev], str]:
-    """The data vdevs (not logs, cache or spares) and the health of `zpool status POOL`."""
-    tops: list[TopVdev] = []
-    health = ""
-    in_config = False
-    pool_indent = -1
-    section = False
-    cur: tuple[str, str, list[str]] | None = None
-
-    def close() -> None:
-        if cur is not None:
-            tops.append(TopVdev(cur[0], cur[1], tuple(cur[2])))
-
-    for raw in text.splitlines():
-        line = raw.expandtabs(8)
-        words = line.split()
-        if not words:
-            continue
-        if words[0] == "state:" and len(words) > 1 and not in_config:
-            health = words[1]
-        if words[0] == "NAME" and "STATE" in words:
-            in_config = True
-            continue
-        if not in_config:
-            continue
-        if words[0] == "errors:":
-            break
-        indent = len(line) - len(line.lstrip())
-        if words[0] == pool and pool_indent < 0:
-            pool_indent = indent
-            continue
-        if indent <= pool_indent:  # logs / cache / spares / special sections
-            section = True
-            close()
-            cur = None
-            continue
-        if section:
-            continue
-        if indent == pool_indent + 2:
-            close()
-            cur = None
-            kind = _kind_of(words[0])
-            if kind is None:  # a leaf right under the pool: one disk of a stripe
-                tops.append(TopVdev("stripe", words[0], (words[0],)))
-            else:
-                cur = (kind, words[0], [])
-        elif cur is not None:
-            cur[2].append(words[0])
-    close()
-    return tops, health
-
-
-def _kind_of(name: str) -> str | None:
-    m = re.match(r"^(mirror|raidz[123]?|draid[123]?(?::\d+[dcs])*)-\d+$", name)
-    if not m:
-        return None
-    kind = m.group(1)
-    if kind == "raidz":
-        return "raidz1"
-    if kind.startswith("draid") and (len(kind) == 5 or kind[5] == ":"):
-        kind = "draid1" + kind[5:]
-    return kind
 
 
 def expected_shape(vdevs: tuple[Vdev, ...]) -> list[tuple[str, int]]:
@@ -153,11 +75,6 @@ def _shape_text(shape: list[tuple[str, int]]) -> str:
     return "+".join(out)
 
 
-def parse_zdb_ashift(text: str) -> list[int]:
-    """ashift of each top-level vdev, from `zdb -C POOL` (leaves carry none)."""
-    return [int(m.group(1)) for m in re.finditer(r"^\s*ashift:\s*(\d+)\s*$", text, re.M)]
-
-
 def parse_size(text: str) -> int:
     """A property size (recordsize) in the one size grammar (poolbench.units); ValueError if
     it is not one. 128K is 2^17 here as in ZFS; 128KB is 128000, which no recordsize is."""
@@ -167,11 +84,6 @@ def parse_size(text: str) -> int:
         return units_parse_size(text)
     except UsageError as exc:
         raise ValueError(text) from exc
-
-
-def _version_tuple(text: str) -> tuple[int, ...]:
-    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
-    return tuple(int(g) for g in m.groups() if g is not None) if m else ()
 
 
 class ZfsBackend:
@@ -195,10 +107,10 @@ class ZfsBackend:
                 False,
                 "zpool/zfs are not installed (Debian: zfsutils-linux for OpenZFS, or zfs-fuse).",
             )
-        v = r.run(["zpool", "version"], check=False, mutates=False)
+        v = r.run(commands.version(), check=False, mutates=False)
         if v.returncode == 0 and "zfs-" in v.stdout:
             version = v.stdout.strip().splitlines()[0]
-            if r.run(["zpool", "list", "-H"], check=False, mutates=False).returncode != 0:
+            if not pools.answers(r):
                 return Availability(
                     False,
                     f"OpenZFS ({version}) is installed but does not answer: is the zfs kernel "
@@ -207,12 +119,12 @@ class ZfsBackend:
                     OPENZFS,
                 )
             return Availability(True, "", version, OPENZFS)
-        up = r.run(["zpool", "upgrade", "-v"], check=False, mutates=False)
-        m = re.search(r"running ZFS pool version (\d+)", up.stdout)
-        if r.which("zfs-fuse") is None and not m:
+        up = r.run(commands.supported_versions(), check=False, mutates=False)
+        pool_version = parse.parse_fuse_pool_version(up.stdout)
+        if r.which("zfs-fuse") is None and not pool_version:
             return Availability(False, "zpool answers neither as OpenZFS nor as zfs-fuse.")
-        version = f"zfs-fuse, pool version {m.group(1) if m else '?'}"
-        if r.run(["zpool", "list", "-H"], check=False, mutates=False).returncode != 0:
+        version = f"zfs-fuse, pool version {pool_version or '?'}"
+        if not pools.answers(r):
             return Availability(
                 False,
                 "the zfs-fuse daemon is not running; start it with `zfs-fuse` (as root), or run "
@@ -228,7 +140,7 @@ class ZfsBackend:
 
     def _openzfs_at_least(self, *want: int) -> bool:
         a = self.check()
-        return a.dialect == OPENZFS and _version_tuple(a.version) >= want
+        return a.dialect == OPENZFS and version_tuple(a.version) >= want
 
     # -- validation --------------------------------------------------------------------------
     def validate(self, spec: PoolSpec) -> None:
@@ -327,19 +239,15 @@ class ZfsBackend:
         vdevs = parse_topology(spec.layout, len(spec.devices))
         members = list(spec.devices[: sum(v.width for v in vdevs)])
         mountpoint, _ = self.paths(spec)
-        argv = ["zpool", "create"]
-        if self._needs_force(vdevs, members):
-            argv.append("-f")
-        for key, value in spec.pool_options.items():
-            argv += ["-o", f"{key}={value}"]
-        for key, value in spec.fs_options.items():
-            argv += ["-O", f"{key}={value}"]
-        argv += ["-m", str(mountpoint), spec.name]
+        words: list[str] = []
         i = 0
         for v in vdevs:
-            argv += v.zpool_words() + members[i : i + v.width]
+            words += v.zpool_words() + members[i : i + v.width]
             i += v.width
-        return argv
+        force = self._needs_force(vdevs, members)
+        return commands.create(
+            spec.name, words, str(mountpoint), spec.pool_options, spec.fs_options, force
+        )
 
     @staticmethod
     def _needs_force(vdevs: tuple[Vdev, ...], members: list[str]) -> bool:
@@ -365,9 +273,10 @@ class ZfsBackend:
         if not dry:
             link_dir.mkdir(exist_ok=True)
         journal.dir_created(str(mountpoint))
-        journal.pool_intent(spec.name, members)
-        self.runner.run(argv)
-        journal.pool_created(spec.name, members, import_dir=str(link_dir))
+        journal.pool_intent(spec.name, members, self.dialect)
+        pools.run(self.runner, argv)
+        journal.pool_created(spec.name, members, import_dir=str(link_dir), dialect=self.dialect,
+                             spares=list(spec.devices[len(members):]))  # fmt: skip
         pool = Pool(spec, mountpoint, [], {"dry_run": True} if dry else {})
         if dry:
             return pool
@@ -393,42 +302,36 @@ class ZfsBackend:
     def _leaf_paths(self, name: str, zdb_text: str | None = None) -> list[str]:
         """Absolute paths of the leaf devices (OpenZFS: the partitions it made on disks)."""
         if self.dialect == OPENZFS:
-            out = self._run(["zpool", "status", "-P", name]).stdout
-            return [leaf for t in parse_status(out, name)[0] for leaf in t.leaves]
-        out = zdb_text if zdb_text is not None else self._run(["zdb", "-C", name]).stdout
-        return re.findall(r"^\s*path:\s*'([^']+)'", out, re.M)
+            out = pools.status_text(self.runner, name, OPENZFS, full_paths=True)
+            return [leaf for t in parse.read_status(out, name).tops for leaf in t.leaves]
+        out = zdb_text if zdb_text is not None else self._run(commands.zdb_config(name)).stdout
+        return parse.parse_zdb_paths(out)
 
     def _run(self, argv: list[str]) -> Any:
-        return self.runner.run(argv, mutates=False)
+        return pools.read(self.runner, argv)
 
     # -- read back ---------------------------------------------------------------------------
     def describe(self, name: str) -> dict[str, Any]:
         """Everything the pool says about itself, for verify() and the record."""
         a = self.check()
-        status = self._run(["zpool", "status", name]).stdout
-        tops, health = parse_status(status, name)
+        status = parse.read_status(pools.status_text(self.runner, name), name)
         props = ["recordsize", "compression", "atime", "primarycache", "mountpoint", "mounted"]
         props += ["compressratio", "used", "available"]
         props += ["sync"] if a.dialect == OPENZFS else []
-        out = self._run(["zfs", "get", "-Hp", "-o", "property,value,source", ",".join(props), name])
-        values: dict[str, dict[str, str]] = {}
-        for line in out.stdout.splitlines():
-            parts = line.split("\t")
-            if len(parts) >= 3:
-                values[parts[0]] = {"value": parts[1], "source": parts[2]}
-        zdb = self.runner.run(["zdb", "-C", name], check=False, mutates=False)
-        ashifts = parse_zdb_ashift(zdb.stdout) if zdb.returncode == 0 else []
+        values = parse.parse_zfs_get(self._run(commands.dataset_props(name, props)).stdout)
+        zdb = self.runner.run(commands.zdb_config(name), check=False, mutates=False)
+        ashifts = parse.parse_zdb_ashift(zdb.stdout) if zdb.returncode == 0 else []
         pool_ashift = self._pool_prop(name, "ashift")
         used, avail = values.get("used", {}).get("value"), values.get("available", {}).get("value")
         return {
             "dialect": a.dialect,
             "zfs_version": a.version,
-            "guid": pool_guid(self.runner, name),
-            "health": health,
+            "guid": pools.pool_guid(self.runner, name),
+            "health": status.health,
             "topology": [
-                {"kind": t.kind, "width": t.width, "leaves": list(t.leaves)} for t in tops
+                {"kind": t.kind, "width": t.width, "leaves": list(t.leaves)} for t in status.tops
             ],
-            "layout": _shape_text([(t.kind, t.width) for t in tops]),
+            "layout": _shape_text([(t.kind, t.width) for t in status.tops]),
             "leaves": self._leaf_paths(name, zdb.stdout if zdb.returncode == 0 else None),
             # USED + AVAIL of the root dataset: what `zfs list` offers (the planner's figure).
             "usable_bytes": int(used) + int(avail)
@@ -443,16 +346,11 @@ class ZfsBackend:
 
     def _pool_prop(self, name: str, prop: str) -> str | None:
         """A pool property; zfs-fuse's `zpool get` has neither -H nor -p."""
-        if self.dialect == OPENZFS:
-            res = self.runner.run(["zpool", "get", "-Hp", "-o", "value", prop, name],
-                                  check=False, mutates=False)  # fmt: skip
-            return res.stdout.strip() or None if res.returncode == 0 else None
-        res = self.runner.run(["zpool", "get", prop, name], check=False, mutates=False)
-        for line in res.stdout.splitlines()[1:]:
-            words = line.split()
-            if len(words) >= 3 and words[0] == name and words[1] == prop:
-                return words[2]
-        return None
+        argv = commands.pool_prop(name, prop, self.dialect)
+        res = self.runner.run(argv, check=False, mutates=False)
+        if res.returncode != 0:
+            return None
+        return parse.parse_pool_get(res.stdout, name, prop, self.dialect)
 
     def verify(self, pool: Pool) -> list[str]:
         if self.runner.dry_run:
@@ -516,21 +414,21 @@ class ZfsBackend:
         name = pool.spec.name
         _, link_dir = self.paths(pool.spec)
         if self.runner.dry_run:
-            self.runner.run(["zpool", "export", name])
-            self.runner.run(["zpool", "import", "-d", str(link_dir), name])
+            self.runner.run(commands.export(name))
+            self.runner.run(commands.import_from(str(link_dir), name))
             return {"method": "export-import", "verified": False, "detail": "dry run"}
         t0 = time.monotonic()
-        guid = pool.described.get("guid") or pool_guid(self.runner, name)
+        guid = pool.described.get("guid") or pools.pool_guid(self.runner, name)
         backing = [Path(p) for p in pool.described.get("leaves", [])]
         arc_before = _arc_bytes()
-        retry_busy(self.runner, ["zpool", "export", name])
-        exported = pool_guid(self.runner, name) is None and wait_for(
+        pools.export(self.runner, name)
+        exported = pools.pool_guid(self.runner, name) is None and wait_for(
             lambda: mount_at(pool.mountpoint, self.mountinfo) is None
         )
         arc_exported = _arc_bytes()
         page = cache.drop(self.runner, backing)
-        self.runner.run(["zpool", "import", "-d", str(link_dir), name])
-        now = pool_guid(self.runner, name)
+        pools.run(self.runner, commands.import_from(str(link_dir), name))
+        now = pools.pool_guid(self.runner, name)
         mounted = wait_for(lambda: mount_at(pool.mountpoint, self.mountinfo) is not None)
         verified = bool(exported and now == guid and mounted and page.verified)
         detail = []
@@ -563,18 +461,29 @@ class ZfsBackend:
     # -- pool operations (the resilver study) ------------------------------------------------
     def offline(self, pool: Pool, leaf: str) -> None:
         """Take one member offline (persistently: it stays offline across export/import)."""
-        self.runner.run(["zpool", "offline", pool.spec.name, leaf])
+        pools.run(self.runner, commands.offline(pool.spec.name, leaf))
 
     def replace(self, pool: Pool, old: str, new: str) -> None:
         """Replace member `old` with device `new`; the resilver starts at once."""
-        self.runner.run(["zpool", "replace", "-f", pool.spec.name, old, new])
+        pools.run(self.runner, commands.replace(pool.spec.name, old, new))
         _, link_dir = self.paths(pool.spec)
         if not self.runner.dry_run:
             self.link_member(link_dir, new)
 
+    def data_vdevs(self, pool: Pool) -> list[TopVdev]:
+        """The data vdevs with their members as `zpool status` names them now (after an
+        export/import through the member links, that is the link's path)."""
+        name = pool.spec.name
+        return parse.read_status(pools.status_text(self.runner, name), name).tops
+
+    def compressratio(self, pool: Pool) -> str | None:
+        """The root dataset's achieved compression ratio, or None if it cannot be read."""
+        argv = commands.dataset_value(pool.spec.name, "compressratio")
+        res = self.runner.run(argv, check=False, mutates=False)
+        return res.stdout.strip() or None if res.returncode == 0 else None
+
     def resilver_status(self, pool: Pool) -> ResilverStatus:
-        out = self._run(["zpool", "status", pool.spec.name]).stdout
-        return parse_resilver(out)
+        return parse_resilver(pools.status_text(self.runner, pool.spec.name))
 
     def wait_resilver(self, pool: Pool, timeout: float = 3600.0) -> ResilverStatus:
         """Poll `zpool status` until the resilver is reported finished."""
@@ -610,55 +519,6 @@ class ZfsBackend:
             )
 
 
-@dataclass(frozen=True)
-class ResilverStatus:
-    done: bool
-    in_progress: bool
-    resilvered_bytes: int | None  # as `zpool status` reports it (rounded by its units)
-    line: str  # the scan/scrub line, for the record
-
-
-_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def _human_bytes(text: str) -> int | None:
-    m = re.fullmatch(r"([\d.]+)([BKMGT]?)", text.strip().upper())
-    return int(float(m.group(1)) * _UNITS[m.group(2)]) if m else None
-
-
-def parse_resilver(status: str) -> ResilverStatus:
-    """The resilver state of `zpool status` output, in both dialects:
-
-    zfs-fuse (v23): ``scrub: resilver completed after 0h0m with 0 errors on ...`` and
-    ``resilver in progress for 0h0m, 12.34% done, 0h1m to go``, with ``12M resilvered`` after
-    the new member; OpenZFS: ``scan: resilvered 12.3M in 00:00:01 with 0 errors on ...`` and
-    ``scan: resilver in progress since ...``.
-    """
-    line = ""
-    for raw in status.splitlines():
-        words = raw.strip()
-        if words.startswith(("scan:", "scrub:")):
-            line = words
-    in_progress = "resilver in progress" in status
-    done = not in_progress and bool(
-        re.search(r"resilver(ed)?\b.*\b(completed|with \d+ errors)", line)
-        or re.search(r"resilvered [\d.]+[BKMGT]? in ", line)
-    )
-    total = 0
-    found = False
-    m = re.search(r"resilvered ([\d.]+[BKMGT]?) in ", line)
-    if m:
-        n = _human_bytes(m.group(1))
-        if n is not None:
-            return ResilverStatus(done, in_progress, n, line)
-    for m2 in re.finditer(r"\s([\d.]+[BKMGT]?) resilvered", status):
-        n = _human_bytes(m2.group(1))
-        if n is not None:
-            total += n
-            found = True
-    return ResilverStatus(done, in_progress, total if found else None, line)
-
-
 def _same_value(key: str, asked: str, have: str | None) -> bool:
     if have is None:
         return False
@@ -684,4 +544,9 @@ def _arc_bytes() -> int | None:
     return None
 
 
-__all__ = ["ZfsBackend", "destroy_pool", "parse_status", "expected_shape", "TopVdev"]
+# parse_status and TopVdev stay importable from here until trialops imports them from
+# poolbench.zfs.parse (the engine move); new code imports the zfs layer directly.
+__all__ = [
+    "OPENZFS", "ZFS_FUSE", "ResilverStatus", "TopVdev", "ZfsBackend", "expected_shape",
+    "parse_resilver", "parse_status",
+]  # fmt: skip

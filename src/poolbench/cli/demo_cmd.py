@@ -10,8 +10,8 @@ from rich.console import Console
 from poolbench.cli.common import db_option
 from poolbench.cli.run_cmd import execute_study
 from poolbench.study.model import parse
-from poolbench.system import zfsfuse
 from poolbench.system.runner import LocalRunner
+from poolbench.zfs import fusedaemon
 
 ZFS_DEMO = """
 name = "demo-zfs"
@@ -72,9 +72,9 @@ def demo(dry_run: bool, scratch_dir: Path | None, db: Path | None) -> None:
     """
     console = Console()
     runner = LocalRunner(dry_run=dry_run)
-    started = zfsfuse.ensure_running(runner)
+    started = fusedaemon.ensure_running(runner)
     try:
-        text = ZFS_DEMO if zfsfuse.answers(runner) or dry_run else BTRFS_DEMO
+        text = ZFS_DEMO if fusedaemon.answers(runner) or dry_run else BTRFS_DEMO
         study = parse(text, "demo")
         console.print(
             f"poolbench demo: {study.description}. The disks are sparse files on this "
@@ -83,4 +83,4 @@ def demo(dry_run: bool, scratch_dir: Path | None, db: Path | None) -> None:
         execute_study(study, text, db=db, dry_run=dry_run, scratch_dir=scratch_dir, console=console)
     finally:
         if started is not None:
-            zfsfuse.stop(started)
+            fusedaemon.stop(started)

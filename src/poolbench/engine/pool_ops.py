@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from poolbench.backends.base import Backend, Pool, parse_topology
-from poolbench.backends.zfs import ZfsBackend, parse_status
+from poolbench.backends.zfs import ZfsBackend
 from poolbench.engine.hooks import OpResult
 from poolbench.engine.records import Findings
 from poolbench.engine.session import Subject
@@ -37,6 +37,7 @@ from poolbench.study.model import Disks
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
 from poolbench.workloads.library import Workload, streaming
+from poolbench.zfs import commands as zfs_commands
 
 TRIAL_FACTORS = ("vdev_source", "compressibility", "fill")
 GiB = 1 << 30
@@ -169,15 +170,15 @@ def dry_commands(
     offline = False
     for w in workloads:
         if w.pool_state == "degraded" and not offline:
-            runner.run(["zpool", "offline", name, "<a member>"])
+            runner.run(zfs_commands.offline(name, "<a member>"))
             offline = True
         if w.kind == "untar":
             runner.run(["tar", "-x", "--no-same-owner", "-f", "<tarball>", "-C", "<dir>"])
             runner.run(["sync", "--file-system", "<dir>"])
         elif w.name == "resilver":
-            runner.run(["zpool", "replace", "-f", name, "<the offline member>", "<the spare>"])
+            runner.run(zfs_commands.replace(name, "<the offline member>", "<the spare>"))
         elif w.name == "capacity":
-            runner.run(["zfs", "get", "-Hp", "used,available", name])
+            runner.run(zfs_commands.dataset_props(name, ["used", "available"]))
         else:
             runner.run(["fio", "--output-format=json", f"{w.name}.fio"])
 
@@ -225,11 +226,7 @@ class PoolHooks:
                     f"The {self.backend.name} backend cannot take a member offline.",
                     "Run degraded-read and resilver on ZFS.",
                 )
-            # The members as `zpool status` names them now (after an export/import through
-            # the member links, that is the link's path, not the one given at create).
-            name = self.pool.spec.name
-            out = self.runner.run(["zpool", "status", name], mutates=False).stdout
-            tops, _health = parse_status(out, name)
+            tops = self.backend.data_vdevs(self.pool)
             redundant = [t for t in tops if t.kind != "stripe" and t.leaves]
             if not redundant:
                 raise UsageError(
@@ -296,15 +293,10 @@ class PoolHooks:
         )
 
     def after(self, w: Workload) -> dict[str, Any]:
-        if self.pool.spec.backend != "zfs":
+        if not isinstance(self.backend, ZfsBackend):
             return {}
-        res = self.runner.run(
-            ["zfs", "get", "-Hp", "-o", "value", "compressratio", self.pool.spec.name],
-            check=False,
-            mutates=False,
-        )
-        value = res.stdout.strip()
-        return {"compressratio": value} if res.returncode == 0 and value else {}
+        ratio = self.backend.compressratio(self.pool)
+        return {"compressratio": ratio} if ratio else {}
 
 
 # -- untar source -----------------------------------------------------------------------------

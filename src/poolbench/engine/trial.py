@@ -11,8 +11,8 @@ from poolbench.engine import pool_ops
 from poolbench.engine.records import Findings, TrialConfig
 from poolbench.engine.session import Options
 from poolbench.errors import PoolbenchError, UsageError
-from poolbench.study import matrix
 from poolbench.store.facts import MEMBER_DISKS
+from poolbench.study import matrix
 from poolbench.study.model import Study
 from poolbench.system import probes
 from poolbench.system.runner import Runner

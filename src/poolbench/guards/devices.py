@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from poolbench.system.runner import CommandError, Runner
+from poolbench.zfs import commands, parse
 
 SYS_BLOCK = Path("/sys/class/block")
 SECTOR = 512
@@ -117,18 +118,15 @@ def _btrfs_devices(mount: MountInfo) -> list[str]:
 def _zfs_devices(runner: Runner, pool: str) -> tuple[list[str], str]:
     """Leaf vdevs of a ZFS pool that are block devices, from `zpool status`."""
     try:
-        out = runner.run(["zpool", "status", pool], mutates=False).stdout
+        out = runner.run(commands.status(pool), mutates=False).stdout
     except (CommandError, OSError) as exc:
         return [], f"could not read the pool's vdevs ({exc})"
     devs: list[str] = []
     files: list[str] = []
-    for line in out.splitlines():
-        word = line.strip().split(" ")[0] if line.strip() else ""
-        if word.startswith("/"):
-            name = block_name_of(word)
-            (devs.append(name) if name else files.append(word))
-        elif word and Path("/dev", word).exists() and block_name_of(f"/dev/{word}"):
-            devs.append(block_name_of(f"/dev/{word}") or word)
+    for word in parse.read_status(out, pool).leaves:
+        path = parse.leaf_path(word)
+        name = block_name_of(path)
+        (devs.append(name) if name else files.append(word))
     if files and not devs:
         return [], "the pool's vdevs are plain files, not block devices"
     return devs, ""

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from poolbench.guards.devices import MountInfo, mount_of, mounts
-from poolbench.safety.zfslabel import ZfsLabel, read_labels
 from poolbench.system import probes
 from poolbench.system.runner import CommandError, Runner
+from poolbench.zfs import commands, parse
+from poolbench.zfs.label import ZfsLabel, read_labels
 
 FS_TYPES = {
     "ext2", "ext3", "ext4", "xfs", "btrfs", "vfat", "exfat", "ntfs", "f2fs", "jfs", "reiserfs",
@@ -405,7 +406,7 @@ def _imported_pools(runner: Runner, inv: Inventory) -> dict[int, str] | None:
     if runner.which("zpool") is None:
         return {}
     try:
-        res = runner.run(["zpool", "list", "-H", "-o", "name,guid"], check=False, mutates=False)
+        res = runner.run(commands.list_guids(), check=False, mutates=False)
     except (CommandError, OSError) as exc:
         inv.warnings.append(f"could not list imported ZFS pools ({exc}).")
         return None
@@ -415,12 +416,7 @@ def _imported_pools(runner: Runner, inv: Inventory) -> dict[int, str] | None:
             f"{res.stderr.strip() or res.returncode}); labels were still read from the devices."
         )
         return None
-    pools: dict[int, str] = {}
-    for line in res.stdout.splitlines():
-        parts = line.split("\t")
-        if len(parts) >= 2 and parts[1].strip().isdigit():
-            pools[int(parts[1])] = parts[0]
-    return pools
+    return {guid: name for name, guid in parse.parse_pool_list(res.stdout).items()}
 
 
 def _zfs_labels(inv: Inventory, runner: Runner, paths: Paths) -> None:

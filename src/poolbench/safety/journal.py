@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,81 +21,9 @@ from typing import Any
 
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import mounts
-from poolbench.safety.zfslabel import LABEL_SIZE, label_offsets, read_labels
-from poolbench.system.runner import CommandError, Runner
-
-# Interior vdev names in `zpool status` (raidz1-0, mirror-1, draid2:4d:7c:1s-0, spare-3, ...)
-# and section headers; every other word in the config tree is a leaf device.
-_INTERIOR = ("mirror-", "raidz", "draid", "spare-", "replacing-", "root-")
-_SECTIONS = {"logs", "cache", "spares", "special", "dedup"}
-BUSY_SECONDS = 30  # zfs-fuse answers "pool is busy" for a while after an unmount
-
-
-def pool_guid(runner: Runner, name: str) -> int | None:
-    """GUID of the imported pool `name`, or None. Works with OpenZFS and zfs-fuse."""
-    for attempt in range(3):  # the daemon may be busy or restarting: try again
-        res = runner.run(["zpool", "list", "-H", "-o", "name,guid"], check=False, mutates=False)
-        if res.returncode == 0:
-            break
-        time.sleep(0.2 * (attempt + 1))
-    else:
-        raise PoolbenchError(
-            f"Cannot list ZFS pools: {res.stderr.strip() or res.returncode}.",
-            "Is the ZFS service (zfs-fuse daemon or the zfs module) running?",
-        )
-    for line in res.stdout.splitlines():
-        parts = line.split("\t")
-        if len(parts) >= 2 and parts[0] == name and parts[1].strip().isdigit():
-            return int(parts[1])
-    return None
-
-
-def pool_members(runner: Runner, name: str) -> list[str] | None:
-    """Real paths of the leaf devices of the imported pool `name` (from `zpool status`), or
-    None if no such pool is imported. A leaf shown without a path is a name under /dev."""
-    res = runner.run(["zpool", "status", name], check=False, mutates=False)
-    if res.returncode != 0:
-        return None
-    leaves: list[str] = []
-    in_config = False
-    for line in res.stdout.splitlines():
-        words = line.split()
-        if not words:
-            continue
-        if words[0] == "NAME" and "STATE" in words:
-            in_config = True
-            continue
-        if words[0] == "errors:":
-            break
-        if not in_config or words[0] == name or words[0] in _SECTIONS:
-            continue
-        if words[0].startswith(_INTERIOR):
-            continue
-        word = words[0]
-        leaves.append(os.path.realpath(word if word.startswith("/") else f"/dev/{word}"))
-    return leaves
-
-
-def retry_busy(runner: Runner, argv: list[str]) -> None:
-    """Run a zpool command that unmounts (destroy, export), retried while the pool is busy.
-
-    zfs-fuse can answer "busy" for seconds after its last unmount, more so on a loaded
-    machine: retry with a growing pause, for up to BUSY_SECONDS.
-    """
-    deadline = time.monotonic() + BUSY_SECONDS
-    pause = 0.2
-    while True:
-        res = runner.run(argv, check=False)
-        if res.returncode == 0:
-            return
-        if "busy" not in res.stderr or time.monotonic() > deadline:
-            raise CommandError(res, "Is a process still using the pool's mountpoint?")
-        time.sleep(pause)
-        pause = min(pause * 2, 2.0)
-
-
-def destroy_pool(runner: Runner, name: str) -> None:
-    retry_busy(runner, ["zpool", "destroy", name])
+from poolbench.system.runner import Runner
+from poolbench.zfs import commands, pools
+from poolbench.zfs.labelclear import clear_member, partitions_of
 
 
 def _loops_backing(sys_block: Path, backing: str) -> list[str]:
@@ -139,12 +66,12 @@ class Journal:
                 os.fsync(fh.fileno())
 
     # recording --------------------------------------------------------------------------------
-    def pool_intent(self, name: str, members: list[str]) -> None:
+    def pool_intent(self, name: str, members: list[str], dialect: str = commands.ZFS_FUSE) -> None:
         """Record, *before* `zpool create`, a pool about to be made from `members`.
 
         If poolbench dies before `pool_created`, teardown destroys a pool of this name only if
         its leaf devices are exactly these members (nobody else's pool is built on them)."""
-        self._add({"kind": "pool_intent", "name": name, "members": members})
+        self._add({"kind": "pool_intent", "name": name, "members": members, "dialect": dialect})
 
     def pool_created(
         self,
@@ -152,23 +79,30 @@ class Journal:
         members: list[str],
         clear_labels: bool = True,
         import_dir: str | None = None,
+        dialect: str = commands.ZFS_FUSE,
+        spares: list[str] | None = None,
     ) -> int:
         """Record a pool just created; returns the GUID it was recorded with.
 
         `import_dir`: a directory holding only links to the pool's own members; teardown of a
         pool found exported (a crash during an export/import cache drop) imports it from
-        there, by GUID, to destroy it."""
+        there, by GUID, to destroy it. `dialect` says how teardown clears the members'
+        labels (`zpool labelclear` on OpenZFS, zeroing the label areas on zfs-fuse);
+        `spares` are devices claimed with the pool that may join it later (`zpool replace`):
+        teardown clears this pool's labels from them too."""
         if self.runner.dry_run:
             guid = 0  # nothing was created; teardown of a dry run only prints
         else:
-            found = pool_guid(self.runner, name)
+            found = pools.pool_guid(self.runner, name)
             if found is None:
                 raise PoolbenchError(f"Pool {name} was created but is not listed.", "")
             guid = found
         entry = {"kind": "pool", "name": name, "guid": guid, "members": members,
-                 "clear_labels": clear_labels}  # fmt: skip
+                 "clear_labels": clear_labels, "dialect": dialect}  # fmt: skip
         if import_dir is not None:
             entry["import_dir"] = import_dir
+        if spares:
+            entry["spares"] = spares
         self._add(entry)
         return guid
 
@@ -236,15 +170,15 @@ class Journal:
     def _undo_pool(self, e: dict[str, Any]) -> str:
         name, guid = str(e["name"]), int(e["guid"])
         if self.runner.dry_run:
-            self.runner.run(["zpool", "destroy", name])
+            self.runner.run(commands.destroy(name))
             return ""
-        current = pool_guid(self.runner, name)
+        current = pools.pool_guid(self.runner, name)
         import_dir = e.get("import_dir")
         if current is None and import_dir and Path(import_dir).is_dir():
             # Exported by a cache drop that never got to import it again: bring back exactly
             # the pool with our GUID, from our own member links, under its own name.
-            self.runner.run(["zpool", "import", "-d", str(import_dir), str(guid)], check=False)
-            current = pool_guid(self.runner, name)
+            self.runner.run(commands.import_from(str(import_dir), str(guid)), check=False)
+            current = pools.pool_guid(self.runner, name)
         if current is None:
             return f"pool {name} (GUID {guid}) is not imported; left alone"
         if current != guid:
@@ -252,23 +186,17 @@ class Journal:
                 f"pool {name} has GUID {current}, not the GUID {guid} poolbench created: "
                 "someone else's pool, never destroyed"
             )
-        destroy_pool(self.runner, name)
+        pools.destroy(self.runner, name)
         if e.get("clear_labels"):
-            for dev in e["members"]:
-                self._clear_labels(str(dev), guid)
+            devices = [*e["members"], *e.get("spares", [])]
+            self._clear_members(devices, guid, str(e.get("dialect") or commands.ZFS_FUSE))
         return ""
 
-    def _clear_labels(self, dev: str, guid: int) -> None:
-        """Zero the four ZFS labels of a member, only if they are still this pool's labels."""
-        label = read_labels(Path(dev))
-        if label is None or label.pool_guid != guid:
-            return
-        size = os.stat(dev).st_size or _device_size(dev)
-        for offset in label_offsets(size):
-            self.runner.run(
-                ["dd", "if=/dev/zero", f"of={dev}", f"bs={LABEL_SIZE}", "count=1",
-                 f"seek={offset // LABEL_SIZE}", "conv=notrunc,fsync", "status=none"]
-            )  # fmt: skip
+    def _clear_members(self, members: list[str], guid: int, dialect: str) -> None:
+        """Return each member as found: no label of this pool (GUID-checked) and no partition
+        table that `zpool create` wrote on it (zfs/labelclear.py)."""
+        for dev in members:
+            clear_member(self.runner, str(dev), guid, dialect, self.sys_block)
 
     def _undo_mount(self, e: dict[str, Any]) -> str:
         mp, source = str(e["mountpoint"]), str(e["source"])
@@ -301,16 +229,21 @@ class Journal:
         name = str(e["name"])
         if self.runner.dry_run:
             return ""  # the dry run's `zpool destroy` is printed by the "pool" entry
-        leaves = pool_members(self.runner, name)
+        leaves = pools.members(self.runner, name)
         if leaves is None:
             return ""  # never created (or already destroyed)
         want = sorted(os.path.realpath(str(m)) for m in e["members"])
-        if sorted(leaves) != want:
+        if sorted(leaves) != want and not _partitions_of(want, leaves, self.sys_block):
             return (
                 f"pool {name} is built on {', '.join(leaves)}, not on the members poolbench "
                 "was about to use: someone else's pool, never destroyed"
             )
-        destroy_pool(self.runner, name)
+        # The pool on exactly our members is the one our `zpool create` made: its GUID, read
+        # now, is what its labels carry.
+        guid = pools.pool_guid(self.runner, name)
+        pools.destroy(self.runner, name)
+        if guid is not None:
+            self._clear_members(e["members"], guid, str(e.get("dialect") or commands.ZFS_FUSE))
         return ""
 
     def _undo_loop_intent(self, e: dict[str, Any]) -> str:
@@ -374,9 +307,12 @@ class Journal:
         ]
 
 
-def _device_size(dev: str) -> int:
-    fd = os.open(dev, os.O_RDONLY)
-    try:
-        return os.lseek(fd, 0, os.SEEK_END)
-    finally:
-        os.close(fd)
+def _partitions_of(members: list[str], leaves: list[str], sys_block: Path) -> bool:
+    """Whether `leaves` are exactly the first partitions OpenZFS made on the whole disks
+    `members` (one leaf per member, each a partition of it)."""
+    if len(members) != len(leaves):
+        return False
+    parts = {m: {os.path.realpath(p) for p in partitions_of(m, sys_block)} for m in members}
+    return sorted(leaves) == sorted(
+        next((lf for lf in leaves if lf in parts[m]), m) for m in members
+    )

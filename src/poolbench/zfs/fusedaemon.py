@@ -14,12 +14,13 @@ from pathlib import Path
 
 from poolbench.errors import PoolbenchError
 from poolbench.system.runner import Runner
+from poolbench.zfs import commands
 
 
 def answers(runner: Runner) -> bool:
     if runner.which("zpool") is None:
         return False
-    return runner.run(["zpool", "list", "-H"], check=False, mutates=False).returncode == 0
+    return runner.run(commands.list_pools(), check=False, mutates=False).returncode == 0
 
 
 def ensure_running(runner: Runner) -> int | None:

@@ -1,0 +1,108 @@
+"""Every `zpool`, `zfs` and `zdb` command line poolbench runs, for both dialects.
+
+Pure functions: argument lists in, no processes started. Where the dialects differ, the
+function takes `dialect` (OPENZFS or ZFS_FUSE):
+
+* zfs-fuse has no `zpool version`, no `-p` for `zpool list`, no `-H`/`-p` for `zpool get`, no
+  `-P` for `zpool status` (it shows the paths given at create anyway) and no `zpool labelclear`;
+  `zfs get -Hp` works in both.
+* `zpool list -H -o name,guid` is read the same in both (a GUID is an exact integer already).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+OPENZFS = "openzfs"
+ZFS_FUSE = "zfs-fuse"
+
+
+def version() -> list[str]:
+    """OpenZFS prints its userland and kernel versions; zfs-fuse does not know the command."""
+    return ["zpool", "version"]
+
+
+def supported_versions() -> list[str]:
+    """zfs-fuse's way to tell its pool version ("running ZFS pool version 23")."""
+    return ["zpool", "upgrade", "-v"]
+
+
+def list_pools() -> list[str]:
+    """Any answer at all: whether the kernel module or the zfs-fuse daemon is there."""
+    return ["zpool", "list", "-H"]
+
+
+def list_guids() -> list[str]:
+    """Name and GUID of every imported pool (read by `parse.parse_pool_list`)."""
+    return ["zpool", "list", "-H", "-o", "name,guid"]
+
+
+def status(name: str, dialect: str = ZFS_FUSE, full_paths: bool = False) -> list[str]:
+    """`zpool status POOL`; `full_paths` asks OpenZFS for whole paths of the leaves (-P)."""
+    return ["zpool", "status", *(["-P"] if full_paths and dialect == OPENZFS else []), name]
+
+
+def create(
+    name: str,
+    vdev_words: Sequence[str],
+    mountpoint: str,
+    pool_options: Mapping[str, object],
+    fs_options: Mapping[str, object],
+    force: bool = False,
+) -> list[str]:
+    """`zpool create [-f] -o ... -O ... -m MOUNTPOINT NAME VDEVS...`."""
+    argv = ["zpool", "create", *(["-f"] if force else [])]
+    for key, value in pool_options.items():
+        argv += ["-o", f"{key}={value}"]
+    for key, value in fs_options.items():
+        argv += ["-O", f"{key}={value}"]
+    return [*argv, "-m", mountpoint, name, *vdev_words]
+
+
+def destroy(name: str) -> list[str]:
+    return ["zpool", "destroy", name]
+
+
+def export(name: str) -> list[str]:
+    return ["zpool", "export", name]
+
+
+def import_from(directory: str, pool: str) -> list[str]:
+    """Import `pool` (a name or a GUID) looking only at the devices linked in `directory`."""
+    return ["zpool", "import", "-d", directory, pool]
+
+
+def offline(name: str, leaf: str) -> list[str]:
+    return ["zpool", "offline", name, leaf]
+
+
+def replace(name: str, old: str, new: str) -> list[str]:
+    return ["zpool", "replace", "-f", name, old, new]
+
+
+def labelclear(device: str) -> list[str]:
+    """OpenZFS only: remove the four labels of a device that no imported pool uses."""
+    return ["zpool", "labelclear", "-f", device]
+
+
+def zdb_config(name: str) -> list[str]:
+    """The pool's configuration (vdev tree with ashift and leaf paths)."""
+    return ["zdb", "-C", name]
+
+
+def dataset_props(name: str, props: Sequence[str]) -> list[str]:
+    """Exact values (-p), tab separated (-H), with their source (read by `parse.parse_zfs_get`)."""
+    return ["zfs", "get", "-Hp", "-o", "property,value,source", ",".join(props), name]
+
+
+def dataset_value(name: str, prop: str) -> list[str]:
+    """One property's exact value alone."""
+    return ["zfs", "get", "-Hp", "-o", "value", prop, name]
+
+
+def pool_prop(name: str, prop: str, dialect: str) -> list[str]:
+    """One pool property: OpenZFS prints the exact value alone; zfs-fuse a table with a
+    header (read by `parse.parse_pool_get`)."""
+    if dialect == OPENZFS:
+        return ["zpool", "get", "-Hp", "-o", "value", prop, name]
+    return ["zpool", "get", prop, name]

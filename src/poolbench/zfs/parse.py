@@ -1,0 +1,225 @@
+"""Readers of `zpool`, `zfs` and `zdb` output, for both dialects. Pure: text in, values out.
+
+There is one `zpool status` parser (`read_status`) and one `zpool list` parser
+(`parse_pool_list`); everything else that needs a pool's vdevs or GUIDs goes through them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+# Words of the tree that are no device: interior vdevs below a top-level vdev while a member is
+# replaced or a hot spare stands in (replacing-1, spare-2), and dRAID's distributed spares
+# (draid2-0-0), which live inside the dRAID vdev. Every other word in the tree is a leaf.
+_NESTED_INTERIOR = re.compile(r"^(replacing|spare)-\d+$|^draid\d-\d+-\d+$")
+_TOP = re.compile(r"^(mirror|raidz[123]?|draid[123]?(?::\d+[dcs])*)-\d+$")
+
+
+@dataclass(frozen=True)
+class TopVdev:
+    """One top-level vdev as `zpool status` shows it."""
+
+    kind: str  # stripe | mirror | raidz1..3 | draidP:Dd:Cc:Ss
+    name: str
+    leaves: tuple[str, ...]
+
+    @property
+    def width(self) -> int:
+        return len(self.leaves)
+
+
+@dataclass
+class PoolStatus:
+    """What `zpool status POOL` says: health, the data vdevs (not logs, cache, spares) and
+    every leaf device of the pool (data, logs, cache and spares alike), as shown."""
+
+    health: str = ""
+    tops: list[TopVdev] = field(default_factory=list)
+    leaves: list[str] = field(default_factory=list)
+    scan: str = ""  # the scan:/scrub: line (resilver progress)
+
+
+def top_kind(name: str) -> str | None:
+    """The kind of a top-level vdev from its name in `zpool status` (None for a leaf)."""
+    m = _TOP.match(name)
+    if not m:
+        return None
+    kind = m.group(1)
+    if kind == "raidz":
+        return "raidz1"
+    if kind.startswith("draid") and (len(kind) == 5 or kind[5] == ":"):
+        kind = "draid1" + kind[5:]
+    return kind
+
+
+def _config_lines(text: str, status: PoolStatus) -> list[tuple[int, str]]:
+    """(indent, first word) of each line of the config tree; fills health and scan."""
+    out: list[tuple[int, str]] = []
+    in_config = False
+    for raw in text.splitlines():
+        line = raw.expandtabs(8)
+        words = line.split()
+        if not words:
+            continue
+        if not in_config:
+            if words[0] == "state:" and len(words) > 1:
+                status.health = words[1]
+            elif words[0] in ("scan:", "scrub:"):
+                status.scan = line.strip()
+            in_config = words[0] == "NAME" and "STATE" in words
+            continue
+        if words[0] == "errors:":
+            break
+        out.append((len(line) - len(line.lstrip()), words[0]))
+    return out
+
+
+def read_status(text: str, pool: str) -> PoolStatus:
+    """Parse `zpool status POOL` (OpenZFS, with or without -P, and zfs-fuse)."""
+    status = PoolStatus()
+    pool_indent = -1
+    in_data = True  # below the pool line, before a logs/cache/spares/special section
+    cur: tuple[str, str, list[str]] | None = None
+
+    def close() -> None:
+        if cur is not None:
+            status.tops.append(TopVdev(cur[0], cur[1], tuple(cur[2])))
+
+    for indent, word in _config_lines(text, status):
+        if pool_indent < 0:
+            pool_indent = indent if word == pool else -1
+            continue
+        if indent <= pool_indent:  # a section header: logs, cache, spares, special, dedup
+            close()
+            cur, in_data = None, False
+            continue
+        kind = top_kind(word) if indent == pool_indent + 2 else None
+        if kind is None and not _NESTED_INTERIOR.match(word):
+            status.leaves.append(word)
+        if not in_data:
+            continue
+        if indent == pool_indent + 2:
+            close()
+            cur = (kind, word, []) if kind is not None else None
+            if kind is None:  # a leaf right under the pool: one disk of a stripe
+                status.tops.append(TopVdev("stripe", word, (word,)))
+        elif cur is not None and not _NESTED_INTERIOR.match(word):
+            cur[2].append(word)
+    close()
+    return status
+
+
+def parse_status(text: str, pool: str) -> tuple[list[TopVdev], str]:
+    """The data vdevs and the health of `zpool status POOL` (a view of `read_status`)."""
+    s = read_status(text, pool)
+    return s.tops, s.health
+
+
+def leaf_path(word: str) -> str:
+    """A leaf as `zpool status` names it, as a path: a bare name is a device under /dev."""
+    return word if word.startswith("/") else f"/dev/{word}"
+
+
+def member_paths(text: str, pool: str) -> list[str]:
+    """Real paths of every leaf device of the pool in `zpool status POOL` output."""
+    return [os.path.realpath(leaf_path(w)) for w in read_status(text, pool).leaves]
+
+
+def parse_pool_list(text: str) -> dict[str, int]:
+    """Pool name -> GUID, from `zpool list -H -o name,guid` (both dialects)."""
+    pools: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 2 and parts[1].strip().isdigit():
+            pools[parts[0]] = int(parts[1])
+    return pools
+
+
+def parse_zfs_get(text: str) -> dict[str, dict[str, str]]:
+    """property -> {value, source}, from `zfs get -Hp -o property,value,source`."""
+    values: dict[str, dict[str, str]] = {}
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3:
+            values[parts[0]] = {"value": parts[1], "source": parts[2]}
+    return values
+
+
+def parse_pool_get(text: str, pool: str, prop: str, dialect: str) -> str | None:
+    """One pool property from `commands.pool_prop` output, in either dialect."""
+    if dialect == "openzfs":
+        return text.strip() or None
+    for line in text.splitlines()[1:]:  # zfs-fuse: NAME PROPERTY VALUE SOURCE
+        words = line.split()
+        if len(words) >= 3 and words[0] == pool and words[1] == prop:
+            return words[2]
+    return None
+
+
+def parse_zdb_ashift(text: str) -> list[int]:
+    """ashift of each top-level vdev, from `zdb -C POOL` (leaves carry none)."""
+    return [int(m.group(1)) for m in re.finditer(r"^\s*ashift:\s*(\d+)\s*$", text, re.M)]
+
+
+def parse_zdb_paths(text: str) -> list[str]:
+    """The path of every leaf vdev, from `zdb -C POOL`."""
+    return re.findall(r"^\s*path:\s*'([^']+)'", text, re.M)
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """(2, 2, 3) from "zfs-2.2.3-1"; () if there is no version in the text."""
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    return tuple(int(g) for g in m.groups() if g is not None) if m else ()
+
+
+def parse_fuse_pool_version(text: str) -> str | None:
+    """zfs-fuse's pool version from `zpool upgrade -v`."""
+    m = re.search(r"running ZFS pool version (\d+)", text)
+    return m.group(1) if m else None
+
+
+@dataclass(frozen=True)
+class ResilverStatus:
+    done: bool
+    in_progress: bool
+    resilvered_bytes: int | None  # as `zpool status` reports it (rounded by its units)
+    line: str  # the scan/scrub line, for the record
+
+
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _human_bytes(text: str) -> int | None:
+    m = re.fullmatch(r"([\d.]+)([BKMGT]?)", text.strip().upper())
+    return int(float(m.group(1)) * _UNITS[m.group(2)]) if m else None
+
+
+def parse_resilver(status: str) -> ResilverStatus:
+    """The resilver state of `zpool status` output, in both dialects:
+
+    zfs-fuse (v23): ``scrub: resilver completed after 0h0m with 0 errors on ...`` and
+    ``resilver in progress for 0h0m, 12.34% done, 0h1m to go``, with ``12M resilvered`` after
+    the new member; OpenZFS: ``scan: resilvered 12.3M in 00:00:01 with 0 errors on ...`` and
+    ``scan: resilver in progress since ...``.
+    """
+    line = ""
+    for raw in status.splitlines():
+        words = raw.strip()
+        if words.startswith(("scan:", "scrub:")):
+            line = words
+    in_progress = "resilver in progress" in status
+    done = not in_progress and bool(
+        re.search(r"resilver(ed)?\b.*\b(completed|with \d+ errors)", line)
+        or re.search(r"resilvered [\d.]+[BKMGT]? in ", line)
+    )
+    m = re.search(r"resilvered ([\d.]+[BKMGT]?) in ", line)
+    if m:
+        n = _human_bytes(m.group(1))
+        if n is not None:
+            return ResilverStatus(done, in_progress, n, line)
+    each = re.finditer(r"\s([\d.]+[BKMGT]?) resilvered", status)
+    found = [_human_bytes(x.group(1)) for x in each]
+    sizes = [n for n in found if n is not None]
+    return ResilverStatus(done, in_progress, sum(sizes) if sizes else None, line)

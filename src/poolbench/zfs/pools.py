@@ -1,0 +1,101 @@
+"""zpool commands run through the Runner, their failures raised as typed errors.
+
+`run` is the only way this package starts a zpool/zfs process that may fail: a non-zero exit
+becomes the `errors` type its stderr names, so callers write `except PoolBusy` and never match
+words in a message themselves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from poolbench.errors import PoolbenchError
+from poolbench.system.runner import CommandResult, Runner
+from poolbench.zfs import commands, parse
+from poolbench.zfs.errors import PoolBusy, error_for
+
+BUSY_SECONDS = 30  # zfs-fuse answers "pool is busy" for a while after an unmount
+
+
+def run(
+    runner: Runner, argv: Sequence[str], *, mutates: bool = True, fix: str = ""
+) -> CommandResult:
+    """Run argv; a failure raises the typed error (a CommandError) its stderr names."""
+    res = runner.run(argv, check=False, mutates=mutates)
+    if res.returncode != 0:
+        raise error_for(res, fix)
+    return res
+
+
+def read(runner: Runner, argv: Sequence[str]) -> CommandResult:
+    """A read-only command (it also runs in a dry run)."""
+    return run(runner, argv, mutates=False)
+
+
+def answers(runner: Runner) -> bool:
+    """Whether a ZFS answers here (the kernel module, or the zfs-fuse daemon)."""
+    if runner.which("zpool") is None:
+        return False
+    return runner.run(commands.list_pools(), check=False, mutates=False).returncode == 0
+
+
+def imported(runner: Runner, tries: int = 3) -> dict[str, int]:
+    """Name -> GUID of every imported pool. Works with OpenZFS and zfs-fuse."""
+    for attempt in range(tries):  # the daemon may be busy or restarting: try again
+        res = runner.run(commands.list_guids(), check=False, mutates=False)
+        if res.returncode == 0:
+            return parse.parse_pool_list(res.stdout)
+        if attempt + 1 < tries:
+            time.sleep(0.2 * (attempt + 1))
+    raise PoolbenchError(
+        f"Cannot list ZFS pools: {res.stderr.strip() or res.returncode}.",
+        "Is the ZFS service (zfs-fuse daemon or the zfs module) running?",
+    )
+
+
+def pool_guid(runner: Runner, name: str) -> int | None:
+    """GUID of the imported pool `name`, or None."""
+    return imported(runner).get(name)
+
+
+def status_text(runner: Runner, name: str, dialect: str = commands.ZFS_FUSE,
+                full_paths: bool = False) -> str:  # fmt: skip
+    """`zpool status POOL` output; NoSuchPool if no such pool is imported."""
+    return read(runner, commands.status(name, dialect, full_paths)).stdout
+
+
+def members(runner: Runner, name: str) -> list[str] | None:
+    """Real paths of every leaf device of the imported pool `name`, or None if no such pool
+    is imported. A leaf shown without a path is a name under /dev."""
+    res = runner.run(commands.status(name), check=False, mutates=False)
+    if res.returncode != 0:
+        return None
+    return parse.member_paths(res.stdout, name)
+
+
+def retry_busy(runner: Runner, argv: list[str]) -> None:
+    """Run a zpool command that unmounts (destroy, export), retried while the pool is busy.
+
+    zfs-fuse can answer "busy" for seconds after its last unmount, more so on a loaded
+    machine: retry with a growing pause, for up to BUSY_SECONDS.
+    """
+    deadline = time.monotonic() + BUSY_SECONDS
+    pause = 0.2
+    while True:
+        try:
+            run(runner, argv, fix="Is a process still using the pool's mountpoint?")
+            return
+        except PoolBusy:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 2.0)
+
+
+def destroy(runner: Runner, name: str) -> None:
+    retry_busy(runner, commands.destroy(name))
+
+
+def export(runner: Runner, name: str) -> None:
+    retry_busy(runner, commands.export(name))
