@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 
 from poolbench import scratch
-from poolbench.cli.common import db_option, open_store, progress_bar
+from poolbench.cli.common import FiniteFloat, db_option, open_store, progress_bar
 from poolbench.errors import UsageError
 from poolbench.guards.workingset import MiB, parse_size
 from poolbench.measure import Options, Session
@@ -50,22 +50,51 @@ from poolbench.workloads.library import DEFAULT_BENCH, parse_list
     help="Declared data compressibility in percent. 0 = incompressible. Never zeros.",
 )
 @click.option(
-    "--runtime", default=30, show_default=True, help="Seconds per time-based (random) run."
+    "--runtime",
+    type=click.IntRange(1, 86400),
+    default=30,
+    show_default=True,
+    help="Seconds per time-based (random) run.",
 )
 @click.option(
     "--iodepth",
+    type=click.IntRange(1, 1024),
     default=1,
     show_default=True,
     help="Queue depth for random workloads (>1 uses libaio with O_DIRECT).",
 )
 @click.option(
-    "--jobs", "numjobs", default=1, show_default=True, help="fio jobs for random workloads."
+    "--jobs",
+    "numjobs",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="fio jobs for random workloads.",
 )
-@click.option("--metadata-files", default=20000, show_default=True, help="Files per metadata test.")
-@click.option("--min-runs", default=3, show_default=True, help="Replicates at least.")
-@click.option("--max-runs", default=10, show_default=True, help="Replicates at most.")
+@click.option(
+    "--metadata-files",
+    type=click.IntRange(10, 10_000_000),
+    default=20000,
+    show_default=True,
+    help="Files per metadata test.",
+)
+@click.option(
+    "--min-runs",
+    type=click.IntRange(2, 1000),
+    default=3,
+    show_default=True,
+    help="Replicates at least.",
+)
+@click.option(
+    "--max-runs",
+    type=click.IntRange(2, 1000),
+    default=10,
+    show_default=True,
+    help="Replicates at most.",
+)
 @click.option(
     "--ci-target",
+    type=FiniteFloat(0.1, 99.0),
     default=5.0,
     show_default=True,
     help="Repeat until the 95% CI is within ± this percent of the mean.",
@@ -140,7 +169,13 @@ def bench(
     )
     err = Console(stderr=True)
     runner = LocalRunner(dry_run=dry_run, echo=lambda s: err.print(f"[dim]would run:[/] {s}"))
-    store = open_store(db)
+    if path is not None and not dry_run and not path.is_dir():
+        # Checked before the store is opened: a typo must not leave a "failed" run behind.
+        raise UsageError(
+            f"{path} is not a directory (or does not exist): there is nothing to measure.",
+            "Give the mountpoint of the filesystem to benchmark, e.g. poolbench bench /tank.",
+        )
+    store = open_store(db, "dry" if dry_run else "write")
     with ExitStack() as stack:
         if scratch_size is not None:
             scratch_bytes = parse_size(scratch_size)

@@ -7,15 +7,29 @@ from pathlib import Path
 
 import click
 
-from poolbench.cli.common import db_option, open_store
+from poolbench.cli.common import MAX_ID, db_option, open_store
 from poolbench.errors import PoolbenchError
-from poolbench.store.merge import import_store
+from poolbench.store.db import Store, default_path
+from poolbench.store.merge import check_source, import_store
+
+
+def report_has_runs(path: Path) -> bool:
+    """Whether a store this import created holds any run (then it is kept)."""
+    try:
+        return bool(Store(path, "read").runs())
+    except PoolbenchError:
+        return False
 
 
 @click.command("import")
 @click.argument("other", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
-    "--run", "runs", multiple=True, type=int, metavar="ID", help="Import only run ID of OTHER."
+    "--run",
+    "runs",
+    multiple=True,
+    type=click.IntRange(1, MAX_ID),
+    metavar="ID",
+    help="Import only run ID of OTHER.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print what was imported as JSON.")
 @db_option
@@ -28,8 +42,17 @@ def import_(other: Path, runs: tuple[int, ...], as_json: bool, db: Path | None) 
 
     Example: poolbench import nas2-results.db
     """
+    check_source(other)  # before the local store exists: a bad source creates nothing
+    target = default_path() if db is None else db
+    created = not target.exists()
     store = open_store(db)
-    report = import_store(store, other, runs or None)
+    try:
+        report = import_store(store, other, runs or None)
+    except BaseException:
+        store.close()
+        if created and not report_has_runs(target):
+            target.unlink(missing_ok=True)  # a failed import leaves no empty store behind
+        raise
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2))
     else:

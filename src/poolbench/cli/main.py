@@ -64,9 +64,19 @@ def _register() -> None:
         cli.add_command(command)
 
 
+def _check_command_name(args: list[str]) -> None:
+    """A blank or '-' command name is a mistake (click would print the help and exit 0)."""
+    name = next((a for a in args if a == "-" or not a.startswith("-")), None)
+    if name is not None and (name == "-" or not name.strip()):
+        raise click.UsageError(
+            f"{name!r} is not a poolbench command. Run 'poolbench --help' for the list."
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     _register()
     try:
+        _check_command_name(sys.argv[1:] if argv is None else argv)
         cli.main(args=argv, prog_name="poolbench", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("Interrupted.", err=True)

@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from poolbench.cli.common import db_option, open_store
+from poolbench.cli.common import FiniteFloat, db_option, open_store
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import PoolPlan, nicenum, plan_pool
 from poolbench.planner.layout import format_devices, parse_devices, parse_layout
@@ -48,7 +48,7 @@ def _fmt_bps(bps: float) -> str:
 )
 @click.option(
     "--ashift",
-    type=int,
+    type=click.IntRange(9, 16),
     default=12,
     show_default=True,
     help="Sector size exponent of every vdev (9 = 512 B, 12 = 4 KiB).",
@@ -67,7 +67,7 @@ def _fmt_bps(bps: float) -> str:
 )
 @click.option(
     "--min-failures",
-    type=int,
+    type=click.IntRange(0, 64),
     default=0,
     show_default=True,
     help="Search: only layouts that survive at least N disk failures.",
@@ -102,28 +102,28 @@ def _fmt_bps(bps: float) -> str:
 )
 @click.option(
     "--afr",
-    type=float,
+    type=FiniteFloat(0.0, 1.0),
     default=0.015,
     show_default=True,
     help="Risk model: annual failure rate per disk.",
 )
 @click.option(
     "--ure",
-    type=float,
+    type=FiniteFloat(0.0, 1.0),
     default=1e-15,
     show_default=True,
     help="Risk model: unrecoverable read errors per bit read.",
 )
 @click.option(
     "--fill",
-    type=float,
+    type=FiniteFloat(0.0, 1.0),
     default=0.8,
     show_default=True,
     help="Risk model: fraction of the pool in use when a disk fails.",
 )
 @click.option(
     "--top",
-    type=int,
+    type=click.IntRange(1, 100000),
     default=20,
     show_default=True,
     help="Search: how many layouts to show in the table.",
@@ -167,7 +167,9 @@ def plan(
     if disk_speed and disk_speed_run:
         raise UsageError("Give --disk-speed or --disk-speed-from, not both.")
     if disk_speed_run:
-        disk = disk_speed_from_run(open_store(db), disk_speed_run, DEFAULT_SPEEDS[disk_class])
+        disk = disk_speed_from_run(
+            open_store(db, "read"), disk_speed_run, DEFAULT_SPEEDS[disk_class]
+        )
     else:
         disk = parse_disk_speed(disk_speed) if disk_speed else DEFAULT_SPEEDS[disk_class]
     if not 0 < afr < 1 or ure < 0 or not 0 < fill <= 1:

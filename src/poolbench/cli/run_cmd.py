@@ -9,18 +9,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import click
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from poolbench import cleanup as cleanup_mod
 from poolbench import orchestrate
-from poolbench.cli.common import db_option, open_store, progress_bar
+from poolbench.cli.common import MAX_ID, check_disk_count, db_option, open_store, progress_bar
 from poolbench.cli.disks_cmd import claim_from_cli
 from poolbench.errors import UsageError
 from poolbench.report import terminal
 from poolbench.safety.claims import ClaimSet, GuardedRunner
 from poolbench.study import estimate, matrix
-from poolbench.study.model import Study
+from poolbench.study.model import Disks, Study
 from poolbench.study.model import load as load_study
 from poolbench.system.runner import LocalRunner, Runner
 
@@ -30,15 +31,27 @@ def _override_disks(study: Study, disks: str | None) -> Study:
     if not disks:
         return study
     if disks.startswith("/"):
-        d = study.disks.model_copy(update={"source": "devices", "devices": disks.split(",")})
+        devices = [d.strip() for d in disks.split(",") if d.strip()]
+        check_disk_count(len(devices), disks)
+        update: dict[str, object] = {"source": "devices", "devices": devices}
     else:
         count, _, size = disks.lower().partition("x")
-        if not count.isdigit() or not size:
+        # ASCII digits only: '²'.isdigit() is True, and '١٢' would reach zpool as 12.
+        if not (count.isascii() and count.isdigit()) or len(count) > 6 or not size:
             raise UsageError(
-                f"--disks '{disks}' is neither COUNTxSIZE nor a list of /dev paths.",
+                f"--disks '{disks[:60]}' is neither COUNTxSIZE nor a list of /dev paths.",
                 "Example: --disks 5x512M or --disks /dev/sdb,/dev/sdc.",
             )
-        d = study.disks.model_copy(update={"count": int(count), "size": size.upper()})
+        check_disk_count(int(count), disks)
+        update = {"count": int(count), "size": size.upper()}
+    # Validated again (model_copy would skip the study's own checks on count and size).
+    try:
+        d = Disks.model_validate({**study.disks.model_dump(), **update})
+    except ValidationError as exc:
+        raise UsageError(
+            f"--disks '{disks[:60]}' is not valid: {exc.errors()[0]['msg']}.",
+            "Example: --disks 5x512M or --disks /dev/sdb,/dev/sdc.",
+        ) from None
     return study.model_copy(update={"disks": d})
 
 
@@ -61,7 +74,7 @@ def execute_study(
     runner: Runner = LocalRunner(
         dry_run=dry_run, echo=lambda s: err.print(f"[dim]would run:[/] {s}")
     )
-    store = open_store(db)
+    store = open_store(db, "dry" if dry_run else "write")
     paths = orchestrate.default_paths(store)
     if scratch_dir:
         paths.scratch = scratch_dir
@@ -149,14 +162,14 @@ def execute_study(
 @click.option("--disks", default=None, help="Override the study's disks: 5x512M or /dev/sdb,...")
 @click.option(
     "--resume",
-    type=int,
+    type=click.IntRange(1, MAX_ID),
     default=None,
     metavar="RUN",
     help="Finish an interrupted run: only the missing measurements are made.",
 )
 @click.option(
     "--seed",
-    type=int,
+    type=click.IntRange(0, MAX_ID),
     default=None,
     help="Trial order seed (default: the study's, else random; recorded either way).",
 )
@@ -193,7 +206,7 @@ def run(
     Example: poolbench run examples/parity.toml --disks 6x1G
     """
     if resume is not None:
-        store = open_store(db)
+        store = open_store(db, "read")
         study, text, stored_seed = orchestrate.load_resume(store, resume)
         store.close()
         execute_study(
@@ -229,7 +242,7 @@ def runs(db: Path | None, as_json: bool) -> None:
 
     Example: poolbench runs --json
     """
-    store = open_store(db)
+    store = open_store(db, "read")
     items = []
     for r in store.runs():
         n = store.conn.execute(
@@ -277,7 +290,7 @@ def cleanup(db: Path | None, dry_run: bool) -> None:
 
     Example: poolbench cleanup
     """
-    store = open_store(db)
+    store = open_store(db, "dry")  # only its directory is needed (the journals)
     runner = LocalRunner(dry_run=dry_run, echo=lambda s: click.echo(f"would run: {s}"))
     outcomes = cleanup_mod.cleanup(runner, orchestrate.default_paths(store).journals)
     if not outcomes:

@@ -14,7 +14,7 @@ from rich.text import Text
 from poolbench import studies
 from poolbench.backends.md import MdBackend
 from poolbench.backends.zfs import ZfsBackend
-from poolbench.cli.common import db_option, open_store
+from poolbench.cli.common import MAX_ID, check_disk_count, db_option, open_store
 from poolbench.cli.run_cmd import execute_study
 from poolbench.errors import UsageError
 from poolbench.study.model import parse
@@ -48,15 +48,17 @@ def _context(name: str, disks: str | None, options: dict[str, str]) -> studies.C
     if disks:
         if disks.startswith("/"):
             devices = tuple(d.strip() for d in disks.split(",") if d.strip())
+            check_disk_count(len(devices), disks)
         else:
             c, _, s = disks.lower().partition("x")
-            if not c.isdigit() or not s or "," in disks:
+            if not (c.isascii() and c.isdigit()) or len(c) > 6 or not s or "," in disks:
                 raise UsageError(
                     f"--disks '{disks}' is neither COUNTxSIZE nor a list of /dev paths.",
                     "Example: --disks 5x512M or --disks /dev/sdb,/dev/sdc (a study's disks "
                     "are all one size).",
                 )
             count, size = int(c), s.upper()
+            check_disk_count(count, disks)
     probe = LocalRunner(dry_run=True)  # read-only probes still run
     zfs = ZfsBackend(probe).check()
     md = MdBackend(probe).check()
@@ -72,7 +74,7 @@ def _context(name: str, disks: str | None, options: dict[str, str]) -> studies.C
 
 
 def _rows(db: Path | None, run_id: int) -> list[dict[str, Any]]:
-    store = open_store(db)
+    store = open_store(db, "read")
     rows = []
     for m in store.measurements(run_id):
         guards = json.loads(m["guards"] or "{}")
@@ -107,9 +109,20 @@ def _list(console: Console) -> None:
     console.print("Each is also an editable study file: examples/<study>.toml (poolbench run).")
 
 
+# Study options that are one number: typed here, so `--replicates abc` is a usage error.
+_INT_OPTIONS = {
+    "replicates": click.IntRange(2, 100),
+    "max_replicates": click.IntRange(2, 1000),
+    "runtime": click.IntRange(1, 3600),
+}
+
+
 def _study_options(f: Any) -> Any:
     for key, help_text in reversed(STUDY_OPTIONS.items()):
-        f = click.option(f"--{key.replace('_', '-')}", key, default=None, help=help_text)(f)
+        kind = _INT_OPTIONS.get(key, click.STRING)
+        f = click.option(
+            f"--{key.replace('_', '-')}", key, type=kind, default=None, help=help_text
+        )(f)
     return f
 
 
@@ -119,7 +132,12 @@ def _study_options(f: Any) -> Any:
 @click.option("--disks", default=None, help="COUNTxSIZE sparse-file disks, or /dev/sdb,/dev/sdc.")
 @click.option("--dry-run", is_flag=True, help="Print the plan, its duration and every command.")
 @click.option("--print-toml", is_flag=True, help="Print the study file and exit.")
-@click.option("--seed", type=int, default=None, help="Trial order seed (recorded either way).")
+@click.option(
+    "--seed",
+    type=click.IntRange(0, MAX_ID),
+    default=None,
+    help="Trial order seed (recorded either way).",
+)
 @click.option(
     "--scratch-dir",
     type=click.Path(path_type=Path),
