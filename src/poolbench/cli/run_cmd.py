@@ -20,7 +20,7 @@ from poolbench.cli.disks_cmd import claim_from_cli
 from poolbench.errors import UsageError
 from poolbench.report import terminal
 from poolbench.safety.claims import ClaimSet, GuardedRunner
-from poolbench.study import estimate, matrix
+from poolbench.study import consistency, estimate, matrix
 from poolbench.study.model import Disks, Study
 from poolbench.study.model import load as load_study
 from poolbench.system.runner import LocalRunner, Runner
@@ -71,6 +71,14 @@ def execute_study(
     """Shared by `run`, `study` and `demo`. Returns the run id."""
     err = Console(stderr=True)
     console = console or Console()
+    consistency.check_tarball(study)  # at --dry-run already: the real run would fail on it
+    if "backend" not in study.factors:
+        err.print(
+            "note: the study names no backend; zfs is assumed "
+            '(add backend = ["zfs"] under [factors] to say so).',
+            markup=False,
+            highlight=False,
+        )
     runner: Runner = LocalRunner(
         dry_run=dry_run, echo=lambda s: err.print(f"[dim]would run:[/] {s}")
     )

@@ -17,6 +17,7 @@ from poolbench.backends.zfs import ZfsBackend
 from poolbench.cli.common import MAX_ID, check_disk_count, db_option, open_store
 from poolbench.cli.run_cmd import execute_study
 from poolbench.errors import UsageError
+from poolbench.study import consistency
 from poolbench.study.model import parse
 from poolbench.system.runner import LocalRunner
 
@@ -189,16 +190,7 @@ def study(
         return
     study_obj = parse(text, f"study {name}")
     b = studies.get(name)
-    tarball = study_obj.workloads.tarball
-    if "untar" in study_obj.workloads.names and tarball and not Path(tarball).is_file():
-        msg = f"the untar workload's tarball {tarball} does not exist"
-        fix = (
-            "Install it (Debian: apt install linux-source-6.1) or give another source tree "
-            "with --tarball FILE.tar[.xz|.gz]."
-        )
-        if not dry_run:
-            raise UsageError(msg[0].upper() + msg[1:] + ".", fix)
-        console.print(Text(f"note: {msg}; the real run will need it. {fix}", style="yellow"))
+    consistency.check_tarball(study_obj)  # refused at --dry-run already
     console.print(Text(f"study {name}: {b.question}", style="bold"))
     for line in b.pre_notes(ctx) if b.pre_notes else []:
         console.print(Text(f"note: {line}", style="yellow"))
