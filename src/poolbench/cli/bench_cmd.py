@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from poolbench import scratch
 from poolbench.cli.common import FiniteFloat, db_option, open_store, progress_bar
@@ -168,7 +169,9 @@ def bench(
         stop=StopRule(min_runs, max_runs, ci_target / 100),
     )
     err = Console(stderr=True)
-    runner = LocalRunner(dry_run=dry_run, echo=lambda s: err.print(f"[dim]would run:[/] {s}"))
+    runner = LocalRunner(
+        dry_run=dry_run, echo=lambda s: err.print(f"[dim]would run:[/] {escape(s)}")
+    )
     if path is not None and not dry_run and not path.is_dir():
         # Checked before the store is opened: a typo must not leave a "failed" run behind.
         raise UsageError(
@@ -239,7 +242,8 @@ def _run(
         status = "interrupted"
         kept = len(store.measurements(run_id))
         err.print(
-            f"Interrupted: {kept} finished measurement(s) kept in run {run_id} ({store.path})."
+            f"Interrupted: {kept} finished measurement(s) kept in run {run_id} ({store.path}).",
+            markup=False,
         )
         raise
     except Exception as exc:
@@ -275,4 +279,4 @@ def _run(
             f"note: the working set is below 2× RAM ({ws.ratio_to_ram:.2f}×); cold reads rely "
             "on the cache drop (checked per figure) and the device byte check above."
         )
-    console.print(f"stored as run {run_id} in {store.path}")
+    console.print(f"stored as run {run_id} in {store.path}", markup=False)

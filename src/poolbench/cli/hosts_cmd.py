@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from poolbench.cli.common import open_store
@@ -96,7 +97,7 @@ def check(hostfile: str, path: str | None, as_json: bool) -> None:
 
 def _render_check(infos: list[probe.HostInfo], notes: list[str], controller: str) -> None:
     console = Console(width=None if sys.stdout.isatty() else 120)
-    t = Table(title=f"fio servers (controller {controller})", title_justify="left")
+    t = Table(title=f"fio servers (controller {escape(controller)})", title_justify="left")
     for col in ("host", "answers", "server", "fio", "target", "clock skew", "free space"):
         t.add_column(col)
     for i in infos:
@@ -104,17 +105,17 @@ def _render_check(infos: list[probe.HostInfo], notes: list[str], controller: str
         if i.clock_skew_s is not None and i.clock_uncertainty_s is not None:
             skew = f"{i.clock_skew_s:+.1f} s (±{i.clock_uncertainty_s:.1f})"
         t.add_row(
-            i.label,
-            "[green]yes[/]" if i.ok else f"[red]no[/]: {i.error}",
-            f"{i.server_hostname} ({i.os} {i.arch})" if i.server_hostname else "–",
-            i.fio_version or "–",
-            i.path or "(not checked)",
+            escape(i.label),
+            "[green]yes[/]" if i.ok else f"[red]no[/]: {escape(str(i.error))}",
+            escape(f"{i.server_hostname} ({i.os} {i.arch})") if i.server_hostname else "–",
+            escape(i.fio_version or "–"),
+            escape(i.path or "(not checked)"),
             skew,
             "unknown (fio cannot report it)",
         )
     console.print(t)
     for n in notes:
-        console.print(f"[yellow]warning:[/] {n}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(n)}", highlight=False)
     console.print(SECURITY, highlight=False)
 
 
@@ -162,7 +163,7 @@ def bench_fleet(params: dict[str, Any]) -> None:
         metadata.update(session.preflight())
         store.update_metadata(run_id, metadata)
         session.progress = lambda desc, done, total: err.print(
-            f"[dim]{done}/{total}[/] {desc}", highlight=False
+            f"[dim]{done}/{total}[/] {escape(desc)}", highlight=False
         )
         try:
             results = session.run()
@@ -208,7 +209,7 @@ def bench_fleet(params: dict[str, Any]) -> None:
         )
         console = Console(width=None if sys.stdout.isatty() else 120)
         table.render(console, results, infos, session.not_applied, session.notes, head)
-        console.print(f"stored as run {run_id} ({status}) in {store.path}")
+        console.print(f"stored as run {run_id} ({status}) in {store.path}", markup=False)
     if failure is not None:
         raise failure
 
@@ -221,8 +222,8 @@ def _dry_run(
         argv = ["fio", "--output-format=json"]
         for i, h in enumerate(fleet):
             argv += [f"--client={h.connect}", f"{w.name}.host{i}.fio"]
-        err.print(f"[dim]would run:[/] {format_argv(argv)}", highlight=False)
+        err.print(f"[dim]would run:[/] {escape(format_argv(argv))}", highlight=False)
         for i, (label, text) in enumerate(session.job_texts(w).items()):
-            err.print(f"[dim]{w.name}.host{i}.fio ({label}):[/]", highlight=False)
+            err.print(f"[dim]{w.name}.host{i}.fio ({escape(label)}):[/]", highlight=False)
             err.print(text, highlight=False, markup=False)
     err.print("dry run: nothing was run on any host (run id 0 stands for the real one).")

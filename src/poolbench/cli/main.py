@@ -7,6 +7,7 @@ Exit codes: 0 success, 1 a known failure (PoolbenchError, one clear paragraph), 
 from __future__ import annotations
 
 import logging
+import sqlite3
 import sys
 import traceback
 
@@ -89,6 +90,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except PoolbenchError as exc:
         click.echo(f"error: {exc.paragraph()}", err=True)
+        sys.exit(EXIT_FAILURE)
+    except sqlite3.Error as exc:  # the store failed after it was opened (locked, disk full...)
+        click.echo(
+            f"error: the result store could not be used: {exc}. Nothing more was stored; "
+            "check that no other poolbench holds it and that its disk has space.",
+            err=True,
+        )
         sys.exit(EXIT_FAILURE)
     except SystemExit:
         raise

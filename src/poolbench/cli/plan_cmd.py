@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from poolbench.cli.common import FiniteFloat, db_option, open_store
@@ -220,7 +221,9 @@ def _plan_layout(
     console = _console()
     _print_capacity(console, result)
     _print_allocation(console, result)
-    t = Table(title=f"Predicted speed (model; one disk: {disk.source})", title_justify="left")
+    t = Table(
+        title=f"Predicted speed (model; one disk: {escape(disk.source)})", title_justify="left"
+    )
     for col in ("stream read", "stream write", "random read", "random write"):
         t.add_column(col, justify="right")
     t.add_row(
@@ -235,7 +238,9 @@ def _plan_layout(
 
 def _print_capacity(console: Console, p: PoolPlan) -> None:
     where = "whole disks partitioned by zpool create" if p.whole_disk else "devices used as is"
-    console.print(f"[bold]{p.layout.spec()}[/bold]  ({p.rules.label}; ashift {p.ashift}; {where})")
+    console.print(
+        f"[bold]{escape(p.layout.spec())}[/bold]  ({p.rules.label}; ashift {p.ashift}; {where})"
+    )
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_column()
     t.add_column(justify="right")
@@ -363,7 +368,7 @@ def _print_candidates(
     t = Table(
         title=f"Layouts ({rules.label}); * = Pareto front (no other layout has more "
         "space, survives more failures and is faster); speed is a model "
-        f"({disk.source})",
+        f"({escape(disk.source)})",
         title_justify="left",
     )
     for col in ("", "layout", "usable", "fails", "read", "write", "rand r IOPS", "rand w IOPS"):
@@ -371,7 +376,7 @@ def _print_candidates(
     for c in cands:
         t.add_row(
             "*" if c.pareto else "",
-            f"{c.name}\n[dim]{c.spec()}[/dim]",
+            f"{escape(c.name)}\n[dim]{escape(c.spec())}[/dim]",
             nicenum(c.usable_bytes),
             str(c.failures_tolerated),
             _fmt_bps(c.speed.read_bps),

@@ -40,7 +40,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 NO_DIFFERENCE = "no significant difference"
 
@@ -149,6 +148,8 @@ def _ratio(ma: _Moments, mb: _Moments, confidence: float) -> Ratio:
     df = welch_df(va, ma.n, vb, mb.n, ratio)
     se = math.sqrt(va + vb)
     diff = mb.mean - ma.mean
+    from scipy import stats  # here, not at the top: scipy.stats costs ~1 s at every start
+
     p = float(2 * stats.t.sf(abs(diff) / se, df)) if se else (1.0 if diff == 0 else 0.0)
     t = float(stats.t.ppf((1 + confidence) / 2, df))
     a2 = ma.mean * ma.mean

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sqlite3
 import time
@@ -187,9 +188,9 @@ def checked_rows(path: Path, table: str, rows: list[sqlite3.Row]) -> list[sqlite
         keys = row.keys()
         for col in _NUMERIC.get(table, ()):
             v = row[col] if col in keys else 0
-            if isinstance(v, bool) or not isinstance(v, int | float) or v != v:
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
                 raise opening.damaged(
-                    path, f"{table} row {row[0]!r} has {col} = {v!r}, not a number"
+                    path, f"{table} row {row[0]!r} has {col} = {v!r}, not a finite number"
                 )
         for col in _JSON.get(table, ()):
             try:
