@@ -152,7 +152,7 @@ def check_schema(path: Path, conn: sqlite3.Connection, known: set[str]) -> set[s
             path, "it is another application's SQLite database (no schema_migrations table)"
         )
     if ok != "ok":
-        raise damaged(path, f"SQLite's integrity check says: {ok}")
+        raise damaged(path, "SQLite's integrity check says: " + " ".join(str(ok).split()))
     try:
         done = {str(r[0]) for r in conn.execute("SELECT name FROM schema_migrations")}
     except sqlite3.Error as exc:
