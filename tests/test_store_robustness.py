@@ -125,7 +125,7 @@ KINDS: dict[str, Callable[[Path], None]] = {
     "corrupted": _corrupted,
     "newer-schema": _newer,
     "directory": _directory,
-    "locked": good_store,  # made bad by a lock held for the whole command (below)
+    "locked": lambda p: None if good_store(p) else None,  # bad by a lock held (held_lock)
 }
 
 
