@@ -244,6 +244,9 @@ OPTION_CASES = {
     "study-disks-99999": ["study", "parity", "--disks", "99999x1G", "--print-toml"],
     "study-disks-superscript": ["study", "parity", "--disks", "\u00b2x1G", "--print-toml"],
     "study-disks-arabic": ["study", "parity", "--disks", "\u0661\u0662x1G", "--print-toml"],
+    "bench-size-1e400": ["bench", "/tmp", "--size", "1e400", "--dry-run"],
+    "bench-scratch-nan": ["bench", "--scratch", "nan", "--dry-run"],
+    "study-disks-1e400": ["study", "parity", "--disks", "3x1e400", "--print-toml"],
     "study-20000-devices": ["study", "parity", "--print-toml", "--disks",
                             ",".join(f"/dev/x{i}" for i in range(20000))],
 }  # fmt: skip
@@ -377,6 +380,7 @@ def test_any_plan_arguments_exit_cleanly(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(disks=st.one_of(
+    st.sampled_from(["3x1e400", "3xnan", "3xinf", "3x-1G", "0x1G", "3x0", "x", "/"]),
     st.from_regex(r"\A-?[0-9\u00b2\u0661]{0,7}[xX][0-9]{0,6}[KMGTkmgt]?i?B?\Z"),
     st.text(max_size=30),
 ))  # fmt: skip

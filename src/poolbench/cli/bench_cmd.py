@@ -13,9 +13,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from poolbench import scratch
-from poolbench.cli.common import FiniteFloat, db_option, open_store, progress_bar
+from poolbench.cli.common import FiniteFloat, cli_size, db_option, open_store, progress_bar
 from poolbench.errors import UsageError
-from poolbench.guards.workingset import MiB, parse_size
+from poolbench.guards.workingset import MiB
 from poolbench.measure import Options, Session
 from poolbench.report import bench_table
 from poolbench.stats.summary import StopRule
@@ -160,7 +160,7 @@ def bench(
         raise UsageError(f"--ci-target {ci_target} must be a percentage between 0 and 100.")
     options = Options(
         workloads=parse_list(workload_names),
-        size=parse_size(size) if size else None,
+        size=cli_size(size, "--size") if size else None,
         compressibility=compressibility,
         runtime_s=runtime,
         iodepth=iodepth,
@@ -181,7 +181,7 @@ def bench(
     store = open_store(db, "dry" if dry_run else "write")
     with ExitStack() as stack:
         if scratch_size is not None:
-            scratch_bytes = parse_size(scratch_size)
+            scratch_bytes = cli_size(scratch_size, "--scratch")
             if options.size is None:
                 # The scratch image lives on this machine's disk; use half of it.
                 options = Options(**{**options.__dict__, "size": scratch_bytes // 2 // MiB * MiB})

@@ -20,6 +20,7 @@ from rich.progress import (
 )
 
 from poolbench.errors import UsageError
+from poolbench.guards.workingset import parse_size
 from poolbench.store.db import Store, default_path
 from poolbench.store.opening import Mode
 
@@ -37,6 +38,18 @@ def check_disk_count(n: int, disks: str) -> None:
             f"--disks '{shown}' asks for {n} disks; a study uses 1 to {MAX_DISKS}.",
             f"Give at most {MAX_DISKS} disks, e.g. --disks 6x1G.",
         )
+
+
+def cli_size(text: str, flag: str) -> int:
+    """A size given on the command line, in bytes; 'nan', 'inf' or '1e400' are refused here
+    (the size parser turns them into Python errors, not a sentence)."""
+    try:
+        return parse_size(text)
+    except (ValueError, OverflowError):
+        raise UsageError(
+            f"{flag} '{text[:40]}' is not a size poolbench can use (not a finite number).",
+            "Write a size like 512M, 4G or 1T.",
+        ) from None
 
 
 # SQLite's integers: a run id or seed outside this range cannot be stored or looked up.

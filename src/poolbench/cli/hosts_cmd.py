@@ -16,12 +16,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from poolbench.cli.common import open_store
+from poolbench.cli.common import cli_size, open_store
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.fleet import hosts as hostlist
 from poolbench.fleet import probe, table
 from poolbench.fleet.session import FleetHostFailed, FleetOptions, FleetSession, check_workloads
-from poolbench.guards.workingset import parse_size
 from poolbench.stats.summary import StopRule
 from poolbench.system import probes
 from poolbench.system.runner import LocalRunner, format_argv
@@ -136,7 +135,7 @@ def bench_fleet(params: dict[str, Any]) -> None:
     path = params.get("path")
     options = FleetOptions(
         workloads=parse_list(str(params["workload_names"])),
-        size=parse_size(str(params["size"])),
+        size=cli_size(str(params["size"]), "--size"),
         compressibility=int(params["compressibility"]),
         runtime_s=int(params["runtime"]),
         iodepth=int(params["iodepth"]),

@@ -17,7 +17,14 @@ from rich.text import Text
 
 from poolbench import cleanup as cleanup_mod
 from poolbench import orchestrate
-from poolbench.cli.common import MAX_ID, check_disk_count, db_option, open_store, progress_bar
+from poolbench.cli.common import (
+    MAX_ID,
+    check_disk_count,
+    cli_size,
+    db_option,
+    open_store,
+    progress_bar,
+)
 from poolbench.cli.disks_cmd import claim_from_cli
 from poolbench.errors import UsageError
 from poolbench.report import terminal
@@ -45,6 +52,7 @@ def _override_disks(study: Study, disks: str | None) -> Study:
                 "Example: --disks 5x512M or --disks /dev/sdb,/dev/sdc.",
             )
         check_disk_count(int(count), disks)
+        cli_size(size, "--disks")
         update = {"count": int(count), "size": size.upper()}
     # Validated again (model_copy would skip the study's own checks on count and size).
     try:

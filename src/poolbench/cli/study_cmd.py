@@ -14,7 +14,7 @@ from rich.text import Text
 from poolbench import studies
 from poolbench.backends.md import MdBackend
 from poolbench.backends.zfs import ZfsBackend
-from poolbench.cli.common import MAX_ID, check_disk_count, db_option, open_store
+from poolbench.cli.common import MAX_ID, check_disk_count, cli_size, db_option, open_store
 from poolbench.cli.run_cmd import execute_study
 from poolbench.errors import UsageError
 from poolbench.study import consistency
@@ -60,6 +60,7 @@ def _context(name: str, disks: str | None, options: dict[str, str]) -> studies.C
                 )
             count, size = int(c), s.upper()
             check_disk_count(count, disks)
+            cli_size(size, "--disks")
     probe = LocalRunner(dry_run=True)  # read-only probes still run
     zfs = ZfsBackend(probe).check()
     md = MdBackend(probe).check()

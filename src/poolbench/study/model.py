@@ -290,6 +290,8 @@ _PHRASES = (
     ("Input should be greater than", "must be more than"),
     ("Input should be less than", "must be less than"),
     ("Input should be", "must be"),
+    ("cannot convert float NaN to integer", "must be a finite size, not nan"),
+    ("cannot convert float infinity to integer", "must be a finite size, not inf"),
     ("String should", "must"),
     ("List should", "must"),
 )
@@ -396,5 +398,9 @@ def parse(text: str, origin: str = "<study>") -> Study:
         raise UsageError(f"{origin}: {exc.problem}", exc.fix) from None
     except RecursionError:
         raise UsageError(f"{origin}: a value is nested too deeply.", "Use plain values.") from None
+    except OverflowError:  # a size such as "1e400" (the size parser's float overflows)
+        raise UsageError(
+            f"{origin}: a size is too large to use.", 'Write sizes like "512M" or "4G".'
+        ) from None
     consistency.check(study, origin)
     return study
