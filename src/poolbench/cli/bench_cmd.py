@@ -25,6 +25,34 @@ from poolbench.system.runner import LocalRunner
 from poolbench.workloads.library import DEFAULT_BENCH, parse_list
 
 
+def _check_args(
+    path: Path | None,
+    scratch_size: str | None,
+    min_runs: int,
+    max_runs: int,
+    ci_target: float,
+    dry_run: bool,
+) -> None:
+    """Everything refused before the store is opened (a typo must not leave a "failed" run)."""
+    if (path is None) == (scratch_size is None):
+        raise UsageError(
+            "Give either a PATH to measure or --scratch SIZE, not both and not neither.",
+            "Example: poolbench bench /mnt/pool or poolbench bench --scratch 2G.",
+        )
+    if not 2 <= min_runs <= max_runs:
+        raise UsageError(
+            f"--min-runs {min_runs} / --max-runs {max_runs} are not a valid range.",
+            "Use at least 2 runs (a confidence interval needs 2) and --max-runs ≥ --min-runs.",
+        )
+    if not 0 < ci_target < 100:
+        raise UsageError(f"--ci-target {ci_target} must be a percentage between 0 and 100.")
+    if path is not None and not dry_run and not path.is_dir():
+        raise UsageError(
+            f"{path} is not a directory (or does not exist): there is nothing to measure.",
+            "Give the mountpoint of the filesystem to benchmark, e.g. poolbench bench /tank.",
+        )
+
+
 @click.command()
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option(
@@ -146,18 +174,7 @@ def bench(
 
         bench_fleet(click.get_current_context().params)
         return
-    if (path is None) == (scratch_size is None):
-        raise UsageError(
-            "Give either a PATH to measure or --scratch SIZE, not both and not neither.",
-            "Example: poolbench bench /mnt/pool or poolbench bench --scratch 2G.",
-        )
-    if not 2 <= min_runs <= max_runs:
-        raise UsageError(
-            f"--min-runs {min_runs} / --max-runs {max_runs} are not a valid range.",
-            "Use at least 2 runs (a confidence interval needs 2) and --max-runs ≥ --min-runs.",
-        )
-    if not 0 < ci_target < 100:
-        raise UsageError(f"--ci-target {ci_target} must be a percentage between 0 and 100.")
+    _check_args(path, scratch_size, min_runs, max_runs, ci_target, dry_run)
     options = Options(
         workloads=parse_list(workload_names),
         size=cli_size(size, "--size") if size else None,
@@ -172,12 +189,20 @@ def bench(
     runner = LocalRunner(
         dry_run=dry_run, echo=lambda s: err.print(f"[dim]would run:[/] {escape(s)}")
     )
-    if path is not None and not dry_run and not path.is_dir():
-        # Checked before the store is opened: a typo must not leave a "failed" run behind.
-        raise UsageError(
-            f"{path} is not a directory (or does not exist): there is nothing to measure.",
-            "Give the mountpoint of the filesystem to benchmark, e.g. poolbench bench /tank.",
-        )
+    _on_target(runner, db, path, scratch_size, options, as_json, dry_run, err)
+
+
+def _on_target(
+    runner: LocalRunner,
+    db: Path | None,
+    path: Path | None,
+    scratch_size: str | None,
+    options: Options,
+    as_json: bool,
+    dry_run: bool,
+    err: Console,
+) -> None:
+    """Open the store, make the scratch filesystem if asked, and measure."""
     store = open_store(db, "dry" if dry_run else "write")
     with ExitStack() as stack:
         if scratch_size is not None:

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from poolbench import cleanup as cleanup_mod
 from poolbench import orchestrate
+from poolbench.backends.base import Availability
 from poolbench.cli.common import (
     MAX_ID,
     check_disk_count,
@@ -144,66 +145,15 @@ def _print_dry_run(
     err.print("dry run: nothing was changed.")
 
 
-def execute_study(
-    study: Study,
-    text: str,
-    *,
-    db: Path | None,
-    dry_run: bool,
-    resume: int | None = None,
-    seed: int | None = None,
-    scratch_dir: Path | None = None,
-    console: Console | None = None,
-    destroy_data_on: Sequence[str] = (),
-    yes: bool = False,
-    all_commands: bool = False,
+def _measure(
+    sr: orchestrate.StudyRun,
+    availability: dict[str, Availability],
+    resume: int | None,
+    console: Console,
+    err: Console,
 ) -> int:
-    """Shared by `run`, `study` and `demo`. Returns the run id."""
-    err = Console(stderr=True)
-    console = console or Console()
-    consistency.check_tarball(study)  # at --dry-run already: the real run would fail on it
-    if "backend" not in study.factors:
-        err.print(
-            "note: the study names no backend; zfs is assumed "
-            '(add backend = ["zfs"] under [factors] to say so).',
-            markup=False,
-            highlight=False,
-        )
-    log = DryRunLog()
-    runner: Runner = LocalRunner(dry_run=dry_run, echo=log.command)
-    store = open_store(db, "dry" if dry_run else "write")
-    paths = orchestrate.default_paths(store)
-    if scratch_dir:
-        paths.scratch = scratch_dir
-    claims: ClaimSet | None = None
-    if study.disks.source == "devices":
-        # Real devices only through the safety layer: each one checked (mounted, signatures,
-        # pool labels, holders, ...) and claimed now, before anything runs, and re-checked
-        # right before the first destructive command by the guarded runner.
-        claims = claim_from_cli(
-            runner, study.disks.devices, destroy_data_on, yes, store.path, paths.scratch
-        )
-        runner = GuardedRunner(runner, claims)
-    if not dry_run:
-        for outcome in cleanup_mod.cleanup(runner, paths.journals):
-            err.print(f"cleaned up after an earlier crash: {outcome.journal.name}", markup=False)
-    sr = orchestrate.StudyRun(
-        runner,
-        store,
-        study,
-        text,
-        paths,
-        seed=seed,
-        argv=["poolbench", *sys.argv[1:]],
-        claims=claims,
-    )
-    try:
-        availability = sr.preflight()
-    finally:
-        log.flush(err)  # what the probes would have run (real devices: the claims)
-    if dry_run:
-        _print_dry_run(sr, study, console, err, log, all_commands)
-        return 0
+    """The real run: record it, execute every trial, report. Returns the run id."""
+    store, study, claims, paths = sr.store, sr.study, sr.claims, sr.paths
     if resume is not None:
         sr.run_id = resume
         store.finish_run(resume, "running")
@@ -242,6 +192,74 @@ def execute_study(
     terminal.render_stored(console, store, sr.run_id)
     console.print(f"stored as run {sr.run_id} in {store.path}", markup=False)
     return sr.run_id
+
+
+def _check_up_front(study: Study, err: Console) -> None:
+    """What the study leaves implicit is said; what cannot work is refused (dry runs too)."""
+    consistency.check_tarball(study)  # the real run would fail on it, hours in
+    if "backend" not in study.factors:
+        err.print(
+            "note: the study names no backend; zfs is assumed "
+            '(add backend = ["zfs"] under [factors] to say so).',
+            markup=False,
+            highlight=False,
+        )
+
+
+def execute_study(
+    study: Study,
+    text: str,
+    *,
+    db: Path | None,
+    dry_run: bool,
+    resume: int | None = None,
+    seed: int | None = None,
+    scratch_dir: Path | None = None,
+    console: Console | None = None,
+    destroy_data_on: Sequence[str] = (),
+    yes: bool = False,
+    all_commands: bool = False,
+) -> int:
+    """Shared by `run`, `study` and `demo`. Returns the run id."""
+    err = Console(stderr=True)
+    console = console or Console()
+    _check_up_front(study, err)
+    log = DryRunLog()
+    runner: Runner = LocalRunner(dry_run=dry_run, echo=log.command)
+    store = open_store(db, "dry" if dry_run else "write")
+    paths = orchestrate.default_paths(store)
+    if scratch_dir:
+        paths.scratch = scratch_dir
+    claims: ClaimSet | None = None
+    if study.disks.source == "devices":
+        # Real devices only through the safety layer: each one checked (mounted, signatures,
+        # pool labels, holders, ...) and claimed now, before anything runs, and re-checked
+        # right before the first destructive command by the guarded runner.
+        claims = claim_from_cli(
+            runner, study.disks.devices, destroy_data_on, yes, store.path, paths.scratch
+        )
+        runner = GuardedRunner(runner, claims)
+    if not dry_run:
+        for outcome in cleanup_mod.cleanup(runner, paths.journals):
+            err.print(f"cleaned up after an earlier crash: {outcome.journal.name}", markup=False)
+    sr = orchestrate.StudyRun(
+        runner,
+        store,
+        study,
+        text,
+        paths,
+        seed=seed,
+        argv=["poolbench", *sys.argv[1:]],
+        claims=claims,
+    )
+    try:
+        availability = sr.preflight()
+    finally:
+        log.flush(err)  # what the probes would have run (real devices: the claims)
+    if dry_run:
+        _print_dry_run(sr, study, console, err, log, all_commands)
+        return 0
+    return _measure(sr, availability, resume, console, err)
 
 
 @click.command()
