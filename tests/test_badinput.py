@@ -442,3 +442,10 @@ def test_dry_run_keeps_store_and_prints_paths_literally(
     code, out = run_cli([*argv, "--all-commands"], capsys)
     assert code == 0 and out.count("would run: zpool create") == 220
     assert tree(tmp_path) == before  # the store unchanged, no scratch dir made
+
+
+def test_a_refused_study_leaves_no_store(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    study = env / "s.toml"
+    study.write_text(GOOD.replace('layout = ["raidz1"]', 'layout = ["raidz9"]') + "")
+    refused(["run", str(study)], capsys, env)  # refused at the preflight, before any store
+    assert not (env / "store").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -13,12 +14,20 @@ from poolbench.store.db import Store, default_path
 from poolbench.store.merge import check_source, import_store
 
 
-def report_has_runs(path: Path) -> bool:
+def _holds_runs(path: Path) -> bool:
     """Whether a store this import created holds any run (then it is kept)."""
     try:
         return bool(Store(path, "read").runs())
     except PoolbenchError:
         return False
+
+
+def _remove_created(target: Path, new_dirs: list[Path]) -> None:
+    """Undo what opening a new store made: the file, then the directories made for it."""
+    target.unlink(missing_ok=True)
+    for d in new_dirs:  # deepest first
+        with contextlib.suppress(OSError):
+            d.rmdir()
 
 
 @click.command("import")
@@ -45,13 +54,14 @@ def import_(other: Path, runs: tuple[int, ...], as_json: bool, db: Path | None) 
     check_source(other)  # before the local store exists: a bad source creates nothing
     target = default_path() if db is None else db
     created = not target.exists()
+    new_dirs = [d for d in [target.parent, *target.parent.parents] if not d.exists()]
     store = open_store(db)
     try:
         report = import_store(store, other, runs or None)
     except BaseException:
         store.close()
-        if created and not report_has_runs(target):
-            target.unlink(missing_ok=True)  # a failed import leaves no empty store behind
+        if created and not _holds_runs(target):
+            _remove_created(target, new_dirs)  # a failed import leaves no empty store behind
         raise
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2))

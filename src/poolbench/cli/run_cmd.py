@@ -226,7 +226,9 @@ def execute_study(
     _check_up_front(study, err)
     log = DryRunLog()
     runner: Runner = LocalRunner(dry_run=dry_run, echo=log.command)
-    store = open_store(db, "dry" if dry_run else "write")
+    # Opened for writing only once the study passed its preflight: a refused study leaves
+    # no new store (and no new directory) behind.
+    store = open_store(db, "dry")
     paths = orchestrate.default_paths(store)
     if scratch_dir:
         paths.scratch = scratch_dir
@@ -259,6 +261,8 @@ def execute_study(
     if dry_run:
         _print_dry_run(sr, study, console, err, log, all_commands)
         return 0
+    store.close()
+    sr.store = open_store(db, "write")
     return _measure(sr, availability, resume, console, err)
 
 
