@@ -449,3 +449,9 @@ def test_a_refused_study_leaves_no_store(env: Path, capsys: pytest.CaptureFixtur
     study.write_text(GOOD.replace('layout = ["raidz1"]', 'layout = ["raidz9"]') + "")
     refused(["run", str(study)], capsys, env)  # refused at the preflight, before any store
     assert not (env / "store").exists()
+
+
+def test_a_layout_wider_than_the_disks_is_left_to_its_own_message() -> None:
+    # The working-set check must not hide the real problem (raidz1:4 on 2 disks).
+    text = 'name = "b"\n[disks]\ncount = 2\nsize = "128M"\n[factors]\nlayout = ["raidz1:4"]\n'
+    assert parse(text).factors["layout"] == ["raidz1:4"]

@@ -70,6 +70,8 @@ def _fits(study: Study, origin: str) -> None:
     fill = max((int(x) for x in study.factors.get("fill", [0])), default=0)
     ashifts = [int(a) for a in study.factors.get("ashift", [12]) if str(a).isdigit()] or [12]
     for layout in (str(x) for x in study.factors.get("layout", [])):
+        if _widths(layout, d.count) > d.count:
+            continue  # wider than the disks: the backend refuses that with its own message
         usable = d.count * d.size_bytes  # raw space bounds every stack
         # A layout the planner does not model (btrfs, md): the raw bound still holds.
         with contextlib.suppress(UsageError, ValueError):
@@ -84,6 +86,15 @@ def _fits(study: Study, origin: str) -> None:
                 f"(about {usable // 2**20} MiB usable).",
                 "Lower [workloads] size or the fill levels, or use more or larger disks.",
             )
+
+
+def _widths(layout: str, n_disks: int) -> int:
+    """Disks a study layout uses (`raidz1:3+mirror:2` = 5; `raidz2` = every disk)."""
+    total = 0
+    for part in layout.split("+"):
+        width = part.partition(":")[2].split(":")[0]
+        total += int(width) if width.isascii() and width.isdigit() else n_disks
+    return total
 
 
 def check_tarball(study: Study) -> None:
