@@ -366,3 +366,14 @@ def test_resume_with_broken_metadata_is_damage(
     c.close()
     code, out = run_cli(["run", "x.toml", "--resume", str(rid), "--db", str(path)], capsys)
     assert code == 1 and "This store is damaged" in out, out
+
+
+def test_resume_without_study_text_is_damage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "r.db"
+    s = Store(path)
+    rid = s.start_run("study", "s", ["poolbench"], {"seed": "x"})
+    s.close()
+    code, out = run_cli(["run", "x.toml", "--resume", str(rid), "--db", str(path)], capsys)
+    assert code == 1 and "has no study text or seed to resume" in out, out
