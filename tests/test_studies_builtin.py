@@ -201,9 +201,11 @@ needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse, loop 
 def test_dry_run_at_full_scale_prints_plan_and_duration(
     zfs_fuse: None, tmp_path: Path, name: str
 ) -> None:
+    # untar needs a readable tarball already at --dry-run (issue 13): give fs-compare one.
+    extra = ["--tarball", str(_stdlib_tarball(tmp_path))] if name == "fs-compare" else []
     p = poolbench(
         "study", name, "--dry-run", "--db", str(tmp_path / "r.db"),
-        "--scratch-dir", str(tmp_path / "scratch"), "--seed", "1",
+        "--scratch-dir", str(tmp_path / "scratch"), "--seed", "1", *extra,
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
     assert f"plan for study '{name}'" in p.stdout

@@ -22,7 +22,8 @@ CASES = {
         "raidz3 of 3 disks is impossible",
     ),
     "recordsize-not-power-of-two": (
-        '[disks]\ncount = 3\nsize = "128M"\n[factors]\nlayout = ["raidz1"]\nrecordsize = ["96K"]\n',
+        '[disks]\ncount = 3\nsize = "128M"\n[factors]\nlayout = ["raidz1"]\nrecordsize = ["96K"]\n'
+        '[workloads]\nsize = "32M"\n',  # fits: only the recordsize is wrong
         "96K",
     ),
     "unavailable-backend": (

@@ -36,7 +36,7 @@ INVALID = {
     "no-layout.toml": "needs a 'layout' factor",
     "bad-toml.toml": "not valid TOML",
     "unknown-workload.toml": "Unknown workload 'sequential-read'",
-    "too-few-replicates.toml": ":2: replicates: Input should be greater than or equal to 2",
+    "too-few-replicates.toml": ":2: replicates: must be at least 2.",
     "bad-size.toml": "'lots' is not a size",
     "duplicate-level.toml": "factor 'layout' lists a level twice",
 }

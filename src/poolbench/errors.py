@@ -21,7 +21,11 @@ class PoolbenchError(Exception):
         super().__init__(self.paragraph())
 
     def paragraph(self) -> str:
-        return f"{self.problem} {self.fix}".strip()
+        problem = self.problem.rstrip()
+        # Sentences are not glued: "...lists a level twice Fix the lines..." reads as one.
+        if self.fix and problem and problem[-1] not in ".!?":
+            problem += "."
+        return f"{problem} {self.fix}".strip()
 
 
 class UsageError(PoolbenchError):

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
-from poolbench.cli.common import db_option, open_store, progress_bar
+from poolbench.cli.common import FiniteFloat, cli_size, db_option, open_store, progress_bar
 from poolbench.engine.bench_run import BenchResult, BenchRun
 from poolbench.engine.replicates import stop_rule
 from poolbench.engine.session import Options
@@ -18,8 +19,35 @@ from poolbench.guards.workingset import MiB
 from poolbench.report import bench_table
 from poolbench.store.db import Store
 from poolbench.system.runner import LocalRunner
-from poolbench.units import parse_size
 from poolbench.workloads.library import DEFAULT_BENCH, parse_list
+
+
+def _check_args(
+    path: Path | None,
+    scratch_size: str | None,
+    min_runs: int,
+    max_runs: int,
+    ci_target: float,
+    dry_run: bool,
+) -> None:
+    """Everything refused before the store is opened (a typo must not leave a "failed" run)."""
+    if (path is None) == (scratch_size is None):
+        raise UsageError(
+            "Give either a PATH to measure or --scratch SIZE, not both and not neither.",
+            "Example: poolbench bench /mnt/pool or poolbench bench --scratch 2G.",
+        )
+    if not 2 <= min_runs <= max_runs:
+        raise UsageError(
+            f"--min-runs {min_runs} / --max-runs {max_runs} are not a valid range.",
+            "Use at least 2 runs (a confidence interval needs 2) and --max-runs ≥ --min-runs.",
+        )
+    if not 0 < ci_target < 100:
+        raise UsageError(f"--ci-target {ci_target} must be a percentage between 0 and 100.")
+    if path is not None and not dry_run and not path.is_dir():
+        raise UsageError(
+            f"{path} is not a directory (or does not exist): there is nothing to measure.",
+            "Give the mountpoint of the filesystem to benchmark, e.g. poolbench bench /tank.",
+        )
 
 
 @click.command()
@@ -48,22 +76,51 @@ from poolbench.workloads.library import DEFAULT_BENCH, parse_list
     help="Declared data compressibility in percent. 0 = incompressible. Never zeros.",
 )
 @click.option(
-    "--runtime", default=30, show_default=True, help="Seconds per time-based (random) run."
+    "--runtime",
+    type=click.IntRange(1, 86400),
+    default=30,
+    show_default=True,
+    help="Seconds per time-based (random) run.",
 )
 @click.option(
     "--iodepth",
+    type=click.IntRange(1, 1024),
     default=1,
     show_default=True,
     help="Queue depth for random workloads (>1 uses libaio with O_DIRECT).",
 )
 @click.option(
-    "--jobs", "numjobs", default=1, show_default=True, help="fio jobs for random workloads."
+    "--jobs",
+    "numjobs",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="fio jobs for random workloads.",
 )
-@click.option("--metadata-files", default=20000, show_default=True, help="Files per metadata test.")
-@click.option("--min-runs", default=3, show_default=True, help="Replicates at least.")
-@click.option("--max-runs", default=10, show_default=True, help="Replicates at most.")
+@click.option(
+    "--metadata-files",
+    type=click.IntRange(10, 10_000_000),
+    default=20000,
+    show_default=True,
+    help="Files per metadata test.",
+)
+@click.option(
+    "--min-runs",
+    type=click.IntRange(1, 1000),  # 1 reaches _check_args, which says why 2 are needed
+    default=3,
+    show_default=True,
+    help="Replicates at least.",
+)
+@click.option(
+    "--max-runs",
+    type=click.IntRange(1, 1000),  # 1 reaches _check_args, which says why 2 are needed
+    default=10,
+    show_default=True,
+    help="Replicates at most.",
+)
 @click.option(
     "--ci-target",
+    type=FiniteFloat(0.1, 99.0),
     default=5.0,
     show_default=True,
     help="Repeat until the 95% CI is within ± this percent of the mean.",
@@ -114,21 +171,10 @@ def bench(
 
         bench_fleet(click.get_current_context().params)
         return
-    if (path is None) == (scratch_size is None):
-        raise UsageError(
-            "Give either a PATH to measure or --scratch SIZE, not both and not neither.",
-            "Example: poolbench bench /mnt/pool or poolbench bench --scratch 2G.",
-        )
-    if not 2 <= min_runs <= max_runs:
-        raise UsageError(
-            f"--min-runs {min_runs} / --max-runs {max_runs} are not a valid range.",
-            "Use at least 2 runs (a confidence interval needs 2) and --max-runs ≥ --min-runs.",
-        )
-    if not 0 < ci_target < 100:
-        raise UsageError(f"--ci-target {ci_target} must be a percentage between 0 and 100.")
+    _check_args(path, scratch_size, min_runs, max_runs, ci_target, dry_run)
     options = Options(
         workloads=parse_list(workload_names),
-        size=parse_size(size) if size else None,
+        size=cli_size(size, "--size") if size else None,
         compressibility=compressibility,
         runtime_s=runtime,
         iodepth=iodepth,
@@ -149,9 +195,11 @@ def _measure(
     db: Path | None,
 ) -> None:
     err = Console(stderr=True)
-    runner = LocalRunner(dry_run=dry_run, echo=lambda s: err.print(f"[dim]would run:[/] {s}"))
-    store = open_store(db)
-    scratch_bytes = parse_size(scratch_size) if scratch_size is not None else None
+    runner = LocalRunner(
+        dry_run=dry_run, echo=lambda s: err.print(f"[dim]would run:[/] {escape(s)}")
+    )
+    store = open_store(db, "dry" if dry_run else "write")
+    scratch_bytes = cli_size(scratch_size, "--scratch") if scratch_size is not None else None
     bench_run = BenchRun(runner, store, path, options, scratch_bytes, scratch_size)
     if dry_run:
         bench_run.dry_run()
@@ -160,7 +208,8 @@ def _measure(
 
     def interrupted(run_id: int, kept: int) -> None:
         err.print(
-            f"Interrupted: {kept} finished measurement(s) kept in run {run_id} ({store.path})."
+            f"Interrupted: {kept} finished measurement(s) kept in run {run_id} ({store.path}).",
+            markup=False,
         )
 
     done = bench_run.run(lambda: progress_bar(err), interrupted)
@@ -201,4 +250,4 @@ def _render(done: BenchResult, options: Options, store: Store) -> None:
             f"note: the working set is below 2× RAM ({ws.ratio_to_ram:.2f}×); cold reads rely "
             "on the cache drop (checked per figure) and the device byte check above."
         )
-    console.print(f"stored as run {done.run_id} in {store.path}")
+    console.print(f"stored as run {done.run_id} in {store.path}", markup=False)

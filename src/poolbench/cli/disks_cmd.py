@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -105,10 +106,10 @@ def _row(table: Table, d: BlockDevice, indent: str = "") -> None:
     for a in d.advice:
         notes.append("\n⚠ 512e: use ashift=12", style="yellow")
         del a
-    table.add_row(
-        indent + d.path,
+    table.add_row(  # device names, models and serials are data, never markup
+        escape(indent + d.path),
         _size(d.size_bytes),
-        ident or "-",
+        escape(ident or "-"),
         notes,
         "hdd" if d.rotational else "ssd",
         _status(d),
@@ -193,4 +194,4 @@ def disks(
     console = Console()
     console.print(table)
     for w in inv.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
+        console.print(f"[yellow]warning:[/] {escape(w)}")

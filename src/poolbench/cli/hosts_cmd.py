@@ -14,9 +14,10 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from poolbench.cli.common import open_store
+from poolbench.cli.common import cli_size, open_store
 from poolbench.engine.replicates import stop_rule
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.fleet import hosts as hostlist
@@ -24,7 +25,6 @@ from poolbench.fleet import probe, table
 from poolbench.fleet.run import FleetRun, run_fleet
 from poolbench.fleet.session import FleetOptions, FleetSession, check_workloads
 from poolbench.system.runner import LocalRunner, format_argv
-from poolbench.units import parse_size
 from poolbench.workloads.library import parse_list
 
 SECURITY = (
@@ -97,7 +97,7 @@ def check(hostfile: str, path: str | None, as_json: bool) -> None:
 
 def _render_check(infos: list[probe.HostInfo], notes: list[str], controller: str) -> None:
     console = Console(width=None if sys.stdout.isatty() else 120)
-    t = Table(title=f"fio servers (controller {controller})", title_justify="left")
+    t = Table(title=f"fio servers (controller {escape(controller)})", title_justify="left")
     for col in ("host", "answers", "server", "fio", "target", "clock skew", "free space"):
         t.add_column(col)
     for i in infos:
@@ -105,17 +105,17 @@ def _render_check(infos: list[probe.HostInfo], notes: list[str], controller: str
         if i.clock_skew_s is not None and i.clock_uncertainty_s is not None:
             skew = f"{i.clock_skew_s:+.1f} s (±{i.clock_uncertainty_s:.1f})"
         t.add_row(
-            i.label,
-            "[green]yes[/]" if i.ok else f"[red]no[/]: {i.error}",
-            f"{i.server_hostname} ({i.os} {i.arch})" if i.server_hostname else "–",
-            i.fio_version or "–",
-            i.path or "(not checked)",
+            escape(i.label),
+            "[green]yes[/]" if i.ok else f"[red]no[/]: {escape(str(i.error))}",
+            escape(f"{i.server_hostname} ({i.os} {i.arch})") if i.server_hostname else "–",
+            escape(i.fio_version or "–"),
+            escape(i.path or "(not checked)"),
             skew,
             "unknown (fio cannot report it)",
         )
     console.print(t)
     for n in notes:
-        console.print(f"[yellow]warning:[/] {n}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(n)}", highlight=False)
     console.print(SECURITY, highlight=False)
 
 
@@ -136,7 +136,7 @@ def bench_fleet(params: dict[str, Any]) -> None:
     path = params.get("path")
     options = FleetOptions(
         workloads=parse_list(str(params["workload_names"])),
-        size=parse_size(str(params["size"])),
+        size=cli_size(str(params["size"]), "--size"),
         compressibility=int(params["compressibility"]),
         runtime_s=int(params["runtime"]),
         iodepth=int(params["iodepth"]),
@@ -158,7 +158,7 @@ def bench_fleet(params: dict[str, Any]) -> None:
         fleet,
         default,
         options,
-        lambda desc, n, total: err.print(f"[dim]{n}/{total}[/] {desc}", highlight=False),
+        lambda desc, n, total: err.print(f"[dim]{n}/{total}[/] {escape(desc)}", highlight=False),
     )
     _show(done, store.path, options, bool(params.get("as_json")))
     if done.failure is not None:
@@ -193,7 +193,7 @@ def _show(done: FleetRun, db: Path, options: FleetOptions, as_json: bool) -> Non
     )
     console = Console(width=None if sys.stdout.isatty() else 120)
     table.render(console, done.results, infos, session.not_applied, session.notes, head)
-    console.print(f"stored as run {done.run_id} ({done.status}) in {db}")
+    console.print(f"stored as run {done.run_id} ({done.status}) in {db}", markup=False)
 
 
 def _dry_run(
@@ -201,8 +201,8 @@ def _dry_run(
 ) -> None:
     session = FleetSession(LocalRunner(dry_run=True), None, 0, fleet, default, options)  # type: ignore[arg-type]
     for w in options.workloads:
-        err.print(f"[dim]would run:[/] {format_argv(session.dry_argv(w))}", highlight=False)
+        err.print(f"[dim]would run:[/] {escape(format_argv(session.dry_argv(w)))}", highlight=False)
         for i, (label, text) in enumerate(session.job_texts(w).items()):
-            err.print(f"[dim]{w.name}.host{i}.fio ({label}):[/]", highlight=False)
+            err.print(f"[dim]{w.name}.host{i}.fio ({escape(label)}):[/]", highlight=False)
             err.print(text, highlight=False, markup=False)
     err.print("dry run: nothing was run on any host (run id 0 stands for the real one).")

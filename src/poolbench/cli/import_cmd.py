@@ -2,20 +2,43 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
 import click
 
-from poolbench.cli.common import db_option, open_store
+from poolbench.cli.common import MAX_ID, db_option, open_store
 from poolbench.errors import PoolbenchError
-from poolbench.store.merge import import_store
+from poolbench.store.db import Store, default_path
+from poolbench.store.merge import check_source, import_store
+
+
+def _holds_runs(path: Path) -> bool:
+    """Whether a store this import created holds any run (then it is kept)."""
+    try:
+        return bool(Store(path, "read").runs())
+    except PoolbenchError:
+        return False
+
+
+def _remove_created(target: Path, new_dirs: list[Path]) -> None:
+    """Undo what opening a new store made: the file, then the directories made for it."""
+    target.unlink(missing_ok=True)
+    for d in new_dirs:  # deepest first
+        with contextlib.suppress(OSError):
+            d.rmdir()
 
 
 @click.command("import")
 @click.argument("other", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
-    "--run", "runs", multiple=True, type=int, metavar="ID", help="Import only run ID of OTHER."
+    "--run",
+    "runs",
+    multiple=True,
+    type=click.IntRange(1, MAX_ID),
+    metavar="ID",
+    help="Import only run ID of OTHER.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print what was imported as JSON.")
 @db_option
@@ -28,8 +51,18 @@ def import_(other: Path, runs: tuple[int, ...], as_json: bool, db: Path | None) 
 
     Example: poolbench import nas2-results.db
     """
+    check_source(other)  # before the local store exists: a bad source creates nothing
+    target = default_path() if db is None else db
+    created = not target.exists()
+    new_dirs = [d for d in [target.parent, *target.parent.parents] if not d.exists()]
     store = open_store(db)
-    report = import_store(store, other, runs or None)
+    try:
+        report = import_store(store, other, runs or None)
+    except BaseException:
+        store.close()
+        if created and not _holds_runs(target):
+            _remove_created(target, new_dirs)  # a failed import leaves no empty store behind
+        raise
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2))
     else:

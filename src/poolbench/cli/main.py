@@ -14,6 +14,7 @@ import click
 
 from poolbench import __version__
 from poolbench.errors import EXIT_BUG, EXIT_FAILURE, EXIT_INTERRUPTED, PoolbenchError
+from poolbench.store.opening import DATABASE_ERRORS
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -64,9 +65,19 @@ def _register() -> None:
         cli.add_command(command)
 
 
+def _check_command_name(args: list[str]) -> None:
+    """A blank or '-' command name is a mistake (click would print the help and exit 0)."""
+    name = next((a for a in args if a == "-" or not a.startswith("-")), None)
+    if name is not None and (name == "-" or not name.strip()):
+        raise click.UsageError(
+            f"{name!r} is not a poolbench command. Run 'poolbench --help' for the list."
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     _register()
     try:
+        _check_command_name(sys.argv[1:] if argv is None else argv)
         cli.main(args=argv, prog_name="poolbench", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("Interrupted.", err=True)
@@ -79,6 +90,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except PoolbenchError as exc:
         click.echo(f"error: {exc.paragraph()}", err=True)
+        sys.exit(EXIT_FAILURE)
+    except DATABASE_ERRORS as exc:  # the store failed after it was opened (locked, full...)
+        click.echo(
+            f"error: the result store could not be used: {exc}. Nothing more was stored; "
+            "check that no other poolbench holds it and that its disk has space.",
+            err=True,
+        )
         sys.exit(EXIT_FAILURE)
     except SystemExit:
         raise

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from poolbench.cli.common import db_option, open_store
+from poolbench.cli.common import FiniteFloat, db_option, open_store
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import PoolPlan, nicenum, plan_pool
 from poolbench.planner.layout import Layout, format_devices, parse_layout
@@ -52,7 +53,7 @@ def _fmt_bps(bps: float) -> str:
 )
 @click.option(
     "--ashift",
-    type=int,
+    type=click.IntRange(9, 16),
     default=12,
     show_default=True,
     help="Sector size exponent of every vdev (9 = 512 B, 12 = 4 KiB).",
@@ -71,7 +72,7 @@ def _fmt_bps(bps: float) -> str:
 )
 @click.option(
     "--min-failures",
-    type=int,
+    type=click.IntRange(0, 64),
     default=0,
     show_default=True,
     help="Search: only layouts that survive at least N disk failures.",
@@ -106,28 +107,28 @@ def _fmt_bps(bps: float) -> str:
 )
 @click.option(
     "--afr",
-    type=float,
+    type=FiniteFloat(0.0, 1.0),
     default=0.015,
     show_default=True,
     help="Risk model: annual failure rate per disk.",
 )
 @click.option(
     "--ure",
-    type=float,
+    type=FiniteFloat(0.0, 1.0),
     default=1e-15,
     show_default=True,
     help="Risk model: unrecoverable read errors per bit read.",
 )
 @click.option(
     "--fill",
-    type=float,
+    type=FiniteFloat(0.0, 1.0),
     default=0.8,
     show_default=True,
     help="Risk model: fraction of the pool in use when a disk fails.",
 )
 @click.option(
     "--top",
-    type=int,
+    type=click.IntRange(1, 100000),
     default=20,
     show_default=True,
     help="Search: how many layouts to show in the table.",
@@ -212,7 +213,7 @@ def _disk_speed(text: str | None, run: str | None, db: Path | None, disk_class: 
     if text and run:
         raise UsageError("Give --disk-speed or --disk-speed-from, not both.")
     if run:
-        return disk_speed_from_run(open_store(db), run, DEFAULT_SPEEDS[disk_class])
+        return disk_speed_from_run(open_store(db, "read"), run, DEFAULT_SPEEDS[disk_class])
     return parse_disk_speed(text) if text else DEFAULT_SPEEDS[disk_class]
 
 
@@ -261,7 +262,9 @@ def _plan_layout(
     console = _console()
     _print_capacity(console, result)
     _print_allocation(console, result)
-    t = Table(title=f"Predicted speed (model; one disk: {disk.source})", title_justify="left")
+    t = Table(
+        title=f"Predicted speed (model; one disk: {escape(disk.source)})", title_justify="left"
+    )
     for col in ("stream read", "stream write", "random read", "random write"):
         t.add_column(col, justify="right")
     t.add_row(
@@ -276,7 +279,9 @@ def _plan_layout(
 
 def _print_capacity(console: Console, p: PoolPlan) -> None:
     where = "whole disks partitioned by zpool create" if p.whole_disk else "devices used as is"
-    console.print(f"[bold]{p.layout.spec()}[/bold]  ({p.rules.label}; ashift {p.ashift}; {where})")
+    console.print(
+        f"[bold]{escape(p.layout.spec())}[/bold]  ({p.rules.label}; ashift {p.ashift}; {where})"
+    )
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_column()
     t.add_column(justify="right")
@@ -405,7 +410,7 @@ def _print_candidates(
     t = Table(
         title=f"Layouts ({rules.label}); * = Pareto front (no other layout has more "
         "space, survives more failures and is faster); speed is a model "
-        f"({disk.source})",
+        f"({escape(disk.source)})",
         title_justify="left",
     )
     for col in ("", "layout", "usable", "fails", "read", "write", "rand r IOPS", "rand w IOPS"):
@@ -413,7 +418,7 @@ def _print_candidates(
     for c in cands:
         t.add_row(
             "*" if c.pareto else "",
-            f"{c.name}\n[dim]{c.spec()}[/dim]",
+            f"{escape(c.name)}\n[dim]{escape(c.spec())}[/dim]",
             nicenum(c.usable_bytes),
             str(c.failures_tolerated),
             _fmt_bps(c.speed.read_bps),

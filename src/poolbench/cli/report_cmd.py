@@ -51,7 +51,7 @@ def report(run_ref: str, html_file: Path | None, baseline: str | None, db: Path 
 
     Example: poolbench report latest --baseline layout=raidz1 --html parity.html
     """
-    store = open_store(db)
+    store = open_store(db, "read")
     run = load_run(store, run_ref)
     base = choose_baseline(run, baseline)
     terminal.render_run(Console(), run, base)
@@ -77,7 +77,7 @@ def compare(run_a: str, run_b: str, force: bool, db: Path | None) -> None:
 
     Example: poolbench compare 3 7
     """
-    store = open_store(db)
+    store = open_store(db, "read")
     cmp = compare_runs.compare(load_run(store, run_a), load_run(store, run_b), force=force)
     terminal.render_comparison(Console(), cmp)
 
@@ -104,7 +104,7 @@ def export(run_ref: str, fmt: str | None, output: Path | None, db: Path | None) 
     """
     if fmt is None:
         raise UsageError("Choose a format.", "Pass --csv or --json.")
-    store = open_store(db)
+    store = open_store(db, "read")
     run = load_run(store, run_ref)
     text = export_mod.to_csv(run) if fmt == "csv" else export_mod.to_json(run)
     if output is None:

@@ -10,12 +10,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from poolbench.cli.common import db_option, open_store
+from poolbench.cli.common import MAX_ID, db_option, open_store
 from poolbench.cli.run_cmd import execute_study
-from poolbench.errors import UsageError
+from poolbench.study import consistency
 from poolbench.study.builtin import registry
 from poolbench.study.builtin.context import Context, parse_disks
-from poolbench.study.model import Study, parse
+from poolbench.study.model import parse
 
 
 def _context(name: str, disks: str | None, options: dict[str, str]) -> Context:
@@ -41,26 +41,11 @@ def _notes(db: Path | None, run_id: int, ctx: Context, name: str) -> list[str]:
     b = registry.get(name)
     if b.notes is None:
         return []
-    store = open_store(db)
+    store = open_store(db, "read")
     try:
         return b.notes(ctx, study_facts(store, run_id))
     finally:
         store.close()
-
-
-def _check_tarball(study_obj: Study, dry_run: bool, console: Console) -> None:
-    """untar needs its source tree: refused before anything runs (a dry run only warns)."""
-    tarball = study_obj.workloads.tarball
-    if "untar" not in study_obj.workloads.names or not tarball or Path(tarball).is_file():
-        return
-    msg = f"the untar workload's tarball {tarball} does not exist"
-    fix = (
-        "Install it (Debian: apt install linux-source-6.1) or give another source tree "
-        "with --tarball FILE.tar[.xz|.gz]."
-    )
-    if not dry_run:
-        raise UsageError(msg[0].upper() + msg[1:] + ".", fix)
-    console.print(Text(f"note: {msg}; the real run will need it. {fix}", style="yellow"))
 
 
 def _list(console: Console) -> None:
@@ -80,9 +65,20 @@ def _list(console: Console) -> None:
     console.print("Each is also an editable study file: examples/<study>.toml (poolbench run).")
 
 
+# Study options that are one number: typed here, so `--replicates abc` is a usage error.
+_INT_OPTIONS = {
+    "replicates": click.IntRange(2, 100),
+    "max_replicates": click.IntRange(2, 1000),
+    "runtime": click.IntRange(1, 3600),
+}
+
+
 def _study_options(f: Any) -> Any:
     for key, help_text in reversed(registry.cli_options().items()):
-        f = click.option(f"--{key.replace('_', '-')}", key, default=None, help=help_text)(f)
+        kind = _INT_OPTIONS.get(key, click.STRING)
+        f = click.option(
+            f"--{key.replace('_', '-')}", key, type=kind, default=None, help=help_text
+        )(f)
     return f
 
 
@@ -92,7 +88,12 @@ def _study_options(f: Any) -> Any:
 @click.option("--disks", default=None, help="COUNTxSIZE sparse-file disks, or /dev/sdb,/dev/sdc.")
 @click.option("--dry-run", is_flag=True, help="Print the plan, its duration and every command.")
 @click.option("--print-toml", is_flag=True, help="Print the study file and exit.")
-@click.option("--seed", type=int, default=None, help="Trial order seed (recorded either way).")
+@click.option(
+    "--seed",
+    type=click.IntRange(0, MAX_ID),
+    default=None,
+    help="Trial order seed (recorded either way).",
+)
 @click.option(
     "--scratch-dir",
     type=click.Path(path_type=Path),
@@ -140,7 +141,7 @@ def study(
         return
     study_obj = parse(text, f"study {name}")
     b = registry.get(name)
-    _check_tarball(study_obj, dry_run, console)
+    consistency.check_tarball(study_obj)  # refused at --dry-run already
     console.print(Text(f"study {name}: {b.question}", style="bold"))
     for line in b.pre_notes(ctx) if b.pre_notes else []:
         console.print(Text(f"note: {line}", style="yellow"))

@@ -30,6 +30,7 @@ from poolbench.safety.claims import ClaimSet
 from poolbench.safety.journal import Journal
 from poolbench.store import queries
 from poolbench.store.db import Store
+from poolbench.store.opening import damaged
 from poolbench.study import matrix
 from poolbench.study.model import Study
 from poolbench.study.model import parse as parse_study
@@ -233,6 +234,9 @@ def load_resume(store: Store, run_id: int) -> tuple[Study, str, int]:
     row = store.run(run_id)
     if row["kind"] != "study":
         raise UsageError(f"Run {run_id} is a {row['kind']} run, not a study.", "")
-    meta = json.loads(row["metadata"])
-    text = meta["study_text"]
-    return parse_study(text, f"run {run_id}"), text, int(meta["seed"])
+    meta = json.loads(row["metadata"])  # valid JSON: Store.run checked it
+    try:
+        text, seed = str(meta["study_text"]), int(meta["seed"])
+    except (KeyError, TypeError, ValueError):
+        raise damaged(store.path, f"run {run_id} has no study text or seed to resume") from None
+    return parse_study(text, f"run {run_id}"), text, seed

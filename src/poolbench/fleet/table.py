@@ -7,7 +7,9 @@ import re
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from poolbench.fleet.probe import HostInfo
 from poolbench.fleet.session import FleetWorkloadResult
@@ -86,7 +88,7 @@ def render(
     notes: list[str],
     header: str,
 ) -> None:
-    table = Table(title=header, title_justify="left")
+    table = Table(title=Text(header), title_justify="left")  # host names: data, not markup
     for col in ("workload", "host", "mean", "unit", "95% CI", "runs", "notes"):
         right = col in ("mean", "95% CI", "runs")
         table.add_column(col, justify="right" if right else "left", no_wrap=col != "notes")
@@ -100,17 +102,17 @@ def render(
         unit = r.workload.unit
         for i, (label, values) in enumerate(r.per_host.items()):
             mean, ci, n = _row(values)
-            table.add_row(r.workload.name if i == 0 else "", label, mean, unit, ci, n, "")
+            table.add_row(r.workload.name if i == 0 else "", escape(label), mean, unit, ci, n, "")
         mean, ci, n = _row(r.sums)
         partial = " [red]partial[/]" if r.partial else ""
         table.add_row("", "[bold]sum of hosts[/]", mean, unit, ci, n, " ".join(marks) + partial)
         mean, ci, n = _row(r.slowest)
         slow = ", ".join(sorted(set(r.slowest_host)))
         label = f"slowest host ({slow})" if slow else "slowest host"
-        table.add_row("", label, mean, unit, ci, n, "", end_section=True)
+        table.add_row("", escape(label), mean, unit, ci, n, "", end_section=True)
     console.print(table)
     for i, text in enumerate(footnotes, 1):
-        console.print(f"[yellow]⚠ {i}[/] {text}", highlight=False)
+        console.print(f"[yellow]⚠ {i}[/] {escape(text)}", highlight=False)
     by_notes: dict[tuple[str, ...], list[HostInfo]] = {}
     for info in infos:
         by_notes.setdefault(tuple(not_applied.get(info.label, [])), []).append(info)
@@ -118,8 +120,8 @@ def render(
         names = ", ".join(
             f"{i.label} ({i.server_hostname or '?'}, {i.fio_version or 'fio ?'})" for i in group
         )
-        console.print(f"guards not applied on {names}:", highlight=False)
+        console.print(f"guards not applied on {names}:", highlight=False, markup=False)
         for text in texts:
-            console.print(f"    · {text}", highlight=False)
+            console.print(f"    · {text}", highlight=False, markup=False)
     for text in notes:
-        console.print(f"[yellow]note:[/] {text}", highlight=False)
+        console.print(f"[yellow]note:[/] {escape(text)}", highlight=False)

@@ -6,7 +6,9 @@ import math
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from poolbench.engine.session import WorkloadResult
 
@@ -44,7 +46,7 @@ def as_json(results: list[WorkloadResult]) -> list[dict[str, Any]]:
 
 
 def render(console: Console, results: list[WorkloadResult], header: str) -> None:
-    table = Table(title=header, title_justify="left", show_lines=False)
+    table = Table(title=Text(header), title_justify="left", show_lines=False)
     table.add_column("workload", no_wrap=True)
     table.add_column("mean", justify="right", no_wrap=True)
     table.add_column("unit", no_wrap=True)
@@ -68,4 +70,4 @@ def render(console: Console, results: list[WorkloadResult], header: str) -> None
         )
     console.print(table)
     for i, text in enumerate(footnotes, 1):
-        console.print(f"[yellow]⚠ {i}[/] {text}", highlight=False)
+        console.print(f"[yellow]⚠ {i}[/] {escape(text)}", highlight=False)

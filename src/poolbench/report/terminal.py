@@ -61,7 +61,7 @@ def render_run(console: Console, run: RunData, baseline: Baseline | None) -> Non
         t.add_column("configuration", overflow="fold")
         t.add_column("mean ± 95% CI", justify="right", no_wrap=True)
         if baseline is not None:
-            t.add_column(f"vs {baseline.label}")
+            t.add_column(Text(f"vs {baseline.label}"))
         t.add_column("runs", justify="right")
         t.add_column("device MiB/s", justify="right", no_wrap=True)
         t.add_column("notes")

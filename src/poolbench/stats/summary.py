@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats
 
 from poolbench.stats import outliers as outlier_mod
 from poolbench.stats.policy import ReplicatePolicy
@@ -67,6 +66,8 @@ def summarize(values: Sequence[float], confidence: float = 0.95) -> Summary:
     if n < 2:
         return Summary(n, mean, math.nan, math.nan, math.nan, confidence, med, mad, ())
     sd = float(x.std(ddof=1))
+    from scipy import stats  # here, not at the top: scipy.stats costs ~1 s at every start
+
     half = float(stats.t.ppf((1 + confidence) / 2, n - 1)) * sd / math.sqrt(n)
     return Summary(
         n, mean, sd, mean - half, mean + half, confidence, med, mad, outliers(x.tolist())

@@ -8,7 +8,9 @@ poolbench is refused rather than misread.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import sqlite3
 import time
@@ -21,8 +23,11 @@ from typing import Any
 
 import platformdirs
 
-from poolbench.errors import PoolbenchError
+from poolbench.store import opening
+from poolbench.store.opening import Mode, StoreError
 from poolbench.system.runner import CallRecord
+
+__all__ = ["MIGRATIONS", "Measurement", "Store", "StoreError", "default_path"]
 
 MIGRATIONS: list[tuple[str, str]] = [
     (
@@ -126,14 +131,19 @@ MIGRATIONS: list[tuple[str, str]] = [
 ]
 
 
-class StoreError(PoolbenchError):
-    pass
-
-
 def default_path() -> Path:
-    """$POOLBENCH_DB, else the XDG data directory (~/.local/share/poolbench/results.db)."""
+    """$POOLBENCH_DB, else the XDG data directory (~/.local/share/poolbench/results.db).
+
+    A set but empty POOLBENCH_DB is refused (it is almost always a broken script), not taken
+    as "the default store"."""
     env = os.environ.get("POOLBENCH_DB")
-    if env:
+    if env is not None:
+        if not env.strip():
+            raise StoreError(
+                'POOLBENCH_DB is set but empty (POOLBENCH_DB="").',
+                "Set it to the path of a result store, or unset it to use the default "
+                f"{Path(platformdirs.user_data_dir('poolbench')) / 'results.db'}.",
+            )
         return Path(env)
     return Path(platformdirs.user_data_dir("poolbench")) / "results.db"
 
@@ -162,21 +172,102 @@ class Measurement:
     host: str | None = None  # fleet runs: the host measured (fleet/); None on one machine
 
 
+# Columns that must hold numbers (SQLite stores whatever it is given): a row with text there
+# was not written by poolbench, and is reported as damage instead of failing deep in a report.
+_NUMERIC = {
+    "runs": ("id", "started_at"),
+    "measurements": ("id", "run_id", "replicate", "value", "app_bytes", "ops", "seconds"),
+    "commands": ("id", "run_id", "started_at", "duration_s"),
+}
+_JSON = {"runs": ("argv", "metadata"), "measurements": ("warnings", "guards", "workload_def")}
+
+
+def checked_rows(path: Path, table: str, rows: list[sqlite3.Row]) -> list[sqlite3.Row]:
+    """Refuse rows poolbench cannot have written (text in a number column, broken JSON)."""
+    for row in rows:
+        keys = row.keys()
+        for col in _NUMERIC.get(table, ()):
+            v = row[col] if col in keys else 0
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise opening.damaged(
+                    path, f"{table} row {row[0]!r} has {col} = {v!r}, not a finite number"
+                )
+        for col in _JSON.get(table, ()):
+            try:
+                if col in keys:
+                    json.loads(row[col])
+            except (TypeError, ValueError, RecursionError):
+                raise opening.damaged(
+                    path, f"{table} row {row[0]!r} has {col} that is not valid JSON"
+                ) from None
+    return rows
+
+
 class Store:
-    def __init__(self, path: Path) -> None:
+    """The result store. `mode` is "write" (create or migrate as needed), "read" (SQLite's
+    mode=ro: never creates or changes anything) or "dry" (read, or an empty in-memory store
+    when the file does not exist: dry runs never create it)."""
+
+    def __init__(self, path: Path, mode: Mode = "write") -> None:
         self.path = path
+        self.mode = mode
+        exists = opening.check_path(path, mode)
+        if mode == "write":
+            self.conn = self._open_write(exists)
+        elif exists:
+            self.conn = self._open_read()
+        else:  # a dry run without a store: nothing to read, nothing to create
+            self.conn = sqlite3.connect(":memory:", isolation_level=None)
+            self._migrate(set())
+        self.conn.row_factory = sqlite3.Row
+
+    def _open_write(self, exists: bool) -> sqlite3.Connection:
+        done: set[str] = set()
+        if exists:
+            probe = opening.connect_readonly(self.path)
+            try:
+                done = opening.check_schema(self.path, probe, {n for n, _ in MIGRATIONS})
+            finally:
+                probe.close()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(path, isolation_level=None)  # explicit transactions
+            if not exists:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(self.path, isolation_level=None)  # explicit transactions
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self.conn.execute(f"PRAGMA busy_timeout = {opening.BUSY_TIMEOUT_MS}")
+            self._migrate(done)
         except (OSError, sqlite3.Error) as exc:
+            if not exists:  # leave nothing behind: a half-made store is not a store
+                with contextlib.suppress(OSError):
+                    self.path.unlink()
+            if isinstance(exc, sqlite3.Error):
+                raise opening.from_sqlite(self.path, exc) from exc
             raise StoreError(
-                f"Cannot open the result store {path}: {exc}.",
+                f"Cannot create the result store {self.path}: {exc.strerror or exc}.",
                 "Pass a writable location with --db or POOLBENCH_DB.",
             ) from exc
-        self.conn.row_factory = sqlite3.Row
-        self.conn.execute("PRAGMA foreign_keys = ON")
-        self.conn.execute("PRAGMA busy_timeout = 10000")
-        self._migrate()
+        return self.conn
+
+    def _open_read(self) -> sqlite3.Connection:
+        known = {name for name, _ in MIGRATIONS}
+        conn = opening.connect_readonly(self.path)
+        try:
+            done = opening.check_schema(self.path, conn, known)
+        except BaseException:
+            conn.close()
+            raise
+        if done == known:
+            return conn
+        # An older store: bring a copy up to date in memory; the file stays as it is.
+        try:
+            data = conn.serialize()
+            conn.close()
+            self.conn = sqlite3.connect(":memory:", isolation_level=None)
+            self.conn.deserialize(data)
+            self._migrate(done)
+        except sqlite3.Error as exc:
+            raise opening.from_sqlite(self.path, exc) from exc
+        return self.conn
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -188,26 +279,28 @@ class Store:
             raise
         self.conn.execute("COMMIT")
 
-    def _migrate(self) -> None:
+    def _migrate(self, done: set[str]) -> None:
+        if done >= {name for name, _ in MIGRATIONS}:
+            return  # up to date: opening a store writes nothing
         with self.transaction() as c:
             c.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations "
                 "(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
             )
-            done = {r[0] for r in c.execute("SELECT name FROM schema_migrations")}
-            known = {name for name, _ in MIGRATIONS}
-            if done - known:
-                raise StoreError(
-                    f"The result store {self.path} was written by a newer poolbench "
-                    f"(migrations {sorted(done - known)}).",
-                    "Upgrade poolbench, or use another store with --db.",
-                )
+            c.execute(f"PRAGMA application_id = {opening.APPLICATION_ID}")
             for name, sql in MIGRATIONS:
                 if name not in done:
                     for stmt in sql.split(";"):
                         if stmt.strip():
                             c.execute(stmt)
                     c.execute("INSERT INTO schema_migrations VALUES (?, ?)", (name, time.time()))
+
+    def _select(self, table: str, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        try:
+            rows = list(self.conn.execute(sql, args))
+        except sqlite3.Error as exc:
+            raise opening.from_sqlite(self.path, exc) from exc
+        return checked_rows(self.path, table, rows)
 
     def migrations(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
@@ -237,13 +330,15 @@ class Store:
             )
 
     def run(self, run_id: int) -> sqlite3.Row:
-        row = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if row is None:
+        if not -(2**63) <= run_id < 2**63:  # SQLite's integers: such an id cannot exist
             raise StoreError(f"No run {run_id} in {self.path}.", "List runs with 'poolbench runs'.")
-        return row  # type: ignore[no-any-return]
+        rows = self._select("runs", "SELECT * FROM runs WHERE id = ?", (run_id,))
+        if not rows:
+            raise StoreError(f"No run {run_id} in {self.path}.", "List runs with 'poolbench runs'.")
+        return rows[0]
 
     def runs(self) -> list[sqlite3.Row]:
-        return list(self.conn.execute("SELECT * FROM runs ORDER BY id"))
+        return self._select("runs", "SELECT * FROM runs ORDER BY id")
 
     # measurements ---------------------------------------------------------------------------
     def add_measurement(self, run_id: int, m: Measurement) -> int:
@@ -277,8 +372,8 @@ class Store:
             return int(cur.lastrowid or 0)
 
     def measurements(self, run_id: int) -> list[sqlite3.Row]:
-        return list(
-            self.conn.execute("SELECT * FROM measurements WHERE run_id = ? ORDER BY id", (run_id,))
+        return self._select(
+            "measurements", "SELECT * FROM measurements WHERE run_id = ? ORDER BY id", (run_id,)
         )
 
     # device overrides (--destroy-data-on) -----------------------------------------------------
@@ -339,6 +434,6 @@ class Store:
             )
 
     def commands(self, run_id: int) -> list[sqlite3.Row]:
-        return list(
-            self.conn.execute("SELECT * FROM commands WHERE run_id = ? ORDER BY id", (run_id,))
+        return self._select(
+            "commands", "SELECT * FROM commands WHERE run_id = ? ORDER BY id", (run_id,)
         )

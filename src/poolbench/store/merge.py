@@ -16,13 +16,13 @@ import json
 import os
 import sqlite3
 import time
-import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from poolbench.store.db import MIGRATIONS, Store, StoreError
+from poolbench.store import opening
+from poolbench.store.db import MIGRATIONS, Store, StoreError, checked_rows
 
 
 @dataclass
@@ -48,27 +48,15 @@ def legacy_uid(row: sqlite3.Row) -> str:
 
 
 def _open_readonly(path: Path) -> sqlite3.Connection:
-    uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro"
+    """The other store, checked like our own (opening.py) and opened with mode=ro."""
+    opening.check_path(path, "read")
+    conn = opening.connect_readonly(path)
     try:
-        conn = sqlite3.connect(uri, uri=True)
-        conn.row_factory = sqlite3.Row
-        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    except sqlite3.Error as exc:
-        raise StoreError(f"Cannot read {path} as a result store: {exc}.") from exc
-    if not {"runs", "schema_migrations"} <= names:
+        opening.check_schema(path, conn, {name for name, _ in MIGRATIONS})
+    except BaseException:
         conn.close()
-        raise StoreError(
-            f"{path} is not a poolbench result store (no runs table).",
-            "Give the results.db of another poolbench installation.",
-        )
-    done = {r[0] for r in conn.execute("SELECT name FROM schema_migrations")}
-    newer = done - {name for name, _ in MIGRATIONS}
-    if newer:
-        conn.close()
-        raise StoreError(
-            f"{path} was written by a newer poolbench (migrations {sorted(newer)}).",
-            "Upgrade poolbench here before importing from it.",
-        )
+        raise
+    conn.row_factory = sqlite3.Row
     return conn
 
 
@@ -97,6 +85,11 @@ def _existing(dst: sqlite3.Connection, uid: str, row: sqlite3.Row) -> int | None
     return int(hit[0]) if hit else None
 
 
+def check_source(other: Path) -> None:
+    """Refuse a source that is not a readable poolbench store (it is only read)."""
+    _open_readonly(other).close()
+
+
 def import_store(local: Store, other: Path, runs: Sequence[int] | None = None) -> ImportReport:
     if not other.is_file():
         raise StoreError(f"{other} does not exist.", "Give the path of another results.db.")
@@ -107,29 +100,43 @@ def import_store(local: Store, other: Path, runs: Sequence[int] | None = None) -
     src = _open_readonly(other)
     report = ImportReport(str(other.resolve()))
     try:
-        src_cols = _columns(src, "runs")
-        dst_cols = set(_columns(local.conn, "runs"))
-        run_cols = [c for c in src_cols if c in dst_cols and c not in ("id", "uid", "origin")]
-        tables = _run_tables(src, local.conn)
-        wanted = set(runs) if runs else None
-        found: set[int] = set()
-        for row in src.execute("SELECT * FROM runs ORDER BY id").fetchall():
-            src_id = int(row["id"])
-            if wanted is not None and src_id not in wanted:
-                continue
-            found.add(src_id)
-            uid = row["uid"] if "uid" in src_cols and row["uid"] else legacy_uid(row)
-            here = _existing(local.conn, uid, row)
-            if here is not None:
-                report.skipped.append((src_id, f"already in the local store as run {here}"))
-                continue
-            new_id = _copy_run(local, src, row, run_cols, uid, report, tables)
-            report.imported.append((src_id, new_id))
-        if wanted is not None and wanted - found:
-            missing = ", ".join(str(i) for i in sorted(wanted - found))
-            raise StoreError(f"No run {missing} in {other}.", "List its runs with --db OTHER runs.")
+        return _import_runs(local, src, other, runs, report)
+    except sqlite3.Error as exc:
+        raise opening.from_sqlite(other, exc) from exc
     finally:
         src.close()
+
+
+def _import_runs(
+    local: Store,
+    src: sqlite3.Connection,
+    other: Path,
+    runs: Sequence[int] | None,
+    report: ImportReport,
+) -> ImportReport:
+    src_cols = _columns(src, "runs")
+    dst_cols = set(_columns(local.conn, "runs"))
+    run_cols = [c for c in src_cols if c in dst_cols and c not in ("id", "uid", "origin")]
+    tables = _run_tables(src, local.conn)
+    wanted = set(runs) if runs else None
+    found: set[int] = set()
+    for row in checked_rows(
+        other, "runs", src.execute("SELECT * FROM runs ORDER BY id").fetchall()
+    ):
+        src_id = int(row["id"])
+        if wanted is not None and src_id not in wanted:
+            continue
+        found.add(src_id)
+        uid = row["uid"] if "uid" in src_cols and row["uid"] else legacy_uid(row)
+        here = _existing(local.conn, uid, row)
+        if here is not None:
+            report.skipped.append((src_id, f"already in the local store as run {here}"))
+            continue
+        new_id = _copy_run(local, src, row, run_cols, uid, report, tables)
+        report.imported.append((src_id, new_id))
+    if wanted is not None and wanted - found:
+        missing = ", ".join(str(i) for i in sorted(wanted - found))
+        raise StoreError(f"No run {missing} in {other}.", "List its runs with --db OTHER runs.")
     return report
 
 
@@ -167,6 +174,7 @@ def _copy_run(
             rows = src.execute(
                 f"SELECT {', '.join(copy)} FROM {table} WHERE run_id = ? ORDER BY id", (src_id,)
             ).fetchall()
+            checked_rows(Path(report.source), table, rows)
             if not rows:
                 continue
             names = ", ".join(["run_id", *copy])

@@ -33,7 +33,9 @@ Errors name the file, the line and the fix; unknown keys are refused (a typo suc
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -50,6 +52,7 @@ from pydantic import (
 
 from poolbench.errors import UsageError
 from poolbench.planner.layout import check_widths
+from poolbench.study import consistency
 from poolbench.units import MiB, parse_size
 from poolbench.workloads.library import parse_list
 
@@ -254,41 +257,194 @@ def _line_of(text: str, loc: tuple[Any, ...]) -> int | None:
     return None
 
 
+# A study file is a page of TOML; anything far larger is not one (and /dev/zero never ends).
+MAX_STUDY_BYTES = 1024 * 1024
+
+
+def _unreadable(path: Path, why: str) -> UsageError:
+    return UsageError(
+        f"Cannot read the study file {path}: {why}.",
+        "Give the path of a study file (TOML, UTF-8); examples are in examples/.",
+    )
+
+
+def read_text(path: Path) -> str:
+    """The study file's text: a regular file of at most MAX_STUDY_BYTES, UTF-8.
+
+    The file is checked with stat before it is opened and opened with O_NONBLOCK, so a FIFO, a
+    device or a directory given by mistake is refused instead of waiting or reading forever."""
+    if "\x00" in str(path):
+        raise _unreadable(path, "the path contains a NUL byte")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise _unreadable(path, exc.strerror or str(exc)) from exc
+    st = os.fstat(fd)
+    problem = (
+        "it is a directory"
+        if stat.S_ISDIR(st.st_mode)
+        else "it is not a regular file (a FIFO, device or socket)"
+        if not stat.S_ISREG(st.st_mode)
+        else f"it is {st.st_size} bytes; a study file is at most {MAX_STUDY_BYTES}"
+        if st.st_size > MAX_STUDY_BYTES
+        else None
+    )
+    if problem is not None:
+        os.close(fd)
+        raise _unreadable(path, problem)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_STUDY_BYTES + 1)
+    if len(data) > MAX_STUDY_BYTES:
+        raise _unreadable(path, f"it is larger than {MAX_STUDY_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _unreadable(
+            path, f"it is not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})"
+        ) from None
+
+
 def load(path: Path) -> tuple[Study, str]:
     """Read and validate a study file; returns the study and its exact text (for the record)."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise UsageError(
-            f"Cannot read the study file {path}: {exc.strerror}.",
-            "Check the path; examples are in examples/.",
-        ) from exc
+    text = read_text(path)
     return parse(text, str(path)), text
 
 
-def parse(text: str, origin: str = "<study>") -> Study:
+# Error lists are cut here: a file with thousands of unknown keys gets the first few and a count,
+# and locating each shown error costs one pass over the text (linear, not keys x lines).
+MAX_SHOWN_PROBLEMS = 8
+
+# pydantic's wording -> poolbench's (what the key must hold, and how to write it in TOML).
+_TYPE_WORDS = {
+    "string_type": "text in quotes",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "finite_number": "a finite number",
+    "bool_type": "true or false",
+    "list_type": 'a list in brackets, e.g. ["a", "b"]',
+    "dict_type": "a table ([name] or {key = value})",
+    "model_type": "a table ([name] or {key = value})",
+}
+_PHRASES = (
+    ("Input should be greater than or equal to", "must be at least"),
+    ("Input should be less than or equal to", "must be at most"),
+    ("Input should be greater than", "must be more than"),
+    ("Input should be less than", "must be less than"),
+    ("Input should be", "must be"),
+    ("cannot convert float NaN to integer", "must be a finite size, not nan"),
+    ("cannot convert float infinity to integer", "must be a finite size, not inf"),
+    ("String should", "must"),
+    ("List should", "must"),
+)
+_UNION_TAGS = {"str", "int", "float", "bool", "list[str]", "dict[str,union[str,int]]"}
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    """factors.layout.0.str -> factors.layout[1] (TOML's words: the first item is item 1)."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part + 1}]"
+        elif part not in _UNION_TAGS:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def _sentence(err: Any) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return "unknown key (a typo?); remove it or check the spelling against examples/"
+    if kind == "missing":
+        return "is required; add it"
+    if kind in _TYPE_WORDS:
+        return f"must be {_TYPE_WORDS[kind]}"
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    for theirs, ours in _PHRASES:
+        msg = msg.replace(theirs, ours)
+    return msg
+
+
+def _problems(exc: ValidationError, text: str, origin: str) -> list[str]:
+    merged: dict[str, list[str]] = {}
+    locs: dict[str, tuple[Any, ...]] = {}
+    for err in exc.errors():
+        where = _where(tuple(err["loc"]))
+        said = merged.setdefault(where, [])
+        sentence = _sentence(err)
+        if sentence not in said:
+            said.append(sentence)
+        locs.setdefault(where, tuple(x for x in err["loc"] if x not in _UNION_TAGS))
+    items = list(merged.items())
+    shown = []
+    for where, sentences in items[:MAX_SHOWN_PROBLEMS]:
+        line = _line_of(text, locs[where])
+        if len(sentences) > 1 and all(x.startswith("must be ") for x in sentences):
+            what = "must be " + " or ".join(x.removeprefix("must be ") for x in sentences)
+        else:
+            what = "; ".join(sentences)
+        shown.append(f"{origin}{f':{line}' if line else ''}: {where}: {what}.")
+    if len(items) > MAX_SHOWN_PROBLEMS:
+        shown.append(f"... and {len(items) - MAX_SHOWN_PROBLEMS} more.")
+    return shown
+
+
+def _infer_switched(data: dict[str, Any], origin: str) -> dict[str, Any]:
+    """A key that another key switches off is inferred or refused, never silently dropped:
+    `[disks] devices` means source = "devices"; with source = "loop"/"files" it is refused."""
+    disks = data.get("disks")
+    if not isinstance(disks, dict) or not disks.get("devices"):
+        return data
+    source = disks.get("source")
+    if source is None:
+        return {**data, "disks": {**disks, "source": "devices"}}
+    if source != "devices":
+        raise UsageError(
+            f"{origin}: [disks] lists devices but says source = {source!r}, which ignores them.",
+            'Set source = "devices" to use those devices, or remove the devices line to use '
+            f"{source} disks.",
+        )
+    return data
+
+
+def _toml(text: str, origin: str) -> dict[str, Any]:
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(
             f"{origin}: not valid TOML: {exc}.",
             "Fix the syntax at that line (strings need quotes, lists need brackets).",
         ) from exc
-    try:
-        return Study.model_validate(data)
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            loc = tuple(err["loc"])
-            line = _line_of(text, loc)
-            where = ".".join(str(x) for x in loc) or "(top level)"
-            msg = err["msg"].removeprefix("Value error, ")
-            if err["type"] == "extra_forbidden":
-                msg = "unknown key (a typo?); remove it or check the spelling against examples/"
-            problems.append(f"{origin}{f':{line}' if line else ''}: {where}: {msg}")
+    except RecursionError:
         raise UsageError(
-            "The study file is not valid:\n  " + "\n  ".join(problems),
+            f"{origin}: the TOML is nested too deeply to be a study file.",
+            "A study file has tables one level deep ([disks], [factors], [workloads]).",
+        ) from None
+    except ValueError:  # an integer of thousands of digits (Python's int limit)
+        raise UsageError(
+            f"{origin}: a number has more digits than any setting can use.",
+            'Use numbers of ordinary size (a count, a percent, a size such as "512M").',
+        ) from None
+
+
+def parse(text: str, origin: str = "<study>") -> Study:
+    data = _infer_switched(_toml(text, origin), origin)
+    try:
+        study = Study.model_validate(data)
+    except ValidationError as exc:
+        raise UsageError(
+            "The study file is not valid:\n  " + "\n  ".join(_problems(exc, text, origin)),
             "Fix the lines named above; examples/ has a valid study of each kind.",
         ) from None
     except UsageError as exc:  # raised by a validator (workload names, sizes)
         raise UsageError(f"{origin}: {exc.problem}", exc.fix) from None
+    except RecursionError:
+        raise UsageError(f"{origin}: a value is nested too deeply.", "Use plain values.") from None
+    except OverflowError:  # a size such as "1e400" (the size parser's float overflows)
+        raise UsageError(
+            f"{origin}: a size is too large to use.", 'Write sizes like "512M" or "4G".'
+        ) from None
+    consistency.check(study, origin)
+    return study

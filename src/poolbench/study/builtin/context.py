@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from poolbench import units
 from poolbench.errors import UsageError
 from poolbench.units import parse_size
 
@@ -64,18 +65,18 @@ class Context:
 
 
 def parse_disks(text: str | None, default: tuple[int, str]) -> tuple[int, str, tuple[str, ...]]:
-    """`--disks 5x512M` (count, size) or `--disks /dev/sdb,/dev/sdc` (devices); None keeps
-    the study's default disks. Returns (count, size, devices)."""
+    """`--disks 5x512M` (count, size) or `--disks /dev/sdb,/dev/sdc` (devices), through the
+    one `--disks` grammar (units.parse_disks: limits, strict sizes); None keeps the study's
+    default disks. Returns (count, size, devices)."""
     count, size = default
     if not text:
         return count, size, ()
-    if text.startswith("/"):
-        return count, size, tuple(d.strip() for d in text.split(",") if d.strip())
-    c, _, s = text.lower().partition("x")
-    if not c.isdigit() or not s or "," in text:
+    disks = units.parse_disks(text)
+    if disks.devices:
+        return count, size, disks.devices
+    if len(set(disks.sizes)) != 1:
         raise UsageError(
-            f"--disks '{text}' is neither COUNTxSIZE nor a list of /dev paths.",
-            "Example: --disks 5x512M or --disks /dev/sdb,/dev/sdc (a study's disks "
-            "are all one size).",
+            f"--disks '{text}' names disks of different sizes.",
+            "A study's sparse-file disks are all one size: e.g. --disks 5x512M.",
         )
-    return int(c), s.upper(), ()
+    return len(disks.sizes), units.format_size(disks.sizes[0]), ()

@@ -1,0 +1,107 @@
+"""Settings of a study that are each valid but cannot work together, refused up front (at
+`--dry-run` already) instead of failing hours into a run. Pure: no I/O except checking that the
+untar workload's tarball is a readable file."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from poolbench.errors import UsageError
+from poolbench.planner.capacity import predicted_usable
+from poolbench.units import parse_size
+
+if TYPE_CHECKING:
+    from poolbench.study.model import Study
+
+# The ZFS release the capacity check assumes; raidz space accounting differs little between
+# releases, and the check only refuses a working set that cannot fit at all.
+_CAPACITY_RULES = "2.3"
+
+
+def check(study: Study, origin: str) -> None:
+    _replicates(study, origin)
+    _levels_ascii(study, origin)
+    # A slice at or above the disk size is refused by the [disks] model itself.
+    _fits(study, origin)
+
+
+def _replicates(study: Study, origin: str) -> None:
+    if study.replicates > study.max_replicates:
+        raise UsageError(
+            f"{origin}: replicates = {study.replicates} is more than max_replicates = "
+            f"{study.max_replicates}.",
+            "Raise max_replicates to at least replicates, or lower replicates.",
+        )
+
+
+def _levels_ascii(study: Study, origin: str) -> None:
+    # Levels end up on zpool/zfs/mkfs command lines: '١٢' must not become `ashift=١٢`.
+    for key, levels in study.factors.items():
+        for level in levels:
+            if isinstance(level, str) and not level.isascii():
+                raise UsageError(
+                    f"{origin}: factor '{key}' has the level {level!r}, which is not plain ASCII.",
+                    "Write levels with ASCII letters and digits (e.g. ashift = [9, 12]).",
+                )
+
+
+def _fits(study: Study, origin: str) -> None:
+    """The working set, after the highest fill level, must fit in every layout's usable space."""
+    d = study.disks
+    if d.source == "devices" or d.count == 0:
+        return  # device sizes are known only after probing them
+    ws = parse_size(study.workloads.size)
+    fill = max((int(x) for x in study.factors.get("fill", [0])), default=0)
+    ashifts = [int(a) for a in study.factors.get("ashift", [12]) if str(a).isdigit()] or [12]
+    for layout in (str(x) for x in study.factors.get("layout", [])):
+        if _widths(layout, d.count) > d.count:
+            continue  # wider than the disks: the backend refuses that with its own message
+        usable = d.count * d.size_bytes  # raw space bounds every stack
+        # A layout the planner does not model (btrfs, md): the raw bound still holds.
+        with contextlib.suppress(UsageError, ValueError):
+            usable = min(
+                predicted_usable(layout, a, d.count, d.size_bytes, _CAPACITY_RULES) for a in ashifts
+            )
+        if ws + usable * fill // 100 > usable:
+            raise UsageError(
+                f"{origin}: the working set {study.workloads.size}"
+                + (f" after filling {fill}%" if fill else "")
+                + f" does not fit in layout {layout!r} on {d.count} x {d.size} disks "
+                f"(about {usable // 2**20} MiB usable).",
+                "Lower [workloads] size or the fill levels, or use more or larger disks.",
+            )
+
+
+def _widths(layout: str, n_disks: int) -> int:
+    """Disks a study layout uses (`raidz1:3+mirror:2` = 5; `raidz2` = every disk), read by
+    the one layout grammar; a layout it cannot read counts as wider than the disks (the
+    backend refuses it with its own message)."""
+    from poolbench.planner.layout import parse_layout
+
+    try:
+        return parse_layout(layout, (1 << 30,) * n_disks).disk_count
+    except (UsageError, ValueError):
+        return n_disks + 1
+
+
+def check_tarball(study: Study) -> None:
+    """The untar workload needs a readable tarball, refused already at --dry-run."""
+    if "untar" not in study.workloads.names:
+        return
+    tarball = study.workloads.tarball
+    if tarball and Path(tarball).is_file() and os.access(tarball, os.R_OK):
+        return
+    if not tarball:
+        what = "no tarball is set"
+    elif not Path(tarball).exists():
+        what = f"its tarball {tarball} does not exist"
+    else:
+        what = f"its tarball {tarball} is not a readable file"
+    raise UsageError(
+        f"The untar workload needs a source tree to extract, but {what}.",
+        "Install it (Debian: apt install linux-source-6.1) or give another source tree "
+        "with [workloads] tarball = FILE.tar[.xz|.gz] (poolbench study: --tarball FILE).",
+    )
