@@ -17,7 +17,12 @@ from poolbench.cli.common import db_option, open_store
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import PoolPlan, nicenum, plan_pool
 from poolbench.planner.layout import format_devices, parse_devices, parse_layout
-from poolbench.planner.performance import DEFAULT_SPEEDS, DiskSpeed, parse_disk_speed, predict
+from poolbench.planner.performance import (
+    DEFAULT_SPEEDS,
+    DiskSpeed,
+    parse_disk_speed,
+    predict_detailed,
+)
 from poolbench.planner.resilience import PoolRisk, RiskInputs, pool_risk
 from poolbench.planner.rules import DEFAULT_VERSION, RuleSet, parse_zfs_version
 from poolbench.planner.search import Candidate, Objective, search
@@ -169,7 +174,8 @@ def plan(
     if disk_speed_run:
         disk = disk_speed_from_run(open_store(db), disk_speed_run, DEFAULT_SPEEDS[disk_class])
     else:
-        disk = parse_disk_speed(disk_speed) if disk_speed else DEFAULT_SPEEDS[disk_class]
+        medium = DEFAULT_SPEEDS[disk_class].medium  # spinning disk or not: --disk-class
+        disk = parse_disk_speed(disk_speed, medium) if disk_speed else DEFAULT_SPEEDS[disk_class]
     if not 0 < afr < 1 or ure < 0 or not 0 < fill <= 1:
         raise UsageError(
             "--afr and --fill must be fractions in (0, 1] and --ure non-negative.",
@@ -206,11 +212,18 @@ def _plan_layout(
 ) -> None:
     layout = parse_layout(text)
     result = plan_pool(layout, ashift, rules, whole_disk)
-    speed = predict(layout, disk)
+    detail = predict_detailed(layout, disk, ashift=ashift)
+    speed = detail.speed
     risk = pool_risk(layout, disk, inputs)
     if as_json:
         doc = result.as_dict()
-        doc["predicted_speed"] = {"model": True, "disk": disk.source, **speed.as_dict()}
+        doc["predicted_speed"] = {
+            "model": True,
+            "disk": disk.source,
+            **speed.as_dict(),
+            "basis": {k: v["basis"] for k, v in detail.figures().items()},
+            "notes": list(detail.notes),
+        }
         doc["resilience"] = risk.as_dict()
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -225,9 +238,13 @@ def _plan_layout(
         _fmt_bps(speed.read_bps),
         _fmt_bps(speed.write_bps),
         f"{speed.read_iops:,.0f} IOPS",
-        f"{speed.write_iops:,.0f} IOPS",
+        f"({speed.write_iops:,.0f} IOPS)*",
     )
     console.print(t)
+    console.print(f"streaming: {detail.read_bps.basis}; random read: {detail.read_iops.basis}")
+    console.print(f"* random write: {detail.write_iops.basis}")
+    for note in detail.notes:
+        console.print(f"  {note}")
     _print_risk(console, risk)
 
 
@@ -431,4 +448,5 @@ def disk_speed_from_run(store: Store, run: str, fallback: DiskSpeed) -> DiskSpee
         figures["read_iops"],
         figures["write_iops"],
         f"bench run {run_id} ({', '.join(measured)}; the rest {fallback.source})",
+        fallback.medium,
     )
