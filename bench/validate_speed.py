@@ -238,7 +238,8 @@ def predicted(name: str, args: argparse.Namespace) -> dict[str, tuple[Prediction
     out = {}
     for workloads, recordsize, _ in PASSES.values():
         rs = 128 * 1024 if recordsize == "128K" else 4096
-        pred = predict_detailed(spec, disk, recordsize=rs, ashift=ASHIFT)
+        # The random pass runs `jobs` requests at a time: the model is told so.
+        pred = predict_detailed(spec, disk, recordsize=rs, ashift=ASHIFT, outstanding=args.jobs)
         raw = sum(
             psize_to_asize(v.spec, rs, ASHIFT) * (v.spec.width if v.spec.kind == "mirror" else 1)
             for v in plan.vdevs

@@ -219,12 +219,31 @@ def predict_vdev(
 
 
 def predict(
-    layout: Layout, disk: DiskSpeed, recordsize: int = RECORDSIZE, ashift: int = 12
+    layout: Layout,
+    disk: DiskSpeed,
+    recordsize: int = RECORDSIZE,
+    ashift: int = 12,
+    outstanding: int | None = None,
 ) -> Speed:
+    """The pool's figures. With `outstanding` (requests in flight: jobs × queue depth), random
+    reads are scaled for requests that queue on one member while another idles."""
     total = Speed(0.0, 0.0, 0.0, 0.0)
     for v in layout.vdevs:
         total = total + predict_vdev(v, disk, recordsize, ashift)
-    return total
+    if outstanding is None:
+        return total
+    members = total.read_iops / disk.read_iops  # independent servers, in disks
+    share = queued_share(outstanding, members)
+    return Speed(total.read_bps, total.write_bps, total.read_iops * share, total.write_iops)
+
+
+def queued_share(outstanding: int, members: float) -> float:
+    """The fraction of K members' IOPS that Q requests in flight, each sent to a member at
+    random, keep busy: Q / (Q + K − 1) (the closed queueing network of K equal queues; Q = 1
+    gives one member's IOPS, Q → ∞ all of them)."""
+    if outstanding < 1:
+        raise ValueError("outstanding must be at least 1")
+    return outstanding / (outstanding + max(members, 1.0) - 1)
 
 
 @dataclass(frozen=True)
@@ -261,8 +280,8 @@ NOTES = (
     "The CPU is assumed to keep up: a file system short of CPU (zfs-fuse, a user-space port, "
     "on a small machine) stops below these figures.",
     "Reads are assumed to come from the disks: the ARC (ZFS's cache) is not modelled.",
-    "Random IOPS assume at least one outstanding request per member disk; at queue depth 1 "
-    "a pool of spinning disks gives about one disk's IOPS whatever the layout.",
+    "Random IOPS assume many requests in flight; Q requests on K members keep Q/(Q + K - 1) "
+    "of them busy (at queue depth 1, one disk's IOPS whatever the layout).",
 )
 COW_WRITES = (
     "not predicted: ZFS writes copy-on-write, so random writes leave as aggregated sequential "
@@ -272,10 +291,14 @@ COW_WRITES = (
 
 
 def predict_detailed(
-    layout: Layout, disk: DiskSpeed, recordsize: int = RECORDSIZE, ashift: int = 12
+    layout: Layout,
+    disk: DiskSpeed,
+    recordsize: int = RECORDSIZE,
+    ashift: int = 12,
+    outstanding: int | None = None,
 ) -> Prediction:
     """`predict` with the basis of each figure: validated, or a model outside its range."""
-    speed = predict(layout, disk, recordsize, ashift)
+    speed = predict(layout, disk, recordsize, ashift, outstanding)
     kinds = {v.kind for v in layout.vdevs}
     if "draid" in kinds:
         stream = "model: dRAID is not measured here (zfs-fuse has no dRAID)"
