@@ -275,7 +275,7 @@ class Prediction:
         return {k: {"value": f.value, "basis": f.basis} for k, f in keys}
 
 
-VALIDATED = "validated on rate-capped devices (docs/planner.md)"
+VALIDATED = "checked against rate-capped devices (transfer-bound; table in docs/planner.md)"
 NOTES = (
     "The CPU is assumed to keep up: a file system short of CPU (zfs-fuse, a user-space port, "
     "on a small machine) stops below these figures.",
@@ -304,13 +304,14 @@ def predict_detailed(
         stream = "model: dRAID is not measured here (zfs-fuse has no dRAID)"
     elif disk.medium == "media":
         stream = (
-            "model for spinning disks (parity sectors cost head time); "
-            + VALIDATED
-            + (" for the transfer-bound case only")
+            "model for spinning disks (the head passes parity sectors too), not measured "
+            "here; the member counting it rests on is " + VALIDATED
         )
     else:
         stream = VALIDATED
     rand = "model: OpenZFS dRAID documentation" if "draid" in kinds else VALIDATED
+    if outstanding is None:
+        rand = "many requests in flight (notes); " + rand
     return Prediction(
         Figure(speed.read_bps, stream),
         Figure(speed.write_bps, stream),
