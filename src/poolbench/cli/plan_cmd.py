@@ -169,13 +169,7 @@ def plan(
             "Use --layout 'raidz2:6x4T' to evaluate one layout, or --disks 2x3T,3x2T to search.",
         )
     rules = parse_zfs_version(zfs_version)
-    if disk_speed and disk_speed_run:
-        raise UsageError("Give --disk-speed or --disk-speed-from, not both.")
-    if disk_speed_run:
-        disk = disk_speed_from_run(open_store(db), disk_speed_run, DEFAULT_SPEEDS[disk_class])
-    else:
-        medium = DEFAULT_SPEEDS[disk_class].medium  # spinning disk or not: --disk-class
-        disk = parse_disk_speed(disk_speed, medium) if disk_speed else DEFAULT_SPEEDS[disk_class]
+    disk = _one_disk(disk_speed, disk_speed_run, db, disk_class)
     if not 0 < afr < 1 or ure < 0 or not 0 < fill <= 1:
         raise UsageError(
             "--afr and --fill must be fractions in (0, 1] and --ure non-negative.",
@@ -199,6 +193,17 @@ def plan(
             top,
             as_json,
         )
+
+
+def _one_disk(speed: str | None, run: str | None, db: Path | None, disk_class: str) -> DiskSpeed:
+    """One disk's figures: --disk-speed, a stored bench run, or the class defaults; the class
+    also says whether it is a spinning disk (what limits its streaming rate)."""
+    if speed and run:
+        raise UsageError("Give --disk-speed or --disk-speed-from, not both.")
+    base = DEFAULT_SPEEDS[disk_class]
+    if run:
+        return disk_speed_from_run(open_store(db), run, base)
+    return parse_disk_speed(speed, base.medium) if speed else base
 
 
 def _plan_layout(
