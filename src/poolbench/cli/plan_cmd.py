@@ -246,7 +246,9 @@ def _plan_layout(
         f"({speed.write_iops:,.0f} IOPS)*",
     )
     console.print(t)
-    console.print(f"streaming: {detail.read_bps.basis}; random read: {detail.read_iops.basis}")
+    console.print(f"stream write: {detail.write_bps.basis}")
+    console.print(f"stream read: {detail.read_bps.basis}")
+    console.print(f"random read: {detail.read_iops.basis}")
     console.print(f"* random write: {detail.write_iops.basis}")
     for note in detail.notes:
         console.print(f"  {note}")
