@@ -280,8 +280,9 @@ NOTES = (
     "The CPU is assumed to keep up: a file system short of CPU (zfs-fuse, a user-space port, "
     "on a small machine) stops below these figures.",
     "Reads are assumed to come from the disks: the ARC (ZFS's cache) is not modelled.",
-    "Random IOPS assume many requests in flight; Q requests on K members keep Q/(Q + K - 1) "
-    "of them busy (at queue depth 1, one disk's IOPS whatever the layout).",
+    "Random IOPS assume many requests in flight; on disks with a service time (a seek), Q "
+    "requests on K members keep about Q/(Q + K - 1) of them busy (a model, not validated "
+    "here): at queue depth 1, one disk's IOPS whatever the layout.",
 )
 COW_WRITES = (
     "not predicted: ZFS writes copy-on-write, so random writes leave as aggregated sequential "
@@ -313,8 +314,11 @@ def predict_detailed(
     if "raidz" in kinds and disk.medium == "transfer":
         read = raidz_read_range(layout, disk, speed)
     rand = "model: OpenZFS dRAID documentation" if "draid" in kinds else VALIDATED
-    if outstanding is None:
-        rand = "many requests in flight (notes); " + rand
+    if outstanding is None and "draid" not in kinds:
+        rand = (
+            "many requests in flight, every member busy; rate-capped devices gave 0.70-0.94 "
+            "of this with 8 in flight (docs/planner.md)"
+        )
     return Prediction(
         Figure(speed.read_bps, read),
         Figure(speed.write_bps, stream),
