@@ -19,7 +19,12 @@ from poolbench.cli.common import FiniteFloat, db_option, open_store
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import PoolPlan, nicenum, plan_pool
 from poolbench.planner.layout import Layout, format_devices, parse_layout
-from poolbench.planner.performance import DEFAULT_SPEEDS, DiskSpeed, parse_disk_speed, predict
+from poolbench.planner.performance import (
+    DEFAULT_SPEEDS,
+    DiskSpeed,
+    parse_disk_speed,
+    predict_detailed,
+)
 from poolbench.planner.resilience import PoolRisk, RiskInputs, pool_risk
 from poolbench.planner.rules import DEFAULT_VERSION, RuleSet, parse_zfs_version
 from poolbench.planner.search import Candidate, Objective, search
@@ -172,7 +177,7 @@ def plan(
         )
     _check_numbers(afr, ure, fill, top, min_failures)
     rules = parse_zfs_version(zfs_version)
-    disk = _disk_speed(disk_speed, disk_speed_run, db, disk_class)
+    disk = _one_disk(disk_speed, disk_speed_run, db, disk_class)
     inputs = RiskInputs(afr=afr, ure_per_bit=ure, fill=fill)
     disks = _disk_sizes(disks_text) if disks_text is not None else None
     if layout_text is not None:
@@ -209,12 +214,15 @@ def _check_numbers(afr: float, ure: float, fill: float, top: int, min_failures: 
         raise UsageError("--min-failures must be 0 or more.", "For example --min-failures 1.")
 
 
-def _disk_speed(text: str | None, run: str | None, db: Path | None, disk_class: str) -> DiskSpeed:
-    if text and run:
+def _one_disk(speed: str | None, run: str | None, db: Path | None, disk_class: str) -> DiskSpeed:
+    """One disk's figures: --disk-speed, a stored bench run, or the class defaults; the class
+    also says whether it is a spinning disk (what limits its streaming rate)."""
+    if speed and run:
         raise UsageError("Give --disk-speed or --disk-speed-from, not both.")
+    base = DEFAULT_SPEEDS[disk_class]
     if run:
-        return disk_speed_from_run(open_store(db, "read"), run, DEFAULT_SPEEDS[disk_class])
-    return parse_disk_speed(text) if text else DEFAULT_SPEEDS[disk_class]
+        return disk_speed_from_run(open_store(db, "read"), run, base)
+    return parse_disk_speed(speed, base.medium) if speed else base
 
 
 def _layout_on(text: str, disks: tuple[int, ...] | None) -> Layout:
@@ -250,11 +258,18 @@ def _plan_layout(
     as_json: bool,
 ) -> None:
     result = plan_pool(layout, ashift, rules, whole_disk)
-    speed = predict(layout, disk)
+    detail = predict_detailed(layout, disk, ashift=ashift)
+    speed = detail.speed
     risk = pool_risk(layout, disk, inputs)
     if as_json:
         doc = result.as_dict()
-        doc["predicted_speed"] = {"model": True, "disk": disk.source, **speed.as_dict()}
+        doc["predicted_speed"] = {
+            "model": True,
+            "disk": disk.source,
+            **speed.as_dict(),
+            "basis": {k: v["basis"] for k, v in detail.figures().items()},
+            "notes": list(detail.notes),
+        }
         doc["resilience"] = risk.as_dict()
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -271,9 +286,15 @@ def _plan_layout(
         _fmt_bps(speed.read_bps),
         _fmt_bps(speed.write_bps),
         f"{speed.read_iops:,.0f} IOPS",
-        f"{speed.write_iops:,.0f} IOPS",
+        f"({speed.write_iops:,.0f} IOPS)*",
     )
     console.print(t)
+    console.print(f"stream write: {detail.write_bps.basis}")
+    console.print(f"stream read: {detail.read_bps.basis}")
+    console.print(f"random read: {detail.read_iops.basis}")
+    console.print(f"* random write: {detail.write_iops.basis}")
+    for note in detail.notes:
+        console.print(f"  {note}")
     _print_risk(console, risk)
 
 
@@ -480,4 +501,5 @@ def disk_speed_from_run(store: Store, run: str, fallback: DiskSpeed) -> DiskSpee
         figures["read_iops"],
         figures["write_iops"],
         f"bench run {run_id} ({', '.join(measured)}; the rest {fallback.source})",
+        fallback.medium,
     )

@@ -1,37 +1,45 @@
 """Predicted speed of a layout from one disk's figures (pure).
 
-A model, not a measurement: the rules below are the usual first-order ones for ZFS (each
-top-level vdev is an independent unit; writes are striped across top-level vdevs; a mirror
-reads from every side but writes every side; a raidz/dRAID group reads and writes its data
-columns in parallel but serves one small random I/O at a time). They ignore the ARC, record
-size vs I/O size, compression, fragmentation and fill level, and assume identical disks;
-`poolbench run` measures what the model only predicts.
+A model, checked against measurement (bench/validate_speed.py; the table and every correction
+with its evidence are in docs/planner.md). Each top-level vdev is an independent unit and a
+pool is the sum over its top-level vdevs. Within a vdev the model counts the work each member
+does for a run of blocks of the dataset's record size allocated back to back, the way ZFS lays
+them out:
 
-=============  ==================  ==================  =================  ==================
-top-level      streaming read      streaming write     random read IOPS   random write IOPS
-=============  ==================  ==================  =================  ==================
-disk           1 × disk            1 × disk            1 × disk           1 × disk
-mirror, W-way  W × disk            1 × disk            W × disk           1 × disk
-raidzP, W      (W − P) × disk      (W − P) × disk      1 × disk           1 × disk
-dRAID P, D,    (C − S)·D/(D+P)     (C − S)·D/(D+P)     (C − S)/(D+P)      (C − S)/(D+P)
-C children,    × disk              × disk              × disk             × disk
-S spares
-=============  ==================  ==================  =================  ==================
+- disk: 1 × disk for every figure;
+- W-way mirror: reads spread over all W sides (W × disk), every write goes to all sides (1 ×);
+- raidz: the raidz map (vdev_raidz_map_alloc): a block of s sectors gets P parity columns and
+  s data sectors spread over W − P columns, the first (parity) column on member
+  (offset / sector) mod W, rounded up to a multiple of P + 1 sectors; raidz1 also swaps its
+  parity and first data column when bit 20 (1 MiB) of the offset is set. A stream is as fast
+  as its busiest member: write = s·n / max(sectors a member writes), read = s·n / max(data
+  sectors a member reads) on a disk whose speed is its transfer rate (SSD, NVMe, a capped
+  device), or the write figure on a spinning disk (its head passes over the parity sectors
+  too). Random reads of whole blocks: n / max(reads a member serves);
+- dRAID: fixed rows of D data + P parity sectors permuted over the C − S children: streaming
+  (C − S) × the allocation efficiency (and × D/(D+P) more for reads on a spinning disk);
+  random IOPS floor((C − S)/(D + P)) × disk, as the OpenZFS dRAID documentation gives it.
 
-A pool is the sum over its top-level vdevs. (ZFS spreads writes in proportion to free space,
-so vdevs of unequal size do not add up perfectly; the sum is an upper bound.)
+Random writes are not a disk figure on ZFS (copy-on-write: they leave as aggregated
+sequential transaction-group writes), and nothing here knows the CPU, the ARC, compression,
+fragmentation or fill: `predict_detailed` says so beside each figure.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from poolbench.errors import UsageError
 from poolbench.planner.layout import Layout, VdevSpec, parse_size
 
 DiskClass = Literal["hdd", "ssd", "nvme"]
+# What limits a disk's streaming rate: the medium passing under the head (a spinning disk:
+# skipped sectors cost time) or the transfer (SSD, NVMe, a rate-capped device: they do not).
+Medium = Literal["media", "transfer"]
+RECORDSIZE = 128 * 1024  # ZFS's default recordsize
 
 
 @dataclass(frozen=True)
@@ -43,22 +51,24 @@ class DiskSpeed:
     read_iops: float
     write_iops: float
     source: str = "default"
+    medium: Medium = "media"
 
 
 # Defaults per class: conservative figures for a current 7200 rpm SATA disk, a SATA SSD and
 # a PCIe 3/4 NVMe SSD at queue depth 1..4 (stated in docs/planner.md).
 DEFAULT_SPEEDS: dict[str, DiskSpeed] = {
     "hdd": DiskSpeed(180e6, 180e6, 150, 150, "default for hdd"),
-    "ssd": DiskSpeed(500e6, 450e6, 20_000, 15_000, "default for ssd"),
-    "nvme": DiskSpeed(2_500e6, 1_500e6, 100_000, 60_000, "default for nvme"),
+    "ssd": DiskSpeed(500e6, 450e6, 20_000, 15_000, "default for ssd", "transfer"),
+    "nvme": DiskSpeed(2_500e6, 1_500e6, 100_000, 60_000, "default for nvme", "transfer"),
 }
 
 
-def parse_disk_speed(text: str) -> DiskSpeed:
+def parse_disk_speed(text: str, medium: Medium = "media") -> DiskSpeed:
     """``180M,250iops`` (MiB/s, IOPS); ``180M/150M,250iops/200iops`` gives read/write apart.
 
     The throughput takes the size units of the layout grammar (M = MiB, MB = 10^6), per
-    second; a bare number of IOPS needs the ``iops`` suffix.
+    second; a bare number of IOPS needs the ``iops`` suffix. `medium` says what limits the
+    disk's streaming rate (see `Medium`; `plan` takes it from --disk-class).
     """
     bps: tuple[float, float] | None = None
     iops: tuple[float, float] | None = None
@@ -80,7 +90,7 @@ def parse_disk_speed(text: str) -> DiskSpeed:
     base = DEFAULT_SPEEDS["hdd"]
     r_bps, w_bps = bps if bps else (base.read_bps, base.write_bps)
     r_iops, w_iops = iops if iops else (base.read_iops, base.write_iops)
-    return DiskSpeed(r_bps, w_bps, r_iops, w_iops, f"--disk-speed {text}")
+    return DiskSpeed(r_bps, w_bps, r_iops, w_iops, f"--disk-speed {text}", medium)
 
 
 _SPEED_FIX = "Write it as THROUGHPUT,IOPS, e.g. --disk-speed 180M,250iops or 500M/450M,20000iops."
@@ -123,33 +133,214 @@ class Speed:
         }
 
 
-def vdev_multipliers(spec: VdevSpec) -> tuple[float, float, float, float]:
-    """(stream read, stream write, random read, random write) in units of one disk."""
+@dataclass(frozen=True)
+class ColumnWork:
+    """What each member of a raidz vdev does for `blocks` blocks laid out back to back."""
+
+    data_sectors: int  # data sectors in all blocks (what the application asked for)
+    max_read: int  # data sectors the busiest member reads
+    max_written: int  # sectors (data, parity, padding) the busiest member writes
+    blocks: int
+    max_read_ios: int  # block reads the busiest member takes part in
+    total_written: int  # sectors written on all members: blocks × the allocation table's asize
+
+
+@lru_cache(maxsize=512)
+def raidz_work(width: int, parity: int, ashift: int, psize: int) -> ColumnWork:
+    """Lay blocks of `psize` out back to back from offset 0 as the raidz map does
+    (vdev_raidz_map_alloc; learnt from the OpenZFS and zfs-fuse source, re-stated here) and
+    count each member's sectors over at least 8 MiB of the vdev (eight 1 MiB parity swaps).
+
+    Per block: s sectors; q = s // (W − P) full rows, r = s mod (W − P); bc = r + P columns
+    (0 when r = 0) carry q + 1 sectors, the rest q; the first column (parity) sits on member
+    (offset / sector) mod W; the allocation is rounded up to P + 1 sectors and the padding
+    sectors follow column bc; raidz1 swaps columns 0 and 1 where offset bit 20 is set.
+    """
+    sector = 1 << ashift
+    s = -(-psize // sector)
+    q, r = divmod(s, width - parity)
+    bc = r + parity if r else 0
+    tot = s + parity * (q + (1 if r else 0))
+    acols = width if q else bc
+    asize = -(-tot // (parity + 1)) * (parity + 1)
+    read, written, ios = [0] * width, [0] * width, [0] * width
+    offset = blocks = 0
+    while offset * sector < 8 << 20 or blocks < 64:
+        devs = [(offset + c) % width for c in range(acols)]
+        if parity == 1 and (offset * sector) & (1 << 20):
+            devs[0], devs[1] = devs[1], devs[0]
+        for c, dev in enumerate(devs):
+            size = q + (1 if c < bc else 0)
+            written[dev] += size
+            if c >= parity and size:
+                read[dev] += size
+                ios[dev] += 1
+        for k in range(asize - tot):
+            written[devs[(bc + k) % acols]] += 1
+        offset += asize
+        blocks += 1
+    return ColumnWork(s * blocks, max(read), max(written), blocks, max(ios), sum(written))
+
+
+def vdev_multipliers(
+    spec: VdevSpec,
+    recordsize: int = RECORDSIZE,
+    ashift: int = 12,
+    medium: Medium = "media",
+) -> tuple[float, float, float, float]:
+    """(stream read, stream write, random read, random write) in units of one disk, for
+    blocks of `recordsize` (random I/O reads and writes whole blocks)."""
     if spec.kind == "disk":
         return (1.0, 1.0, 1.0, 1.0)
     if spec.kind == "mirror":
         w = float(spec.width)
         return (w, 1.0, w, 1.0)
     if spec.kind == "raidz":
-        data = float(spec.width - spec.parity)
-        return (data, data, 1.0, 1.0)
-    ndisks = spec.width - spec.draid_spares
+        work = raidz_work(spec.width, spec.parity, ashift, recordsize)
+        write = work.data_sectors / work.max_written
+        read = write if medium == "media" else work.data_sectors / work.max_read
+        rand = work.blocks / work.max_read_ios
+        return (read, write, rand, 1.0)
+    children = spec.width - spec.draid_spares
     group = spec.draid_data + spec.parity
-    stream = ndisks * spec.draid_data / group
-    groups = ndisks / group
-    return (stream, stream, groups, groups)
+    sectors = -(-recordsize // (1 << ashift))
+    rows = -(-sectors // spec.draid_data)
+    write = children * sectors / (rows * group)
+    read = write if medium == "media" else children * sectors / (rows * spec.draid_data)
+    groups = float(children // group)  # floor: the OpenZFS dRAID documentation's rule
+    return (read, write, groups, groups)
 
 
-def predict_vdev(spec: VdevSpec, disk: DiskSpeed) -> Speed:
-    sr, sw, rr, rw = vdev_multipliers(spec)
+def predict_vdev(
+    spec: VdevSpec, disk: DiskSpeed, recordsize: int = RECORDSIZE, ashift: int = 12
+) -> Speed:
+    sr, sw, rr, rw = vdev_multipliers(spec, recordsize, ashift, disk.medium)
     return Speed(sr * disk.read_bps, sw * disk.write_bps, rr * disk.read_iops, rw * disk.write_iops)
 
 
-def predict(layout: Layout, disk: DiskSpeed) -> Speed:
+def predict(
+    layout: Layout,
+    disk: DiskSpeed,
+    recordsize: int = RECORDSIZE,
+    ashift: int = 12,
+    outstanding: int | None = None,
+) -> Speed:
+    """The pool's figures. With `outstanding` (requests in flight: jobs × queue depth), random
+    reads are scaled for requests that queue on one member while another idles."""
     total = Speed(0.0, 0.0, 0.0, 0.0)
     for v in layout.vdevs:
-        total = total + predict_vdev(v, disk)
-    return total
+        total = total + predict_vdev(v, disk, recordsize, ashift)
+    if outstanding is None:
+        return total
+    members = total.read_iops / disk.read_iops  # independent servers, in disks
+    share = queued_share(outstanding, members)
+    return Speed(total.read_bps, total.write_bps, total.read_iops * share, total.write_iops)
+
+
+def queued_share(outstanding: int, members: float) -> float:
+    """The fraction of K members' IOPS that Q requests in flight, each sent to a member at
+    random, keep busy: Q / (Q + K − 1) (the closed queueing network of K equal queues; Q = 1
+    gives one member's IOPS, Q → ∞ all of them)."""
+    if outstanding < 1:
+        raise ValueError("outstanding must be at least 1")
+    return outstanding / (outstanding + max(members, 1.0) - 1)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One predicted figure and what it rests on (validated, or what it cannot know)."""
+
+    value: float
+    basis: str
+
+
+@dataclass(frozen=True)
+class Prediction:
+    read_bps: Figure
+    write_bps: Figure
+    read_iops: Figure
+    write_iops: Figure
+    notes: tuple[str, ...]
+
+    @property
+    def speed(self) -> Speed:
+        return Speed(
+            self.read_bps.value, self.write_bps.value, self.read_iops.value, self.write_iops.value
+        )
+
+    def figures(self) -> dict[str, dict[str, object]]:
+        """Keyed as `Speed.as_dict`: each figure's value and basis."""
+        figures = (self.read_bps, self.write_bps, self.read_iops, self.write_iops)
+        keys = zip(self.speed.as_dict(), figures, strict=True)
+        return {k: {"value": f.value, "basis": f.basis} for k, f in keys}
+
+
+VALIDATED = "checked against rate-capped devices (transfer-bound; table in docs/planner.md)"
+NOTES = (
+    "The CPU is assumed to keep up: a file system short of CPU (zfs-fuse, a user-space port, "
+    "on a small machine) stops below these figures.",
+    "Reads are assumed to come from the disks: the ARC (ZFS's cache) is not modelled.",
+    "Random IOPS assume many requests in flight; on disks with a service time (a seek), Q "
+    "requests on K members keep about Q/(Q + K - 1) of them busy (a model, not validated "
+    "here): at queue depth 1, one disk's IOPS whatever the layout.",
+)
+COW_WRITES = (
+    "not predicted: ZFS writes copy-on-write, so random writes leave as aggregated sequential "
+    "writes; the figure depends on aggregation, metadata and the CPU (the number is the "
+    "in-place-write rule, for comparison only)"
+)
+
+
+def predict_detailed(
+    layout: Layout,
+    disk: DiskSpeed,
+    recordsize: int = RECORDSIZE,
+    ashift: int = 12,
+    outstanding: int | None = None,
+) -> Prediction:
+    """`predict` with the basis of each figure: validated, or a model outside its range."""
+    speed = predict(layout, disk, recordsize, ashift, outstanding)
+    kinds = {v.kind for v in layout.vdevs}
+    if "draid" in kinds:
+        stream = "model: dRAID is not measured here (zfs-fuse has no dRAID)"
+    elif disk.medium == "media":
+        stream = (
+            "model for spinning disks (the head passes parity sectors too), not measured "
+            "here; the member counting it rests on is " + VALIDATED
+        )
+    else:
+        stream = VALIDATED
+    read = stream
+    if "raidz" in kinds and disk.medium == "transfer":
+        read = raidz_read_range(layout, disk, speed)
+    rand = "model: OpenZFS dRAID documentation" if "draid" in kinds else VALIDATED
+    if outstanding is None and "draid" not in kinds:
+        rand = (
+            "many requests in flight, every member busy; rate-capped devices gave 0.70-0.94 "
+            "of this with 8 in flight (docs/planner.md)"
+        )
+    return Prediction(
+        Figure(speed.read_bps, read),
+        Figure(speed.write_bps, stream),
+        Figure(speed.read_iops, rand),
+        Figure(speed.write_iops, COW_WRITES),
+        NOTES,
+    )
+
+
+def raidz_read_range(layout: Layout, disk: DiskSpeed, speed: Speed) -> str:
+    """A transfer-bound raidz stream read lies between the back-to-back layout's figure and
+    every member delivering data; metadata written between data blocks moves the parity."""
+    upper = sum(
+        (v.width if v.kind == "raidz" else vdev_multipliers(v, medium="transfer")[0])
+        for v in layout.vdevs
+    )
+    return (
+        "outside the validated range: a lower bound (data blocks back to back); metadata "
+        "written between them moves the parity, and measured reads reached 1.42 × this "
+        f"(docs/planner.md); at most {upper * disk.read_bps / 2**20:,.0f} MiB/s "
+        "(every member delivering data)"
+    )
 
 
 def side_by_side(predicted: Speed, measured: dict[str, float]) -> list[tuple[str, float, float]]:
