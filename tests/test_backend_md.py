@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from poolbench.backends.base import PoolSpec
+from poolbench.backends.base import Pool, PoolSpec
 from poolbench.backends.md import MdBackend
 from poolbench.errors import UsageError
 from poolbench.safety.journal import Journal
@@ -138,3 +138,41 @@ def test_teardown_leaves_an_array_built_on_other_devices_alone(tmp_path: Path) -
     (note,) = j.teardown()
     assert "is built on sdz" in note and "left alone" in note
     assert rec.argvs == []
+
+
+def test_ext3_is_offered_and_made_with_mkfs_ext3() -> None:
+    b = MdBackend(RecordingRunner())
+    MdBackend.validate_spec(spec("raid6", (*LOOPS, "/dev/loop3"), fs="ext3"))
+    assert b.create_argvs(spec("raid5", fs="ext3"))[-1] == [
+        "mkfs.ext3", "-q", "-F", "-L", "pbbkmd", "/dev/md/pbbkmd"
+    ]  # fmt: skip
+    assert b.mount_argv(spec(fs="ext3"))[:3] == ["mount", "-t", "ext3"]
+
+
+def test_the_initial_resync_is_a_figure_of_its_own(tmp_path: Path) -> None:
+    # /dev/md/pbbkmd does not exist here, so its sysfs node is /sys/block/pbbkmd/md.
+    md = tmp_path / "pbbkmd" / "md"
+    md.mkdir(parents=True)
+    (md / "component_size").write_text("2096128\n")  # KiB per member, as the kernel writes it
+    b = MdBackend(RecordingRunner(), sys_block=tmp_path)
+    waited = b.resync_record(spec("raid6", (*LOOPS, "/dev/loop3")), 8.0)
+    assert waited["seconds"] == 8.0 and waited["member_bytes"] == 2096128 * 1024
+    assert waited["mib_per_s"] == round(2096128 / 1024 / 8.0, 1)
+    assert waited["mode"].startswith("waited") and waited["measured_during_resync"] is False
+    clean = b.resync_record(spec(pool={"assume_clean": "yes"}), None)
+    assert clean["seconds"] is None and "--assume-clean" in clean["mode"]
+    assert b.resync_record(spec("raid0"), None)["mode"].startswith("none")
+
+
+def test_a_resync_running_at_verify_is_reported(tmp_path: Path) -> None:
+    md = tmp_path / "pbbkmd" / "md"
+    md.mkdir(parents=True)
+    (md / "sync_action").write_text("resync\n")
+    detail = "MD_LEVEL=raid5\nMD_DEVICES=3\n" + "".join(
+        f"MD_DEVICE_loop{i}_DEV=/dev/loop{i}\n" for i in range(3)
+    )
+    b = MdBackend(RecordingRunner(responses={"mdadm": detail}), sys_block=tmp_path)
+    pool = Pool(spec(), tmp_path / "mnt", [], {})
+    assert "the array is busy with a resync" in " ".join(b.verify(pool))
+    (md / "sync_action").write_text("idle\n")
+    assert not [p for p in b.verify(pool) if "busy" in p]
