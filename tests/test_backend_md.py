@@ -10,7 +10,7 @@ import pytest
 
 from poolbench.backends.base import Pool, PoolSpec
 from poolbench.backends.md import MdBackend
-from poolbench.errors import UsageError
+from poolbench.errors import PoolbenchError, UsageError
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import RecordingRunner
 
@@ -96,7 +96,7 @@ def test_create_verify_drop_and_destroy_through_a_recording_runner(tmp_path: Pat
         return ""
 
     rec = RecordingRunner(responses={"mdadm": detail, "mount": mount, "umount": mount})
-    b = MdBackend(rec, proc_mdstat=mdstat, mountinfo=mountinfo)
+    b = MdBackend(rec, proc_mdstat=mdstat, mountinfo=mountinfo, node_exists=lambda _d: True)
     sys_block = tmp_path / "block"
     journal = Journal(rec, sys_block=sys_block, mountinfo=mountinfo)
     pool = b.create(spec(root=root), journal)
@@ -176,3 +176,20 @@ def test_a_resync_running_at_verify_is_reported(tmp_path: Path) -> None:
     assert "the array is busy with a resync" in " ".join(b.verify(pool))
     (md / "sync_action").write_text("idle\n")
     assert not [p for p in b.verify(pool) if "busy" in p]
+
+
+def test_an_array_whose_node_never_appears_is_an_error_not_a_silent_skip(tmp_path: Path) -> None:
+    # Without /dev/md/NAME, `mdadm --wait` would fail (ignored: it exits 1 when there is
+    # nothing to wait for), the resync would go unmeasured and mkfs would fail obscurely.
+    mdstat = tmp_path / "mdstat"
+    mdstat.write_text("Personalities : [raid6] [raid5]\n")
+    rec = RecordingRunner()
+    b = MdBackend(rec, proc_mdstat=mdstat, node_exists=lambda _d: False)
+    journal = Journal(rec, sys_block=tmp_path / "block", mountinfo=tmp_path / "mountinfo")
+    with pytest.raises(PoolbenchError, match="/dev/md/pbbkmd did not appear"):
+        b.create(spec(root=tmp_path / "pools"), journal)
+    assert [a[:2] for a in rec.argvs if a[1] != "--version"] == [
+        ("mdadm", "--create"),
+        ("udevadm", "settle"),
+    ]
+    assert "md" in [e["kind"] for e in journal.entries]  # journaled: teardown stops it

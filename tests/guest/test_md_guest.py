@@ -70,6 +70,16 @@ def test_md_array_is_built_measured_and_torn_down(
     journal = Journal(runner)
     backend = MdBackend(runner)
     assert backend.check().ok, backend.check().reason
+    try:
+        _build_measure_destroy(base, journal, backend, level, n, fs, clean)
+    finally:
+        assert journal.teardown() == []  # also after a failure: nothing may stay behind
+
+
+def _build_measure_destroy(
+    base: Path, journal: Journal, backend: MdBackend, level: str, n: int, fs: str, clean: bool
+) -> None:
+    runner = backend.runner
     made = sources.provide(runner, journal, source="loop", scratch=base / "d", sizes=[MEMBER] * n)
     options = {"assume_clean": "yes"} if clean else {}
     spec = PoolSpec("md", level, tuple(made.devices), f"pbmd{uuid.uuid4().hex[:6]}", base,
@@ -101,7 +111,6 @@ def test_md_array_is_built_measured_and_torn_down(
         assert got.io_bytes == 16 * MiB and got.bw_bytes > 0
     finally:
         backend.destroy(pool, journal)
-        assert journal.teardown() == []
     assert not Path(backend.array_path(spec)).exists()
 
 
@@ -120,8 +129,8 @@ layout = ["parity1", "parity2"]
 fs = ["ext3", "ext4", "xfs"]
 [workloads]
 names = ["untar", "seq-write", "seq-read", "meta-create-seq", "meta-stat-seq", "meta-delete-seq"]
-size = "64M"
-metadata_files = 500
+size = "32M"
+metadata_files = 300
 tarball = "{GUEST_TARBALL}"
 """
 

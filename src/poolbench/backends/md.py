@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +58,11 @@ class MdBackend:
         modules_dir: Path | None = None,
         mountinfo: Path = Path("/proc/self/mountinfo"),
         sys_block: Path = Path("/sys/block"),
+        node_exists: Callable[[str], bool] = os.path.exists,
     ) -> None:
         self.runner = runner
         self.sys_block = sys_block
+        self.node_exists = node_exists
         self.proc_mdstat = proc_mdstat
         self.modules_dir = modules_dir or Path("/lib/modules") / os.uname().release
         self.mountinfo = mountinfo
@@ -182,12 +185,21 @@ class MdBackend:
             mountpoint.mkdir()
         journal.array_created(dev, list(spec.devices))
         waited: float | None = None
+        created = time.monotonic()
         for argv in self.create_argvs(spec):
-            t0 = time.monotonic()
             # `mdadm --wait` exits 1 when there is nothing to wait for.
             self.runner.run(argv, check=argv[1] != "--wait")
+            if argv[1] == "--create":
+                created = time.monotonic()
+                self._settle()
+                if not dry and not self.node_exists(dev):
+                    raise PoolbenchError(
+                        f"mdadm created the array, but {dev} did not appear.",
+                        "Check that udev runs and has mdadm's rules (63-md-raid-arrays.rules).",
+                    )
             if argv[1] == "--wait":
-                waited = time.monotonic() - t0
+                # the resync starts with the array: time it from the end of --create
+                waited = time.monotonic() - created
         # The kernel shows the mount's source as /dev/mdNNN, which /dev/md/NAME links to.
         journal.mount_created(str(mountpoint), os.path.realpath(dev))
         self.runner.run(self.mount_argv(spec))
@@ -196,6 +208,14 @@ class MdBackend:
         if not dry:
             pool.described = self.describe(pool)
         return pool
+
+    def _settle(self) -> None:
+        """Let udev finish with the array's events: it makes /dev/md/NAME after `mdadm
+        --create` (with udev running, mdadm leaves that to udev and returns at once), and it
+        still holds the members open for a moment after `mdadm --stop` / --zero-superblock,
+        which makes detaching a loop member under it fail."""
+        if self.runner.which("udevadm") is not None:
+            self.runner.run(["udevadm", "settle", "--timeout=60"], check=False, mutates=False)
 
     def _sysfs_md(self, spec: PoolSpec) -> Path:
         """/sys/block/mdNNN/md of the array (/dev/md/NAME links to /dev/mdNNN)."""
@@ -290,6 +310,7 @@ class MdBackend:
             )
 
         left = journal.teardown(only=owned)
+        self._settle()
         if left:
             raise PoolbenchError(
                 f"md array {dev} was not fully torn down: " + "; ".join(left),
