@@ -3,13 +3,12 @@
 Through the backend: md raid5 and raid6 with ext3, ext4 and xfs on loop devices are created,
 verified, read back, measured with fio across a cache drop, and torn down with nothing left;
 the initial resync is timed (or skipped with --assume-clean) and stated. Through the CLI: a
-small fs-compare of md raid5/raid6 × ext3/ext4/xfs on the guest's whole scratch disks, with
+small fs-compare of md raid5/raid6 × ext3/ext4/xfs on loop disks in the guest, with
 every stored figure checked (non-zero, verified at the member disks) and the resync reported.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
 import tempfile
@@ -28,12 +27,10 @@ from poolbench.workloads import fio, fiojob, library
 
 from .studykit import (
     GUEST_TARBALL,
-    blank,
     check_figures,
     export,
     leftovers,
     poolbench,
-    scratch_disks,
 )
 
 pytestmark = pytest.mark.openzfs
@@ -114,15 +111,14 @@ def _build_measure_destroy(
     assert not Path(backend.array_path(spec)).exists()
 
 
-def _study_file(disks: list[str]) -> str:
+def _study_file(disks: str) -> str:
     return f"""
 name = "md-fs-compare"
 description = "md raid5/raid6 with ext3, ext4 and xfs: untar, streaming, metadata"
 replicates = 2
 max_replicates = 2
 [disks]
-source = "devices"
-devices = {json.dumps(disks)}
+{disks}
 [factors]
 backend = ["md"]
 layout = ["parity1", "parity2"]
@@ -136,10 +132,10 @@ tarball = "{GUEST_TARBALL}"
 
 
 def test_md_fs_compare_through_the_cli(tmp_path: Path) -> None:
-    disks = scratch_disks(4)
-    blank(disks)
+    # Loop disks of 384 MiB in the guest: on the 2 GiB scratch disks each trial's initial
+    # resync takes minutes under emulation (12 trials ran over 16 min and were stopped).
     study, db, scratch = tmp_path / "md.toml", tmp_path / "r.db", tmp_path / "scratch"
-    study.write_text(_study_file(disks))
+    study.write_text(_study_file('count = 4\nsize = "384M"\nsource = "loop"'))
     p = poolbench("run", str(study), "--db", str(db), "--scratch-dir", str(scratch), "--seed", "1")
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert leftovers(scratch) == []
@@ -155,7 +151,7 @@ def test_md_fs_compare_through_the_cli(tmp_path: Path) -> None:
         assert pool["level"] == ("raid5" if "parity1" in r["config"] else "raid6")
         assert pool["fstype"] == r["config"].rsplit("fs=", 1)[1]
         assert resync["seconds"] > 0 and resync["measured_during_resync"] is False
-        assert resync["member_bytes"] > 0.99 * (2 << 30) - 256 * MiB
+        assert 0.9 * 384 * MiB < resync["member_bytes"] <= 384 * MiB
         if r["workload"] == "untar":
             assert r["ops"] > 1000 and r["guards"]["untar"]["files"] == r["ops"]
     report = poolbench("report", "latest", "--db", str(db))
