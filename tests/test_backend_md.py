@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from poolbench.backends.base import PoolSpec
+from poolbench.backends.base import Pool, PoolSpec
 from poolbench.backends.md import MdBackend
-from poolbench.errors import UsageError
+from poolbench.errors import PoolbenchError, UsageError
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import RecordingRunner
 
@@ -96,7 +96,7 @@ def test_create_verify_drop_and_destroy_through_a_recording_runner(tmp_path: Pat
         return ""
 
     rec = RecordingRunner(responses={"mdadm": detail, "mount": mount, "umount": mount})
-    b = MdBackend(rec, proc_mdstat=mdstat, mountinfo=mountinfo)
+    b = MdBackend(rec, proc_mdstat=mdstat, mountinfo=mountinfo, node_exists=lambda _d: True)
     sys_block = tmp_path / "block"
     journal = Journal(rec, sys_block=sys_block, mountinfo=mountinfo)
     pool = b.create(spec(root=root), journal)
@@ -138,3 +138,58 @@ def test_teardown_leaves_an_array_built_on_other_devices_alone(tmp_path: Path) -
     (note,) = j.teardown()
     assert "is built on sdz" in note and "left alone" in note
     assert rec.argvs == []
+
+
+def test_ext3_is_offered_and_made_with_mkfs_ext3() -> None:
+    b = MdBackend(RecordingRunner())
+    MdBackend.validate_spec(spec("raid6", (*LOOPS, "/dev/loop3"), fs="ext3"))
+    assert b.create_argvs(spec("raid5", fs="ext3"))[-1] == [
+        "mkfs.ext3", "-q", "-F", "-L", "pbbkmd", "/dev/md/pbbkmd"
+    ]  # fmt: skip
+    assert b.mount_argv(spec(fs="ext3"))[:3] == ["mount", "-t", "ext3"]
+
+
+def test_the_initial_resync_is_a_figure_of_its_own(tmp_path: Path) -> None:
+    # /dev/md/pbbkmd does not exist here, so its sysfs node is /sys/block/pbbkmd/md.
+    md = tmp_path / "pbbkmd" / "md"
+    md.mkdir(parents=True)
+    (md / "component_size").write_text("2096128\n")  # KiB per member, as the kernel writes it
+    b = MdBackend(RecordingRunner(), sys_block=tmp_path)
+    waited = b.resync_record(spec("raid6", (*LOOPS, "/dev/loop3")), 8.0)
+    assert waited["seconds"] == 8.0 and waited["member_bytes"] == 2096128 * 1024
+    assert waited["mib_per_s"] == round(2096128 / 1024 / 8.0, 1)
+    assert waited["mode"].startswith("waited") and waited["measured_during_resync"] is False
+    clean = b.resync_record(spec(pool={"assume_clean": "yes"}), None)
+    assert clean["seconds"] is None and "--assume-clean" in clean["mode"]
+    assert b.resync_record(spec("raid0"), None)["mode"].startswith("none")
+
+
+def test_a_resync_running_at_verify_is_reported(tmp_path: Path) -> None:
+    md = tmp_path / "pbbkmd" / "md"
+    md.mkdir(parents=True)
+    (md / "sync_action").write_text("resync\n")
+    detail = "MD_LEVEL=raid5\nMD_DEVICES=3\n" + "".join(
+        f"MD_DEVICE_loop{i}_DEV=/dev/loop{i}\n" for i in range(3)
+    )
+    b = MdBackend(RecordingRunner(responses={"mdadm": detail}), sys_block=tmp_path)
+    pool = Pool(spec(), tmp_path / "mnt", [], {})
+    assert "the array is busy with a resync" in " ".join(b.verify(pool))
+    (md / "sync_action").write_text("idle\n")
+    assert not [p for p in b.verify(pool) if "busy" in p]
+
+
+def test_an_array_whose_node_never_appears_is_an_error_not_a_silent_skip(tmp_path: Path) -> None:
+    # Without /dev/md/NAME, `mdadm --wait` would fail (ignored: it exits 1 when there is
+    # nothing to wait for), the resync would go unmeasured and mkfs would fail obscurely.
+    mdstat = tmp_path / "mdstat"
+    mdstat.write_text("Personalities : [raid6] [raid5]\n")
+    rec = RecordingRunner()
+    b = MdBackend(rec, proc_mdstat=mdstat, node_exists=lambda _d: False)
+    journal = Journal(rec, sys_block=tmp_path / "block", mountinfo=tmp_path / "mountinfo")
+    with pytest.raises(PoolbenchError, match="/dev/md/pbbkmd did not appear"):
+        b.create(spec(root=tmp_path / "pools"), journal)
+    assert [a[:2] for a in rec.argvs if a[1] != "--version"] == [
+        ("mdadm", "--create"),
+        ("udevadm", "settle"),
+    ]
+    assert "md" in [e["kind"] for e in journal.entries]  # journaled: teardown stops it

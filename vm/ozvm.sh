@@ -34,9 +34,14 @@ BOOT=$OZVM_DIR/boot
 LOG=$OZVM_DIR/build.log
 TIMES=$OZVM_DIR/build-times.txt
 VENV=/opt/poolbench-venv                       # inside the guest
-STAGES=(debootstrap packages zfs venv configure image)
+STAGES=(debootstrap packages zfs tools venv configure image)
 # Debian packages of the guest, besides the kernel and ZFS
 GUEST_PKGS=systemd-sysv,udev,kmod,procps,e2fsprogs,initramfs-tools,zstd,less,fio,fdisk,util-linux,ca-certificates,python3,python3-venv,python3-pip
+# The other stacks poolbench compares with ZFS (md + ext3/ext4/xfs, btrfs), and a real source
+# tree for the `untar` workload: xorg-server-source ships /usr/src/xorg-server.tar.xz (5 MB,
+# 1834 files, 36 MB unpacked). linux-source-6.1 (139 MB, about 80k files, 1.4 GB unpacked) would
+# make every untar take minutes under TCG, so the guest's fs-compare passes --tarball.
+TOOLS_PKGS="mdadm xfsprogs btrfs-progs e2fsprogs xorg-server-source"
 
 log() { printf '[ozvm] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -117,6 +122,14 @@ _zfs() {
   in_chroot "apt-get clean; rm -rf /var/lib/dkms/zfs/*/build /var/lib/apt/lists/*"
 }
 
+_tools() {
+  chroot_setup
+  in_chroot "apt-get update -q && apt-get install -y -q $TOOLS_PKGS
+             test -s /usr/src/xorg-server.tar.xz
+             apt-get clean; rm -rf /var/lib/apt/lists/*"
+  echo "$TOOLS_PKGS" >"$OZVM_DIR/.tools-packages"
+}
+
 # The venv is built in the chroot with the guest's own Python (bookworm: 3.11), so compiled
 # wheels (numpy, scipy, pydantic-core) match it; pip reaches PyPI through the host's network
 # here, at build time. At run time the guest has no network at all.
@@ -162,6 +175,7 @@ mount -t tmpfs tmpfs /dev/shm; mount -t tmpfs -o mode=755 tmpfs /run; mount -t t
 mkdir -p /run/lock /run/udev
 hostname ozvm
 modprobe -a virtio_console 9pnet_virtio 9p loop  # loop: no systemd to load it on demand
+modprobe -a md_mod raid0 raid1 raid10 raid456 xfs btrfs  # md, xfs, btrfs: loaded up front
 /lib/systemd/systemd-udevd --daemon
 udevadm trigger --action=add --subsystem-match=block --subsystem-match=virtio-ports
 udevadm settle -t 60
@@ -222,6 +236,11 @@ cmd_build() {
   if [[ -e $OZVM_DIR/.stamp-venv ]] && ! requirements | cmp -s - "$OZVM_DIR/.venv-requirements"; then
     log "pyproject dependencies changed: rebuilding the guest venv"
     rm -f "$OZVM_DIR/.stamp-venv"
+  fi
+  # the list of tool packages changed: install them again (and the stages after it)
+  if [[ -e $OZVM_DIR/.stamp-tools && $(cat "$OZVM_DIR/.tools-packages" 2>/dev/null) != "$TOOLS_PKGS" ]]; then
+    log "the guest's tool packages changed: re-running the tools stage"
+    rm -f "$OZVM_DIR/.stamp-tools"
   fi
   # this script changed since the image was built (e.g. the guest init): configure + image again
   local sum; sum=$(sha256sum "$SELF" | cut -d' ' -f1)
@@ -378,7 +397,7 @@ main() {
     shell) shift; cmd_shell "$@";;
     info) cmd_info;;
     clean) cmd_clean;;
-    _debootstrap|_packages|_zfs|_venv|_configure|_image) s=$1; shift; "$s" "$@";;
+    _debootstrap|_packages|_zfs|_tools|_venv|_configure|_image) s=$1; shift; "$s" "$@";;
     *) sed -n '2,13p' "$SELF" | sed 's/^# \{0,1\}//'; exit 2;;
   esac
 }

@@ -33,3 +33,59 @@ def test_guest_tests_are_skipped_on_the_host_with_the_tier_reason() -> None:
 def test_tier_scripts_parse(script: str) -> None:
     p = subprocess.run(["bash", "-n", str(ROOT / "vm" / script)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+def test_ci_runs_the_guest_tier_after_the_host_suite() -> None:
+    p = subprocess.run(["bash", "-n", str(ROOT / ".ci" / "run")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    host = next(i for i, x in enumerate(lines) if x.startswith(".venv/bin/python -m pytest"))
+    guest = next(i for i, x in enumerate(lines) if x.startswith("flock") and "run-openzfs" in x)
+    assert host < guest
+
+
+FAKE_OZVM = """#!/usr/bin/env bash
+# stands in for vm/ozvm.sh: `build` does nothing; `run` plays the outcome listed in $PLAN
+[[ $1 == build ]] && exit 0
+n=$(( $(cat "$COUNT" 2>/dev/null || echo 0) + 1 )); echo $n >"$COUNT"
+outcome=$(sed -n "${n}p" "$PLAN")
+D=$POOLBENCH_OZVM_DIR/last-run
+mkdir -p "$D/share"; rm -f "$D/share/ready-uptime"
+case $outcome in
+  noboot) exit 125;;
+  hang) echo 12.5 >"$D/share/ready-uptime"; exit 125;;
+  pass) echo 12.5 >"$D/share/ready-uptime"
+        echo "========== 3 passed, 1 xfailed in 42.17s ==========" >"$D/output.log"
+        exit 0;;
+  fail) echo 12.5 >"$D/share/ready-uptime"
+        echo "===== 1 failed, 2 passed in 9.00s =====" >"$D/output.log"
+        exit 1;;
+esac
+"""
+
+
+@pytest.mark.parametrize(
+    ("plan", "runs", "rc", "said"),
+    [
+        (["noboot", "pass"], 2, 0, "summary: ========== 3 passed, 1 xfailed in 42.17s"),
+        (["noboot", "noboot"], 2, 125, "FAILED: the guest never reported an exit code"),
+        (["hang", "pass"], 1, 125, "FAILED: the guest never reported an exit code"),
+        (["fail", "pass"], 1, 1, "summary: ===== 1 failed, 2 passed in 9.00s"),
+    ],
+)
+def test_tier_boots_once_more_only_when_the_guest_did_not_boot(
+    tmp_path: Path, plan: list[str], runs: int, rc: int, said: str
+) -> None:
+    vm = tmp_path / "vm"
+    (vm / "guest").mkdir(parents=True)
+    (vm / "run-openzfs-tier.sh").write_text((ROOT / "vm" / "run-openzfs-tier.sh").read_text())
+    (vm / "ozvm.sh").write_text(FAKE_OZVM)
+    (vm / "ozvm.sh").chmod(0o755)
+    (tmp_path / "plan").write_text("\n".join(plan) + "\n")
+    env = {**os.environ, "POOLBENCH_OZVM_DIR": str(tmp_path / "cache"),
+           "PLAN": str(tmp_path / "plan"), "COUNT": str(tmp_path / "count")}  # fmt: skip
+    p = subprocess.run(["bash", str(vm / "run-openzfs-tier.sh")], env=env,
+                       capture_output=True, text=True)  # fmt: skip
+    assert p.returncode == rc, p.stderr
+    assert int((tmp_path / "count").read_text()) == runs
+    assert said in p.stderr

@@ -1,9 +1,16 @@
-"""Linux md (mdadm) RAID 0/1/5/6/10 with ext4 or xfs on top.
+"""Linux md (mdadm) RAID 0/1/5/6/10 with ext4, ext3 or xfs on top.
 
-The layout is the md level; `fs_options["fs"]` picks ext4 (default) or xfs;
+The layout is the md level; `fs_options["fs"]` picks ext4 (default), ext3 or xfs;
 `pool_options["chunk"]` sets the chunk size (e.g. 512K) and `pool_options["assume_clean"]`
 ("yes") skips the initial resync — otherwise poolbench waits for it (`mdadm --wait`), because
 a resync running under a measurement steals the disks' bandwidth.
+
+The initial resync is a figure of its own (one user waited nine hours for it; ZFS needs
+none): the description carries `initial_resync` — how long `mdadm --wait` took, the bytes per
+member it covered, and `measured_during_resync` (always false: poolbench either waits or the
+array was created `--assume-clean`, which skips the resync and leaves parity uncomputed until
+written). `sync_action` is read back at every verify, so a resync or check that is running
+when a measurement would start is reported.
 
 A kernel without the md driver (no /proc/mdstat and no md_mod module) makes the backend
 unavailable, with that reason.
@@ -13,6 +20,8 @@ from __future__ import annotations
 
 import os
 import re
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +32,7 @@ from poolbench.safety.journal import Journal
 from poolbench.system.runner import CommandError, Runner
 
 MIN_DEVICES = {"raid0": 2, "raid1": 2, "raid5": 3, "raid6": 4, "raid10": 2}
-FILESYSTEMS = ("ext4", "xfs")
+FILESYSTEMS = ("ext4", "ext3", "xfs")
 POOL_OPTIONS = ("chunk", "assume_clean")
 FS_OPTIONS = ("fs",)
 
@@ -48,8 +57,12 @@ class MdBackend:
         proc_mdstat: Path = Path("/proc/mdstat"),
         modules_dir: Path | None = None,
         mountinfo: Path = Path("/proc/self/mountinfo"),
+        sys_block: Path = Path("/sys/block"),
+        node_exists: Callable[[str], bool] = os.path.exists,
     ) -> None:
         self.runner = runner
+        self.sys_block = sys_block
+        self.node_exists = node_exists
         self.proc_mdstat = proc_mdstat
         self.modules_dir = modules_dir or Path("/lib/modules") / os.uname().release
         self.mountinfo = mountinfo
@@ -109,7 +122,7 @@ class MdBackend:
                 raise UsageError(f"Unknown md filesystem option '{key}'.", "Known: fs.")
         fs = spec.fs_options.get("fs", "ext4")
         if fs not in FILESYSTEMS:
-            raise UsageError(f"fs={fs} is not supported on md.", "Use ext4 or xfs.")
+            raise UsageError(f"fs={fs} is not supported on md.", "Use ext4, ext3 or xfs.")
         chunk = spec.pool_options.get("chunk")
         if chunk is not None and not re.fullmatch(r"\d+[KM]", str(chunk)):
             raise UsageError(f"chunk={chunk} is not a chunk size.", "Write e.g. 64K or 512K.")
@@ -122,6 +135,21 @@ class MdBackend:
     def array_path(spec: PoolSpec) -> str:
         return f"/dev/md/{spec.name}"
 
+    @staticmethod
+    def assume_clean(spec: PoolSpec) -> bool:
+        return str(spec.pool_options.get("assume_clean", "no")).lower() in ("yes", "true", "1")
+
+    @staticmethod
+    def mkfs_argv(spec: PoolSpec) -> list[str]:
+        dev, fs = MdBackend.array_path(spec), spec.fs_options.get("fs", "ext4")
+        if fs == "xfs":
+            return ["mkfs.xfs", "-f", "-q", dev]
+        if fs == "ext3":
+            # ext3 has no uninit_bg: mke2fs writes every inode table now, nothing lazy is left.
+            return ["mkfs.ext3", "-q", "-F", "-L", spec.name[:16], dev]
+        return ["mkfs.ext4", "-q", "-F", "-L", spec.name[:16],
+                "-E", "lazy_itable_init=0,lazy_journal_init=0", dev]  # fmt: skip
+
     def create_argvs(self, spec: PoolSpec) -> list[list[str]]:
         """mdadm --create, [mdadm --wait], mkfs — in order."""
         dev = self.array_path(spec)
@@ -129,18 +157,14 @@ class MdBackend:
                   f"--level={spec.layout}", f"--raid-devices={len(spec.devices)}"]  # fmt: skip
         if "chunk" in spec.pool_options and spec.layout != "raid1":
             create.append(f"--chunk={spec.pool_options['chunk']}")
-        clean = str(spec.pool_options.get("assume_clean", "no")).lower() in ("yes", "true", "1")
+        clean = self.assume_clean(spec)
         if clean:
             create.append("--assume-clean")
         create += list(spec.devices)
         argvs = [create]
         if not clean and spec.layout != "raid0":
             argvs.append(["mdadm", "--wait", dev])
-        if spec.fs_options.get("fs", "ext4") == "xfs":
-            argvs.append(["mkfs.xfs", "-f", "-q", dev])
-        else:
-            argvs.append(["mkfs.ext4", "-q", "-F", "-L", spec.name[:16],
-                          "-E", "lazy_itable_init=0,lazy_journal_init=0", dev])  # fmt: skip
+        argvs.append(self.mkfs_argv(spec))
         return argvs
 
     def mount_argv(self, spec: PoolSpec) -> list[str]:
@@ -160,16 +184,67 @@ class MdBackend:
         if not dry:
             mountpoint.mkdir()
         journal.array_created(dev, list(spec.devices))
+        waited: float | None = None
+        created = time.monotonic()
         for argv in self.create_argvs(spec):
             # `mdadm --wait` exits 1 when there is nothing to wait for.
             self.runner.run(argv, check=argv[1] != "--wait")
+            if argv[1] == "--create":
+                created = time.monotonic()
+                self._settle()
+                if not dry and not self.node_exists(dev):
+                    raise PoolbenchError(
+                        f"mdadm created the array, but {dev} did not appear.",
+                        "Check that udev runs and has mdadm's rules (63-md-raid-arrays.rules).",
+                    )
+            if argv[1] == "--wait":
+                # the resync starts with the array: time it from the end of --create
+                waited = time.monotonic() - created
         # The kernel shows the mount's source as /dev/mdNNN, which /dev/md/NAME links to.
         journal.mount_created(str(mountpoint), os.path.realpath(dev))
         self.runner.run(self.mount_argv(spec))
         pool = Pool(spec, mountpoint, block_names(list(spec.devices)), {})
+        pool.described = {"initial_resync": self.resync_record(spec, waited)}
         if not dry:
             pool.described = self.describe(pool)
         return pool
+
+    def _settle(self) -> None:
+        """Let udev finish with the array's events: it makes /dev/md/NAME after `mdadm
+        --create` (with udev running, mdadm leaves that to udev and returns at once), and it
+        still holds the members open for a moment after `mdadm --stop` / --zero-superblock,
+        which makes detaching a loop member under it fail."""
+        if self.runner.which("udevadm") is not None:
+            self.runner.run(["udevadm", "settle", "--timeout=60"], check=False, mutates=False)
+
+    def _sysfs_md(self, spec: PoolSpec) -> Path:
+        """/sys/block/mdNNN/md of the array (/dev/md/NAME links to /dev/mdNNN)."""
+        return self.sys_block / os.path.basename(os.path.realpath(self.array_path(spec))) / "md"
+
+    def _sysfs(self, spec: PoolSpec, attr: str) -> str | None:
+        try:
+            return (self._sysfs_md(spec) / attr).read_text().strip()
+        except OSError:
+            return None
+
+    def resync_record(self, spec: PoolSpec, waited: float | None) -> dict[str, Any]:
+        """The initial resync as a figure: how it was handled and how long it took."""
+        size_kib = self._sysfs(spec, "component_size")
+        member = int(size_kib) * 1024 if size_kib and size_kib.isdigit() else None
+        if spec.layout == "raid0":
+            mode = "none (raid0 has no redundancy to build)"
+        elif self.assume_clean(spec):
+            mode = "skipped (--assume-clean: parity/mirrors not computed until written)"
+        else:
+            mode = "waited (mdadm --wait) before any measurement"
+        rate = member / waited / 2**20 if member and waited else None
+        return {
+            "mode": mode,
+            "seconds": None if waited is None else round(waited, 3),
+            "member_bytes": member,
+            "mib_per_s": None if rate is None else round(rate, 1),
+            "measured_during_resync": False,
+        }
 
     def describe(self, pool: Pool) -> dict[str, Any]:
         dev = self.array_path(pool.spec)
@@ -187,6 +262,9 @@ class MdBackend:
             "members": members,
             "fstype": m.fstype if m else None,
             "mount_source": m.source if m else None,
+            # "idle" when no resync, recovery or check is running on the array
+            "sync_action": self._sysfs(pool.spec, "sync_action"),
+            "initial_resync": pool.described.get("initial_resync"),
         }
 
     def verify(self, pool: Pool) -> list[str]:
@@ -209,6 +287,11 @@ class MdBackend:
         fs = spec.fs_options.get("fs", "ext4")
         if d["fstype"] != fs:
             problems.append(f"{pool.mountpoint} holds {d['fstype']}, not {fs}")
+        if d["sync_action"] not in (None, "idle"):
+            problems.append(
+                f"the array is busy with a {d['sync_action']}: a measurement now would share "
+                "the disks with it"
+            )
         return problems
 
     def drop_cache(self, pool: Pool) -> dict[str, Any]:
@@ -227,6 +310,7 @@ class MdBackend:
             )
 
         left = journal.teardown(only=owned)
+        self._settle()
         if left:
             raise PoolbenchError(
                 f"md array {dev} was not fully torn down: " + "; ".join(left),

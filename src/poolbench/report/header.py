@@ -29,8 +29,8 @@ def _device(d: dict[str, Any]) -> str:
     return f"{d.get('name', '?')} ({', '.join(parts)})"
 
 
-def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
-    """(label, text) pairs; the texts come from the store and are escaped by the renderer."""
+def _where(run: RunData) -> list[tuple[str, str]]:
+    """The disks, devices and target the run measured."""
     out: list[tuple[str, str]] = []
     disks = run.study.get("disks")
     if isinstance(disks, dict):
@@ -54,6 +54,51 @@ def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
     target = run.metadata.get("target")
     if isinstance(target, dict) and target.get("path"):
         out.append(("target", f"{target.get('path')} ({target.get('how', '')})".strip()))
+    return out
+
+
+def _data(run: RunData) -> list[tuple[str, str]]:
+    comp = run.compressibility()
+    if comp is None:
+        return []
+    text = f"{comp}% compressible, fresh random buffers per write (never zeros)"
+    ratios = sorted(
+        {
+            str(c.pool().get("compressratio"))
+            for c in run.cells.values()
+            if c.pool().get("compressratio") is not None
+        }
+    )
+    if ratios:
+        text += f"; achieved compressratio {', '.join(ratios)}"
+    return [("data", text)]
+
+
+def _md_resync(run: RunData) -> list[tuple[str, str]]:
+    """md's initial resync per configuration: a figure of its own (ZFS and btrfs need none),
+    and whether any measurement ran while it was going on."""
+    seen: dict[str, str] = {}
+    for (config, _w), c in sorted(run.cells.items()):
+        r = c.pool().get("initial_resync")
+        if not isinstance(r, dict) or config in seen:
+            continue
+        text = str(r.get("mode"))
+        if r.get("seconds") is not None:
+            text = f"{float(r['seconds']):.1f} s for {fmt_bytes(r.get('member_bytes'))} per member"
+            if r.get("mib_per_s"):
+                text += f" ({r['mib_per_s']} MiB/s)"
+            text += ", " + str(r.get("mode"))
+        during = r.get("measured_during_resync")
+        text += "; measurements ran during it" if during else "; no measurement ran during it"
+        seen[config] = text
+    if not seen:
+        return []
+    return [("md initial resync", "; ".join(f"{k}: {v}" for k, v in seen.items()))]
+
+
+def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
+    """(label, text) pairs; the texts come from the store and are escaped by the renderer."""
+    out = _where(run)
     machine = run.metadata.get("machine")
     machine = machine if isinstance(machine, dict) else {}
     versions = [f"poolbench {machine.get('poolbench_version', '?')}"]
@@ -80,19 +125,7 @@ def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
                     " whose verification each figure records"
                 )
         out.append(("working set", text))
-    comp = run.compressibility()
-    if comp is not None:
-        text = f"{comp}% compressible, fresh random buffers per write (never zeros)"
-        ratios = sorted(
-            {
-                str(c.pool().get("compressratio"))
-                for c in run.cells.values()
-                if c.pool().get("compressratio") is not None
-            }
-        )
-        if ratios:
-            text += f"; achieved compressratio {', '.join(ratios)}"
-        out.append(("data", text))
+    out += _data(run) + _md_resync(run)
     st = run.study
     if st:
         out.append(

@@ -66,7 +66,7 @@ KNOWN_FACTORS = {
     "atime": "ZFS: on | off",
     "sync": "ZFS: standard | always | disabled",
     "primarycache": "ZFS: all | metadata | none",
-    "fs": "md: ext4 | xfs",
+    "fs": "md: ext4 | ext3 | xfs",
     "metadata_profile": "btrfs metadata profile",
     # Trial factors: the trial loop applies them, not the backend (engine.pool_ops.TRIAL_FACTORS).
     "vdev_source": "overrides [disks] vdev_source per configuration: whole | partition | slice",

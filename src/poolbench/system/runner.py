@@ -36,6 +36,7 @@ PACKAGE_OF = {
     "btrfs": "btrfs-progs",
     "mkfs.xfs": "xfsprogs",
     "mkfs.ext4": "e2fsprogs",
+    "mkfs.ext3": "e2fsprogs",
     "mdadm": "mdadm",
     "losetup": "mount",
     "fincore": "util-linux",
