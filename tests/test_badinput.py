@@ -455,3 +455,23 @@ def test_a_layout_wider_than_the_disks_is_left_to_its_own_message() -> None:
     # The working-set check must not hide the real problem (raidz1:4 on 2 disks).
     text = 'name = "b"\n[disks]\ncount = 2\nsize = "128M"\n[factors]\nlayout = ["raidz1:4"]\n'
     assert parse(text).factors["layout"] == ["raidz1:4"]
+
+
+def test_report_output_to_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    """--html/--csv into a FIFO would wait forever for a reader: refused up front."""
+    import os
+
+    from poolbench.cli.report_cmd import _write
+
+    fifo = tmp_path / "out.html"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match="not a regular file"):
+        _write(fifo, "<html></html>")
+
+
+def test_record_sizes_take_ascii_digits_only() -> None:
+    from poolbench.workloads.library import parse_record_size
+
+    with pytest.raises(UsageError):
+        parse_record_size("\u0661\u0662k")  # Arabic-Indic 12
+    assert parse_record_size("16k") == 16384

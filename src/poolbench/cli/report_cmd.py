@@ -17,6 +17,14 @@ from poolbench.report.tables import choose_baseline
 
 
 def _write(path: Path, text: str) -> None:
+    """Write an output file: a new or regular file only (a FIFO would block until some
+    reader opened it, a device would receive a report)."""
+    if path.exists() and not path.is_file():
+        raise UsageError(
+            f"Cannot write {path}: it exists and is not a regular file (a directory, FIFO or "
+            "device).",
+            "Give the path of a new or regular file.",
+        )
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:

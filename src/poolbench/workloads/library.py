@@ -27,7 +27,7 @@ MiB = 1024 * 1024
 IOZONE_STRIDE_RECORDS = 17
 DEFAULT_METADATA_FILES = 20000
 
-_SIZE_RE = re.compile(r"^(\d+)([kmg])$")
+_SIZE_RE = re.compile(r"^([0-9]+)([kmg])$")  # ASCII digits only: "١٢k" is not 12k
 
 
 def parse_record_size(text: str) -> int:
