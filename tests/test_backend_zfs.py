@@ -343,9 +343,11 @@ def test_the_gpt_zpool_wrote_on_a_whole_disk_is_wiped_with_its_labels(lab: Lab) 
     table = f"label: gpt\n{disk}p1 : start=2048, size=128MiB\n{disk}p9 : size=8MiB\n"
     subprocess.run(["sfdisk", "--quiet", disk], input=table, text=True, check=True)
     part1 = f"{disk}p1"
-    for _ in range(50):  # devtmpfs makes the partition nodes as the kernel reads the table
-        if os.path.exists(f"{disk}p9"):
+    for i in range(100):  # devtmpfs makes the partition nodes as the kernel reads the table
+        if os.path.exists(f"{disk}p9") and os.path.exists(part1):
             break
+        if i % 20 == 0:  # with no udev the kernel may need asking (as backends/sources does)
+            subprocess.run(["partx", "--add", disk], capture_output=True, check=False)
         time.sleep(0.1)
     assert os.path.exists(part1) and os.path.exists(f"{disk}p9")
     name = f"pbbk{uuid.uuid4().hex[:8]}"

@@ -54,7 +54,7 @@ FILE_CASES: tuple[Case, ...] = (
     Case("stripe:100M", 12),
     Case("stripe:1G", 9),
     Case("stripe:1G", 13),
-    Case("stripe:3145728777", 12),  # 3 GiB + 777 bytes: not a 256 KiB multiple
+    Case("stripe:1x3145728777", 12),  # 3 GiB + 777 bytes: not a 256 KiB multiple
     Case("stripe:3x1G", 9),
     Case("stripe:2x1G,2G", 12),
     Case("stripe:40G", 12),  # 79 metaslabs: one becomes the embedded log metaslab

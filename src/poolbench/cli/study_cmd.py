@@ -133,7 +133,8 @@ def study(
     if list_ or not name:
         _list(console)
         return
-    options = {k: v for k, v in opts.items() if v is not None}
+    # Context options are the raw text of each option (typed ones were checked by click).
+    options = {k: str(v) for k, v in opts.items() if v is not None}
     ctx = _context(name, disks, options)
     text = registry.study_text(name, ctx)
     if print_toml:
