@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from poolbench.planner.capacity import plan_pool
-from poolbench.planner.for_study import planner_layout, rules_name
 from poolbench.planner.layout import parse_layout
-from poolbench.planner.rules import parse_zfs_version
+from poolbench.planner.rules import rules_for_reported
 
 from .studykit import blank, check_figures, export, leftovers, poolbench, scratch_disks
 
@@ -66,8 +65,8 @@ def test_capacity_study_matches_the_planner_to_the_byte(tmp_path: Path) -> None:
     size = _disk_bytes(disks[0])
     for r in rows:
         levels = dict(kv.split("=", 1) for kv in r["config"].split())
-        rules = parse_zfs_version(rules_name(r["pool"]["zfs_version"]))
-        layout = parse_layout(planner_layout(levels["layout"], 4, size))
+        rules = rules_for_reported(r["pool"]["zfs_version"])
+        layout = parse_layout(levels["layout"], (size,) * 4)
         # zpool create partitions a whole disk: the planner's --whole-disk rule
         plan = plan_pool(layout, int(levels["ashift"]), rules, whole_disk=True)
         usable = r["guards"]["capacity"]["usable_bytes"]
