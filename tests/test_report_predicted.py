@@ -123,3 +123,13 @@ def test_plan_takes_disk_by_model(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     speed = json.loads(p.stdout)["predicted_speed"]
     assert speed["stream_read_bytes_per_s"] == round(2 * 25 * MiB)
+
+
+def test_run_refuses_a_bad_disk_before_building(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    _store(db)
+    before = Store(db).runs()
+    p = poolbench("run", "examples/parity.toml", "--disks", "3x512M", "--dry-run",
+                  "--disk-speed-from", "model:NOPE", "--db", str(db))  # fmt: skip
+    assert p.returncode != 0 and "Traceback" not in p.stderr and "model 'NOPE'" in p.stderr
+    assert len(Store(db).runs()) == len(before)
