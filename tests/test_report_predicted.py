@@ -133,3 +133,45 @@ def test_run_refuses_a_bad_disk_before_building(tmp_path: Path) -> None:
                   "--disk-speed-from", "model:NOPE", "--db", str(db))  # fmt: skip
     assert p.returncode != 0 and "Traceback" not in p.stderr and "model 'NOPE'" in p.stderr
     assert len(Store(db).runs()) == len(before)
+
+
+STUDY = """name = "b"
+[factors]
+layout = ["mirror:2"]
+[workloads]
+names = ["seq-read"]
+"""
+
+
+def test_disk_baseline_adds_a_single_disk_layout() -> None:
+    from poolbench.study.matrix import configs
+    from poolbench.study.model import parse
+
+    plain = parse(STUDY)
+    with_base = parse(STUDY + "[planner]\ndisk_baseline = true\n")
+    assert plain.factors["layout"] == ["mirror:2"]
+    assert with_base.factors["layout"] == ["mirror:2", "stripe:1"]
+    assert [c.get("layout") for c in configs(with_base)] == ["mirror:2", "stripe:1"]
+
+
+def test_the_study_baseline_feeds_the_prediction(tmp_path: Path) -> None:
+    from poolbench.report.data import load_run
+    from poolbench.report.predicted import predicted_rows
+
+    store = Store(tmp_path / "r.db")
+    meta = {"study": {"name": "b", "disks": {"count": 2, "size": "512M"}}}
+    run = store.start_run("study", "b", ["poolbench", "run"], meta)
+    for cfg, read in (("layout=mirror:2 ashift=12", 38.0), ("layout=stripe:1 ashift=12", 20.0)):
+        _add(store, run, cfg, "seq-read", [read, read])
+        _add(store, run, cfg, "seq-write", [18.0, 22.0])
+    store.finish_run(run, "finished")
+    rows = {(r.config, r.workload): r for r in predicted_rows(load_run(store, str(run)), None)}
+    # The mirror's two sides each read at the single-disk pool's 20 MiB/s: 40 predicted.
+    assert rows[("layout=mirror:2", "seq-read")].predicted == 40.0
+    assert rows[("layout=mirror:2", "seq-read")].ratio_text() == "0.95"
+    assert rows[("layout=mirror:2", "seq-write")].predicted == 20.0  # mean of 18 and 22
+    base = rows[("layout=stripe:1", "seq-read")]
+    assert base.predicted is None and base.tag == "disk baseline"
+    p = poolbench("report", str(run), "--db", str(tmp_path / "r.db"), env={"COLUMNS": "200"})
+    assert p.returncode == 0 and "single-disk baseline" not in p.stdout.split("predicted vs")[0]
+    assert "stripe:1 baseline" in p.stdout and "0.95" in p.stdout

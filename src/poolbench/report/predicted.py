@@ -30,6 +30,7 @@ from poolbench.planner.performance import (
 from poolbench.report.data import RunData, fmt_value, parse_config
 from poolbench.report.svg import Safe, fmt, join
 from poolbench.store.db import Store
+from poolbench.study.model import BASELINE_LAYOUT
 from poolbench.units import parse_size
 
 MiB = 1024 * 1024
@@ -44,8 +45,11 @@ FIGURES = {
 NOT_MEASURED = DiskSpeed(NAN, NAN, NAN, NAN, "not measured", "transfer")
 HOW = (
     "give --disk-speed-from BENCH_RUN or model:NAME (a `poolbench bench` of one such disk "
-    "in this store) to see the model's figures beside the measured ones"
+    "in this store), or set [planner] disk_baseline = true in the study, to see the model's "
+    "figures beside the measured ones"
 )
+BASELINE_ROW = "the single-disk baseline itself: its measured figures are the disk's"
+NO_DISK = "not predicted: no disk figures for this configuration (no baseline of its levels)"
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,8 @@ class PredictedRow:
     @property
     def tag(self) -> str:
         """The basis in a word or three, for the table cell."""
+        if self.basis == BASELINE_ROW:
+            return "disk baseline"
         if self.predicted is None:
             return "not predicted"
         if self.basis.startswith("outside"):
@@ -108,17 +114,49 @@ def _prediction(layout: Layout, levels: dict[str, str], disk: DiskSpeed) -> Pred
     return predict_detailed(layout, disk, recordsize, int(levels.get("ashift", "12") or 12))
 
 
-def predicted_rows(run: RunData, disk: DiskSpeed) -> list[PredictedRow]:
+def baseline_disk(run: RunData, config: str) -> DiskSpeed | None:
+    """The disk as the study measured it: the configuration with the same levels but the
+    single-disk layout (`[planner] disk_baseline`); None when the study has none."""
+    levels = parse_config(config)
+    if "layout" not in levels:
+        return None
+    levels["layout"] = BASELINE_LAYOUT
+    partner = next((c for c in run.configs if parse_config(c) == levels), None)
+    if partner is None:
+        return None
+    figs = {}
+    for w, (name, unit) in FIGURES.items():
+        cell = run.cell(partner, w)
+        figs[name] = cell.summary.mean * unit if cell is not None and cell.values else NAN
+    if all(math.isnan(v) for v in figs.values()):
+        return None
+    source = f"the study's single-disk baseline ({run.label(partner)})"
+    return DiskSpeed(**figs, source=source, medium="transfer")
+
+
+def has_baseline(run: RunData) -> bool:
+    return any(baseline_disk(run, c) is not None for c in run.configs)
+
+
+def predicted_rows(run: RunData, disk: DiskSpeed | None) -> list[PredictedRow]:
+    """Every measured figure with its prediction; `disk` None: each configuration's own
+    single-disk baseline."""
     rows: list[PredictedRow] = []
     for config in run.configs:
         levels = parse_config(config)
         layout = study_layout(run, levels)
-        pred = _prediction(layout, levels, disk) if layout is not None else None
+        d = disk or baseline_disk(run, config)
+        pred = _prediction(layout, levels, d) if layout is not None and d is not None else None
+        own = disk is None and levels.get("layout") == BASELINE_LAYOUT
         for w in run.workloads:
             cell = run.cell(config, w)
             if cell is None or not cell.values:
                 continue
             value, basis = _figure(pred, w, layout is not None)
+            if own:
+                value, basis = None, BASELINE_ROW
+            elif layout is not None and d is None:
+                basis = NO_DISK
             rows.append(
                 PredictedRow(run.label(config), w, cell.unit, cell.summary.mean, value, basis)
             )
@@ -144,10 +182,9 @@ def has_layouts(run: RunData) -> bool:
     return any(study_layout(run, parse_config(c)) is not None for c in run.configs)
 
 
-def heading(disk: DiskSpeed) -> str:
-    return (
-        f"predicted vs measured (disk figures: {disk.source}; treated as transfer-bound, no seek)"
-    )
+def heading(disk: DiskSpeed | None) -> str:
+    source = disk.source if disk else f"each configuration's {BASELINE_LAYOUT} baseline"
+    return f"predicted vs measured (disk figures: {source}; treated as transfer-bound, no seek)"
 
 
 def _notes(rows: list[PredictedRow]) -> list[str]:
@@ -158,7 +195,7 @@ def render_terminal(console: Console, run: RunData, disk: DiskSpeed | None) -> N
     """The table after a study's report; one line when no disk figures are known."""
     if not has_layouts(run):
         return
-    if disk is None:
+    if disk is None and not has_baseline(run):
         console.print(Text(f"predicted: no disk figures known for run {run.id}; {HOW}."))
         return
     rows = predicted_rows(run, disk)
@@ -183,7 +220,7 @@ def html_section(run: RunData, disk: DiskSpeed | None) -> list[Safe]:
     if not has_layouts(run):
         return []
     head = Safe('<h2 id="predicted">Predicted vs measured</h2>')
-    if disk is None:
+    if disk is None and not has_baseline(run):
         return [head, fmt('<p class="warn">no disk figures known for run {}; {}.</p>', run.id, HOW)]
     rows = predicted_rows(run, disk)
     notes = _notes(rows)
