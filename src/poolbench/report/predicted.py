@@ -43,11 +43,7 @@ FIGURES = {
     "rand-write-4k": ("write_iops", 1),
 }
 NOT_MEASURED = DiskSpeed(NAN, NAN, NAN, NAN, "not measured", "transfer")
-HOW = (
-    "give --disk-speed-from BENCH_RUN or model:NAME (a `poolbench bench` of one such disk "
-    "in this store), or set [planner] disk_baseline = true in the study, to see the model's "
-    "figures beside the measured ones"
-)
+HOW = "give --disk-speed-from BENCH_RUN|model:NAME, or [planner] disk_baseline = true"
 BASELINE_ROW = "the single-disk baseline itself: its measured figures are the disk's"
 NO_DISK = "not predicted: no disk figures for this configuration (no baseline of its levels)"
 
@@ -196,7 +192,7 @@ def render_terminal(console: Console, run: RunData, disk: DiskSpeed | None) -> N
     if not has_layouts(run):
         return
     if disk is None and not has_baseline(run):
-        console.print(Text(f"predicted: no disk figures known for run {run.id}; {HOW}."))
+        console.print(Text(f"predicted: no disk figures known for run {run.id} ({HOW})"))
         return
     rows = predicted_rows(run, disk)
     notes = _notes(rows)
@@ -221,7 +217,7 @@ def html_section(run: RunData, disk: DiskSpeed | None) -> list[Safe]:
         return []
     head = Safe('<h2 id="predicted">Predicted vs measured</h2>')
     if disk is None and not has_baseline(run):
-        return [head, fmt('<p class="warn">no disk figures known for run {}; {}.</p>', run.id, HOW)]
+        return [head, fmt('<p class="warn">no disk figures known for run {} ({})</p>', run.id, HOW)]
     rows = predicted_rows(run, disk)
     notes = _notes(rows)
     cols = ("configuration", "workload", "measured", "predicted", "measured ÷ predicted", "basis")
