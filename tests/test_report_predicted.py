@@ -175,3 +175,24 @@ def test_the_study_baseline_feeds_the_prediction(tmp_path: Path) -> None:
     p = poolbench("report", str(run), "--db", str(tmp_path / "r.db"), env={"COLUMNS": "200"})
     assert p.returncode == 0 and "single-disk baseline" not in p.stdout.split("predicted vs")[0]
     assert "stripe:1 baseline" in p.stdout and "0.95" in p.stdout
+
+
+def test_predicted_table_in_chromium(tmp_path: Path) -> None:
+    from tests.test_report_html import CHROMIUM, _open, _selfcheck
+
+    if CHROMIUM is None:
+        import pytest
+
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium)")
+    db = tmp_path / "r.db"
+    bench, study = _store(db)
+    page = tmp_path / "p.html"
+    p = poolbench("report", str(study), "--disk-speed-from", str(bench), "--db", str(db),
+                  "--html", str(page))  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    dom, console = _open(page, tmp_path)
+    assert console == "" and _selfcheck(dom)["errors"] == "0"
+    table = dom.split('id="predicted-table"')[1].split("</table>")[0]
+    # mirror:2 seq-read 49 of 50, stripe:2 seq-write 40 of 50; random writes not predicted
+    assert '<td class="num ratio">0.98</td>' in table and '<td class="num ratio">0.80</td>' in table
+    assert table.count("not predicted") == 4  # 2 configurations × (cell + basis tag)
