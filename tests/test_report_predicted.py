@@ -196,3 +196,12 @@ def test_predicted_table_in_chromium(tmp_path: Path) -> None:
     # mirror:2 seq-read 49 of 50, stripe:2 seq-write 40 of 50; random writes not predicted
     assert '<td class="num ratio">0.98</td>' in table and '<td class="num ratio">0.80</td>' in table
     assert table.count("not predicted") == 4  # 2 configurations × (cell + basis tag)
+
+
+def test_disk_baseline_refused_for_other_backends(tmp_path: Path) -> None:
+    study = tmp_path / "s.toml"
+    study.write_text(STUDY.replace("[factors]", '[factors]\nbackend = ["zfs", "btrfs"]')
+                     + "[planner]\ndisk_baseline = true\n")  # fmt: skip
+    p = poolbench("run", str(study), "--dry-run", "--disks", "2x512M", "--db", str(tmp_path / "r"))
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert "disk_baseline needs backend zfs only" in p.stderr

@@ -196,6 +196,12 @@ class Study(_Strict):
         if not (isinstance(planner, dict) and planner.get("disk_baseline") is True):
             return data
         layouts = factors.get("layout") if isinstance(factors, dict) else None
+        backends = factors.get("backend", ["zfs"]) if isinstance(factors, dict) else ["zfs"]
+        if [str(b) for b in backends] != ["zfs"]:
+            raise ValueError(
+                "[planner] disk_baseline needs backend zfs only (the speed model "
+                "predicts ZFS layouts); drop the other backends or the key"
+            )
         if (
             isinstance(factors, dict)
             and isinstance(layouts, list)
