@@ -91,6 +91,9 @@ def test_study_on_capped_disks_shows_predicted_beside_measured(
         assert abs(predicted - 2 * CAP) <= 0.1 * 2 * CAP
         ratio = measured[w] / predicted
         assert abs(ratio - 1) <= STREAM_TOL, (w, measured[w], predicted)
+        print(
+            f"{w}: disk {disk[w]:.1f}, predicted {predicted:.1f}, measured {measured[w]:.1f} MiB/s"
+        )
         for out in (p.stdout, rep.stdout):
             row = [ln for ln in out.splitlines() if f" {w} " in ln and "validated" in ln]
             assert len(row) == 1, out[-3000:]
