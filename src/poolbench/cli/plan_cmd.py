@@ -19,6 +19,7 @@ from poolbench.cli.common import FiniteFloat, db_option, open_store
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import PoolPlan, nicenum, plan_pool
 from poolbench.planner.layout import Layout, format_devices, parse_layout
+from poolbench.planner.measured_disk import disk_speed_from_store
 from poolbench.planner.performance import (
     DEFAULT_SPEEDS,
     DiskSpeed,
@@ -28,7 +29,6 @@ from poolbench.planner.performance import (
 from poolbench.planner.resilience import PoolRisk, RiskInputs, pool_risk
 from poolbench.planner.rules import DEFAULT_VERSION, RuleSet, parse_zfs_version
 from poolbench.planner.search import Candidate, Objective, search
-from poolbench.store.db import Store
 from poolbench.units import parse_disks
 
 
@@ -100,7 +100,8 @@ def _fmt_bps(bps: float) -> str:
     metavar="RUN",
     default=None,
     help="Take one disk's figures from a stored `poolbench bench` run of that disk "
-    "(seq-read, seq-write, rand-read-4k, rand-write-4k; the rest from --disk-class).",
+    "(seq-read, seq-write, rand-read-4k, rand-write-4k; the rest from --disk-class); "
+    "RUN is a run id, 'latest', or model:NAME (the latest bench run of a disk of that model).",
 )
 @db_option
 @click.option(
@@ -221,7 +222,7 @@ def _one_disk(speed: str | None, run: str | None, db: Path | None, disk_class: s
         raise UsageError("Give --disk-speed or --disk-speed-from, not both.")
     base = DEFAULT_SPEEDS[disk_class]
     if run:
-        return disk_speed_from_run(open_store(db, "read"), run, base)
+        return disk_speed_from_store(open_store(db, "read"), run, base)
     return parse_disk_speed(speed, base.medium) if speed else base
 
 
@@ -450,56 +451,3 @@ def _print_candidates(
     console.print(t)
     if total > len(cands):
         console.print(f"({total - len(cands)} more; --top N shows more, --json shows all)")
-
-
-MiB = 1024 * 1024
-
-
-def disk_speed_from_run(store: Store, run: str, fallback: DiskSpeed) -> DiskSpeed:
-    """One disk's speed as a `poolbench bench` run of it measured (the means of its
-    replicates); figures the run did not measure come from `fallback`, and the source says
-    which is which."""
-    rows = store.runs()
-    if run == "latest":
-        rows = [r for r in rows if r["kind"] == "bench"][-1:]
-    else:
-        rows = [r for r in rows if str(r["id"]) == run]
-    if not rows or rows[0]["kind"] != "bench":
-        raise UsageError(
-            f"No bench run '{run}' in {store.path}.",
-            "Measure one disk with `poolbench bench PATH` first; `poolbench runs` lists runs.",
-        )
-    run_id = int(rows[0]["id"])
-    values: dict[str, list[float]] = {}
-    for m in store.measurements(run_id):
-        values.setdefault(m["workload"], []).append(float(m["value"]))
-
-    def mean(name: str) -> float | None:
-        v = values.get(name)
-        return sum(v) / len(v) if v else None
-
-    sources = {
-        "read_bps": ("seq-read", MiB),
-        "write_bps": ("seq-write", MiB),
-        "read_iops": ("rand-read-4k", 1),
-        "write_iops": ("rand-write-4k", 1),
-    }
-    got = {k: (mean(w), unit) for k, (w, unit) in sources.items()}
-    if all(v is None for v, _ in got.values()):
-        raise UsageError(
-            f"Bench run {run_id} measured none of seq-read, seq-write, rand-read-4k, "
-            "rand-write-4k.",
-            "Run `poolbench bench PATH --workloads seq-write,seq-read,rand-read-4k,rand-write-4k`.",
-        )
-    figures = {
-        k: (v * unit if v is not None else getattr(fallback, k)) for k, (v, unit) in got.items()
-    }
-    measured = [sources[k][0] for k, (v, _) in got.items() if v is not None]
-    return DiskSpeed(
-        figures["read_bps"],
-        figures["write_bps"],
-        figures["read_iops"],
-        figures["write_iops"],
-        f"bench run {run_id} ({', '.join(measured)}; the rest {fallback.source})",
-        fallback.medium,
-    )

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from poolbench.cli.common import db_option, open_store
 from poolbench.errors import UsageError
-from poolbench.report import compare_runs, html, terminal
+from poolbench.report import compare_runs, html, predicted, terminal
 from poolbench.report import export as export_mod
 from poolbench.report.data import load_run
 from poolbench.report.tables import choose_baseline
@@ -50,8 +50,19 @@ def _write(path: Path, text: str) -> None:
     help="Compare against this level (default: the first level of the first factor "
     "that varies), or a whole configuration key.",
 )
+@click.option(
+    "--disk-speed-from",
+    "disk_ref",
+    default=None,
+    metavar="RUN",
+    help="Show the speed model's figures beside the measured ones, for disks as a stored "
+    "`poolbench bench` run measured one: a run id, 'latest', or model:NAME.",
+)
 @db_option
-def report(run_ref: str, html_file: Path | None, baseline: str | None, db: Path | None) -> None:
+def report(
+    run_ref: str, html_file: Path | None, baseline: str | None, disk_ref: str | None,
+    db: Path | None,
+) -> None:  # fmt: skip
     """Tables of a run: each configuration's mean ± 95% CI and its change against a
     baseline level with significance; with --html, a self-contained page with charts.
 
@@ -62,9 +73,10 @@ def report(run_ref: str, html_file: Path | None, baseline: str | None, db: Path 
     store = open_store(db, "read")
     run = load_run(store, run_ref)
     base = choose_baseline(run, baseline)
-    terminal.render_run(Console(), run, base)
+    disk = predicted.report_disk(store, disk_ref) if disk_ref else None
+    terminal.render_run(Console(), run, base, disk)
     if html_file is not None:
-        _write(html_file, html.render(run, base))
+        _write(html_file, html.render(run, base, disk))
         click.echo(f"HTML report written to {html_file}", err=True)
 
 

@@ -27,7 +27,8 @@ from poolbench.cli.disks_cmd import claim_from_cli
 from poolbench.engine import cleanup as cleanup_mod
 from poolbench.engine import lifecycle, study_run
 from poolbench.errors import UsageError
-from poolbench.report import terminal
+from poolbench.planner.performance import DiskSpeed
+from poolbench.report import predicted, terminal
 from poolbench.safety.claims import ClaimSet, GuardedRunner
 from poolbench.store import queries
 from poolbench.study import consistency, estimate, matrix
@@ -152,6 +153,7 @@ def _measure(
     resume: int | None,
     console: Console,
     err: Console,
+    disk: DiskSpeed | None = None,
 ) -> int:
     """The study as a stored run (new, or resumed), under the run lifecycle; then its
     table. Returns the run id."""
@@ -187,7 +189,7 @@ def _measure(
             "[yellow]note:[/] these disks are files on one physical disk of this machine: the "
             "figures show the method and the relative cost of each layout, not your hardware."
         )
-    terminal.render_stored(console, store, sr.run_id)
+    terminal.render_stored(console, store, sr.run_id, disk=disk)
     console.print(f"stored as run {sr.run_id} in {store.path}", markup=False)
     return sr.run_id
 
@@ -217,6 +219,7 @@ def execute_study(
     destroy_data_on: Sequence[str] = (),
     yes: bool = False,
     all_commands: bool = False,
+    disk: DiskSpeed | None = None,
 ) -> int:
     """Shared by `run`, `study` and `demo`. Returns the run id."""
     err = Console(stderr=True)
@@ -261,7 +264,7 @@ def execute_study(
         return 0
     store.close()
     sr.store = open_store(db, "write")
-    return _measure(sr, availability, resume, console, err)
+    return _measure(sr, availability, resume, console, err, disk)
 
 
 @click.command()
@@ -302,6 +305,14 @@ def execute_study(
     "or the /dev path of a device with neither). Repeat per device; asks unless --yes.",
 )
 @click.option("--yes", is_flag=True, help="Do not ask before destroying overridden devices.")
+@click.option(
+    "--disk-speed-from",
+    "disk_ref",
+    default=None,
+    metavar="RUN",
+    help="Show the speed model's figures beside the measured ones, for disks as a stored "
+    "`poolbench bench` run measured one: a run id, 'latest', or model:NAME.",
+)
 @db_option
 def run(
     study_file: Path,
@@ -313,12 +324,15 @@ def run(
     all_commands: bool,
     destroy_data_on: tuple[str, ...],
     yes: bool,
+    disk_ref: str | None,
     db: Path | None,
 ) -> None:
     """Build every configuration of a study, measure it, store it, tear it down.
 
     Example: poolbench run examples/parity.toml --disks 6x1G
     """
+    # A bad --disk-speed-from is refused before anything is built.
+    disk = predicted.report_disk(open_store(db, "read"), disk_ref) if disk_ref else None
     if resume is not None:
         store = open_store(db, "read")
         study, text, stored_seed = study_run.load_resume(store, resume)
@@ -334,6 +348,7 @@ def run(
             destroy_data_on=destroy_data_on,
             yes=yes,
             all_commands=all_commands,
+            disk=disk,
         )
         return
     study, text = load_study(study_file)
@@ -347,6 +362,7 @@ def run(
         destroy_data_on=destroy_data_on,
         yes=yes,
         all_commands=all_commands,
+        disk=disk,
     )
 
 

@@ -25,7 +25,8 @@ import shlex
 from collections import defaultdict
 
 from poolbench.errors import PoolbenchError
-from poolbench.report import header
+from poolbench.planner.performance import DiskSpeed
+from poolbench.report import header, predicted
 from poolbench.report.data import Cell, RunData, fmt_value, parse_config, without
 from poolbench.report.svg import Bar, Point, Safe, bar_chart, fmt, join, line_chart
 from poolbench.report.tables import (
@@ -380,7 +381,7 @@ def _measurements(run: RunData) -> Safe:
     return fmt("<table>{}</table>", join(rows, "\n"))
 
 
-def render(run: RunData, baseline: Baseline | None) -> str:
+def render(run: RunData, baseline: Baseline | None, disk: DiskSpeed | None = None) -> str:
     notes = Footnotes()
     wts = tables(run, baseline, notes)
     used: set[str] = set()
@@ -403,6 +404,7 @@ def render(run: RunData, baseline: Baseline | None) -> str:
         body.append(Safe('<h2 id="curves">Across configurations</h2>'))
         for heading, chart in extra:
             body += [fmt("<h3>{}</h3>", heading), chart]
+    body += predicted.html_section(run, disk)  # the model beside the measured figures
     body.append(Safe('<h2 id="warnings">Warnings</h2>'))
     body.append(
         fmt(

@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from poolbench.report import header
+from poolbench.planner.performance import DiskSpeed
+from poolbench.report import header, predicted
 from poolbench.report.compare_runs import RunComparison
 from poolbench.report.data import RunData, fmt_value, load_run
 from poolbench.report.tables import (
@@ -49,7 +50,9 @@ def render_footnotes(console: Console, notes: Footnotes) -> None:
         console.print(t)
 
 
-def render_run(console: Console, run: RunData, baseline: Baseline | None) -> None:
+def render_run(
+    console: Console, run: RunData, baseline: Baseline | None, disk: DiskSpeed | None = None
+) -> None:
     console.print(Text(header.title(run), style="bold"))
     render_header(console, header.lines(run, baseline))
     if not run.measurements:
@@ -79,6 +82,7 @@ def render_run(console: Console, run: RunData, baseline: Baseline | None) -> Non
             t.add_row(*cells)
         console.print(t)
     render_footnotes(console, notes)
+    predicted.render_terminal(console, run, disk)  # the model beside the measured figures
 
 
 def render_comparison(console: Console, cmp: RunComparison) -> None:
@@ -135,7 +139,13 @@ def render_comparison(console: Console, cmp: RunComparison) -> None:
     render_footnotes(console, notes)
 
 
-def render_stored(console: Console, store: Store, run_id: int, baseline: str | None = None) -> None:
+def render_stored(
+    console: Console,
+    store: Store,
+    run_id: int,
+    baseline: str | None = None,
+    disk: DiskSpeed | None = None,
+) -> None:
     """The report of a stored run (what `poolbench run` prints at the end of a study)."""
     run = load_run(store, str(run_id))
-    render_run(console, run, choose_baseline(run, baseline))
+    render_run(console, run, choose_baseline(run, baseline), disk)

@@ -163,6 +163,12 @@ def _valid_size(text: str, what: str, minimum: int = 1) -> None:
 
 
 Level = str | int
+BASELINE_LAYOUT = "stripe:1"  # the single-disk pool whose figures feed the speed model
+
+
+class Planner(_Strict):
+    # Add a single-disk configuration (layout stripe:1) the report's predictions rest on.
+    disk_baseline: bool = False
 
 
 class Study(_Strict):
@@ -178,6 +184,31 @@ class Study(_Strict):
     # Combinations of the matrix that are not built: each entry drops every configuration
     # whose levels match all of its keys, e.g. {backend = "zfs", fs = "xfs"}.
     exclude: list[dict[str, Level]] = Field(default_factory=list)
+    planner: Planner = Field(default_factory=Planner)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _disk_baseline(cls, data: Any) -> Any:
+        """`[planner] disk_baseline = true`: one more layout level, a single-disk pool,
+        measured like the others so predictions rest on this machine's disks."""
+        planner = data.get("planner") if isinstance(data, dict) else None
+        factors = data.get("factors") if isinstance(data, dict) else None
+        if not (isinstance(planner, dict) and planner.get("disk_baseline") is True):
+            return data
+        layouts = factors.get("layout") if isinstance(factors, dict) else None
+        backends = factors.get("backend", ["zfs"]) if isinstance(factors, dict) else ["zfs"]
+        if [str(b) for b in backends] != ["zfs"]:
+            raise ValueError(
+                "[planner] disk_baseline needs backend zfs only (the speed model "
+                "predicts ZFS layouts); drop the other backends or the key"
+            )
+        if (
+            isinstance(factors, dict)
+            and isinstance(layouts, list)
+            and BASELINE_LAYOUT not in [str(x) for x in layouts]
+        ):
+            data = {**data, "factors": {**factors, "layout": [*layouts, BASELINE_LAYOUT]}}
+        return data
 
     @field_validator("name")
     @classmethod

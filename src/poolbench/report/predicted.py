@@ -1,0 +1,248 @@
+"""Predicted beside measured: the speed model's figure for each configuration of a study,
+on the disks the study used, and the ratio measured ÷ predicted.
+
+The disk figures come from a `poolbench bench` run of one such disk in the same store
+(`--disk-speed-from RUN` or `model:NAME`); without them the report says so in one line
+instead of printing a guess. Figures the model does not predict (random writes under
+copy-on-write, workloads it has no rule for) say "not predicted", and figures outside the
+model's validated range say so (the basis comes from `predict_detailed`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from poolbench.errors import PoolbenchError
+from poolbench.planner.layout import Layout, parse_layout
+from poolbench.planner.measured_disk import disk_speed_from_store
+from poolbench.planner.performance import (
+    RECORDSIZE,
+    VALIDATED,
+    DiskSpeed,
+    Prediction,
+    predict_detailed,
+)
+from poolbench.report.data import RunData, fmt_value, parse_config
+from poolbench.report.svg import Safe, fmt, join
+from poolbench.store.db import Store
+from poolbench.study.model import BASELINE_LAYOUT
+from poolbench.units import parse_size
+
+MiB = 1024 * 1024
+NAN = float("nan")
+# Workload → (the prediction's figure, bytes/s or IOPS per unit of the stored value).
+FIGURES = {
+    "seq-read": ("read_bps", MiB),
+    "seq-write": ("write_bps", MiB),
+    "rand-read-4k": ("read_iops", 1),
+    "rand-write-4k": ("write_iops", 1),
+}
+NOT_MEASURED = DiskSpeed(NAN, NAN, NAN, NAN, "not measured", "transfer")
+HOW = "give --disk-speed-from BENCH_RUN|model:NAME, or [planner] disk_baseline = true"
+BASELINE_ROW = "the single-disk baseline itself: its measured figures are the disk's"
+NO_DISK = "not predicted: no disk figures for this configuration (no baseline of its levels)"
+
+
+@dataclass(frozen=True)
+class PredictedRow:
+    config: str
+    workload: str
+    unit: str
+    measured: float
+    predicted: float | None  # None: not predicted (the basis says why)
+    basis: str
+
+    @property
+    def ratio(self) -> float | None:
+        if self.predicted is None or self.predicted <= 0:
+            return None
+        return self.measured / self.predicted
+
+    @property
+    def tag(self) -> str:
+        """The basis in a word or three, for the table cell."""
+        if self.basis == BASELINE_ROW:
+            return "disk baseline"
+        if self.predicted is None:
+            return "not predicted"
+        if self.basis.startswith("outside"):
+            return "outside validated range"
+        if self.basis.startswith("model"):
+            return "model, not validated"
+        return "validated" if self.basis == VALIDATED else "see note"
+
+    def predicted_text(self) -> str:
+        return "not predicted" if self.predicted is None else fmt_value(self.predicted)
+
+    def ratio_text(self) -> str:
+        r = self.ratio
+        return "" if r is None else f"{r:.2f}"
+
+
+def report_disk(store: Store, ref: str) -> DiskSpeed:
+    """The disk figures for a report: a bench run's, with figures it did not measure left
+    unknown (never a class default). Loop devices and files have no seek: transfer-bound."""
+    return disk_speed_from_store(store, ref, NOT_MEASURED)
+
+
+def study_layout(run: RunData, levels: dict[str, str]) -> Layout | None:
+    """The ZFS layout a configuration built, on the study's disk count; None if it has none."""
+    if levels.get("backend", "zfs") != "zfs" or "layout" not in levels:
+        return None
+    disks = run.study.get("disks") or {}
+    count = disks.get("count") or len(disks.get("devices") or [])
+    try:
+        return parse_layout(levels["layout"], (1 << 30,) * int(count or 0))
+    except (PoolbenchError, ValueError, TypeError):
+        return None
+
+
+def _prediction(layout: Layout, levels: dict[str, str], disk: DiskSpeed) -> Prediction:
+    try:
+        recordsize = int(parse_size(levels.get("recordsize", "")))
+    except (PoolbenchError, ValueError):
+        recordsize = RECORDSIZE
+    return predict_detailed(layout, disk, recordsize, int(levels.get("ashift", "12") or 12))
+
+
+def baseline_disk(run: RunData, config: str) -> DiskSpeed | None:
+    """The disk as the study measured it: the configuration with the same levels but the
+    single-disk layout (`[planner] disk_baseline`); None when the study has none."""
+    levels = parse_config(config)
+    if "layout" not in levels:
+        return None
+    levels["layout"] = BASELINE_LAYOUT
+    partner = next((c for c in run.configs if parse_config(c) == levels), None)
+    if partner is None:
+        return None
+    figs = {}
+    for w, (name, unit) in FIGURES.items():
+        cell = run.cell(partner, w)
+        figs[name] = cell.summary.mean * unit if cell is not None and cell.values else NAN
+    if all(math.isnan(v) for v in figs.values()):
+        return None
+    source = f"the study's single-disk baseline ({run.label(partner)})"
+    return DiskSpeed(**figs, source=source, medium="transfer")
+
+
+def has_baseline(run: RunData) -> bool:
+    return any(baseline_disk(run, c) is not None for c in run.configs)
+
+
+def predicted_rows(run: RunData, disk: DiskSpeed | None) -> list[PredictedRow]:
+    """Every measured figure with its prediction; `disk` None: each configuration's own
+    single-disk baseline."""
+    rows: list[PredictedRow] = []
+    for config in run.configs:
+        levels = parse_config(config)
+        layout = study_layout(run, levels)
+        d = disk or baseline_disk(run, config)
+        pred = _prediction(layout, levels, d) if layout is not None and d is not None else None
+        own = disk is None and levels.get("layout") == BASELINE_LAYOUT
+        for w in run.workloads:
+            cell = run.cell(config, w)
+            if cell is None or not cell.values:
+                continue
+            value, basis = _figure(pred, w, layout is not None)
+            if own:
+                value, basis = None, BASELINE_ROW
+            elif layout is not None and d is None:
+                basis = NO_DISK
+            rows.append(
+                PredictedRow(run.label(config), w, cell.unit, cell.summary.mean, value, basis)
+            )
+    return rows
+
+
+def _figure(pred: Prediction | None, workload: str, has_layout: bool) -> tuple[float | None, str]:
+    """The predicted value in the workload's unit, and its basis (or why there is none)."""
+    if not has_layout or pred is None:
+        return None, "not predicted: the configuration has no ZFS layout the planner models"
+    if workload not in FIGURES:
+        return None, f"not predicted: the model has no rule for {workload}"
+    name, unit = FIGURES[workload]
+    figure = getattr(pred, name)
+    if name == "write_iops":
+        return None, figure.basis  # copy-on-write: "not predicted: ..."
+    if math.isnan(figure.value):
+        return None, f"not predicted: the bench run did not measure the disk's {workload}"
+    return figure.value / unit, figure.basis
+
+
+def has_layouts(run: RunData) -> bool:
+    return any(study_layout(run, parse_config(c)) is not None for c in run.configs)
+
+
+def heading(disk: DiskSpeed | None) -> str:
+    source = disk.source if disk else f"each configuration's {BASELINE_LAYOUT} baseline"
+    return f"predicted vs measured (disk figures: {source}; treated as transfer-bound, no seek)"
+
+
+def _notes(rows: list[PredictedRow]) -> list[str]:
+    return list(dict.fromkeys(r.basis for r in rows))
+
+
+def render_terminal(console: Console, run: RunData, disk: DiskSpeed | None) -> None:
+    """The table after a study's report; one line when no disk figures are known."""
+    if not has_layouts(run):
+        return
+    if disk is None and not has_baseline(run):
+        console.print(Text(f"predicted: no disk figures known for run {run.id} ({HOW})"))
+        return
+    rows = predicted_rows(run, disk)
+    notes = _notes(rows)
+    t = Table(title=Text(heading(disk)), title_justify="left")
+    for name in ("configuration", "workload", "measured", "predicted", "measured ÷ predicted"):
+        t.add_column(name, justify="left" if name in ("configuration", "workload") else "right")
+    t.add_column("basis")
+    for r in rows:
+        t.add_row(
+            Text(r.config), Text(r.workload), Text(f"{fmt_value(r.measured)} {r.unit}"),
+            Text(r.predicted_text()), Text(r.ratio_text()),
+            Text(f"{r.tag} †{notes.index(r.basis) + 1}"),
+        )  # fmt: skip
+    console.print(t)
+    for i, n in enumerate(notes, 1):
+        console.print(Text(f"†{i} {n}", style="dim"))
+
+
+def html_section(run: RunData, disk: DiskSpeed | None) -> list[Safe]:
+    """The same table for the HTML report (escaped by `fmt`); [] for runs without layouts."""
+    if not has_layouts(run):
+        return []
+    head = Safe('<h2 id="predicted">Predicted vs measured</h2>')
+    if disk is None and not has_baseline(run):
+        return [head, fmt('<p class="warn">no disk figures known for run {} ({})</p>', run.id, HOW)]
+    rows = predicted_rows(run, disk)
+    notes = _notes(rows)
+    cols = ("configuration", "workload", "measured", "predicted", "measured ÷ predicted", "basis")
+    trs = [fmt("<tr>{}</tr>", join([fmt("<th>{}</th>", c) for c in cols]))]
+    for r in rows:
+        trs.append(
+            fmt(
+                '<tr class="pred"><td>{}</td><td>{}</td><td class="num">{} {}</td>'
+                '<td class="num">{}</td><td class="num ratio">{}</td>'
+                '<td>{} <a href="#pred-note-{}">†{}</a></td></tr>',
+                r.config,
+                r.workload,
+                fmt_value(r.measured),
+                r.unit,
+                r.predicted_text(),
+                r.ratio_text(),
+                r.tag,
+                notes.index(r.basis) + 1,
+                notes.index(r.basis) + 1,
+            )  # fmt: skip
+        )
+    items = [fmt('<li id="pred-note-{}">{}</li>', i, n) for i, n in enumerate(notes, 1)]
+    return [
+        head,
+        fmt("<p>{}</p>", heading(disk)),
+        fmt('<table id="predicted-table">{}</table>', join(trs, "\n")),
+        fmt("<ol>{}</ol>", join(items)),
+    ]
