@@ -262,7 +262,7 @@ def _count(db: Path) -> int:
 
 def _pools() -> set[str]:
     out = subprocess.run(["zpool", "list", "-H", "-o", "name"], capture_output=True, text=True)
-    return {n for n in out.stdout.split() if re.fullmatch(r"pb\d+t\d+", n)}
+    return {n for n in out.stdout.split() if re.fullmatch(r"pb[0-9a-f]+t\d+", n)}
 
 
 def _leftovers(scratch: Path, pools_before: set[str]) -> list[str]:
