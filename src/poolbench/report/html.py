@@ -471,7 +471,10 @@ def _failed_trials(run: RunData) -> list[Safe]:
     rows = [
         fmt(
             '<tr class="warn"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
-            f.trial_index, run.label(f.config), f.replicate + 1, f.reason,
+            f.trial_index,
+            run.label(f.config),
+            f.replicate + 1,
+            f.reason,
         )  # fmt: skip
         for f in run.failed_trials
     ]

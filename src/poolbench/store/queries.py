@@ -109,8 +109,15 @@ def add_failed_trial(store: Store, run_id: int, trial: FailedTrial) -> None:
         c.execute(
             "INSERT INTO failed_trials (run_id, config, replicate, trial_index, pool, reason, "
             "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run_id, trial.config, trial.replicate, trial.trial_index, trial.pool, trial.reason,
-             time.time()),
+            (
+                run_id,
+                trial.config,
+                trial.replicate,
+                trial.trial_index,
+                trial.pool,
+                trial.reason,
+                time.time(),
+            ),
         )
 
 
@@ -136,7 +143,12 @@ def failed_trials(store: Store, run_id: int) -> list[FailedTrial]:
         (run_id,),
     )
     return [
-        FailedTrial(str(r["config"]), int(r["replicate"]), int(r["trial_index"]),
-                    str(r["pool"]), str(r["reason"]))
+        FailedTrial(
+            str(r["config"]),
+            int(r["replicate"]),
+            int(r["trial_index"]),
+            str(r["pool"]),
+            str(r["reason"]),
+        )
         for r in rows
     ]
