@@ -14,7 +14,8 @@ error, after the retries pools.retry_busy already made) raised while the trial b
 measures or destroys its pool. The trial is torn down, stored in `failed_trials` with its
 reason, and the study goes on. Not trial failures, because every later trial would meet them
 too or they mean poolbench itself is wrong: bad input (UsageError), a missing tool, a
-teardown that left something behind, Ctrl-C, and any other exception (a bug).
+safety refusal (a claimed device changed), a store that cannot be written, a teardown that
+left something behind, Ctrl-C, and any other exception (a bug).
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ from poolbench.engine import pool_ops, replicates, trial
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.session import Session
 from poolbench.errors import PoolbenchError, ToolMissingError, UsageError
-from poolbench.safety.claims import ClaimSet
+from poolbench.safety.claims import ClaimRefused, ClaimSet, DeviceChanged
 from poolbench.safety.journal import Journal
 from poolbench.store import queries
-from poolbench.store.db import Store
+from poolbench.store.db import Store, StoreError
 from poolbench.store.opening import damaged
 from poolbench.study import matrix
 from poolbench.study.model import Study
@@ -47,6 +48,8 @@ from poolbench.system.runner import Runner
 from poolbench.workloads.library import parse_list
 
 Progress = Callable[[str, int, int], None]
+# Known errors that stop the study rather than fail one trial (see the module docstring).
+NOT_TRIAL_FAILURES = (UsageError, ToolMissingError, ClaimRefused, DeviceChanged, StoreError)
 log = logging.getLogger(__name__)
 
 
@@ -216,7 +219,7 @@ class StudyRun:
         failure: PoolbenchError | None = None
         try:
             self._build_measure_destroy(tc, name, journal)
-        except (UsageError, ToolMissingError):
+        except NOT_TRIAL_FAILURES:
             raise
         except PoolbenchError as exc:
             failure = exc
