@@ -39,3 +39,7 @@ class ToolMissingError(PoolbenchError):
 
 class TrialsFailed(PoolbenchError):
     """A study ran to its end, but some trials failed (each stored with its reason)."""
+
+    def __init__(self, problem: str, fix: str = "", run_id: int = 0) -> None:
+        super().__init__(problem, fix)
+        self.run_id = run_id

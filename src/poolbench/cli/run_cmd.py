@@ -194,6 +194,7 @@ def _measure(
             f"Study finished, {len(failed)} trial(s) failed (each torn down; the reasons are "
             f"in the table above and stored with run {sr.run_id}).",
             f"Measure them again with: poolbench run STUDY --resume {sr.run_id}",
+            sr.run_id,
         )
     return sr.run_id
 

@@ -222,6 +222,8 @@ class StudyRun:
         except NOT_TRIAL_FAILURES:
             raise
         except PoolbenchError as exc:
+            if self.runner.dry_run:
+                raise  # a dry run stores nothing: its error is the answer
             failure = exc
         finally:
             left = journal.teardown()
