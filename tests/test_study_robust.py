@@ -24,8 +24,8 @@ pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (loop devices, z
 
 STUDY = """
 name = "robust"
-replicates = 1
-max_replicates = 1
+replicates = 2
+max_replicates = 2
 
 [disks]
 count = 3
@@ -34,13 +34,13 @@ source = "loop"
 
 [factors]
 backend = ["zfs"]
-layout = ["raidz1", "mirror:2"]
+layout = ["raidz1"]
 
 [workloads]
 names = ["seq-write", "seq-read"]
 size = "32M"
 """
-EXPECTED = 2 * 1 * 2  # configurations × replicates × workloads
+EXPECTED = 1 * 2 * 2  # configurations × replicates × workloads
 
 
 def _busy_wrapper(tmp: Path, times: int, pool_glob: str) -> Path:
