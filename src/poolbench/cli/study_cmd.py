@@ -134,7 +134,7 @@ def study(
     if list_ or not name:
         _list(console)
         return
-    options = {k: v for k, v in opts.items() if v is not None}
+    options = {k: str(v) for k, v in opts.items() if v is not None}  # click gives ints too
     ctx = _context(name, disks, options)
     text = registry.study_text(name, ctx)
     if print_toml:
