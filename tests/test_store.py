@@ -63,3 +63,25 @@ def test_unwritable_store_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("")
     with pytest.raises(StoreError, match="--db"):
         Store(tmp_path / "f" / "sub" / "r.db")
+
+
+def test_failed_trials_are_kept_until_their_cell_is_measured(tmp_path: Path) -> None:
+    from poolbench.store import queries
+
+    s = Store(tmp_path / "r.db")
+    assert "0004_failed_trials" in s.migrations()
+    run = s.start_run("study", "x", ["poolbench"], {})
+    other = s.start_run("study", "y", ["poolbench"], {})
+    a = queries.FailedTrial("layout=raidz1", 0, 0, "pb1abcdt0", "cannot export: pool is busy")
+    b = queries.FailedTrial("layout=mirror", 1, 3, "pb1abcdt3", "zpool create failed")
+    queries.add_failed_trial(s, run, a)
+    queries.add_failed_trial(s, run, b)
+    assert queries.failed_trials(s, run) == [a, b]
+    assert queries.failed_trials(s, other) == []
+    # Measuring a different replicate of the same configuration resolves nothing.
+    queries.resolve_failed_trials(s, run, "layout=raidz1", 1)
+    assert queries.failed_trials(s, run) == [a, b]
+    queries.resolve_failed_trials(s, run, "layout=raidz1", 0)
+    assert queries.failed_trials(s, run) == [b]
+    s.close()
+    assert queries.failed_trials(Store(tmp_path / "r.db", "read"), run) == [b]

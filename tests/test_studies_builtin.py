@@ -262,7 +262,7 @@ def _count(db: Path) -> int:
 
 def _pools() -> set[str]:
     out = subprocess.run(["zpool", "list", "-H", "-o", "name"], capture_output=True, text=True)
-    return {n for n in out.stdout.split() if re.fullmatch(r"pb\d+t\d+", n)}
+    return {n for n in out.stdout.split() if re.fullmatch(r"pb[0-9a-f]+t\d+", n)}
 
 
 def _leftovers(scratch: Path, pools_before: set[str]) -> list[str]:
@@ -407,3 +407,11 @@ def test_untar_refuses_a_missing_tarball(tmp_path: Path) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__]))
+
+
+def test_replicate_options_reach_the_study() -> None:
+    # click hands --replicates over as an int; it used to crash the study builder.
+    p = poolbench("study", "parity", "--disks", "5x192M", "--replicates", "2",
+                  "--max-replicates", "3", "--print-toml")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert "\nreplicates = 2\n" in p.stdout and "\nmax_replicates = 3\n" in p.stdout

@@ -116,4 +116,4 @@ def test_override_with_yes_runs_and_is_recorded(
     row = con.execute("SELECT device, reasons FROM device_overrides").fetchone()
     assert row[0] == loops[2] and "ext4" in row[1]
     pools = sh("zpool", "list", "-H", "-o", "name").stdout.split()
-    assert not [n for n in pools if re.fullmatch(r"pb\d+t\d+", n)]
+    assert not [n for n in pools if re.fullmatch(r"pb[0-9a-f]+t\d+", n)]

@@ -74,7 +74,7 @@ def _procs_matching(text: str) -> list[int]:
 def _leftovers(scratch: Path) -> list[str]:
     left = []
     pools = subprocess.run(["zpool", "list", "-H", "-o", "name"], capture_output=True, text=True)
-    left += [f"pool {n}" for n in pools.stdout.split() if re.fullmatch(r"pb\d+t\d+", n)]
+    left += [f"pool {n}" for n in pools.stdout.split() if re.fullmatch(r"pb[0-9a-f]+t\d+", n)]
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     left += [f"loop {line}" for line in loops.splitlines() if str(scratch) in line]
     mounts = Path("/proc/mounts").read_text()

@@ -263,3 +263,48 @@ def test_the_zfs_layer_imports_only_the_runner_and_errors() -> None:
         text = path.read_text().replace('["zfs", "btrfs"', "")
         for built in ('["zpool", ', '["zfs", "', '["zdb"'):
             assert built not in text, (path, built)
+
+
+def test_busy_limit_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("POOLBENCH_BUSY_SECONDS", raising=False)
+    assert pools.busy_seconds() == 30.0
+    monkeypatch.setenv("POOLBENCH_BUSY_SECONDS", "2.5")
+    assert pools.busy_seconds() == 2.5
+    for bad in ("nan", "-1", "1e9", "soon"):  # not a limit: the documented default
+        monkeypatch.setenv("POOLBENCH_BUSY_SECONDS", bad)
+        assert pools.busy_seconds() == 30.0
+
+
+def test_umount_retried_while_busy_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from poolbench.system import umount
+
+    monkeypatch.setattr(umount.time, "sleep", lambda s: None)
+    ok = CommandResult(("umount",), 0, "", "", 0.0)
+    busy = CommandResult(("umount", "/m"), 32, "", "umount: /m: target is busy.", 0.0)
+    rec = RecordingRunner(responses={"umount": _answers(busy, busy, ok)})
+    umount.umount(rec, "/m")
+    assert rec.argvs == [("umount", "/m")] * 3
+    other = CommandResult(("umount", "/m"), 32, "", "umount: /m: not mounted.", 0.0)
+    once = RecordingRunner(responses={"umount": _answers(other)})
+    with pytest.raises(CommandError, match="not mounted"):
+        umount.umount(once, "/m")
+    assert len(once.argvs) == 1
+    monkeypatch.setenv("POOLBENCH_BUSY_SECONDS", "0")
+    clock = iter([0.0, 0.0, 5.0])  # deadline at 0 s; the second busy answer comes after it
+    monkeypatch.setattr(umount.time, "monotonic", lambda: next(clock))
+    stuck = RecordingRunner(responses={"umount": lambda argv: busy})
+    with pytest.raises(CommandError, match="target is busy"):
+        umount.umount(stuck, "/m")
+    assert len(stuck.argvs) == 2
+
+
+def test_zfs_fuse_never_started_where_openzfs_is(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from poolbench.zfs import fusedaemon
+
+    down = CommandResult(("zpool",), 1, "", "connect: no such file", 0.0)
+    rec = RecordingRunner(responses={"zpool": down})
+    monkeypatch.setattr(fusedaemon, "OPENZFS_MODULE", tmp_path)  # "the zfs module is loaded"
+    assert fusedaemon.ensure_running(rec) is None
+    assert rec.argvs == []  # not even asked: zfs-fuse must not start beside OpenZFS

@@ -2,13 +2,14 @@
 
 Every error poolbench raises on purpose is a `PoolbenchError`: one paragraph that names the
 problem and the fix. The CLI prints it and exits 1 (pre-commit's convention: 1 for a known
-failure, 3 for a bug, 130 for Ctrl-C).
+failure, 3 for a bug, 130 for Ctrl-C); 4 is a study that finished with some trials failed.
 """
 
 from __future__ import annotations
 
 EXIT_FAILURE = 1
 EXIT_BUG = 3
+EXIT_TRIALS_FAILED = 4  # the study finished, but K of its trials failed (stored, resumable)
 EXIT_INTERRUPTED = 130
 
 
@@ -34,3 +35,11 @@ class UsageError(PoolbenchError):
 
 class ToolMissingError(PoolbenchError):
     """An external program poolbench needs is not installed."""
+
+
+class TrialsFailed(PoolbenchError):
+    """A study ran to its end, but some trials failed (each stored with its reason)."""
+
+    def __init__(self, problem: str, fix: str = "", run_id: int = 0) -> None:
+        super().__init__(problem, fix)
+        self.run_id = run_id

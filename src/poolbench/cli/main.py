@@ -1,7 +1,9 @@
 """The `poolbench` command: parse options, run, turn errors into exit codes.
 
 Exit codes: 0 success, 1 a known failure (PoolbenchError, one clear paragraph), 2 bad usage
-(click), 3 a bug (traceback kept in the log), 130 interrupted by Ctrl-C.
+(click), 3 a bug (traceback kept in the log), 4 a study that finished with K trials failed
+(each torn down and stored with its reason; `run --resume RUN` measures them), 130
+interrupted by Ctrl-C.
 """
 
 from __future__ import annotations
@@ -13,7 +15,14 @@ import traceback
 import click
 
 from poolbench import __version__
-from poolbench.errors import EXIT_BUG, EXIT_FAILURE, EXIT_INTERRUPTED, PoolbenchError
+from poolbench.errors import (
+    EXIT_BUG,
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_TRIALS_FAILED,
+    PoolbenchError,
+    TrialsFailed,
+)
 from poolbench.store.opening import DATABASE_ERRORS
 
 
@@ -88,6 +97,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+    except TrialsFailed as exc:  # not an error of the run: its other trials are all measured
+        click.echo(exc.paragraph(), err=True)
+        sys.exit(EXIT_TRIALS_FAILED)
     except PoolbenchError as exc:
         click.echo(f"error: {exc.paragraph()}", err=True)
         sys.exit(EXIT_FAILURE)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import click
@@ -26,7 +26,7 @@ from poolbench.cli.common import (
 from poolbench.cli.disks_cmd import claim_from_cli
 from poolbench.engine import cleanup as cleanup_mod
 from poolbench.engine import lifecycle, study_run
-from poolbench.errors import UsageError
+from poolbench.errors import TrialsFailed, UsageError
 from poolbench.planner.performance import DiskSpeed
 from poolbench.report import predicted, terminal
 from poolbench.safety.claims import ClaimSet, GuardedRunner
@@ -35,6 +35,7 @@ from poolbench.study import consistency, estimate, matrix
 from poolbench.study.model import Disks, Study
 from poolbench.study.model import load as load_study
 from poolbench.system.runner import LocalRunner, Runner
+from poolbench.zfs import fusedaemon
 
 
 def _override_disks(study: Study, disks: str | None) -> Study:
@@ -158,11 +159,7 @@ def _measure(
     """The study as a stored run (new, or resumed), under the run lifecycle; then its
     table. Returns the run id."""
     store, claims = sr.store, sr.claims
-    if resume is not None:
-        sr.run_id = lifecycle.reopen(store, resume)
-    else:
-        meta = sr.metadata(availability)
-        sr.run_id = lifecycle.start(store, "study", sr.study.name, meta, sr.argv)
+    _start_or_reopen(sr, availability, resume)
     if claims is not None:
         claims.record_overrides(store, sr.run_id)
 
@@ -174,11 +171,14 @@ def _measure(
 
     try:
         with (
-            lifecycle.tracked(store, sr.run_id, on_interrupt=interrupted),
+            lifecycle.tracked(store, sr.run_id, on_interrupt=interrupted) as outcome,
             progress_bar(err) as update,
         ):
             sr.progress = update
             sr.run()
+            failed = sr.failed()
+            if failed:  # still "finished": every other trial was measured
+                outcome.error = f"{len(failed)} trial(s) failed"
     finally:
         # The scratch root (default /var/tmp/poolbench) holds only trial directories, each
         # removed by its teardown; leave no empty directory behind either.
@@ -191,7 +191,28 @@ def _measure(
         )
     terminal.render_stored(console, store, sr.run_id, disk=disk)
     console.print(f"stored as run {sr.run_id} in {store.path}", markup=False)
+    if failed:
+        raise TrialsFailed(
+            f"Study finished, {len(failed)} trial(s) failed (each torn down; the reasons are "
+            f"in the table above and stored with run {sr.run_id}).",
+            f"Measure them again with: poolbench run STUDY --resume {sr.run_id}",
+            sr.run_id,
+        )
     return sr.run_id
+
+
+def _start_or_reopen(
+    sr: study_run.StudyRun, availability: dict[str, Availability], resume: int | None
+) -> None:
+    """A new run row, or the resumed one (its metadata gains this invocation's pool token)."""
+    if resume is None:
+        meta = sr.metadata(availability)
+        sr.run_id = lifecycle.start(sr.store, "study", sr.study.name, meta, sr.argv)
+        return
+    sr.run_id = lifecycle.reopen(sr.store, resume)
+    meta = json.loads(sr.store.run(resume)["metadata"])
+    meta["pool_tokens"] = [*meta.get("pool_tokens", []), sr.pool_token]
+    sr.store.update_metadata(resume, meta)
 
 
 def _check_up_front(study: Study, err: Console) -> None:
@@ -225,46 +246,70 @@ def execute_study(
     err = Console(stderr=True)
     console = console or Console()
     _check_up_front(study, err)
-    log = DryRunLog()
-    runner: Runner = LocalRunner(dry_run=dry_run, echo=log.command)
-    # Opened for writing only once the study passed its preflight: a refused study leaves
-    # no new store (and no new directory) behind.
-    store = open_store(db, "dry")
-    paths = study_run.default_paths(store)
-    if scratch_dir:
-        paths.scratch = scratch_dir
-    claims: ClaimSet | None = None
-    if study.disks.source == "devices":
-        # Real devices only through the safety layer: each one checked (mounted, signatures,
-        # pool labels, holders, ...) and claimed now, before anything runs, and re-checked
-        # right before the first destructive command by the guarded runner.
-        claims = claim_from_cli(
-            runner, study.disks.devices, destroy_data_on, yes, store.path, paths.scratch
+    with zfs_daemon(study, dry_run):  # before the cleanup and the preflight ask ZFS
+        log = DryRunLog()
+        runner: Runner = LocalRunner(dry_run=dry_run, echo=log.command)
+        # Opened for writing only once the study passed its preflight: a refused study leaves
+        # no new store (and no new directory) behind.
+        store = open_store(db, "dry")
+        paths = study_run.default_paths(store)
+        if scratch_dir:
+            paths.scratch = scratch_dir
+        claims: ClaimSet | None = None
+        if study.disks.source == "devices":
+            # Real devices only through the safety layer: each one checked (mounted, signatures,
+            # pool labels, holders, ...) and claimed now, before anything runs, and re-checked
+            # right before the first destructive command by the guarded runner.
+            claims = claim_from_cli(
+                runner, study.disks.devices, destroy_data_on, yes, store.path, paths.scratch
+            )
+            runner = GuardedRunner(runner, claims)
+        if not dry_run:
+            _clean_earlier(runner, paths.journals, err)
+        sr = study_run.StudyRun(
+            runner,
+            store,
+            study,
+            text,
+            paths,
+            seed=seed,
+            argv=lifecycle.command_line(),
+            claims=claims,
         )
-        runner = GuardedRunner(runner, claims)
-    if not dry_run:
-        for outcome in cleanup_mod.cleanup(runner, paths.journals):
-            err.print(f"cleaned up after an earlier crash: {outcome.journal.name}", markup=False)
-    sr = study_run.StudyRun(
-        runner,
-        store,
-        study,
-        text,
-        paths,
-        seed=seed,
-        argv=lifecycle.command_line(),
-        claims=claims,
-    )
+        try:
+            availability = sr.preflight()
+        finally:
+            log.flush(err)  # what the probes would have run (real devices: the claims)
+        if dry_run:
+            _print_dry_run(sr, study, console, err, log, all_commands)
+            return 0
+        store.close()
+        sr.store = open_store(db, "write")
+        return _measure(sr, availability, resume, console, err, disk)
+
+
+def _clean_earlier(runner: Runner, journals: Path, err: Console) -> None:
+    for outcome in cleanup_mod.cleanup(runner, journals):
+        err.print(f"cleaned up after an earlier crash: {outcome.journal.name}", markup=False)
+
+
+def _uses_zfs(study: Study) -> bool:
+    return any((c.get("backend") or "zfs") == "zfs" for c in matrix.configs(study))
+
+
+@contextlib.contextmanager
+def zfs_daemon(study: Study, dry_run: bool) -> Iterator[None]:
+    """zfs-fuse started for a ZFS study when it is this machine's ZFS and none answers (as
+    `demo` does); stopped afterwards only if started here. Never started where OpenZFS is
+    (its kernel module answers, or is loaded): see zfs/fusedaemon.py."""
+    started = None
+    if not dry_run and _uses_zfs(study):
+        started = fusedaemon.ensure_running(LocalRunner())
     try:
-        availability = sr.preflight()
+        yield
     finally:
-        log.flush(err)  # what the probes would have run (real devices: the claims)
-    if dry_run:
-        _print_dry_run(sr, study, console, err, log, all_commands)
-        return 0
-    store.close()
-    sr.store = open_store(db, "write")
-    return _measure(sr, availability, resume, console, err, disk)
+        if started is not None:
+            fusedaemon.stop(started)
 
 
 @click.command()

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from poolbench.cli.common import MAX_ID, db_option, open_store
 from poolbench.cli.run_cmd import execute_study
+from poolbench.errors import TrialsFailed
 from poolbench.study import consistency
 from poolbench.study.builtin import registry
 from poolbench.study.builtin.context import Context, parse_disks
@@ -146,18 +147,24 @@ def study(
     console.print(Text(f"study {name}: {b.question}", style="bold"))
     for line in b.pre_notes(ctx) if b.pre_notes else []:
         console.print(Text(f"note: {line}", style="yellow"))
-    run_id = execute_study(
-        study_obj,
-        text,
-        db=db,
-        dry_run=dry_run,
-        seed=seed,
-        scratch_dir=scratch_dir,
-        console=console,
-        destroy_data_on=destroy_data_on,
-        yes=yes,
-    )
+    failed: TrialsFailed | None = None
+    try:
+        run_id = execute_study(
+            study_obj,
+            text,
+            db=db,
+            dry_run=dry_run,
+            seed=seed,
+            scratch_dir=scratch_dir,
+            console=console,
+            destroy_data_on=destroy_data_on,
+            yes=yes,
+        )
+    except TrialsFailed as exc:  # the other trials were measured: their notes still apply
+        failed, run_id = exc, exc.run_id
     if dry_run:
         return
     for line in _notes(db, run_id, ctx, name):
         console.print(Text(line), soft_wrap=True)
+    if failed is not None:
+        raise failed

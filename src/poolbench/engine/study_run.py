@@ -8,11 +8,20 @@ study), and it never touches anything poolbench did not create.
 
 Resuming (`--resume RUN`) replays the stored study text and seed, and measures exactly the
 (configuration, replicate, workload) cells the store does not have yet.
+
+A trial failure is a known error (a PoolbenchError: a failed command such as a typed zfs
+error, after the retries pools.retry_busy already made) raised while the trial builds,
+measures or destroys its pool. The trial is torn down, stored in `failed_trials` with its
+reason, and the study goes on. Not trial failures, because every later trial would meet them
+too or they mean poolbench itself is wrong: bad input (UsageError), a missing tool, a
+safety refusal (a claimed device changed), a store that cannot be written, a teardown that
+left something behind, Ctrl-C, and any other exception (a bug).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 from collections.abc import Callable, Sequence
@@ -25,11 +34,11 @@ from poolbench.backends.base import Availability, Backend, Pool
 from poolbench.engine import pool_ops, replicates, trial
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.session import Session
-from poolbench.errors import PoolbenchError, UsageError
-from poolbench.safety.claims import ClaimSet
+from poolbench.errors import PoolbenchError, ToolMissingError, UsageError
+from poolbench.safety.claims import ClaimRefused, ClaimSet, DeviceChanged
 from poolbench.safety.journal import Journal
 from poolbench.store import queries
-from poolbench.store.db import Store
+from poolbench.store.db import Store, StoreError
 from poolbench.store.opening import damaged
 from poolbench.study import matrix
 from poolbench.study.model import Study
@@ -39,6 +48,9 @@ from poolbench.system.runner import Runner
 from poolbench.workloads.library import parse_list
 
 Progress = Callable[[str, int, int], None]
+# Known errors that stop the study rather than fail one trial (see the module docstring).
+NOT_TRIAL_FAILURES = (UsageError, ToolMissingError, ClaimRefused, DeviceChanged, StoreError)
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -73,6 +85,9 @@ class StudyRun:
         self.configs = matrix.configs(self.study)
         self.backends: dict[str, Backend] = {}
         self.untar_source: Path | None = None  # the plain tar `untar` extracts
+        # Pools are named pb<run><token>t<trial>: the random token keeps a stale pool of a
+        # crashed run (or of another store's run with the same id) from blocking this one.
+        self.pool_token = secrets.token_hex(2)
 
     # -- before anything is created ---------------------------------------------------------
     def preflight(self) -> dict[str, Availability]:
@@ -115,6 +130,7 @@ class StudyRun:
             "study": self.study.model_dump(),
             "study_text": self.study_text,
             "seed": self.seed,
+            "pool_tokens": [self.pool_token],  # one per invocation (--resume adds one)
             "claims": self.claims.as_dict() if self.claims else None,
             "backends": {k: vars(v) for k, v in availability.items()},
             "planned_trials": [
@@ -185,18 +201,30 @@ class StudyRun:
         return any(rule.needs_more(v) for v in per.values())
 
     # -- one trial ---------------------------------------------------------------------------
+    def pool_name(self, index: int) -> str:
+        """Short (zfs-fuse and OpenZFS limits), unique per invocation: pb12a3f0t4."""
+        return f"pb{self.run_id}{self.pool_token}t{index}"
+
     def trial(self, cfg: matrix.Config, replicate: int, index: int) -> None:
         """Build the configuration, check it is what was asked, measure it, tear it down
-        (always: the journal undoes whatever was created, newest first)."""
+        (always: the journal undoes whatever was created, newest first). A trial failure
+        (see the module docstring) is stored with its reason and the study goes on."""
         tc = TrialConfig(cfg, replicate, index)
-        name = f"pb{self.run_id}t{index}"
+        name = self.pool_name(index)
         dry = self.runner.dry_run
         journal_path = self.paths.journals / f"run{self.run_id}-pid{os.getpid()}-trial{index}.jsonl"
         journal = Journal(self.runner, None if dry else journal_path)
         if not dry:
             self.paths.journals.mkdir(parents=True, exist_ok=True)
+        failure: PoolbenchError | None = None
         try:
             self._build_measure_destroy(tc, name, journal)
+        except NOT_TRIAL_FAILURES:
+            raise
+        except PoolbenchError as exc:
+            if self.runner.dry_run:
+                raise  # a dry run stores nothing: its error is the answer
+            failure = exc
         finally:
             left = journal.teardown()
             if left:
@@ -204,6 +232,24 @@ class StudyRun:
                     "Teardown left these alone: " + "; ".join(left),
                     "Inspect them; 'poolbench cleanup' retries what is poolbench's.",
                 )
+        self._record(tc, index, name, failure)
+
+    def _record(self, tc: TrialConfig, index: int, name: str, failure: Exception | None) -> None:
+        if self.runner.dry_run:
+            return
+        if failure is None:
+            queries.resolve_failed_trials(self.store, self.run_id, tc.key, tc.replicate)
+            return
+        reason = str(failure)
+        log.warning("trial %d (%s) failed and was torn down: %s", index, tc.key, reason)
+        queries.add_failed_trial(
+            self.store, self.run_id,
+            queries.FailedTrial(tc.key, tc.replicate, index, name, reason),
+        )  # fmt: skip
+
+    def failed(self) -> list[queries.FailedTrial]:
+        """The run's trials that failed and were not measured since."""
+        return queries.failed_trials(self.store, self.run_id)
 
     def _build_measure_destroy(self, tc: TrialConfig, name: str, journal: Journal) -> None:
         from poolbench.backends import sources

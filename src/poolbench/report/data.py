@@ -69,6 +69,8 @@ class RunData:
     cells: dict[tuple[str, str], Cell]
     configs: list[str]
     workloads: list[str]
+    # Trials that failed for good (torn down, reason kept) and were not measured since.
+    failed_trials: list[queries.FailedTrial] = field(default_factory=list)
 
     # -- what the run measured -----------------------------------------------------------
     @property
@@ -270,6 +272,7 @@ def load_run(store: Store, ref: str) -> RunData:
         cells=cells,
         configs=[],
         workloads=[],
+        failed_trials=queries.failed_trials(store, run_id),
     )
     run.configs = _config_order(run, [c.config for c in cells.values()])
     run.workloads = _workload_order(run, [m["workload"] for m in measurements])

@@ -404,6 +404,7 @@ def render(run: RunData, baseline: Baseline | None, disk: DiskSpeed | None = Non
         body.append(Safe('<h2 id="curves">Across configurations</h2>'))
         for heading, chart in extra:
             body += [fmt("<h3>{}</h3>", heading), chart]
+    body += _failed_trials(run)
     body += predicted.html_section(run, disk)  # the model beside the measured figures
     body.append(Safe('<h2 id="warnings">Warnings</h2>'))
     body.append(
@@ -463,3 +464,28 @@ def render(run: RunData, baseline: Baseline | None, disk: DiskSpeed | None = Non
         "\n",
     )
     return str(page)
+
+
+def _failed_trials(run: RunData) -> list[Safe]:
+    """The trials that failed (torn down, not measured), each with its reason."""
+    if not run.failed_trials:
+        return []
+    rows = [
+        fmt(
+            '<tr class="warn"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
+            f.trial_index,
+            run.label(f.config),
+            f.replicate + 1,
+            f.reason,
+        )  # fmt: skip
+        for f in run.failed_trials
+    ]
+    return [
+        fmt('<h2 id="failed-trials">Failed trials ({})</h2>', len(run.failed_trials)),
+        fmt(
+            "<table><tr><th>trial</th><th>configuration</th><th>replicate</th>"
+            "<th>reason</th></tr>{}</table>",
+            join(rows),
+        ),
+        fmt("<p>Measure them with: poolbench run STUDY --resume {}</p>", run.id),
+    ]

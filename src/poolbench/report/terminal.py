@@ -55,6 +55,7 @@ def render_run(
 ) -> None:
     console.print(Text(header.title(run), style="bold"))
     render_header(console, header.lines(run, baseline))
+    render_failed_trials(console, run)
     if not run.measurements:
         console.print("no measurements stored in this run")
         return
@@ -149,3 +150,26 @@ def render_stored(
     """The report of a stored run (what `poolbench run` prints at the end of a study)."""
     run = load_run(store, str(run_id))
     render_run(console, run, choose_baseline(run, baseline), disk)
+
+
+def render_failed_trials(console: Console, run: RunData) -> None:
+    """The trials that failed (each torn down, its cells left to `run --resume`), with why."""
+    if not run.failed_trials:
+        return
+    t = Table(
+        title=Text(f"{len(run.failed_trials)} trial(s) failed (not measured)", style="red"),
+        title_justify="left",
+    )
+    t.add_column("trial", justify="right")
+    t.add_column("configuration", overflow="fold")
+    t.add_column("replicate", justify="right")
+    t.add_column("reason", overflow="fold")
+    for f in run.failed_trials:
+        t.add_row(
+            Text(str(f.trial_index)),
+            Text(run.label(f.config)),
+            Text(str(f.replicate + 1)),
+            Text(f.reason),
+        )
+    console.print(t)
+    console.print(Text(f"Measure them with: poolbench run STUDY --resume {run.id}"))

@@ -22,6 +22,7 @@ from typing import Any
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import mounts
 from poolbench.system.runner import Runner
+from poolbench.system.umount import umount
 from poolbench.zfs import commands, pools
 from poolbench.zfs.labelclear import clear_member, partitions_of
 
@@ -208,7 +209,7 @@ class Journal:
             return ""
         if os.path.realpath(here[-1].source) != os.path.realpath(source):
             return f"{mp} is now a mount of {here[-1].source}, not of {source}; left alone"
-        self.runner.run(["umount", mp])
+        umount(self.runner, mp)
         return ""
 
     def _undo_loop(self, e: dict[str, Any]) -> str:

@@ -128,6 +128,26 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX run_hosts_run ON run_hosts(run_id);
         """,
     ),
+    (
+        # A trial whose pool step still failed after its retries: kept with its reason so the
+        # report can show it and `--resume` can measure it again (study_run.py). `resolved`
+        # is set once a later attempt measured that (config, replicate) cell.
+        "0004_failed_trials",
+        """
+        CREATE TABLE failed_trials (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            config TEXT NOT NULL,
+            replicate INTEGER NOT NULL,
+            trial_index INTEGER NOT NULL,
+            pool TEXT NOT NULL,               -- the pool name the trial used
+            reason TEXT NOT NULL,             -- the error, one paragraph
+            resolved INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX failed_trials_run ON failed_trials(run_id);
+        """,
+    ),
 ]
 
 

@@ -4,6 +4,7 @@ the fleet, the CLI and the reports ask of the store. Every SQL statement lives i
 from __future__ import annotations
 
 import json
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -89,3 +90,65 @@ def record_run_hosts(store: Store, run_id: int, hosts: Sequence[RunHost]) -> Non
                     json.dumps(list(h.not_applied)),
                 ),
             )
+
+
+@dataclass(frozen=True)
+class FailedTrial:
+    """One trial that failed for good (after its retries), as `failed_trials` records it."""
+
+    config: str
+    replicate: int
+    trial_index: int
+    pool: str
+    reason: str
+
+
+def add_failed_trial(store: Store, run_id: int, trial: FailedTrial) -> None:
+    """Commit one failed trial at once (a later crash keeps it)."""
+    with store.transaction() as c:
+        c.execute(
+            "INSERT INTO failed_trials (run_id, config, replicate, trial_index, pool, reason, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                trial.config,
+                trial.replicate,
+                trial.trial_index,
+                trial.pool,
+                trial.reason,
+                time.time(),
+            ),
+        )
+
+
+def resolve_failed_trials(store: Store, run_id: int, config: str, replicate: int) -> None:
+    """A later attempt measured this cell: its earlier failures are no longer outstanding."""
+    with store.transaction() as c:
+        c.execute(
+            "UPDATE failed_trials SET resolved=1 WHERE run_id=? AND config=? AND replicate=?",
+            (run_id, config, replicate),
+        )
+
+
+def failed_trials(store: Store, run_id: int) -> list[FailedTrial]:
+    """The run's outstanding failed trials (not measured since), in the order they failed."""
+    known = store.conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='failed_trials'"
+    ).fetchone()
+    if known is None:
+        return []  # a store opened read-only before this migration: no failures recorded
+    rows = store.conn.execute(
+        "SELECT config, replicate, trial_index, pool, reason FROM failed_trials "
+        "WHERE run_id=? AND resolved=0 ORDER BY id",
+        (run_id,),
+    )
+    return [
+        FailedTrial(
+            str(r["config"]),
+            int(r["replicate"]),
+            int(r["trial_index"]),
+            str(r["pool"]),
+            str(r["reason"]),
+        )
+        for r in rows
+    ]

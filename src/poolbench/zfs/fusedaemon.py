@@ -1,7 +1,9 @@
 """The zfs-fuse daemon: ZFS in user space, the ZFS this kind of machine can run.
 
 poolbench starts it when a command needs ZFS and no daemon answers, and stops it afterwards
-only if it started it (someone else's daemon is never stopped).
+only if it started it (someone else's daemon is never stopped). Where OpenZFS is (its
+kernel module loaded, /sys/module/zfs), zfs-fuse is never started, even when the module does
+not answer: two ZFS implementations on one machine would fight over the same pools.
 """
 
 from __future__ import annotations
@@ -23,9 +25,14 @@ def answers(runner: Runner) -> bool:
     return runner.run(commands.list_pools(), check=False, mutates=False).returncode == 0
 
 
+OPENZFS_MODULE = Path("/sys/module/zfs")
+
+
 def ensure_running(runner: Runner) -> int | None:
     """Start zfs-fuse if no ZFS answers; returns the pid we started, or None."""
-    if answers(runner) or runner.which("zfs-fuse") is None or runner.dry_run:
+    if runner.dry_run or OPENZFS_MODULE.exists() or runner.which("zfs-fuse") is None:
+        return None
+    if answers(runner):
         return None
     piddir = Path(tempfile.mkdtemp(prefix="poolbench-zfsfuse-"))
     pidfile = piddir / "pid"
