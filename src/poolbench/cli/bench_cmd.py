@@ -167,7 +167,7 @@ def bench(
     Many hosts: poolbench bench --hosts fleet.hosts /tank/bench --size 64G
     """
     if hosts_spec is not None:
-        from poolbench.cli.hosts_cmd import bench_fleet
+        from poolbench.cli.fleet_bench import bench_fleet
 
         bench_fleet(click.get_current_context().params)
         return

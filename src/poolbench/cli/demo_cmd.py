@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 
 from poolbench.cli.common import db_option
-from poolbench.cli.run_cmd import execute_study
+from poolbench.cli.study_exec import execute_study
 from poolbench.study.model import parse
 from poolbench.system.runner import LocalRunner
 from poolbench.zfs import fusedaemon
