@@ -15,10 +15,10 @@ from poolbench.engine.bench_run import BenchResult, BenchRun
 from poolbench.engine.replicates import stop_rule
 from poolbench.engine.session import Options
 from poolbench.errors import UsageError
-from poolbench.guards.workingset import MiB
 from poolbench.report import bench_table
 from poolbench.store.db import Store
 from poolbench.system.runner import LocalRunner
+from poolbench.units import MiB
 from poolbench.workloads.library import DEFAULT_BENCH, parse_list
 
 
