@@ -51,9 +51,8 @@ def _edges() -> dict[str, dict[str, set[str]]]:
                 names = [a.name for a in node.names]
             for n in names:
                 parts = n.split(".")
-                if parts[0] == "poolbench" and len(parts) > 1 and parts[1] in packages:
-                    if parts[1] != own:
-                        edges.setdefault(own, {}).setdefault(parts[1], set()).add(str(rel))
+                if parts[0] == "poolbench" and len(parts) > 1 and parts[1] in packages - {own}:
+                    edges.setdefault(own, {}).setdefault(parts[1], set()).add(str(rel))
     return edges
 
 
