@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _report_unexpected(exc: Exception) -> NoReturn:
-    # Imported here: the store (and sqlite3) is not needed to print --help or --version.
+    # Imported here: the store (and its database module) is not needed for --help or --version.
     import traceback
 
     from poolbench.store.opening import DATABASE_ERRORS
