@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from poolbench.cli.main import main
-from poolbench.cli.run_cmd import emit
+from poolbench.cli.study_exec import emit
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.store.db import Store
 from poolbench.study.model import MAX_STUDY_BYTES, Study, load, parse

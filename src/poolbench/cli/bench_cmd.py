@@ -15,10 +15,10 @@ from poolbench.engine.bench_run import BenchResult, BenchRun
 from poolbench.engine.replicates import stop_rule
 from poolbench.engine.session import Options
 from poolbench.errors import UsageError
-from poolbench.guards.workingset import MiB
 from poolbench.report import bench_table
 from poolbench.store.db import Store
 from poolbench.system.runner import LocalRunner
+from poolbench.units import MiB
 from poolbench.workloads.library import DEFAULT_BENCH, parse_list
 
 
@@ -167,7 +167,7 @@ def bench(
     Many hosts: poolbench bench --hosts fleet.hosts /tank/bench --size 64G
     """
     if hosts_spec is not None:
-        from poolbench.cli.hosts_cmd import bench_fleet
+        from poolbench.cli.fleet_bench import bench_fleet
 
         bench_fleet(click.get_current_context().params)
         return

@@ -8,10 +8,10 @@ import click
 from rich.console import Console
 
 from poolbench.cli.common import db_option
-from poolbench.cli.run_cmd import execute_study
+from poolbench.cli.study_exec import execute_study
+from poolbench.engine.zfs_daemon import zfs_available
 from poolbench.study.model import parse
 from poolbench.system.runner import LocalRunner
-from poolbench.zfs import fusedaemon
 
 ZFS_DEMO = """
 name = "demo-zfs"
@@ -72,15 +72,11 @@ def demo(dry_run: bool, scratch_dir: Path | None, db: Path | None) -> None:
     """
     console = Console()
     runner = LocalRunner(dry_run=dry_run)
-    started = fusedaemon.ensure_running(runner)
-    try:
-        text = ZFS_DEMO if fusedaemon.answers(runner) or dry_run else BTRFS_DEMO
+    with zfs_available(runner) as zfs:
+        text = ZFS_DEMO if zfs or dry_run else BTRFS_DEMO
         study = parse(text, "demo")
         console.print(
             f"poolbench demo: {study.description}. The disks are sparse files on this "
             "machine's own disk, so the figures show the method, not your hardware."
         )
         execute_study(study, text, db=db, dry_run=dry_run, scratch_dir=scratch_dir, console=console)
-    finally:
-        if started is not None:
-            fusedaemon.stop(started)

@@ -1,16 +1,9 @@
-"""`poolbench disks`: every block device and whether poolbench may use it.
-
-Also the shared pieces every destructive command uses to turn the devices a user named into
-claims: `claim_options` (--destroy-data-on, --yes, --scratch-dir) and `claim_from_cli`.
-"""
+"""`poolbench disks`: every block device and whether poolbench may use it."""
 
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 from rich.console import Console
@@ -19,59 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from poolbench.errors import UsageError
-from poolbench.safety.claims import ClaimSet, claim_devices
+from poolbench.safety.claims import claim_devices
 from poolbench.safety.inventory import BlockDevice, protected_paths, scan
-from poolbench.system.runner import LocalRunner, Runner
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def claim_options(f: F) -> F:
-    """--destroy-data-on ID (repeatable), --yes and --scratch-dir, for destructive commands."""
-    f = click.option(
-        "--destroy-data-on",
-        "destroy_data_on",
-        multiple=True,
-        metavar="ID",
-        help="Use this in-use device anyway, destroying its data. ID is the device's serial or "
-        "/dev/disk/by-id path (the /dev path for devices without either, e.g. loop devices). "
-        "Repeat per device. Asks for confirmation unless --yes.",
-    )(f)
-    f = click.option(
-        "--yes", is_flag=True, help="Do not ask before destroying data on overridden devices."
-    )(f)
-    f = click.option(
-        "--scratch-dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        help="poolbench's scratch directory (default /var/tmp); its device is never used.",
-    )(f)
-    return f
-
-
-def _confirm(text: str) -> bool:
-    click.echo(text, err=True)
-    answer = click.prompt("Type 'destroy' to destroy this data", default="", err=True)
-    return bool(answer.strip() == "destroy")
-
-
-def claim_from_cli(
-    runner: Runner,
-    devices: Sequence[str],
-    destroy_data_on: Sequence[str],
-    yes: bool,
-    db: Path | None,
-    scratch_dir: Path | None,
-) -> ClaimSet:
-    """Claims for the devices named on a command line; asks on the terminal if it must."""
-    return claim_devices(
-        runner,
-        devices,
-        overrides=destroy_data_on,
-        yes=yes,
-        confirm=_confirm if sys.stdin.isatty() else None,
-        protect=protected_paths(db, scratch_dir),
-    )
+from poolbench.system.runner import LocalRunner
 
 
 def _size(n: int) -> str:

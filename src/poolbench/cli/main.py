@@ -8,11 +8,12 @@ interrupted by Ctrl-C.
 
 from __future__ import annotations
 
-import logging
+import importlib
 import sys
-import traceback
+from typing import Any, NoReturn
 
 import click
+from click.utils import make_default_short_help
 
 from poolbench import __version__
 from poolbench.errors import (
@@ -23,10 +24,123 @@ from poolbench.errors import (
     PoolbenchError,
     TrialsFailed,
 )
-from poolbench.store.opening import DATABASE_ERRORS
+
+# The registry of commands: name -> ("module:attribute", the first paragraph of its help).
+# Each module is imported only when its command runs (or its own --help is asked for), so
+# `poolbench --help` and `--version` do not pay for scipy, numpy, pydantic and rich. The
+# summary is what `poolbench --help` lists; tests/test_cli_lazy.py checks that it equals the
+# command's real help, so the two cannot drift.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": (
+        "poolbench.cli.demo_cmd:demo",
+        "Run a short real study on sparse-file disks: the embedded default.",
+    ),
+    "bench": (
+        "poolbench.cli.bench_cmd:bench",
+        "Benchmark the filesystem mounted at PATH, honestly.",
+    ),
+    "run": (
+        "poolbench.cli.run_cmd:run",
+        "Build every configuration of a study, measure it, store it, tear it down.",
+    ),
+    "runs": ("poolbench.cli.run_cmd:runs", "List the runs in the result store."),
+    "cleanup": (
+        "poolbench.cli.run_cmd:cleanup",
+        "Tear down what a crashed poolbench left behind (pools, mounts, loop devices, files).",
+    ),
+    "study": (
+        "poolbench.cli.study_cmd:study",
+        "Run a built-in study: one question storage builders ask, answered with statistics.",
+    ),
+    "workloads": (
+        "poolbench.cli.workloads_cmd:workloads",
+        "List every workload poolbench can run, with its definition.",
+    ),
+    "plan": (
+        "poolbench.cli.plan_cmd:plan",
+        "What each layout of your disks gives you, before you buy or wipe anything.",
+    ),
+    "disks": (
+        "poolbench.cli.disks_cmd:disks",
+        "List every block device and whether poolbench may use it.",
+    ),
+    "report": (
+        "poolbench.cli.report_cmd:report",
+        "Tables of a run: each configuration's mean ± 95% CI and its change against a "
+        "baseline level with significance; with --html, a self-contained page with charts.",
+    ),
+    "compare": (
+        "poolbench.cli.report_cmd:compare",
+        "Two runs side by side (two machines, two dates, before/after a tuning): the change "
+        'of B against A for each matching workload, with its 95% interval or "no significant '
+        'difference". Runs that measured different things are refused unless --force.',
+    ),
+    "export": (
+        "poolbench.cli.report_cmd:export",
+        "Every measurement of a run with its metadata, in stable, documented columns "
+        "(docs/export.md).",
+    ),
+    "hosts": (
+        "poolbench.cli.hosts_cmd:hosts",
+        "Check the hosts of a fleet before `poolbench bench --hosts`.",
+    ),
+    "import": (
+        "poolbench.cli.import_cmd:import_",
+        "Bring the runs of another result store (OTHER.db) into the local one.",
+    ),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use (click's LazyGroup pattern)."""
+
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            self.add_command(load_command(self.lazy[cmd_name][0]), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's own listing, with each unloaded command's summary taken from the registry."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = []
+        for name in names:
+            loaded = self.commands.get(name)
+            if loaded is not None and loaded.hidden:
+                continue
+            short = (
+                loaded.get_short_help_str(limit)
+                if loaded is not None
+                else make_default_short_help(self.lazy[name][1], limit)
+            )
+            rows.append((name, short))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def load_command(target: str) -> click.Command:
+    """Import "module:attribute" and return the click command it names."""
+    module_name, _, attribute = target.partition(":")
+    command = getattr(importlib.import_module(module_name), attribute)
+    if not isinstance(command, click.Command):
+        raise TypeError(f"{target} is not a click command")
+    return command
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy=COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="poolbench")
 @click.option("-v", "--verbose", count=True, help="Log every command run (-vv: and its output).")
 def cli(verbose: int) -> None:
@@ -36,42 +150,10 @@ def cli(verbose: int) -> None:
     caches, incompressible data, device-verified bytes, repeated until the confidence interval
     is tight) and compares them with statistics.
     """
+    import logging  # here, not at the top: --help and --version never need it (25 ms)
+
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-
-
-def _register() -> None:
-    # Each command lives in its own module; this list is the registry (no magic discovery).
-    from poolbench.cli import (
-        bench_cmd,
-        demo_cmd,
-        disks_cmd,
-        hosts_cmd,
-        import_cmd,
-        plan_cmd,
-        report_cmd,
-        run_cmd,
-        study_cmd,
-        workloads_cmd,
-    )
-
-    for command in (
-        demo_cmd.demo,
-        bench_cmd.bench,
-        run_cmd.run,
-        run_cmd.runs,
-        run_cmd.cleanup,
-        study_cmd.study,
-        workloads_cmd.workloads,
-        plan_cmd.plan,
-        disks_cmd.disks,
-        report_cmd.report,
-        report_cmd.compare,
-        report_cmd.export,
-        hosts_cmd.hosts,
-        import_cmd.import_,
-    ):
-        cli.add_command(command)
 
 
 def _check_command_name(args: list[str]) -> None:
@@ -84,7 +166,6 @@ def _check_command_name(args: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    _register()
     try:
         _check_command_name(sys.argv[1:] if argv is None else argv)
         cli.main(args=argv, prog_name="poolbench", standalone_mode=False)
@@ -103,20 +184,30 @@ def main(argv: list[str] | None = None) -> None:
     except PoolbenchError as exc:
         click.echo(f"error: {exc.paragraph()}", err=True)
         sys.exit(EXIT_FAILURE)
-    except DATABASE_ERRORS as exc:  # the store failed after it was opened (locked, full...)
+    except SystemExit:
+        raise
+    except Exception as exc:
+        _report_unexpected(exc)
+    sys.exit(0)
+
+
+def _report_unexpected(exc: Exception) -> NoReturn:
+    # Imported here: the store (and its database module) is not needed for --help or --version.
+    import traceback
+
+    from poolbench.store.opening import DATABASE_ERRORS
+
+    if isinstance(exc, DATABASE_ERRORS):  # the store failed after it was opened (locked...)
         click.echo(
             f"error: the result store could not be used: {exc}. Nothing more was stored; "
             "check that no other poolbench holds it and that its disk has space.",
             err=True,
         )
         sys.exit(EXIT_FAILURE)
-    except SystemExit:
-        raise
-    except Exception:  # a bug: say so, and keep the traceback
-        click.echo(traceback.format_exc(), err=True)
-        click.echo(
-            "poolbench hit an internal error (a bug). Please report it with the traceback above.",
-            err=True,
-        )
-        sys.exit(EXIT_BUG)
-    sys.exit(0)
+    # A bug: say so, and keep the traceback.
+    click.echo(traceback.format_exc(), err=True)  # called inside the except clause
+    click.echo(
+        "poolbench hit an internal error (a bug). Please report it with the traceback above.",
+        err=True,
+    )
+    sys.exit(EXIT_BUG)

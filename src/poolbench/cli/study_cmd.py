@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from poolbench.cli.common import MAX_ID, db_option, open_store
-from poolbench.cli.run_cmd import execute_study
+from poolbench.cli.study_exec import execute_study
 from poolbench.errors import TrialsFailed
 from poolbench.study import consistency
 from poolbench.study.builtin import registry

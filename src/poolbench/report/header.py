@@ -29,103 +29,26 @@ def _device(d: dict[str, Any]) -> str:
     return f"{d.get('name', '?')} ({', '.join(parts)})"
 
 
-def _where(run: RunData) -> list[tuple[str, str]]:
-    """The disks, devices and target the run measured."""
+def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
+    """(label, text) pairs; the texts come from the store and are escaped by the renderer."""
     out: list[tuple[str, str]] = []
     disks = run.study.get("disks")
     if isinstance(disks, dict):
-        if disks.get("source") == "devices":
-            on = f"{len(disks.get('devices', []))} devices: " + ", ".join(
-                str(x) for x in disks.get("devices", [])
-            )
-        else:
-            on = (
-                f"{disks.get('count')} {disks.get('source')} disks of {disks.get('size')} "
-                "(sparse files on this machine's own disk: the figures show the method and the "
-                "relative cost of each layout, not your hardware)"
-            )
-        vs = disks.get("vdev_source")
-        if vs and vs != "whole":
-            on += f"; vdev source {vs}"
-        out.append(("disks", on))
+        out.append(("disks", _disks(disks)))
     devices = run.metadata.get("devices")
     if isinstance(devices, list) and devices:
         out.append(("devices", "; ".join(_device(d) for d in devices if isinstance(d, dict))))
     target = run.metadata.get("target")
     if isinstance(target, dict) and target.get("path"):
         out.append(("target", f"{target.get('path')} ({target.get('how', '')})".strip()))
-    return out
-
-
-def _data(run: RunData) -> list[tuple[str, str]]:
-    comp = run.compressibility()
-    if comp is None:
-        return []
-    text = f"{comp}% compressible, fresh random buffers per write (never zeros)"
-    ratios = sorted(
-        {
-            str(c.pool().get("compressratio"))
-            for c in run.cells.values()
-            if c.pool().get("compressratio") is not None
-        }
-    )
-    if ratios:
-        text += f"; achieved compressratio {', '.join(ratios)}"
-    return [("data", text)]
-
-
-def _md_resync(run: RunData) -> list[tuple[str, str]]:
-    """md's initial resync per configuration: a figure of its own (ZFS and btrfs need none),
-    and whether any measurement ran while it was going on."""
-    seen: dict[str, str] = {}
-    for (config, _w), c in sorted(run.cells.items()):
-        r = c.pool().get("initial_resync")
-        if not isinstance(r, dict) or config in seen:
-            continue
-        text = str(r.get("mode"))
-        if r.get("seconds") is not None:
-            text = f"{float(r['seconds']):.1f} s for {fmt_bytes(r.get('member_bytes'))} per member"
-            if r.get("mib_per_s"):
-                text += f" ({r['mib_per_s']} MiB/s)"
-            text += ", " + str(r.get("mode"))
-        during = r.get("measured_during_resync")
-        text += "; measurements ran during it" if during else "; no measurement ran during it"
-        seen[config] = text
-    if not seen:
-        return []
-    return [("md initial resync", "; ".join(f"{k}: {v}" for k, v in seen.items()))]
-
-
-def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
-    """(label, text) pairs; the texts come from the store and are escaped by the renderer."""
-    out = _where(run)
-    machine = run.metadata.get("machine")
-    machine = machine if isinstance(machine, dict) else {}
-    versions = [f"poolbench {machine.get('poolbench_version', '?')}"]
-    versions += [str(v) for v in run.fio_versions()] or ["fio ?"]
-    if machine.get("kernel"):
-        versions.append(str(machine["kernel"]))
-    backends = run.metadata.get("backends")
-    if isinstance(backends, dict):
-        for name, av in backends.items():
-            if isinstance(av, dict):
-                dialect = f" ({av['dialect']})" if av.get("dialect") else ""
-                versions.append(f"{name} {av.get('version') or '?'}{dialect}".strip())
-    host = f" on {machine['hostname']}" if machine.get("hostname") else ""
-    out.append(("versions", ", ".join(versions) + host))
-    ws, ram = run.working_set_bytes(), run.ram_bytes()
+    out.append(("versions", _versions(run)))
+    ws = _working_set(run)
     if ws is not None:
-        text = f"{fmt_bytes(ws)} per configuration"
-        if ram:
-            ratio = ws / ram
-            text += f" = {ratio:.2f}× RAM ({fmt_bytes(ram)})"
-            if ratio < COLD_FACTOR:
-                text += (
-                    f" — below the {COLD_FACTOR:.0f}× rule: cold reads rely on the cache drop,"
-                    " whose verification each figure records"
-                )
-        out.append(("working set", text))
-    out += _data(run) + _md_resync(run)
+        out.append(("working set", ws))
+    data = _data(run)
+    if data is not None:
+        out.append(("data", data))
+    out += _md_resync(run)
     st = run.study
     if st:
         out.append(
@@ -151,3 +74,93 @@ def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
     if run.error:
         out.append(("error", str(run.error)))
     return out
+
+
+def _disks(disks: dict[str, Any]) -> str:
+    if disks.get("source") == "devices":
+        on = f"{len(disks.get('devices', []))} devices: " + ", ".join(
+            str(x) for x in disks.get("devices", [])
+        )
+    else:
+        on = (
+            f"{disks.get('count')} {disks.get('source')} disks of {disks.get('size')} "
+            "(sparse files on this machine's own disk: the figures show the method and the "
+            "relative cost of each layout, not your hardware)"
+        )
+    vs = disks.get("vdev_source")
+    if vs and vs != "whole":
+        on += f"; vdev source {vs}"
+    return on
+
+
+def _versions(run: RunData) -> str:
+    """poolbench, fio, kernel and backend versions, and the host they ran on."""
+    machine = run.metadata.get("machine")
+    machine = machine if isinstance(machine, dict) else {}
+    versions = [f"poolbench {machine.get('poolbench_version', '?')}"]
+    versions += [str(v) for v in run.fio_versions()] or ["fio ?"]
+    if machine.get("kernel"):
+        versions.append(str(machine["kernel"]))
+    backends = run.metadata.get("backends")
+    if isinstance(backends, dict):
+        for name, av in backends.items():
+            if isinstance(av, dict):
+                dialect = f" ({av['dialect']})" if av.get("dialect") else ""
+                versions.append(f"{name} {av.get('version') or '?'}{dialect}".strip())
+    host = f" on {machine['hostname']}" if machine.get("hostname") else ""
+    return ", ".join(versions) + host
+
+
+def _working_set(run: RunData) -> str | None:
+    ws, ram = run.working_set_bytes(), run.ram_bytes()
+    if ws is None:
+        return None
+    text = f"{fmt_bytes(ws)} per configuration"
+    if ram:
+        ratio = ws / ram
+        text += f" = {ratio:.2f}× RAM ({fmt_bytes(ram)})"
+        if ratio < COLD_FACTOR:
+            text += (
+                f" — below the {COLD_FACTOR:.0f}× rule: cold reads rely on the cache drop,"
+                " whose verification each figure records"
+            )
+    return text
+
+
+def _data(run: RunData) -> str | None:
+    comp = run.compressibility()
+    if comp is None:
+        return None
+    text = f"{comp}% compressible, fresh random buffers per write (never zeros)"
+    ratios = sorted(
+        {
+            str(c.pool().get("compressratio"))
+            for c in run.cells.values()
+            if c.pool().get("compressratio") is not None
+        }
+    )
+    if ratios:
+        text += f"; achieved compressratio {', '.join(ratios)}"
+    return text
+
+
+def _md_resync(run: RunData) -> list[tuple[str, str]]:
+    """md's initial resync per configuration: a figure of its own (ZFS and btrfs need none),
+    and whether any measurement ran while it was going on."""
+    seen: dict[str, str] = {}
+    for (config, _w), c in sorted(run.cells.items()):
+        r = c.pool().get("initial_resync")
+        if not isinstance(r, dict) or config in seen:
+            continue
+        text = str(r.get("mode"))
+        if r.get("seconds") is not None:
+            text = f"{float(r['seconds']):.1f} s for {fmt_bytes(r.get('member_bytes'))} per member"
+            if r.get("mib_per_s"):
+                text += f" ({r['mib_per_s']} MiB/s)"
+            text += ", " + str(r.get("mode"))
+        during = r.get("measured_during_resync")
+        text += "; measurements ran during it" if during else "; no measurement ran during it"
+        seen[config] = text
+    if not seen:
+        return []
+    return [("md initial resync", "; ".join(f"{k}: {v}" for k, v in seen.items()))]

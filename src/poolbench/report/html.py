@@ -407,20 +407,29 @@ def render(run: RunData, baseline: Baseline | None, disk: DiskSpeed | None = Non
     body += _failed_trials(run)
     body += predicted.html_section(run, disk)  # the model beside the measured figures
     body.append(Safe('<h2 id="warnings">Warnings</h2>'))
-    body.append(
-        fmt(
-            "<ol>{}</ol>",
-            join(
-                [
-                    fmt('<li id="note-{}" class="warn">{}</li>', i, t)
-                    for i, t in enumerate(notes.items, 1)
-                ]
-            ),
-        )
-        if notes.items
-        else Safe("<p>none</p>")
+    body.append(_warnings(notes))
+    body += _records(run)
+    return str(_page(run, body))
+
+
+def _warnings(notes: Footnotes) -> Safe:
+    if not notes.items:
+        return Safe("<p>none</p>")
+    return fmt(
+        "<ol>{}</ol>",
+        join(
+            [
+                fmt('<li id="note-{}" class="warn">{}</li>', i, t)
+                for i, t in enumerate(notes.items, 1)
+            ]
+        ),
     )
-    body += [
+
+
+def _records(run: RunData) -> list[Safe]:
+    """The page's record of the run: every measurement, the metadata, the study file, every
+    command run, and the self-check's slot."""
+    body = [
         Safe('<h2 id="measurements">All measurements</h2>'),
         _measurements(run),
         Safe('<h2 id="metadata">Metadata</h2>'),
@@ -444,12 +453,17 @@ def render(run: RunData, baseline: Baseline | None, disk: DiskSpeed | None = Non
             "self-check did not run (scripts disabled?)</p>"
         ),
     ]
+    return body
+
+
+def _page(run: RunData, body: list[Safe]) -> Safe:
+    """The self-contained page: a CSP that allows only the page's own script, by hash."""
     digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
     csp = (
         f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
         f"script-src 'sha256-{digest}'"
     )
-    page = join(
+    return join(
         [
             Safe('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'),
             fmt('<meta http-equiv="Content-Security-Policy" content="{}">', csp),
@@ -463,7 +477,6 @@ def render(run: RunData, baseline: Baseline | None, disk: DiskSpeed | None = Non
         ],
         "\n",
     )
-    return str(page)
 
 
 def _failed_trials(run: RunData) -> list[Safe]:

@@ -230,6 +230,9 @@ def _match_override(ident: str, d: BlockDevice, resolve: Resolver) -> bool | str
     return True
 
 
+Chosen = dict[str, tuple[str, BlockDevice]]  # kernel name -> (as given, device)
+
+
 def claim_devices(
     runner: Runner,
     names: Sequence[str],
@@ -248,8 +251,22 @@ def claim_devices(
     if not names:
         raise UsageError("No devices named.", "Name the devices to use; see 'poolbench disks'.")
     inv = inventory or scan(runner, protect=protect, paths=paths)
+    chosen = _choose(names, inv, paths, resolve)
+    _refuse_overlaps(chosen, inv)
+    overridden = _overridden(overrides, chosen, resolve)
+    _refuse_in_use(chosen, overridden)
+    to_destroy = [(name, d) for name, (_, d) in chosen.items() if d.reasons]
+    confirmed_by = _confirm_destruction(to_destroy, yes, confirm)
+    claims = tuple(_claim(given, d) for given, d in chosen.values())
+    ovr = tuple(
+        Override(d.path, overridden[name], tuple(d.reasons), confirmed_by) for name, d in to_destroy
+    )
+    return ClaimSet(claims, ovr, dict(protect or {}), paths)
 
-    chosen: dict[str, tuple[str, BlockDevice]] = {}  # kernel name -> (given, device)
+
+def _choose(names: Sequence[str], inv: Inventory, paths: Paths, resolve: Resolver) -> Chosen:
+    """Each name resolved to one inventory device; unknown, duplicate or empty ones refused."""
+    chosen: Chosen = {}
     for given in names:
         path = _named_path(paths.dev_root, given)
         try:
@@ -276,9 +293,12 @@ def claim_devices(
         if d.size_bytes == 0:
             raise UsageError(f"{given} ({d.path}) has no medium (size 0).", "Name another.")
         chosen[d.name] = (given, d)
-    _refuse_overlaps(chosen, inv)
+    return chosen
 
-    # Each override must name one of the devices, the stable way.
+
+def _overridden(overrides: Sequence[str], chosen: Chosen, resolve: Resolver) -> dict[str, str]:
+    """Kernel name -> the override naming it; each override must name one of the devices,
+    the stable way."""
     overridden: dict[str, str] = {}
     for ident in overrides:
         hits = []
@@ -296,7 +316,11 @@ def claim_devices(
             )
         for name in hits:
             overridden[name] = ident
+    return overridden
 
+
+def _refuse_in_use(chosen: Chosen, overridden: Mapping[str, str]) -> None:
+    """Every device in use and not (or not overridably) overridden, refused in one message."""
     refusals: dict[str, list[Reason]] = {}
     lines: list[str] = []
     for name, (given, d) in chosen.items():
@@ -304,25 +328,7 @@ def claim_devices(
         soft = [r for r in d.reasons if r.overridable]
         if hard or (soft and name not in overridden):
             refusals[d.path] = list(d.reasons)
-            label = _describe(d) + (f", named as {given}" if given != d.path else "")
-            lines.append(f"{label} is in use:")
-            lines += [
-                f"    - {r.detail}" + ("" if r.overridable else "  [no override]")
-                for r in d.reasons
-            ]
-            if any(r.kind in PROTECTED or r.kind == "sibling" for r in hard):
-                lines.append(
-                    "    Nothing overrides this: poolbench never writes to the device of the "
-                    "root filesystem, of its store or of its scratch directory (nor to a "
-                    "partition beside them, nor to a read-only device)."
-                )
-            elif hard:
-                lines.append(
-                    "    Nothing overrides live use: end it first (unmount, swapoff, export or "
-                    "destroy the pool, stop the array or volume group), or name another device."
-                )
-            else:
-                lines.append(f"    To destroy its data anyway: --destroy-data-on {d.override_id}")
+            lines += _refusal_lines(given, d, hard)
     if refusals:
         raise ClaimRefused(
             f"Refusing {len(refusals)} of the {len(chosen)} named devices; nothing was "
@@ -332,46 +338,65 @@ def claim_devices(
             refusals,
         )
 
-    to_destroy = [(name, d) for name, (_, d) in chosen.items() if d.reasons]
-    confirmed_by = "--yes"
-    if to_destroy and not yes:
-        text = "ALL DATA on these devices will be destroyed:\n" + "\n".join(
-            f"  {_describe(d)}\n" + "\n".join(f"    - {r.detail}" for r in d.reasons)
-            for _, d in to_destroy
-        )
-        if confirm is None:
-            raise PoolbenchError(
-                "Destroying data needs a confirmation, and there is no terminal to ask.\n" + text,
-                "Run interactively, or add --yes if you are certain.",
-            )
-        if not confirm(text):
-            raise PoolbenchError("Not confirmed; nothing was changed.", "")
-        confirmed_by = "interactive"
 
-    claims = tuple(
-        Claim(
-            path=d.path,
-            name=d.name,
-            dev=d.dev,
-            given=given,
-            override_id=d.override_id,
-            serial=d.serial,
-            by_id=tuple(d.by_id),
-            model=d.model,
-            size_bytes=d.size_bytes,
-            logical_sector=d.logical_sector,
-            physical_sector=d.physical_sector,
-            rotational=d.rotational,
-            loop_backing_file=d.loop_backing_file,
-            overridden=tuple(d.reasons),
-            _issuer=_ISSUER,
+def _refusal_lines(given: str, d: BlockDevice, hard: Sequence[Reason]) -> list[str]:
+    label = _describe(d) + (f", named as {given}" if given != d.path else "")
+    lines = [f"{label} is in use:"]
+    lines += [f"    - {r.detail}" + ("" if r.overridable else "  [no override]") for r in d.reasons]
+    if any(r.kind in PROTECTED or r.kind == "sibling" for r in hard):
+        lines.append(
+            "    Nothing overrides this: poolbench never writes to the device of the "
+            "root filesystem, of its store or of its scratch directory (nor to a "
+            "partition beside them, nor to a read-only device)."
         )
-        for given, d in chosen.values()
+    elif hard:
+        lines.append(
+            "    Nothing overrides live use: end it first (unmount, swapoff, export or "
+            "destroy the pool, stop the array or volume group), or name another device."
+        )
+    else:
+        lines.append(f"    To destroy its data anyway: --destroy-data-on {d.override_id}")
+    return lines
+
+
+def _confirm_destruction(
+    to_destroy: Sequence[tuple[str, BlockDevice]], yes: bool, confirm: Confirm | None
+) -> str:
+    """Ask before destroying data (unless --yes); returns how it was confirmed."""
+    if not to_destroy or yes:
+        return "--yes"
+    text = "ALL DATA on these devices will be destroyed:\n" + "\n".join(
+        f"  {_describe(d)}\n" + "\n".join(f"    - {r.detail}" for r in d.reasons)
+        for _, d in to_destroy
     )
-    ovr = tuple(
-        Override(d.path, overridden[name], tuple(d.reasons), confirmed_by) for name, d in to_destroy
+    if confirm is None:
+        raise PoolbenchError(
+            "Destroying data needs a confirmation, and there is no terminal to ask.\n" + text,
+            "Run interactively, or add --yes if you are certain.",
+        )
+    if not confirm(text):
+        raise PoolbenchError("Not confirmed; nothing was changed.", "")
+    return "interactive"
+
+
+def _claim(given: str, d: BlockDevice) -> Claim:
+    return Claim(
+        path=d.path,
+        name=d.name,
+        dev=d.dev,
+        given=given,
+        override_id=d.override_id,
+        serial=d.serial,
+        by_id=tuple(d.by_id),
+        model=d.model,
+        size_bytes=d.size_bytes,
+        logical_sector=d.logical_sector,
+        physical_sector=d.physical_sector,
+        rotational=d.rotational,
+        loop_backing_file=d.loop_backing_file,
+        overridden=tuple(d.reasons),
+        _issuer=_ISSUER,
     )
-    return ClaimSet(claims, ovr, dict(protect or {}), paths)
 
 
 def _no_such_device(given: str, inv: Inventory) -> UsageError:

@@ -162,54 +162,73 @@ class LocalRunner:
             if self.echo:
                 self.echo(format_argv(args))
             return CommandResult(args, 0, "", "", 0.0, dry_run=True)
-        if shutil.which(args[0]) is None and not os.path.exists(args[0]):
-            pkg = PACKAGE_OF.get(os.path.basename(args[0]))
-            hint = f"Install it (Debian package: {pkg})." if pkg else "Install it or fix PATH."
-            raise ToolMissingError(f"'{args[0]}' is not installed or not on PATH.", hint)
+        _check_installed(args[0])
         full_env = None
         if env is not None:
             full_env = dict(os.environ)
             full_env.update(env)
         t0 = time.monotonic()
-        # Output goes to temporary files, not pipes: a program whose main process dies while
-        # its children live on (fio forks one process per job) would otherwise hold the pipe
-        # open and hang the read. Each command runs in its own process group, so that on
-        # Ctrl-C, a timeout or a crash every process it started can be stopped together.
-        with tempfile.TemporaryFile("w+") as out_f, tempfile.TemporaryFile("w+") as err_f:
-            proc = subprocess.Popen(
-                args,
-                stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-                stdout=out_f,
-                stderr=err_f,
-                text=True,
-                env=full_env,
-                start_new_session=True,
-            )
-            try:
-                if input_text is not None and proc.stdin is not None:
-                    proc.stdin.write(input_text)
-                    proc.stdin.close()
-                proc.wait(timeout=timeout)
-            except BaseException:
-                # Ctrl-C or a timeout: never leave the command running (fio keeps writing).
-                _terminate(proc)
-                duration = time.monotonic() - t0
-                self.calls.append(CallRecord(args, started, duration, None))
-                log.info("interrupted after %.3fs: %s", duration, format_argv(args))
-                raise
-            finally:
-                if reap_group:
-                    _kill_group(proc.pid)
-            out_f.seek(0)
-            err_f.seek(0)
-            out, err = out_f.read(), err_f.read()
+        try:
+            returncode, out, err = _spawn(args, input_text, full_env, timeout, reap_group)
+        except BaseException:
+            # Ctrl-C or a timeout: the command was stopped (fio keeps writing otherwise).
+            duration = time.monotonic() - t0
+            self.calls.append(CallRecord(args, started, duration, None))
+            log.info("interrupted after %.3fs: %s", duration, format_argv(args))
+            raise
         duration = time.monotonic() - t0
-        self.calls.append(CallRecord(args, started, duration, proc.returncode))
-        log.debug("rc=%d %.3fs: %s", proc.returncode, duration, format_argv(args))
-        result = CommandResult(args, proc.returncode, out, err, duration)
-        if check and proc.returncode != 0:
+        self.calls.append(CallRecord(args, started, duration, returncode))
+        log.debug("rc=%d %.3fs: %s", returncode, duration, format_argv(args))
+        result = CommandResult(args, returncode, out, err, duration)
+        if check and returncode != 0:
             raise CommandError(result)
         return result
+
+
+def _check_installed(program: str) -> None:
+    if shutil.which(program) is None and not os.path.exists(program):
+        pkg = PACKAGE_OF.get(os.path.basename(program))
+        hint = f"Install it (Debian package: {pkg})." if pkg else "Install it or fix PATH."
+        raise ToolMissingError(f"'{program}' is not installed or not on PATH.", hint)
+
+
+def _spawn(
+    args: tuple[str, ...],
+    input_text: str | None,
+    env: dict[str, str] | None,
+    timeout: float | None,
+    reap_group: bool,
+) -> tuple[int, str, str]:
+    """Run one command to its end: (return code, stdout, stderr). On any exception (Ctrl-C,
+    a timeout) the command is stopped before the exception goes on."""
+    # Output goes to temporary files, not pipes: a program whose main process dies while
+    # its children live on (fio forks one process per job) would otherwise hold the pipe
+    # open and hang the read. Each command runs in its own process group, so that on
+    # Ctrl-C, a timeout or a crash every process it started can be stopped together.
+    with tempfile.TemporaryFile("w+") as out_f, tempfile.TemporaryFile("w+") as err_f:
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+            stdout=out_f,
+            stderr=err_f,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
+        try:
+            if input_text is not None and proc.stdin is not None:
+                proc.stdin.write(input_text)
+                proc.stdin.close()
+            proc.wait(timeout=timeout)
+        except BaseException:
+            _terminate(proc)
+            raise
+        finally:
+            if reap_group:
+                _kill_group(proc.pid)
+        out_f.seek(0)
+        err_f.seek(0)
+        return proc.returncode, out_f.read(), err_f.read()
 
 
 def _kill_group(pgid: int) -> None:

@@ -145,9 +145,8 @@ def random_io(direction: Literal["read", "write"], bs: int) -> Workload:
 # read(2), so at iozone's record sizes the f* tests are buffered write(2)/read(2) through the
 # page cache; poolbench renders them with fio's `sync` engine (write/read at the file position,
 # as stdio does) instead of `psync` (pwrite/pread) and says so in their definitions.
-def iozone(test: str, bs: int) -> Workload:
-    size = format_size(bs)
-    name = f"iozone-{test}-{size}"
+def _iozone_table(bs: int) -> dict[str, tuple[str, dict[str, object]]]:
+    """Each iozone test: its summary and how fio does it (rw, engine, flags), for record size bs."""
     stdio_note = " (stdio-style: fio's sync engine, write(2)/read(2) at the file position)"
     table: dict[str, tuple[str, dict[str, object]]] = {
         "write": ("Sequential write of a new file", {"rw": "write"}),
@@ -187,6 +186,13 @@ def iozone(test: str, bs: int) -> Workload:
             {"rw": "read", "engine": "sync", "cached_by_design": True},
         ),
     }
+    return table
+
+
+def iozone(test: str, bs: int) -> Workload:
+    size = format_size(bs)
+    name = f"iozone-{test}-{size}"
+    table = _iozone_table(bs)
     if test not in table:
         raise UsageError(
             f"'{test}' is not an iozone test.",
