@@ -13,6 +13,7 @@ from poolbench.guards import cache
 from poolbench.guards.devices import MountInfo, block_name_of, mounts
 from poolbench.system.runner import Runner
 from poolbench.system.umount import umount
+from poolbench.zfs import pools
 
 MAX_CHECKED_FILES = 2000  # fincore checks at most this many files of a pool
 
@@ -131,7 +132,7 @@ def remount_cold(
     t0 = time.monotonic()
     files = files_under(mountpoint)
     before = cache.resident_bytes(runner, files)
-    umount(runner, str(mountpoint))
+    umount(runner, str(mountpoint), pools.busy_seconds())
     unmounted = wait_for(lambda: mount_at(mountpoint, mountinfo) is None)
     page = cache.drop(runner, [])  # nothing of the filesystem is reachable while unmounted
     runner.run(mount_argv)

@@ -19,7 +19,6 @@ from poolbench.cli.common import FiniteFloat, db_option, open_store
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import PoolPlan, nicenum, plan_pool
 from poolbench.planner.layout import Layout, format_devices, parse_layout
-from poolbench.planner.measured_disk import disk_speed_from_store
 from poolbench.planner.performance import (
     DEFAULT_SPEEDS,
     DiskSpeed,
@@ -29,6 +28,7 @@ from poolbench.planner.performance import (
 from poolbench.planner.resilience import PoolRisk, RiskInputs, pool_risk
 from poolbench.planner.rules import DEFAULT_VERSION, RuleSet, parse_zfs_version
 from poolbench.planner.search import Candidate, Objective, search
+from poolbench.report.measured_disk import disk_speed_from_store
 from poolbench.units import parse_disks
 
 

@@ -23,6 +23,7 @@ from poolbench.cli.common import (
 )
 from poolbench.engine import cleanup as cleanup_mod
 from poolbench.engine import lifecycle, study_run
+from poolbench.engine.zfs_daemon import zfs_available
 from poolbench.errors import TrialsFailed, UsageError
 from poolbench.planner.performance import DiskSpeed
 from poolbench.report import terminal
@@ -30,7 +31,6 @@ from poolbench.safety.claims import ClaimSet, GuardedRunner
 from poolbench.study import consistency, estimate, matrix
 from poolbench.study.model import Disks, Study
 from poolbench.system.runner import LocalRunner, Runner
-from poolbench.zfs import fusedaemon
 
 
 def _override_disks(study: Study, disks: str | None) -> Study:
@@ -296,12 +296,9 @@ def _uses_zfs(study: Study) -> bool:
 def zfs_daemon(study: Study, dry_run: bool) -> Iterator[None]:
     """zfs-fuse started for a ZFS study when it is this machine's ZFS and none answers (as
     `demo` does); stopped afterwards only if started here. Never started where OpenZFS is
-    (its kernel module answers, or is loaded): see zfs/fusedaemon.py."""
-    started = None
-    if not dry_run and _uses_zfs(study):
-        started = fusedaemon.ensure_running(LocalRunner())
-    try:
+    (its kernel module answers, or is loaded): see engine/zfs_daemon.py."""
+    if dry_run or not _uses_zfs(study):
         yield
-    finally:
-        if started is not None:
-            fusedaemon.stop(started)
+        return
+    with zfs_available(LocalRunner()):
+        yield

@@ -19,7 +19,6 @@ from rich.text import Text
 
 from poolbench.errors import PoolbenchError
 from poolbench.planner.layout import Layout, parse_layout
-from poolbench.planner.measured_disk import disk_speed_from_store
 from poolbench.planner.performance import (
     RECORDSIZE,
     VALIDATED,
@@ -28,6 +27,7 @@ from poolbench.planner.performance import (
     predict_detailed,
 )
 from poolbench.report.data import RunData, fmt_value, parse_config
+from poolbench.report.measured_disk import disk_speed_from_store
 from poolbench.report.svg import Safe, fmt, join
 from poolbench.store.db import Store
 from poolbench.study.model import BASELINE_LAYOUT

@@ -209,7 +209,7 @@ class Journal:
             return ""
         if os.path.realpath(here[-1].source) != os.path.realpath(source):
             return f"{mp} is now a mount of {here[-1].source}, not of {source}; left alone"
-        umount(self.runner, mp)
+        umount(self.runner, mp, pools.busy_seconds())
         return ""
 
     def _undo_loop(self, e: dict[str, Any]) -> str:

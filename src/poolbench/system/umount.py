@@ -1,6 +1,7 @@
 """`umount` retried while the target is busy: btrfs and md filesystems answer "target is
 busy" for a moment after a loaded machine's last write (the ZFS layer retries its own busy
-answers in zfs/pools.py). Same limit as ZFS: zfs.pools.busy_seconds()."""
+answers in zfs/pools.py). Callers pass the limit (the same as ZFS's: zfs.pools.busy_seconds()),
+so this lowest layer imports nothing above it."""
 
 from __future__ import annotations
 
@@ -9,16 +10,15 @@ import re
 import time
 
 from poolbench.system.runner import CommandError, Runner
-from poolbench.zfs.pools import busy_seconds
 
 log = logging.getLogger(__name__)
 _BUSY = re.compile(r"\bbusy\b")
 
 
-def umount(runner: Runner, mountpoint: str) -> None:
+def umount(runner: Runner, mountpoint: str, busy_seconds: float) -> None:
     """Unmount, retrying with a growing pause (0.2 s doubling to 2 s) while busy; the last
     busy answer is raised as the CommandError it is."""
-    deadline = time.monotonic() + busy_seconds()
+    deadline = time.monotonic() + busy_seconds
     pause = 0.2
     while True:
         try:
