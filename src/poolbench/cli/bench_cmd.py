@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from poolbench.cli.common import FiniteFloat, cli_size, db_option, open_store, progress_bar
 from poolbench.engine.bench_run import BenchResult, BenchRun
-from poolbench.engine.replicates import stop_rule
+from poolbench.engine.replicates import policy
 from poolbench.engine.session import Options
 from poolbench.errors import UsageError
 from poolbench.guards.workingset import MiB
@@ -180,7 +180,7 @@ def bench(
         iodepth=iodepth,
         numjobs=numjobs,
         metadata_files=metadata_files,
-        stop=stop_rule(min_runs, max_runs, ci_target / 100),
+        stop=policy(min_runs, max_runs, ci_target / 100),
     )
     _measure(path, scratch_size, options, dry_run=dry_run, as_json=as_json, db=db)
 
@@ -241,7 +241,7 @@ def _render(done: BenchResult, options: Options, store: Store) -> None:
         "cold reads after a cache drop, checked each time (a failed check is a warning); "
         f"data {options.compressibility}% compressible (fresh random buffers); "
         f"writes include fsync; {stop.min_runs}–{stop.max_runs} runs "
-        f"to a 95% CI within ±{stop.target:.0%}; fio {session.fio_version}"
+        f"to a 95% CI within ±{stop.ci_target:.0%}; fio {session.fio_version}"
     )
     console = Console(width=None if sys.stdout.isatty() else 110)
     bench_table.render(console, done.results, head)

@@ -163,8 +163,9 @@ class RunData:
             return float(t) / 100
         opts = self.metadata.get("options")
         stop = opts.get("stop") if isinstance(opts, dict) else None
-        if isinstance(stop, dict) and isinstance(stop.get("target"), int | float):
-            return float(stop["target"])
+        for key in ("ci_target", "target"):  # ReplicatePolicy; older runs: StopRule
+            if isinstance(stop, dict) and isinstance(stop.get(key), int | float):
+                return float(stop[key])
         return 0.05
 
     def started_text(self) -> str:
