@@ -14,7 +14,7 @@ from typing import Any
 
 from poolbench.engine.records import Findings
 from poolbench.errors import UsageError
-from poolbench.stats.summary import Summary, summarize
+from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.store import queries
 from poolbench.store.db import Store
 
@@ -35,10 +35,12 @@ class Cell:
     warnings: list[str] = field(default_factory=list)
     guards: list[dict[str, Any]] = field(default_factory=list)
     workload_def: dict[str, Any] = field(default_factory=dict)
+    policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)  # the run's (RunData.policy)
 
     @property
-    def summary(self) -> Summary:
-        return summarize(self.values)
+    def summary(self) -> MeanCI:
+        """Stein's interval: the run's first-stage sd and df, as the rule that stopped it."""
+        return self.policy.summarize(self.values)
 
     @property
     def device_mean(self) -> float | None:
@@ -168,6 +170,20 @@ class RunData:
                 return float(stop[key])
         return 0.05
 
+    def policy(self) -> ReplicatePolicy:
+        """The replicate policy the run was measured under: a study's replicates /
+        max_replicates / ci_target, a bench's options.stop; the defaults when neither is
+        stored (or what is stored is not a valid policy)."""
+        s, opts = self.study, self.metadata.get("options")
+        stop = opts.get("stop") if isinstance(opts, dict) else None
+        stop = stop if isinstance(stop, dict) else {}
+        lo = s.get("replicates", stop.get("min_runs", 3))
+        hi = s.get("max_replicates", stop.get("max_runs", 10))
+        try:
+            return ReplicatePolicy(self.ci_target(), int(lo), int(hi))
+        except (TypeError, ValueError):
+            return ReplicatePolicy(self.ci_target())
+
     def started_text(self) -> str:
         when = dt.datetime.fromtimestamp(self.started_at, dt.UTC)
         return when.strftime("%Y-%m-%d %H:%M UTC")
@@ -272,6 +288,9 @@ def load_run(store: Store, ref: str) -> RunData:
         configs=[],
         workloads=[],
     )
+    policy = run.policy()
+    for cell in cells.values():
+        cell.policy = policy
     run.configs = _config_order(run, [c.config for c in cells.values()])
     run.workloads = _workload_order(run, [m["workload"] for m in measurements])
     return run
