@@ -125,6 +125,13 @@ def _check_args(
     show_default=True,
     help="Repeat until the 95% CI is within ± this percent of the mean.",
 )
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**31 - 1),
+    default=None,
+    help="Seed of the workload order per round and of fio's random offsets: the same seed "
+    "replays them (default: random; recorded in the run either way).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON on stdout.")
 @click.option("--dry-run", is_flag=True, help="Print the commands and jobs; change nothing.")
 @click.option(
@@ -151,6 +158,7 @@ def bench(
     min_runs: int,
     max_runs: int,
     ci_target: float,
+    seed: int | None,
     as_json: bool,
     dry_run: bool,
     hosts_spec: str | None,
@@ -181,6 +189,7 @@ def bench(
         numjobs=numjobs,
         metadata_files=metadata_files,
         stop=policy(min_runs, max_runs, ci_target / 100),
+        seed=seed,
     )
     _measure(path, scratch_size, options, dry_run=dry_run, as_json=as_json, db=db)
 
