@@ -82,9 +82,9 @@ def _offsets(job: str, where: Path, tag: str) -> list[int]:
     subprocess.run(["fio", "--output-format=json", str(path)], check=True, capture_output=True)
     out = []
     for line in log.read_text().splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[1] == "write":
-            out.append(int(parts[2]))
+        parts = line.split()  # iolog v3: "<ms> <file> write <offset> <length>"
+        if len(parts) >= 4 and parts[-3] == "write":
+            out.append(int(parts[-2]))
     return out
 
 

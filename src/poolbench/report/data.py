@@ -288,9 +288,8 @@ def load_run(store: Store, ref: str) -> RunData:
         configs=[],
         workloads=[],
     )
-    policy = run.policy()
     for cell in cells.values():
-        cell.policy = policy
+        cell.policy = run.policy()  # the run's own min/max/target: Stein's interval
     run.configs = _config_order(run, [c.config for c in cells.values()])
     run.workloads = _workload_order(run, [m["workload"] for m in measurements])
     return run
