@@ -114,3 +114,17 @@ def test_pilot_is_the_newest_finished_run_on_this_machine(tmp_path: Path) -> Non
     assert math.isclose(found.cv, 10 / 100)  # sd of 100, 110, 90 is 10
     assert pilot.find(store, {"rand-read"}, "here") is None
     assert pilot.find(store, {"seq-write"}, "nowhere") is None
+
+
+def test_planned_stage_one_never_runs_a_configuration_twice_in_a_row() -> None:
+    from poolbench.study import matrix
+
+    study = parse(
+        'name = "t"\nreplicates = 3\n[disks]\ncount = 4\nsize = "256M"\n[factors]\n'
+        'backend = ["zfs"]\nlayout = ["raidz1", "raidz2"]\n[workloads]\nnames = ["seq-write"]\n'
+        'size = "64M"\n',
+        "t",
+    )
+    for seed in range(30):
+        keys = [t.config.key for t in matrix.plan(study, seed)]
+        assert len(keys) == 6 and all(a != b for a, b in zip(keys, keys[1:], strict=False))
