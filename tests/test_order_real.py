@@ -89,7 +89,7 @@ def _offsets(job: str, where: Path, tag: str) -> list[int]:
 
 
 def test_bench_seed_replays_fio_offsets(make_loop_fs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    fs = make_loop_fs("256M")
+    fs = make_loop_fs("256M").mountpoint
     db = tmp_path / "r.db"
     for seed in ("7", "7", "8"):
         r = poolbench(
