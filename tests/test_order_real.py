@@ -85,7 +85,7 @@ def _offsets(job: str, where: Path, tag: str) -> list[int]:
         parts = line.split()  # iolog v3: "<ms> <file> write <offset> <length>"
         if len(parts) >= 4 and parts[-3] == "write":
             out.append(int(parts[-2]))
-    return out
+    return out[:300]  # the job is time based: compare the first 300 offsets
 
 
 def test_bench_seed_replays_fio_offsets(make_loop_fs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
