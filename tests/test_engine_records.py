@@ -221,15 +221,21 @@ def test_interleave_replicates_round_by_round_until_the_rule_is_met() -> None:
         # steady: identical figures, CI 0 after the minimum; noisy: 100/200, never within 5%.
         values[name].append(100.0 if name == "steady" or rep % 2 == 0 else 200.0)
 
-    rule = replicates.stop_rule(min_runs=2, max_runs=4, target=0.05)
+    rule = replicates.policy(min_runs=2, max_runs=4, target=0.05)
+    rounds: list[list[str]] = []
     done = replicates.interleave(
         ["steady", "noisy"], rule, values.__getitem__, measure,
         lambda name, rep: f"{name} {rep}", lambda d, n, t: progress.append((d, n, t)),
+        seed=7, record=lambda r, names: rounds.append(names),
     )  # fmt: skip
-    assert order == ["steady", "noisy", "steady", "noisy", "noisy", "noisy"]
-    assert done == 6
-    # Planned 2×2; each replicate beyond the minimum adds one to the total as it starts.
-    assert progress == [
-        ("steady 0", 0, 4), ("noisy 0", 1, 4), ("steady 1", 2, 4), ("noisy 1", 3, 4),
-        ("noisy 2", 4, 5), ("noisy 3", 5, 6),
-    ]  # fmt: skip
+    # Two rounds of both (each in its seeded order, never the same item twice in a row), then
+    # the two extra replicates Stein's rule planned for the noisy one (sd 70.7 at n0 = 2).
+    first = replicates.round_order(["steady", "noisy"], 7, 0)
+    second = replicates.round_order(["steady", "noisy"], 7, 1, first[-1])
+    assert rounds == [first, second, ["noisy"], ["noisy"]]
+    assert order == first + second + ["noisy", "noisy"]
+    assert all(a != b for a, b in zip(order[:3], order[1:4], strict=True))
+    assert done == 6 and rule.planned(values["noisy"][:2]) == 4
+    # Planned 2×2; when stage one is complete the total grows by what Stein's rule added.
+    assert [t for _, _, t in progress] == [4, 4, 4, 4, 6, 6]
+    assert progress[4] == ("noisy 2", 4, 6)

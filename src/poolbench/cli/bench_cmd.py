@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from poolbench.cli.common import FiniteFloat, cli_size, db_option, open_store, progress_bar
 from poolbench.engine.bench_run import BenchResult, BenchRun
-from poolbench.engine.replicates import stop_rule
+from poolbench.engine.replicates import policy
 from poolbench.engine.session import Options
 from poolbench.errors import UsageError
 from poolbench.report import bench_table
@@ -125,6 +125,13 @@ def _check_args(
     show_default=True,
     help="Repeat until the 95% CI is within ± this percent of the mean.",
 )
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**31 - 1),
+    default=None,
+    help="Seed of the workload order per round and of fio's random offsets: the same seed "
+    "replays them (default: random; recorded in the run either way).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON on stdout.")
 @click.option("--dry-run", is_flag=True, help="Print the commands and jobs; change nothing.")
 @click.option(
@@ -151,6 +158,7 @@ def bench(
     min_runs: int,
     max_runs: int,
     ci_target: float,
+    seed: int | None,
     as_json: bool,
     dry_run: bool,
     hosts_spec: str | None,
@@ -180,7 +188,8 @@ def bench(
         iodepth=iodepth,
         numjobs=numjobs,
         metadata_files=metadata_files,
-        stop=stop_rule(min_runs, max_runs, ci_target / 100),
+        stop=policy(min_runs, max_runs, ci_target / 100),
+        seed=seed,
     )
     _measure(path, scratch_size, options, dry_run=dry_run, as_json=as_json, db=db)
 
@@ -241,7 +250,7 @@ def _render(done: BenchResult, options: Options, store: Store) -> None:
         "cold reads after a cache drop, checked each time (a failed check is a warning); "
         f"data {options.compressibility}% compressible (fresh random buffers); "
         f"writes include fsync; {stop.min_runs}–{stop.max_runs} runs "
-        f"to a 95% CI within ±{stop.target:.0%}; fio {session.fio_version}"
+        f"to a 95% CI within ±{stop.ci_target:.0%}; fio {session.fio_version}"
     )
     console = Console(width=None if sys.stdout.isatty() else 110)
     bench_table.render(console, done.results, head)

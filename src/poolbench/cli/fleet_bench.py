@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from poolbench.cli.common import cli_size, open_store
-from poolbench.engine.replicates import stop_rule
+from poolbench.engine.replicates import policy
 from poolbench.errors import UsageError
 from poolbench.fleet import hosts as hostlist
 from poolbench.fleet import table
@@ -46,7 +46,7 @@ def bench_fleet(params: dict[str, Any]) -> None:
         runtime_s=int(params["runtime"]),
         iodepth=int(params["iodepth"]),
         numjobs=int(params["numjobs"]),
-        stop=stop_rule(min_runs, max_runs, float(params["ci_target"]) / 100),
+        stop=policy(min_runs, max_runs, float(params["ci_target"]) / 100),
     )
     check_workloads(options.workloads)
     default = str(path) if path is not None else None
@@ -84,7 +84,7 @@ def _show(done: FleetRun, db: Path, options: FleetOptions, as_json: bool) -> Non
                     "hosts": [i.as_dict() for i in infos],
                     "not_applied": session.not_applied,
                     "notes": session.notes,
-                    "results": table.as_json(done.results),
+                    "results": table.as_json(done.results, options.stop),
                 },
                 indent=2,
             )
@@ -97,7 +97,9 @@ def _show(done: FleetRun, db: Path, options: FleetOptions, as_json: bool) -> Non
         "compressible; writes include fsync"
     )
     console = Console(width=None if sys.stdout.isatty() else 120)
-    table.render(console, done.results, infos, session.not_applied, session.notes, head)
+    table.render(
+        console, done.results, infos, session.not_applied, session.notes, head, options.stop
+    )
     console.print(f"stored as run {done.run_id} ({done.status}) in {db}", markup=False)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from poolbench.errors import TrialsFailed, UsageError
 from poolbench.planner.performance import DiskSpeed
 from poolbench.report import terminal
 from poolbench.safety.claims import ClaimSet, GuardedRunner
-from poolbench.study import consistency, estimate, matrix
+from poolbench.study import consistency, estimate, matrix, pilot
 from poolbench.study.model import Disks, Study
 from poolbench.system.runner import LocalRunner, Runner
 
@@ -123,7 +124,12 @@ def _print_dry_run(
     ]
     lines.append(study.disks.describe())
     lines += [f"  {t.index + 1:>3}. replicate {t.replicate + 1}: {t.config.key}" for t in plan]
-    lines += [estimate.estimate(study).text(), "commands of one trial per configuration:"]
+    found = pilot.find(sr.store, set(study.workloads.names), os.uname().nodename)
+    lines += [
+        estimate.estimate(study).text(),
+        estimate.detectable_text(study, *((found.cv, found.run_id) if found else (None, None))),
+        "commands of one trial per configuration:",
+    ]
     emit(console, [("", "\n".join(lines))])
     shown = sr.configs if all_commands else sr.configs[:DRY_RUN_CONFIGS]
     try:

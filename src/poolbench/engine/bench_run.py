@@ -82,4 +82,7 @@ class BenchRun:
                 with progress_bar() as update:
                     session.progress = update
                     results = session.run()
+                # The seeded workload order of each round, for the record (and a replay).
+                metadata["round_orders"] = session.round_orders
+                self.store.update_metadata(run_id, metadata)
         return BenchResult(run_id, results, session)

@@ -10,9 +10,11 @@ success, on error and on Ctrl-C.
 from __future__ import annotations
 
 import os
+import secrets
 import time
+import zlib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,8 @@ from poolbench.engine.workspace import Workspace
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.guards import cache, devices, workingset
 from poolbench.guards.devices import Target
-from poolbench.stats.summary import Summary, summarize
+from poolbench.stats import outliers
+from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.store.db import Store
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
@@ -45,8 +48,11 @@ class Options:
     iodepth: int = 1
     numjobs: int = 1
     metadata_files: int = 20000
-    stop: replicates.StopRule = field(default_factory=replicates.stop_rule)
+    stop: ReplicatePolicy = field(default_factory=replicates.policy)
     tarball: Path | None = None  # the plain tar the `untar` workload extracts
+    # Seeds the workload order of each round and fio's random offsets (randseed), so a run
+    # with the same seed replays the same offsets; None = drawn at random (and recorded).
+    seed: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -60,10 +66,12 @@ class WorkloadResult:
     values: list[float] = field(default_factory=list)
     device_mib_s: list[float] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)
 
     @property
-    def summary(self) -> Summary:
-        return summarize(self.values)
+    def summary(self) -> MeanCI:
+        """Stein's interval of the replicates (the policy's first-stage sd and df)."""
+        return self.policy.summarize(self.values)
 
     def add_warning(self, text: str) -> None:
         if text and text not in self.warnings:
@@ -109,7 +117,10 @@ class Session:
         self.target = subject.path
         self.options = options
         self.progress = progress
-        self.results = {w.name: WorkloadResult(w) for w in options.workloads}
+        self.results = {w.name: WorkloadResult(w, policy=options.stop) for w in options.workloads}
+        self.seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
+        self.round_orders: list[list[str]] = []  # bench: each round's workload order
+        self._reads_disturbed = False  # a write ran since the read data was laid out
         self.workspace = Workspace(runner, subject.path, run_id)
         self.device_target = subject.devices
         self.working_set: workingset.WorkingSet | None = None
@@ -136,7 +147,7 @@ class Session:
             "working_set": self.working_set.as_dict(),
             "target": self.device_target.as_dict(),
             "devices": [device_info(d) for d in self.device_target.devices],
-            "options": self.options.as_dict(),
+            "options": self.options.as_dict() | {"seed": self.seed},
         }
 
     def _refuse_target(self) -> None:
@@ -211,19 +222,18 @@ class Session:
             measure=self._measure_once,
             describe=lambda r, rep: f"{r.workload.name} run {rep + 1}",
             progress=self.progress,
+            seed=self.seed,
+            name=lambda r: r.workload.name,
+            record=lambda _round, names: self.round_orders.append(names),
         )
         if self.progress:
             self.progress("done", done, done)
         for res in self.results.values():
             if res.values:
-                res.add_warning(stop.verdict(res.values))
-                flagged = res.summary.outliers
-                if flagged:
-                    runs = ", ".join(str(i + 1) for i in flagged)
-                    res.add_warning(
-                        f"run(s) {runs} are outliers by the MAD rule (|modified z| > 3.5): "
-                        "something disturbed the machine; they are kept in the mean"
-                    )
+                summary = res.summary
+                res.add_warning(summary.warning())
+                if summary.outliers:
+                    res.add_warning(outliers.note(", ".join(str(i + 1) for i in summary.outliers)))
 
     def _plan_only(self) -> None:
         """--dry-run: show every fio job that would run, once per workload; run nothing."""
@@ -262,13 +272,32 @@ class Session:
         else:
             self._measure_other(res, replicate)
 
+    def randseed(self, w: Workload, replicate: int) -> int:
+        """fio's seed for one measurement: from (session seed, workload, replicate) only, so
+        every configuration of a study gets the same offsets at a replicate (common random
+        numbers) and `--seed N` replays them."""
+        return zlib.crc32(f"{self.seed}:{w.name}:{replicate}".encode()) & 0x7FFFFFFF
+
+    def _lay_out(self, w: Workload, params: fiojob.JobParams) -> None:
+        """Prepare the data; a read replicate reads data laid out as in the first one, so a
+        file that a write workload has changed since it was laid out is laid out afresh."""
+        if w.direction == "read" and self._reads_disturbed:
+            for f in self.workspace.data_files(w, params):
+                f.unlink(missing_ok=True)
+            self._reads_disturbed = False
+        elif not w.is_metadata:
+            self._reads_disturbed = True
+        self.workspace.prepare(w, params)
+
     def _measure_fio(self, res: WorkloadResult, replicate: int) -> None:
         w = res.workload
-        params = self._params(w)
+        params = replace(self._params(w), randseed=self.randseed(w, replicate))
         job = fiojob.render(w, params)
         jobs = self.workspace.jobs_dir
-        self.workspace.prepare(w, params)
+        self._lay_out(w, params)
         findings = self._findings_for(w)
+        if "randseed" in job:
+            findings.other["fio_randseed"] = params.randseed
         findings.data = DataFinding(self.options.compressibility)
         findings.durability = _durability(w)
         warnings: list[str] = []

@@ -25,7 +25,7 @@ import logging
 import os
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -173,32 +173,47 @@ class StudyRun:
             self._progress(t, done, total)
             self.trial(t.config, t.replicate, t.index)
             done += 1
-        # More rounds for the configurations whose CI is still wider than the target.
-        rule = replicates.stop_rule(
+        total, done = self._extra_rounds(total, done, planned[-1].config if planned else None)
+        if self.progress:
+            self.progress("done", done, total)
+
+    def policy(self) -> replicates.ReplicatePolicy:
+        return replicates.policy(
             self.study.replicates, self.study.max_replicates, self.study.ci_target / 100
         )
-        replicate = self.study.replicates
-        while replicate < self.study.max_replicates:
-            wide = [c for c in self.configs if self._needs_more(c, rule)]
-            if not wide:
-                break
-            for c in matrix.round_order(wide, self.seed, replicate):
+
+    def _extra_rounds(self, total: int, done: int, last: matrix.Config | None) -> tuple[int, int]:
+        """The replicates Stein's rule adds after stage one, in rounds: round r holds every
+        configuration that is owed an r-th replicate, in the seeded order of that round
+        (matrix.round_order, so a resume replays it), rotated so that the configuration that
+        ended a round never starts the next one: extra replicates never run back to back."""
+        assert self.seed is not None
+        rule = self.policy()
+        planned = {c.key: self._planned(c, rule) for c in self.configs}
+        for replicate in range(self.study.replicates, self.study.max_replicates):
+            owed = [c for c in self.configs if planned[c.key] > replicate]
+            # The same shuffle as matrix.round_order (seed, round), rotated after `last`.
+            order = replicates.round_order(owed, self.seed, replicate, last)
+            for c in order:
                 if self.missing(c, replicate):
                     total += 1
                     self._progress(matrix.Trial(total - 1, replicate, c), done, total)
                     self.trial(c, replicate, total - 1)
                     done += 1
-            replicate += 1
-        if self.progress:
-            self.progress("done", done, total)
+            last = order[-1] if order else last
+        return total, done
 
     def _progress(self, t: matrix.Trial, done: int, total: int) -> None:
         if self.progress:
             self.progress(f"{t.config.key} (replicate {t.replicate + 1})", done, total)
 
-    def _needs_more(self, cfg: matrix.Config, rule: replicates.StopRule) -> bool:
+    def _planned(self, cfg: matrix.Config, rule: replicates.ReplicatePolicy) -> int:
+        """The total Stein's rule fixed from stage one: the most any of the configuration's
+        workloads needs (a trial measures them all)."""
         per = queries.values_by_workload(self.store, self.run_id, cfg.key)
-        return any(rule.needs_more(v) for v in per.values())
+        first = [v[: rule.min_runs] for v in per.values()]
+        # len + more: a non-finite value stops the rule (more = 0) instead of raising.
+        return max((len(v) + rule.more(v) for v in first), default=rule.min_runs)
 
     # -- one trial ---------------------------------------------------------------------------
     def pool_name(self, index: int) -> str:
@@ -267,7 +282,10 @@ class StudyRun:
         backend.destroy(pool, journal)
 
     def _measure(self, tc: TrialConfig, backend: Backend, pool: Pool) -> None:
-        options = trial.options_for(self.study, self.workloads, tc, self.untar_source)
+        # The study's seed seeds fio's offsets too, so `run --seed N` replays them.
+        options = replace(
+            trial.options_for(self.study, self.workloads, tc, self.untar_source), seed=self.seed
+        )
         findings = trial.findings_for(self.runner, pool, tc, options)
         subject = pool_ops.subject_for(self.runner, backend, pool, tc.key, findings)
         session = Session(self.runner, self.store, self.run_id, subject, options)

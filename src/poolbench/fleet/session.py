@@ -46,7 +46,7 @@ from poolbench.engine.session import figure
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.fleet import clientout, probe
 from poolbench.fleet.hosts import Host
-from poolbench.stats.summary import Summary, summarize
+from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.store import queries
 from poolbench.store.db import Store
 from poolbench.system.runner import Runner
@@ -88,7 +88,7 @@ class FleetOptions:
     runtime_s: int = 30
     iodepth: int = 1
     numjobs: int = 1
-    stop: replicates.StopRule = field(default_factory=replicates.stop_rule)
+    stop: replicates.ReplicatePolicy = field(default_factory=replicates.policy)
 
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -110,8 +110,9 @@ class FleetWorkloadResult:
         if text and text not in self.warnings:
             self.warnings.append(text)
 
-    def summary(self, values: list[float]) -> Summary | None:
-        return summarize(values) if values else None
+    def summary(self, values: list[float], policy: ReplicatePolicy | None = None) -> MeanCI | None:
+        """Stein's interval under `policy` (the run's FleetOptions.stop)."""
+        return (policy or ReplicatePolicy()).summarize(values) if values else None
 
 
 Progress = Callable[[str, int, int], None]
@@ -218,7 +219,7 @@ class FleetSession:
         )
         for res in self.results.values():
             if res.sums:
-                res.add_warning(stop.verdict(res.sums))
+                res.add_warning(stop.summarize(res.sums).warning())
 
     # -- one fleet job -------------------------------------------------------------------------
     def _params(self, label: str, w: Workload) -> fiojob.JobParams:

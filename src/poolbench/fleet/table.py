@@ -13,7 +13,10 @@ from rich.text import Text
 
 from poolbench.fleet.probe import HostInfo
 from poolbench.fleet.session import FleetWorkloadResult
-from poolbench.stats.summary import summarize
+from poolbench.stats.policy import ReplicatePolicy
+
+# The policy of the run (FleetOptions.stop): its Stein interval is the one reported.
+DEFAULT = ReplicatePolicy()
 
 
 def _fmt(v: float) -> str:
@@ -22,10 +25,10 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
 
 
-def _stats(values: list[float]) -> dict[str, Any]:
+def _stats(values: list[float], policy: ReplicatePolicy = DEFAULT) -> dict[str, Any]:
     if not values:
         return {"mean": None, "ci_low": None, "ci_high": None, "replicates": 0, "values": []}
-    s = summarize(values)
+    s = policy.summarize(values)
     return {
         "mean": s.mean,
         "ci_low": None if math.isnan(s.ci_low) else s.ci_low,
@@ -35,14 +38,16 @@ def _stats(values: list[float]) -> dict[str, Any]:
     }
 
 
-def as_json(results: list[FleetWorkloadResult]) -> list[dict[str, Any]]:
+def as_json(
+    results: list[FleetWorkloadResult], policy: ReplicatePolicy = DEFAULT
+) -> list[dict[str, Any]]:
     return [
         {
             "workload": r.workload.name,
             "unit": r.workload.unit,
-            "per_host": {label: _stats(v) for label, v in r.per_host.items()},
-            "sum": _stats(r.sums),
-            "slowest": {**_stats(r.slowest), "hosts": list(r.slowest_host)},
+            "per_host": {label: _stats(v, policy) for label, v in r.per_host.items()},
+            "sum": _stats(r.sums, policy),
+            "slowest": {**_stats(r.slowest, policy), "hosts": list(r.slowest_host)},
             "partial": r.partial,
             "warnings": list(r.warnings),
         }
@@ -50,10 +55,10 @@ def as_json(results: list[FleetWorkloadResult]) -> list[dict[str, Any]]:
     ]
 
 
-def _row(values: list[float]) -> tuple[str, str, str]:
+def _row(values: list[float], policy: ReplicatePolicy = DEFAULT) -> tuple[str, str, str]:
     if not values:
         return "–", "–", "0"
-    s = summarize(values)
+    s = policy.summarize(values)
     ci = "–" if math.isinf(s.rel_halfwidth) else f"±{s.rel_halfwidth:.1%}"
     return _fmt(s.mean), ci, str(s.n)
 
@@ -87,6 +92,7 @@ def render(
     not_applied: dict[str, list[str]],
     notes: list[str],
     header: str,
+    policy: ReplicatePolicy = DEFAULT,
 ) -> None:
     table = Table(title=Text(header), title_justify="left")  # host names: data, not markup
     for col in ("workload", "host", "mean", "unit", "95% CI", "runs", "notes"):
@@ -101,12 +107,12 @@ def render(
             marks.append(f"[yellow]⚠ {footnotes.index(w) + 1}[/]")
         unit = r.workload.unit
         for i, (label, values) in enumerate(r.per_host.items()):
-            mean, ci, n = _row(values)
+            mean, ci, n = _row(values, policy)
             table.add_row(r.workload.name if i == 0 else "", escape(label), mean, unit, ci, n, "")
-        mean, ci, n = _row(r.sums)
+        mean, ci, n = _row(r.sums, policy)
         partial = " [red]partial[/]" if r.partial else ""
         table.add_row("", "[bold]sum of hosts[/]", mean, unit, ci, n, " ".join(marks) + partial)
-        mean, ci, n = _row(r.slowest)
+        mean, ci, n = _row(r.slowest, policy)
         slow = ", ".join(sorted(set(r.slowest_host)))
         label = f"slowest host ({slow})" if slow else "slowest host"
         table.add_row("", escape(label), mean, unit, ci, n, "", end_section=True)

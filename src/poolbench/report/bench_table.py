@@ -32,7 +32,7 @@ def as_json(results: list[WorkloadResult]) -> list[dict[str, Any]]:
                 "ci_low": None if math.isnan(s.ci_low) else s.ci_low,
                 "ci_high": None if math.isnan(s.ci_high) else s.ci_high,
                 "confidence": s.confidence,
-                "stdev": None if math.isnan(s.stdev) else s.stdev,
+                "stdev": None if math.isnan(s.first_stage_sd) else s.first_stage_sd,
                 "replicates": s.n,
                 "values": r.values,
                 "outliers": list(s.outliers),

@@ -121,7 +121,9 @@ def compare(a: RunData, b: RunData, *, force: bool = False) -> RunComparison:
             "Re-run one of them with the same settings, or pass --force to compare anyway "
             "(the differences are then printed above the table).",
         )
-    ratios = compare_family([(ca_.values, cb_.values) for _w, ca_, cb_ in matched])
+    # Stage one of the run with the smaller minimum: both sds then have at least its df.
+    stage = min(a.policy().min_runs, b.policy().min_runs)
+    ratios = compare_family([(x.values, y.values) for _w, x, y in matched], first_stage=stage)
     pairs = [
         Pair(w, ca_, cb_, r, cell_warnings(ca_, a.ci_target()), cell_warnings(cb_, b.ci_target()))
         for (w, ca_, cb_), r in zip(matched, ratios, strict=True)

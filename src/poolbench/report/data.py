@@ -14,7 +14,7 @@ from typing import Any
 
 from poolbench.engine.records import Findings
 from poolbench.errors import UsageError
-from poolbench.stats.summary import Summary, summarize
+from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.store import queries
 from poolbench.store.db import Store
 
@@ -35,10 +35,12 @@ class Cell:
     warnings: list[str] = field(default_factory=list)
     guards: list[dict[str, Any]] = field(default_factory=list)
     workload_def: dict[str, Any] = field(default_factory=dict)
+    policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)  # the run's (RunData.policy)
 
     @property
-    def summary(self) -> Summary:
-        return summarize(self.values)
+    def summary(self) -> MeanCI:
+        """Stein's interval: the run's first-stage sd and df, as the rule that stopped it."""
+        return self.policy.summarize(self.values)
 
     @property
     def device_mean(self) -> float | None:
@@ -165,9 +167,24 @@ class RunData:
             return float(t) / 100
         opts = self.metadata.get("options")
         stop = opts.get("stop") if isinstance(opts, dict) else None
-        if isinstance(stop, dict) and isinstance(stop.get("target"), int | float):
-            return float(stop["target"])
+        for key in ("ci_target", "target"):  # ReplicatePolicy; older runs: StopRule
+            if isinstance(stop, dict) and isinstance(stop.get(key), int | float):
+                return float(stop[key])
         return 0.05
+
+    def policy(self) -> ReplicatePolicy:
+        """The replicate policy the run was measured under: a study's replicates /
+        max_replicates / ci_target, a bench's options.stop; the defaults when neither is
+        stored (or what is stored is not a valid policy)."""
+        s, opts = self.study, self.metadata.get("options")
+        stop = opts.get("stop") if isinstance(opts, dict) else None
+        stop = stop if isinstance(stop, dict) else {}
+        lo = s.get("replicates", stop.get("min_runs", 3))
+        hi = s.get("max_replicates", stop.get("max_runs", 10))
+        try:
+            return ReplicatePolicy(self.ci_target(), int(lo), int(hi))
+        except (TypeError, ValueError):
+            return ReplicatePolicy(self.ci_target())
 
     def started_text(self) -> str:
         when = dt.datetime.fromtimestamp(self.started_at, dt.UTC)
@@ -274,6 +291,8 @@ def load_run(store: Store, ref: str) -> RunData:
         workloads=[],
         failed_trials=queries.failed_trials(store, run_id),
     )
+    for cell in cells.values():
+        cell.policy = run.policy()  # the run's own min/max/target: Stein's interval
     run.configs = _config_order(run, [c.config for c in cells.values()])
     run.workloads = _workload_order(run, [m["workload"] for m in measurements])
     return run

@@ -117,7 +117,7 @@ def _percent(text: str) -> float | None:
 
 def _point(cell: Cell, x: float) -> Point:
     s = cell.summary
-    ok = s.n >= 2
+    ok = s.determined  # no interval (identical or < 2 replicates): the mean alone
     return Point(x, s.mean, s.ci_low if ok else None, s.ci_high if ok else None)
 
 
@@ -155,7 +155,7 @@ def _bar_chart(run: RunData, wt: WorkloadTable, chart_id: str) -> Safe:
     bars = []
     for r in wt.rows:
         s = r.cell.summary
-        ok = s.n >= 2
+        ok = s.determined
         note = change_text(r) if r.role == "compared" else ""
         bars.append(
             Bar(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from poolbench.errors import UsageError
 from poolbench.report.data import Cell, RunData, parse_config
+from poolbench.stats import outliers
 from poolbench.stats.compare import Ratio, compare_family
 
 
@@ -96,8 +97,8 @@ def cell_warnings(cell: Cell, ci_target: float) -> list[str]:
     """The stored guard warnings, plus what the statistics say about this figure."""
     out = list(cell.warnings)
     s = cell.summary
-    if s.n < 2:
-        out.append("fewer than 2 runs: no confidence interval")
+    if s.reason:
+        out.append(s.reason)
     elif s.rel_halfwidth > ci_target:
         out.append(
             f"the 95% CI is wider than the target ±{ci_target:.0%} of the mean: the figure is "
@@ -105,10 +106,7 @@ def cell_warnings(cell: Cell, ci_target: float) -> list[str]:
         )
     if s.outliers:
         runs = ", ".join(str(cell.replicates[i] + 1) for i in s.outliers)
-        out.append(
-            f"replicate(s) {runs} of this figure are outliers by the MAD "
-            "rule (|modified z| > 3.5): something disturbed the machine; kept in the mean"
-        )
+        out.append(outliers.note(runs))
     return out
 
 
@@ -136,7 +134,8 @@ def workload_table(
                 compared.append(row)
         row.notes = sorted({notes.number(w) for w in cell_warnings(cell, run.ci_target())})
         rows.append(row)
-    for row, ratio in zip(compared, compare_family(pairs), strict=True):
+    family = compare_family(pairs, first_stage=run.policy().min_runs)
+    for row, ratio in zip(compared, family, strict=True):
         row.change = ratio
     unit = cells[0].unit if cells else ""
     return WorkloadTable(workload, unit, baseline, rows)
@@ -153,7 +152,7 @@ def change_text(row: Row) -> str:
         return "no baseline measured"
     if row.change is None:
         return ""
-    return row.change.text()
+    return row.change.full_text()
 
 
 def mean_ci_text(cell: Cell) -> str:
@@ -176,9 +175,9 @@ def answer(run: RunData, workload: str) -> str:
     if len(ranked) == 1:
         return head
     second = ranked[1]
-    r = compare_family([(second.values, best.values)])[0]
+    r = compare_family([(second.values, best.values)], first_stage=run.policy().min_runs)[0]
     if r.undetermined:
         return f"{head}; against {run.label(second.config)}: {r.undetermined}"
     if not r.significant:
-        return f"{head}, but not significantly higher than {run.label(second.config)}"
+        return f"{head}; against {run.label(second.config)}: {r.full_text()}"
     return f"{head}, {r.text()} over the next, {run.label(second.config)}"

@@ -127,7 +127,7 @@ def render_comparison(console: Console, cmp: RunComparison) -> None:
             Text(mean_ci_text(p.cell_a)),
             Text(mean_ci_text(p.cell_b)),
             Text(p.cell_a.unit),
-            _change(p.change.text(), p.change.significant),
+            _change(p.change.full_text(), p.change.significant),
             Text(f"{p.cell_a.summary.n}/{p.cell_b.summary.n}"),
             _notes(sorted(set(numbers))),
         )

@@ -9,8 +9,10 @@ the run time of time-based workloads. The range runs from the planned replicates
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from poolbench.stats.policy import ReplicatePolicy
 from poolbench.study import matrix
 from poolbench.study.model import Study
 from poolbench.units import parse_size
@@ -24,6 +26,7 @@ CACHE_DROP_S = 1.5  # export + import (ZFS) or remount
 META_OPS_S = 2000.0  # metadata operations per second
 UNTAR_S = 60.0  # a kernel source tree (≈1.4 GB in 80k files) with its syncfs
 RESILVER_FACTOR = 1.0  # resilver ≈ rewriting the working set once
+ASSUMED_CV = 0.05  # run-to-run CV assumed when the store has no earlier run on this machine
 
 
 @dataclass(frozen=True)
@@ -93,4 +96,26 @@ def estimate(study: Study) -> Estimate:
         n_max,
         n * per_trial + fill_s * study.replicates,
         n_max * per_trial + fill_s * study.max_replicates,
+    )
+
+
+def detectable_text(study: Study, cv: float | None, pilot_run: int | None = None) -> str:
+    """The smallest change between two configurations the planned replicates can detect
+    (80% power, 95% confidence, Holm over the comparisons of one workload), at the
+    run-to-run CV of a pilot run on this machine, else at ASSUMED_CV, saying which."""
+    p = ReplicatePolicy(study.ci_target / 100, study.replicates, study.max_replicates)
+    used = ASSUMED_CV if cv is None else cv
+    family = max(1, len(matrix.configs(study)) - 1)
+    d = p.detectable(used, family=family)
+    source = (
+        f"the run-to-run CV {used:.1%} measured by run {pilot_run} on this machine"
+        if cv is not None
+        else f"an assumed run-to-run CV of {used:.0%} (no earlier run on this machine in "
+        "the store; a first run of this study gives the real figure)"
+    )
+    found = f"a change of ≥ {d:.1%}" if math.isfinite(d) else "no change"
+    return (
+        f"detectable difference: with {source}, the planned replicates can detect {found} "
+        f"between two configurations (80% power, 95% confidence, {family} comparison(s) per "
+        "workload, Holm-adjusted)"
     )

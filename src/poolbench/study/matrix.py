@@ -70,6 +70,9 @@ def plan(study: Study, seed: int) -> list[Trial]:
     cfgs = configs(study)
     trials: list[Trial] = []
     for r in range(study.replicates):
-        for c in round_order(cfgs, seed, r):
+        order = round_order(cfgs, seed, r)
+        if trials and len(order) > 1 and order[0] == trials[-1].config:
+            order = order[1:] + order[:1]  # never the same configuration twice in a row
+        for c in order:
             trials.append(Trial(len(trials), r, c))
     return trials

@@ -25,6 +25,9 @@ class JobParams:
     numjobs: int = 1  # for random workloads
     metadata_files: int = 20000
     file_prefix: str = "data"
+    # fio's randseed for random workloads: the same seed replays the same offsets (with it
+    # set, fio ignores randrepeat and seeds every generator from it). None = not seeded.
+    randseed: int | None = None
 
 
 def data_pattern(compressibility: int) -> dict[str, str]:
@@ -97,6 +100,8 @@ def render(workload: Workload, params: JobParams) -> str:
         # fio drops a file's pages before each job by default (invalidate=1); a cached test
         # must keep what the previous read left in the cache.
         g["invalidate"] = "0"
+    if params.randseed is not None and "rand" in g.get("rw", ""):
+        g["randseed"] = str(params.randseed)
     if workload.direction == "write":
         g["end_fsync"] = "1"  # durable: fio's runtime includes this fsync
     bs = int(workload.fio["bs"])
