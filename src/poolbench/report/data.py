@@ -235,6 +235,17 @@ def resolve_run(store: Store, ref: str) -> int:
     return int(ref)
 
 
+def _commands(store: Store, run_id: int) -> list[dict[str, Any]]:
+    """The run's command log, each argv a list of strings whatever the store holds."""
+    commands = []
+    for c in store.commands(run_id):
+        d = dict(c)
+        argv = _json(c["argv"], [])
+        d["argv"] = [str(a) for a in argv] if isinstance(argv, list) else [str(argv)]
+        commands.append(d)
+    return commands
+
+
 def load_run(store: Store, ref: str) -> RunData:
     run_id = resolve_run(store, ref)
     row = store.run(run_id)
@@ -251,12 +262,7 @@ def load_run(store: Store, ref: str) -> RunData:
             if not isinstance(m[key], dict):
                 m[key] = {}
         measurements.append(m)
-    commands = []
-    for c in store.commands(run_id):
-        d = dict(c)
-        argv = _json(c["argv"], [])
-        d["argv"] = [str(a) for a in argv] if isinstance(argv, list) else [str(argv)]
-        commands.append(d)
+    commands = _commands(store, run_id)
     cells: dict[tuple[str, str], Cell] = {}
     for m in sorted(measurements, key=lambda m: (m["replicate"], m["id"])):
         # A run measured on many hosts keeps each host's replicates apart: the host is one
