@@ -79,18 +79,9 @@ class Bar:
     note: str = ""  # e.g. "−30% [−33%, −27%]"
 
 
-def bar_chart(chart_id: str, title: str, unit: str, bars: Sequence[Bar]) -> Safe:
-    """Horizontal bars with error bars: one per configuration (labels can be long)."""
-    row_h, label_w, plot_w, right_w = 26, 300, 380, 190
-    top, bottom = 30, 36
-    width = label_w + plot_w + right_w
-    height = top + row_h * len(bars) + bottom
-    vmax = nice_max(max([b.high or b.value for b in bars] + [0.0]))
-
-    def x(v: float) -> float:
-        return label_w + plot_w * max(0.0, v) / vmax
-
-    parts = [
+def _svg_head(chart_id: str, title: str, width: float, height: float) -> list[Safe]:
+    """The opening <svg> tag, its accessible title and the visible chart title."""
+    return [
         fmt(
             '<svg id="{}" class="chart" role="img" xmlns="http://www.w3.org/2000/svg" '
             'width="{}" height="{}" viewBox="0 0 {} {}" aria-label="{}">',
@@ -104,84 +95,128 @@ def bar_chart(chart_id: str, title: str, unit: str, bars: Sequence[Bar]) -> Safe
         fmt("<title>{}</title>", title),
         fmt('<text x="4" y="18" class="ct">{}</text>', title),
     ]
+
+
+@dataclass(frozen=True)
+class _BarFrame:
+    """Geometry of a bar chart: labels on the left, bars in the middle, values on the right."""
+
+    rows: int
+    vmax: float
+    row_h: int = 26
+    label_w: int = 300
+    plot_w: int = 380
+    right_w: int = 190
+    top: int = 30
+    bottom: int = 36
+
+    @property
+    def width(self) -> int:
+        return self.label_w + self.plot_w + self.right_w
+
+    @property
+    def height(self) -> int:
+        return self.top + self.row_h * self.rows + self.bottom
+
+    def x(self, v: float) -> float:
+        # Negative values are drawn at zero: the axis starts there.
+        return self.label_w + self.plot_w * max(0.0, v) / self.vmax
+
+
+def bar_chart(chart_id: str, title: str, unit: str, bars: Sequence[Bar]) -> Safe:
+    """Horizontal bars with error bars: one per configuration (labels can be long)."""
+    frame = _BarFrame(len(bars), nice_max(max([b.high or b.value for b in bars] + [0.0])))
+    parts = _svg_head(chart_id, title, frame.width, frame.height)
+    parts += _bar_value_axis(frame, unit)
+    for i, b in enumerate(bars):
+        parts += _bar_row(frame, i, b, unit)
+    parts.append(Safe("</svg>"))
+    return join(parts, "\n")
+
+
+def _bar_value_axis(frame: _BarFrame, unit: str) -> list[Safe]:
+    """Five vertical grid lines with their tick values, and the unit under the axis."""
+    parts: list[Safe] = []
     for i in range(5):
-        v = vmax * i / 4
+        v = frame.vmax * i / 4
         parts.append(
             fmt(
                 '<line x1="{}" y1="{}" x2="{}" y2="{}" class="grid"/>',
-                _num(x(v)),
-                top,
-                _num(x(v)),
-                height - bottom,
+                _num(frame.x(v)),
+                frame.top,
+                _num(frame.x(v)),
+                frame.height - frame.bottom,
             )
         )
         parts.append(
             fmt(
                 '<text x="{}" y="{}" class="tick" text-anchor="middle">{}</text>',
-                _num(x(v)),
-                height - bottom + 14,
+                _num(frame.x(v)),
+                frame.height - frame.bottom + 14,
                 _tick_label(v),
             )
         )
     parts.append(
         fmt(
             '<text x="{}" y="{}" class="axis" text-anchor="middle">{}</text>',
-            label_w + plot_w / 2,
-            height - 4,
+            frame.label_w + frame.plot_w / 2,
+            frame.height - 4,
             unit,
         )
     )
-    for i, b in enumerate(bars):
-        y = top + i * row_h
-        color = PALETTE[i % len(PALETTE)]
-        parts.append(
-            fmt(
-                '<text x="{}" y="{}" class="lbl" text-anchor="end">{}</text>',
-                label_w - 6,
-                _num(y + row_h * 0.65),
-                _short(b.label, 46),
-            )
+    return parts
+
+
+def _bar_row(frame: _BarFrame, i: int, b: Bar, unit: str) -> list[Safe]:
+    """Row i: the (shortened) label, the bar, its error bar if any, the value and note."""
+    y = frame.top + i * frame.row_h
+    parts = [
+        fmt(
+            '<text x="{}" y="{}" class="lbl" text-anchor="end">{}</text>',
+            frame.label_w - 6,
+            _num(y + frame.row_h * 0.65),
+            _short(b.label, 46),
+        ),
+        fmt(
+            '<rect x="{}" y="{}" width="{}" height="{}" fill="{}" class="bar">'
+            "<title>{}: {} {}</title></rect>",
+            frame.label_w,
+            _num(y + 4),
+            _num(frame.x(b.value) - frame.label_w),
+            frame.row_h - 8,
+            PALETTE[i % len(PALETTE)],
+            b.label,
+            _tick_label(b.value),
+            unit,
+        ),
+    ]
+    if b.low is not None and b.high is not None:
+        parts.append(_bar_error(frame, y + frame.row_h / 2, b.low, b.high))
+    parts.append(
+        fmt(
+            '<text x="{}" y="{}" class="val">{}</text>',
+            frame.label_w + frame.plot_w + 8,
+            _num(y + frame.row_h * 0.65),
+            (_tick_label(b.value) + "  " + b.note).strip(),
         )
-        parts.append(
-            fmt(
-                '<rect x="{}" y="{}" width="{}" height="{}" fill="{}" class="bar">'
-                "<title>{}: {} {}</title></rect>",
-                label_w,
-                _num(y + 4),
-                _num(x(b.value) - label_w),
-                row_h - 8,
-                color,
-                b.label,
-                _tick_label(b.value),
-                unit,
-            )
-        )
-        if b.low is not None and b.high is not None:
-            cy = y + row_h / 2
-            parts.append(
-                fmt(
-                    '<path d="M{},{}H{}M{},{}V{}M{},{}V{}" class="err"/>',
-                    _num(x(b.low)),
-                    _num(cy),
-                    _num(x(b.high)),
-                    _num(x(b.low)),
-                    _num(cy - 6),
-                    _num(cy + 6),
-                    _num(x(b.high)),
-                    _num(cy - 6),
-                    _num(cy + 6),
-                )
-            )
-        parts.append(
-            fmt(
-                '<text x="{}" y="{}" class="val">{}</text>',
-                label_w + plot_w + 8,
-                _num(y + row_h * 0.65),
-                (_tick_label(b.value) + "  " + b.note).strip(),
-            )
-        )
-    parts.append(Safe("</svg>"))
-    return join(parts, "\n")
+    )
+    return parts
+
+
+def _bar_error(frame: _BarFrame, cy: float, low: float, high: float) -> Safe:
+    """A horizontal interval from low to high at height cy, with short end caps."""
+    return fmt(
+        '<path d="M{},{}H{}M{},{}V{}M{},{}V{}" class="err"/>',
+        _num(frame.x(low)),
+        _num(cy),
+        _num(frame.x(high)),
+        _num(frame.x(low)),
+        _num(cy - 6),
+        _num(cy + 6),
+        _num(frame.x(high)),
+        _num(cy - 6),
+        _num(cy + 6),
+    )
 
 
 @dataclass(frozen=True)
