@@ -227,6 +227,50 @@ class Point:
     high: float | None = None
 
 
+@dataclass(frozen=True)
+class _LineFrame:
+    """Geometry of a line chart: y axis on the left, the plot, the legend on the right."""
+
+    lo_x: float  # smallest x, already on the axis scale (log2 if asked)
+    span: float
+    ymax: float
+    log2_x: bool
+    left: int = 70
+    plot_w: int = 460
+    plot_h: int = 260
+    top: int = 30
+    legend_w: int = 300
+
+    @property
+    def width(self) -> int:
+        return self.left + self.plot_w + 20 + self.legend_w
+
+    @property
+    def height(self) -> int:
+        return self.top + self.plot_h + 50
+
+    def tx(self, v: float) -> float:
+        return math.log2(v) if self.log2_x else v
+
+    def px(self, v: float) -> float:
+        return self.left + 10 + (self.plot_w - 20) * (self.tx(v) - self.lo_x) / self.span
+
+    def py(self, v: float) -> float:
+        # Negative values are drawn at zero: the axis starts there.
+        return self.top + self.plot_h - self.plot_h * max(0.0, v) / self.ymax
+
+
+def _line_frame(
+    xs: list[float], series: Sequence[tuple[str, Sequence[Point]]], log2_x: bool
+) -> _LineFrame:
+    """Scale both axes to the data: x from the smallest to the largest x, y from zero."""
+    tx = _LineFrame(0.0, 1.0, 1.0, log2_x).tx
+    lo_x, hi_x = tx(xs[0]), tx(xs[-1])
+    span = hi_x - lo_x or 1.0  # a single x sits at the left edge instead of dividing by 0
+    ymax = nice_max(max((p.high or p.y) for _n, pts in series for p in pts))
+    return _LineFrame(lo_x, span, ymax, log2_x)
+
+
 def line_chart(
     chart_id: str,
     title: str,
@@ -238,131 +282,136 @@ def line_chart(
     x_tick_text: dict[float, str] | None = None,
 ) -> Safe:
     """One line per series with error bars at each point; x on a log2 axis if asked."""
-    left, plot_w, plot_h, top, legend_w = 70, 460, 260, 30, 300
-    width, height = left + plot_w + 20 + legend_w, top + plot_h + 50
     xs = sorted({p.x for _n, pts in series for p in pts})
-    tx = (lambda v: math.log2(v)) if log2_x else (lambda v: v)
-    lo_x, hi_x = tx(xs[0]), tx(xs[-1])
-    span = hi_x - lo_x or 1.0
-    ymax = nice_max(max((p.high or p.y) for _n, pts in series for p in pts))
-
-    def px(v: float) -> float:
-        return left + 10 + (plot_w - 20) * (tx(v) - lo_x) / span
-
-    def py(v: float) -> float:
-        return top + plot_h - plot_h * max(0.0, v) / ymax
-
-    parts = [
+    frame = _line_frame(xs, series, log2_x)
+    parts = _svg_head(chart_id, title, frame.width, frame.height)
+    parts.append(
         fmt(
-            '<svg id="{}" class="chart" role="img" xmlns="http://www.w3.org/2000/svg" '
-            'width="{}" height="{}" viewBox="0 0 {} {}" aria-label="{}">',
-            chart_id,
-            width,
-            height,
-            width,
-            height,
-            title,
-        ),
-        fmt("<title>{}</title>", title),
-        fmt('<text x="4" y="18" class="ct">{}</text>', title),
-        fmt(
-            '<rect x="{}" y="{}" width="{}" height="{}" class="frame"/>', left, top, plot_w, plot_h
-        ),
-    ]
+            '<rect x="{}" y="{}" width="{}" height="{}" class="frame"/>',
+            frame.left,
+            frame.top,
+            frame.plot_w,
+            frame.plot_h,
+        )
+    )
+    parts += _line_y_axis(frame)
+    parts += _line_x_axis(frame, xs, x_tick_text or {})
+    parts += _line_axis_labels(frame, x_label, y_label)
+    for i, (name, pts) in enumerate(series):
+        color = PALETTE[i % len(PALETTE)]
+        parts += _line_series(frame, name, pts, color)
+        parts += _legend_entry(frame, i, name, color)
+    parts.append(Safe("</svg>"))
+    return join(parts, "\n")
+
+
+def _line_y_axis(frame: _LineFrame) -> list[Safe]:
+    """Five horizontal grid lines with their values left of the plot."""
+    parts: list[Safe] = []
     for i in range(5):
-        v = ymax * i / 4
+        v = frame.ymax * i / 4
         parts.append(
             fmt(
                 '<line x1="{}" y1="{}" x2="{}" y2="{}" class="grid"/>',
-                left,
-                _num(py(v)),
-                left + plot_w,
-                _num(py(v)),
+                frame.left,
+                _num(frame.py(v)),
+                frame.left + frame.plot_w,
+                _num(frame.py(v)),
             )
         )
         parts.append(
             fmt(
                 '<text x="{}" y="{}" class="tick" text-anchor="end">{}</text>',
-                left - 4,
-                _num(py(v) + 4),
+                frame.left - 4,
+                _num(frame.py(v) + 4),
                 _tick_label(v),
             )
         )
-    for v in xs:
-        text = (x_tick_text or {}).get(v, _tick_label(v))
-        parts.append(
-            fmt(
-                '<text x="{}" y="{}" class="tick" text-anchor="middle">{}</text>',
-                _num(px(v)),
-                top + plot_h + 16,
-                text,
-            )
+    return parts
+
+
+def _line_x_axis(frame: _LineFrame, xs: list[float], tick_text: dict[float, str]) -> list[Safe]:
+    """One tick per measured x (not evenly spaced values): the caller's text, else the number."""
+    return [
+        fmt(
+            '<text x="{}" y="{}" class="tick" text-anchor="middle">{}</text>',
+            _num(frame.px(v)),
+            frame.top + frame.plot_h + 16,
+            tick_text.get(v, _tick_label(v)),
         )
-    parts.append(
+        for v in xs
+    ]
+
+
+def _line_axis_labels(frame: _LineFrame, x_label: str, y_label: str) -> list[Safe]:
+    """The x label under the ticks and the y label rotated along the left edge."""
+    mid_y = frame.top + frame.plot_h / 2
+    return [
         fmt(
             '<text x="{}" y="{}" class="axis" text-anchor="middle">{}</text>',
-            left + plot_w / 2,
-            top + plot_h + 36,
+            frame.left + frame.plot_w / 2,
+            frame.top + frame.plot_h + 36,
             x_label,
-        )
-    )
-    parts.append(
+        ),
         fmt(
             '<text x="14" y="{}" class="axis" text-anchor="middle" '
             'transform="rotate(-90 14 {})">{}</text>',
-            top + plot_h / 2,
-            top + plot_h / 2,
+            mid_y,
+            mid_y,
             y_label,
-        )
+        ),
+    ]
+
+
+def _line_series(frame: _LineFrame, name: str, pts: Sequence[Point], color: str) -> list[Safe]:
+    """The line through the points in x order, then each point's error bar and marker."""
+    ordered = sorted(pts, key=lambda p: p.x)
+    d = " ".join(
+        f"{'M' if j == 0 else 'L'}{_num(frame.px(p.x))},{_num(frame.py(p.y))}"
+        for j, p in enumerate(ordered)
     )
-    for i, (name, pts) in enumerate(series):
-        color = PALETTE[i % len(PALETTE)]
-        ordered = sorted(pts, key=lambda p: p.x)
-        d = " ".join(
-            f"{'M' if j == 0 else 'L'}{_num(px(p.x))},{_num(py(p.y))}"
-            for j, p in enumerate(ordered)
-        )
-        parts.append(fmt('<path d="{}" stroke="{}" class="series"/>', d, color))
-        for p in ordered:
-            if p.low is not None and p.high is not None:
-                parts.append(
-                    fmt(
-                        '<path d="M{},{}V{}" stroke="{}" class="err"/>',
-                        _num(px(p.x)),
-                        _num(py(p.low)),
-                        _num(py(p.high)),
-                        color,
-                    )
-                )
+    parts = [fmt('<path d="{}" stroke="{}" class="series"/>', d, color)]
+    for p in ordered:
+        if p.low is not None and p.high is not None:
             parts.append(
                 fmt(
-                    '<circle cx="{}" cy="{}" r="3.5" fill="{}"><title>{}: {}</title></circle>',
-                    _num(px(p.x)),
-                    _num(py(p.y)),
+                    '<path d="M{},{}V{}" stroke="{}" class="err"/>',
+                    _num(frame.px(p.x)),
+                    _num(frame.py(p.low)),
+                    _num(frame.py(p.high)),
                     color,
-                    name,
-                    _tick_label(p.y),
                 )
             )
-        ly = top + 12 + i * 18
         parts.append(
             fmt(
-                '<rect x="{}" y="{}" width="12" height="4" fill="{}"/>',
-                left + plot_w + 20,
-                ly - 5,
+                '<circle cx="{}" cy="{}" r="3.5" fill="{}"><title>{}: {}</title></circle>',
+                _num(frame.px(p.x)),
+                _num(frame.py(p.y)),
                 color,
+                name,
+                _tick_label(p.y),
             )
         )
-        parts.append(
-            fmt(
-                '<text x="{}" y="{}" class="lbl">{}</text>',
-                left + plot_w + 38,
-                ly,
-                _short(name or "(all)", 46),
-            )
-        )
-    parts.append(Safe("</svg>"))
-    return join(parts, "\n")
+    return parts
+
+
+def _legend_entry(frame: _LineFrame, i: int, name: str, color: str) -> list[Safe]:
+    """Row i of the legend right of the plot: a colour swatch and the series name."""
+    ly = frame.top + 12 + i * 18
+    return [
+        fmt(
+            '<rect x="{}" y="{}" width="12" height="4" fill="{}"/>',
+            frame.left + frame.plot_w + 20,
+            ly - 5,
+            color,
+        ),
+        fmt(
+            '<text x="{}" y="{}" class="lbl">{}</text>',
+            frame.left + frame.plot_w + 38,
+            ly,
+            _short(name or "(all)", 46),
+        ),
+    ]
 
 
 def _short(text: str, n: int) -> str:
