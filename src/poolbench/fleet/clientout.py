@@ -122,11 +122,40 @@ def parse(stdout: str, stderr: str, hosts: list[Host], direction: str) -> FleetO
     out = FleetOutput()
     out.controller_version = str(data.get("fio version", ""))
     section = "read" if direction in ("read", "meta") else "write"
+    by_key = _entries_by_host(data)
+    disks = _disks_by_host(data)
+    complaints = _server_complaints(stdout)
+    for h in hosts:
+        key = (h.address, h.port)
+        entries = by_key.get(key)
+        if key in disks:
+            out.disks[h.label] = disks[key]
+        if not entries:
+            out.errors[h.label] = _no_result_message(h, stdout, stderr, bool(data), complaints)
+            continue
+        failed = _failed_job_message(h, entries)
+        if failed:
+            out.errors[h.label] = failed
+            continue
+        try:
+            out.figures[h.label] = _figures(entries, section)
+        except (KeyError, TypeError, ValueError) as exc:
+            out.errors[h.label] = f"host {h.label}: unreadable result from fio ({exc!r})"
+    return out
+
+
+def _entries_by_host(data: dict[str, Any]) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """fio's per-client job results grouped by (address, port); the all-clients sum is dropped."""
     by_key: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for entry in data.get("client_stats") or []:
         if entry.get("jobname") == ALL_CLIENTS:
             continue
         by_key.setdefault(_key(entry), []).append(entry)
+    return by_key
+
+
+def _disks_by_host(data: dict[str, Any]) -> dict[tuple[str, int], list[DiskUtil]]:
+    """fio's per-client disk utilisation grouped by (address, port)."""
     disks: dict[tuple[str, int], list[DiskUtil]] = {}
     for du in data.get("disk_util") or []:
         disks.setdefault(_key(du), []).append(
@@ -137,41 +166,36 @@ def parse(stdout: str, stderr: str, hosts: list[Host], direction: str) -> FleetO
                 float(du.get("util", 0.0)),
             )
         )
-    complaints = _server_complaints(stdout)
-    for h in hosts:
-        key = (h.address, h.port)
-        entries = by_key.get(key)
-        if key in disks:
-            out.disks[h.label] = disks[key]
-        if not entries:
-            said = _lines_about(h, stderr + "\n" + stdout)
-            if any("failed to connect" in s for s in said):
-                why = "did not answer (fio could not connect)"
-            elif any("disconnected" in s for s in said):
-                why = "went away during the run (connection lost)"
-            elif said:
-                why = "returned an error"
-            elif data:
-                why = "returned no result (its fio server refused the job)"
-                said = complaints
-            else:
-                why = "returned no result (fio's controller printed none)"
-                said = [ln for ln in (stderr + stdout).strip().splitlines() if ln][-5:]
-            out.errors[h.label] = f"host {h.label} {why}" + (
-                f"; fio said: {' | '.join(said[-5:])}" if said else ""
-            )
-            continue
-        failed = [e for e in entries if int(e.get("error", 0) or 0)]
-        if failed:
-            err = int(failed[0]["error"])
-            reason = os.strerror(err) if 0 < err < 200 else f"error {err}"
-            out.errors[h.label] = (
-                f"host {h.label}: fio job '{failed[0].get('jobname', '?')}' failed: {reason} "
-                f"(errno {err})"
-            )
-            continue
-        try:
-            out.figures[h.label] = _figures(entries, section)
-        except (KeyError, TypeError, ValueError) as exc:
-            out.errors[h.label] = f"host {h.label}: unreadable result from fio ({exc!r})"
-    return out
+    return disks
+
+
+def _no_result_message(
+    h: Host, stdout: str, stderr: str, had_json: bool, complaints: list[str]
+) -> str:
+    """Why host h has no result, from what fio printed about it (most specific cause first)."""
+    said = _lines_about(h, stderr + "\n" + stdout)
+    if any("failed to connect" in s for s in said):
+        why = "did not answer (fio could not connect)"
+    elif any("disconnected" in s for s in said):
+        why = "went away during the run (connection lost)"
+    elif said:
+        why = "returned an error"
+    elif had_json:
+        why = "returned no result (its fio server refused the job)"
+        said = complaints
+    else:
+        why = "returned no result (fio's controller printed none)"
+        said = [ln for ln in (stderr + stdout).strip().splitlines() if ln][-5:]
+    return f"host {h.label} {why}" + (f"; fio said: {' | '.join(said[-5:])}" if said else "")
+
+
+def _failed_job_message(h: Host, entries: list[dict[str, Any]]) -> str:
+    """The first job of host h that reported an errno, as a message; "" when none failed."""
+    failed = [e for e in entries if int(e.get("error", 0) or 0)]
+    if not failed:
+        return ""
+    err = int(failed[0]["error"])
+    reason = os.strerror(err) if 0 < err < 200 else f"error {err}"
+    return (
+        f"host {h.label}: fio job '{failed[0].get('jobname', '?')}' failed: {reason} (errno {err})"
+    )
