@@ -113,55 +113,45 @@ class BtrfsBackend:
         a = self.check()
         if not a.ok:
             raise UsageError(f"The btrfs backend is not available: {a.reason}", "")
-        for key in spec.pool_options:
-            if key not in POOL_OPTIONS:
-                raise UsageError(
-                    f"Unknown btrfs option '{key}'.", f"Known: {', '.join(POOL_OPTIONS)}."
-                )
-        for key in spec.fs_options:
-            if key not in FS_OPTIONS:
-                raise UsageError(
-                    f"Unknown btrfs filesystem option '{key}'.", f"Known: {', '.join(FS_OPTIONS)}."
-                )
-        n = len(spec.devices)
+        _check_option_names(spec)
         for what, profile in (("data", spec.layout), ("metadata", self.metadata_profile(spec))):
-            if profile not in MIN_DEVICES:
-                raise UsageError(
-                    f"'{profile}' is not a btrfs {what} profile.",
-                    f"Use one of {', '.join(MIN_DEVICES)}.",
-                )
-            if n < MIN_DEVICES[profile]:
-                raise UsageError(
-                    f"btrfs {profile} needs at least {MIN_DEVICES[profile]} devices, not {n}.",
-                    "Give more disks or choose another profile.",
-                )
-            if profile in ("raid1c3", "raid1c4") and not self._kernel_has("raid1c34"):
-                raise UsageError(
-                    f"btrfs {profile} needs Linux 5.5 or later; this kernel "
-                    f"({os.uname().release}) has no raid1c34 feature.",
-                    "Use raid1, or a newer kernel.",
-                )
-            if profile in ("raid5", "raid6") and not self._kernel_has("raid56"):
-                raise UsageError(f"This kernel's btrfs has no raid56 support ({profile}).", "")
-        if spec.devices and any(not d.startswith("/dev/") for d in spec.devices):
-            raise UsageError(
-                "btrfs over several devices needs block devices, not plain files "
-                f"({spec.devices[0]}).",
-                'Use loop devices: source = "loop" in [disks].',
-            )
-        real = [os.path.realpath(d) for d in spec.devices]
-        if len(set(real)) != len(real):
-            raise UsageError("A device is given twice.", "Name each disk once.")
+            self._check_profile(what, profile, len(spec.devices))
+        _check_devices(spec)
         comp = spec.fs_options.get("compression")
         if comp is not None:
-            if not _COMPRESS.match(str(comp)):
-                raise UsageError(
-                    f"compression={comp} is not a btrfs compress= value.",
-                    "Use zstd, zstd:1..15, lzo, zlib, zlib:1..9, or no.",
-                )
-            algo = str(comp).split(":")[0]
-            if algo in ("zstd", "lzo") and not self._kernel_has(f"compress_{algo}"):
-                raise UsageError(f"This kernel's btrfs cannot compress with {algo}.", "")
+            self._check_compression(str(comp))
+
+    def _check_profile(self, what: str, profile: str, n: int) -> None:
+        """A known data/metadata profile, enough devices for it, and kernel support."""
+        if profile not in MIN_DEVICES:
+            raise UsageError(
+                f"'{profile}' is not a btrfs {what} profile.",
+                f"Use one of {', '.join(MIN_DEVICES)}.",
+            )
+        if n < MIN_DEVICES[profile]:
+            raise UsageError(
+                f"btrfs {profile} needs at least {MIN_DEVICES[profile]} devices, not {n}.",
+                "Give more disks or choose another profile.",
+            )
+        if profile in ("raid1c3", "raid1c4") and not self._kernel_has("raid1c34"):
+            raise UsageError(
+                f"btrfs {profile} needs Linux 5.5 or later; this kernel "
+                f"({os.uname().release}) has no raid1c34 feature.",
+                "Use raid1, or a newer kernel.",
+            )
+        if profile in ("raid5", "raid6") and not self._kernel_has("raid56"):
+            raise UsageError(f"This kernel's btrfs has no raid56 support ({profile}).", "")
+
+    def _check_compression(self, comp: str) -> None:
+        """A compress= value btrfs accepts, with an algorithm this kernel has."""
+        if not _COMPRESS.match(comp):
+            raise UsageError(
+                f"compression={comp} is not a btrfs compress= value.",
+                "Use zstd, zstd:1..15, lzo, zlib, zlib:1..9, or no.",
+            )
+        algo = comp.split(":")[0]
+        if algo in ("zstd", "lzo") and not self._kernel_has(f"compress_{algo}"):
+            raise UsageError(f"This kernel's btrfs cannot compress with {algo}.", "")
 
     # -- create ------------------------------------------------------------------------------
     def mkfs_argv(self, spec: PoolSpec) -> list[str]:
@@ -284,3 +274,27 @@ def _mount_options(mountpoint: Path, mountinfo: Path) -> str:
         if len(lf) >= 5 and len(rf) >= 3 and lf[4] == want:
             found = rf[2]
     return found
+
+
+def _check_option_names(spec: PoolSpec) -> None:
+    """Every pool and filesystem option is one btrfs knows (a typo must not be ignored)."""
+    for key in spec.pool_options:
+        if key not in POOL_OPTIONS:
+            raise UsageError(f"Unknown btrfs option '{key}'.", f"Known: {', '.join(POOL_OPTIONS)}.")
+    for key in spec.fs_options:
+        if key not in FS_OPTIONS:
+            raise UsageError(
+                f"Unknown btrfs filesystem option '{key}'.", f"Known: {', '.join(FS_OPTIONS)}."
+            )
+
+
+def _check_devices(spec: PoolSpec) -> None:
+    """Block devices only (btrfs cannot span plain files), and none given twice."""
+    if spec.devices and any(not d.startswith("/dev/") for d in spec.devices):
+        raise UsageError(
+            f"btrfs over several devices needs block devices, not plain files ({spec.devices[0]}).",
+            'Use loop devices: source = "loop" in [disks].',
+        )
+    real = [os.path.realpath(d) for d in spec.devices]
+    if len(set(real)) != len(real):
+        raise UsageError("A device is given twice.", "Name each disk once.")
