@@ -362,6 +362,21 @@ class ZfsBackend:
             return [f"pool {spec.name} cannot be read back: {exc.problem}"]
         d["unused_devices"] = pool.described.get("unused_devices", [])
         pool.described = d
+        problems = self._topology_problems(spec, d)
+        asked = spec.pool_options.get("ashift")
+        if asked is not None:
+            problems += _ashift_problems(asked, d["vdev_ashift"])
+        props = d["properties"]
+        problems += _property_problems(spec, props, pool.mountpoint)
+        m = mount_at(pool.mountpoint, self.mountinfo)
+        if props.get("mounted", {}).get("value") != "yes" or m is None:
+            problems.append(f"the pool's dataset is not mounted at {pool.mountpoint}")
+        if d["health"] != "ONLINE":
+            problems.append(f"pool health is {d['health'] or 'unknown'}, not ONLINE")
+        return problems
+
+    def _topology_problems(self, spec: PoolSpec, d: dict[str, Any]) -> list[str]:
+        """The read-back vdev shape and member devices against the asked layout."""
         problems: list[str] = []
         vdevs = parse_topology(spec.layout, len(spec.devices))
         want = expected_shape(vdevs)
@@ -374,29 +389,6 @@ class ZfsBackend:
         leaves = [os.path.realpath(x) for x in d["leaves"]]
         if sorted(leaves) != sorted(members) and not self._partitions_of(members, leaves):
             problems.append(f"member devices are {leaves}, not {members}")
-        asked = spec.pool_options.get("ashift")
-        if asked is not None:
-            if not d["vdev_ashift"]:
-                problems.append("the vdevs' ashift could not be read back (zdb -C failed)")
-            for i, got_a in enumerate(d["vdev_ashift"]):
-                if got_a != int(asked):
-                    problems.append(
-                        f"top-level vdev {i} has ashift {got_a}, not {asked} as asked "
-                        f"({1 << got_a}-byte instead of {1 << int(asked)}-byte blocks)"
-                    )
-        props = d["properties"]
-        for key, value in spec.fs_options.items():
-            have = props.get(key, {}).get("value")
-            if not _same_value(key, str(value), have):
-                problems.append(f"{key} is {have}, not {value} as asked")
-        mp = props.get("mountpoint", {}).get("value")
-        if mp != str(pool.mountpoint):
-            problems.append(f"mountpoint is {mp}, not {pool.mountpoint}")
-        m = mount_at(pool.mountpoint, self.mountinfo)
-        if props.get("mounted", {}).get("value") != "yes" or m is None:
-            problems.append(f"the pool's dataset is not mounted at {pool.mountpoint}")
-        if d["health"] != "ONLINE":
-            problems.append(f"pool health is {d['health'] or 'unknown'}, not ONLINE")
         return problems
 
     @staticmethod
@@ -550,3 +542,30 @@ __all__ = [
     "OPENZFS", "ZFS_FUSE", "ResilverStatus", "TopVdev", "ZfsBackend", "expected_shape",
     "parse_resilver", "parse_status",
 ]  # fmt: skip
+
+
+def _ashift_problems(asked: str, vdev_ashift: list[int]) -> list[str]:
+    """Each top-level vdev's ashift against the asked one (an unreadable ashift is a problem)."""
+    problems: list[str] = []
+    if not vdev_ashift:
+        problems.append("the vdevs' ashift could not be read back (zdb -C failed)")
+    for i, got_a in enumerate(vdev_ashift):
+        if got_a != int(asked):
+            problems.append(
+                f"top-level vdev {i} has ashift {got_a}, not {asked} as asked "
+                f"({1 << got_a}-byte instead of {1 << int(asked)}-byte blocks)"
+            )
+    return problems
+
+
+def _property_problems(spec: PoolSpec, props: dict[str, Any], mountpoint: Path) -> list[str]:
+    """The asked dataset properties and the mountpoint as `zfs get` reports them."""
+    problems: list[str] = []
+    for key, value in spec.fs_options.items():
+        have = props.get(key, {}).get("value")
+        if not _same_value(key, str(value), have):
+            problems.append(f"{key} is {have}, not {value} as asked")
+    mp = props.get("mountpoint", {}).get("value")
+    if mp != str(mountpoint):
+        problems.append(f"mountpoint is {mp}, not {mountpoint}")
+    return problems
