@@ -1,5 +1,4 @@
-"""Studies survive a busy machine: `poolbench demo` and `poolbench study parity` complete, every
-trial measured, while a CPU hog (a busy loop) and an I/O hog (fio random read/write with
+"""Studies survive a busy machine: `poolbench study parity` completes, every trial measured, while a CPU hog (a busy loop) and an I/O hog (fio random read/write with
 O_DIRECT on a loop device of its own) run beside them. The hog is this test's own, started
 and always stopped here; the issue's failure it guards against was "cannot export: pool is
 busy" ending a whole study on a loaded machine.
@@ -75,24 +74,19 @@ def _measured(db: Path) -> tuple[int, int, int]:
     return len(per), min((n for _, n in per), default=0), int(failed)
 
 
-def test_demo_and_parity_complete_beside_a_hog(zfs_fuse: None, tmp_path: Path) -> None:
+def test_parity_completes_beside_a_hog(zfs_fuse: None, tmp_path: Path) -> None:
+    # The study only (the demo is the same engine at twice the length: ~6 min under this hog,
+    # too long for the default suite).
     scratch = tmp_path / "scratch"
     with _hog(tmp_path) as procs:
-        demo = poolbench("demo", "--db", str(tmp_path / "demo.db"),
-                         "--scratch-dir", str(scratch), timeout=600)  # fmt: skip
         parity = poolbench(
             "study", "parity", "--disks", "5x192M", "--size", "16M", "--seed", "2",
             "--replicates", "2", "--max-replicates", "2",
             "--db", str(tmp_path / "parity.db"), "--scratch-dir", str(scratch), timeout=600,
         )  # fmt: skip
-        # The hog ran the whole time (neither finished nor died under the studies).
         assert [p.poll() for p in procs] == [None, None]
-    assert demo.returncode == 0, demo.stderr
     assert parity.returncode == 0, parity.stderr
-    # demo: raidz1/raidz2 × ashift 9/12, each at least its 3 replicates; parity: raidz1/2/3
-    # on 5 disks, its 2 replicates each; no trial failed.
-    assert _measured(tmp_path / "demo.db")[0] == 4 and _measured(tmp_path / "demo.db")[1] >= 3
     assert _measured(tmp_path / "parity.db")[0] == 3
     assert _measured(tmp_path / "parity.db")[1] == 2
-    assert _measured(tmp_path / "demo.db")[2] == 0 and _measured(tmp_path / "parity.db")[2] == 0
+    assert _measured(tmp_path / "parity.db")[2] == 0
     assert _leftovers(scratch) == []
