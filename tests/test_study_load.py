@@ -1,7 +1,8 @@
-"""Studies survive a busy machine: `poolbench study parity` completes, every trial measured, while a CPU hog (a busy loop) and an I/O hog (fio random read/write with
-O_DIRECT on a loop device of its own) run beside them. The hog is this test's own, started
-and always stopped here; the issue's failure it guards against was "cannot export: pool is
-busy" ending a whole study on a loaded machine.
+"""Studies survive a busy machine: `poolbench study parity` completes, every trial measured, while
+a CPU hog (a busy loop) and an I/O hog (fio random read/write with O_DIRECT on a loop device of
+its own) run beside them. The hog is this test's own, started and always stopped here; the
+issue's failure it guards against was "cannot export: pool is busy" ending a whole study on a
+loaded machine.
 """
 
 from __future__ import annotations
