@@ -10,58 +10,25 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from pydantic import ValidationError
 from rich.console import Console
 from rich.text import Text
 
 from poolbench.backends.base import Availability
 from poolbench.cli.claiming import claim_from_cli
 from poolbench.cli.common import (
-    check_disk_count,
-    cli_size,
     open_store,
     progress_bar,
 )
 from poolbench.engine import cleanup as cleanup_mod
 from poolbench.engine import lifecycle, study_run
 from poolbench.engine.zfs_daemon import zfs_available
-from poolbench.errors import TrialsFailed, UsageError
+from poolbench.errors import TrialsFailed
 from poolbench.planner.performance import DiskSpeed
 from poolbench.report import terminal
 from poolbench.safety.claims import ClaimSet, GuardedRunner
 from poolbench.study import consistency, estimate, matrix, pilot
-from poolbench.study.model import Disks, Study
+from poolbench.study.model import Study
 from poolbench.system.runner import LocalRunner, Runner
-
-
-def _override_disks(study: Study, disks: str | None) -> Study:
-    """--disks 5x512M (sparse files as loop devices) or --disks /dev/sdb,/dev/sdc."""
-    if not disks:
-        return study
-    if disks.startswith("/"):
-        devices = [d.strip() for d in disks.split(",") if d.strip()]
-        check_disk_count(len(devices), disks)
-        update: dict[str, object] = {"source": "devices", "devices": devices}
-    else:
-        count, _, size = disks.lower().partition("x")
-        # ASCII digits only: '²'.isdigit() is True, and '١٢' would reach zpool as 12.
-        if not (count.isascii() and count.isdigit()) or len(count) > 6 or not size:
-            raise UsageError(
-                f"--disks '{disks[:60]}' is neither COUNTxSIZE nor a list of /dev paths.",
-                "Example: --disks 5x512M or --disks /dev/sdb,/dev/sdc.",
-            )
-        check_disk_count(int(count), disks)
-        cli_size(size, "--disks")
-        update = {"count": int(count), "size": size.upper()}
-    # Validated again (model_copy would skip the study's own checks on count and size).
-    try:
-        d = Disks.model_validate({**study.disks.model_dump(), **update})
-    except ValidationError as exc:
-        raise UsageError(
-            f"--disks '{disks[:60]}' is not valid: {exc.errors()[0]['msg']}.",
-            "Example: --disks 5x512M or --disks /dev/sdb,/dev/sdc.",
-        ) from None
-    return study.model_copy(update={"disks": d})
 
 
 class DryRunLog:
