@@ -127,8 +127,9 @@ class ZfsBackend:
         if not pools.answers(r):
             return Availability(
                 False,
-                "the zfs-fuse daemon is not running; start it with `zfs-fuse` (as root), or run "
-                "`poolbench demo`, which starts it.",
+                "the zfs-fuse daemon is not running; start it with `zfs-fuse` (as root). A "
+                "real `poolbench run`, `study` or `demo` starts it (and stops it after); a dry "
+                "run changes nothing, so it does not.",
                 version,
                 ZFS_FUSE,
             )
