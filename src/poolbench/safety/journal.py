@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +22,13 @@ from typing import Any
 
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import mounts
-from poolbench.system.runner import Runner
+from poolbench.system.runner import CommandError, Runner
 from poolbench.system.umount import umount
 from poolbench.zfs import commands, pools
 from poolbench.zfs.labelclear import clear_member, partitions_of
+
+# How long a held loop device may take to run down after a detach before we call it stuck.
+LOOP_RUNDOWN_SECONDS = 10.0
 
 
 def _loops_backing(sys_block: Path, backing: str) -> list[str]:
@@ -40,6 +44,31 @@ def _loops_backing(sys_block: Path, backing: str) -> list[str]:
         if os.path.realpath(now) == want:
             found.append(node.name)
     return found
+
+
+def _still_backs(sys_block: Path, name: str, backing: str) -> bool:
+    try:
+        now = (sys_block / name / "loop" / "backing_file").read_text().strip()
+    except OSError:
+        return False
+    return os.path.realpath(now.removesuffix(" (deleted)")) == os.path.realpath(backing)
+
+
+def _detach(runner: Runner, sys_block: Path, name: str, backing: str) -> None:
+    """Detach loop device `name` from `backing`. A device still held open (by zfs-fuse, an
+    orphaned `zpool`) is detached lazily by the kernel when its last user closes it, and while
+    it runs down a second detach answers ENXIO although sysfs still names the file: that
+    failure is success as soon as the device no longer backs the file."""
+    result = runner.run(["losetup", "--detach", f"/dev/{name}"], check=False)
+    if result.returncode == 0:
+        return
+    deadline = time.monotonic() + LOOP_RUNDOWN_SECONDS
+    while _still_backs(sys_block, name, backing):
+        if time.monotonic() > deadline:
+            raise CommandError(
+                result, "Close whatever still holds the device and run cleanup again."
+            )
+        time.sleep(0.1)
 
 
 Filter = Callable[[dict[str, Any]], bool]
@@ -223,7 +252,7 @@ class Journal:
             return ""  # already detached
         if os.path.realpath(now.strip()) != os.path.realpath(backing):
             return f"{dev} now backs {now.strip()}, not {backing}; left alone"
-        self.runner.run(["losetup", "--detach", dev])
+        _detach(self.runner, self.sys_block, os.path.basename(dev), backing)
         return ""
 
     def _undo_pool_intent(self, e: dict[str, Any]) -> str:
@@ -252,7 +281,7 @@ class Journal:
         if self.runner.dry_run:
             return ""
         for name in _loops_backing(self.sys_block, backing):
-            self.runner.run(["losetup", "--detach", f"/dev/{name}"])
+            _detach(self.runner, self.sys_block, name, backing)
         return ""
 
     def _undo_md(self, e: dict[str, Any]) -> str:
