@@ -177,3 +177,63 @@ def test_busy_forever_fails_one_trial_and_resume_completes(zfs_fuse: None, tmp_p
     assert _created_pools(db, tokens[0]) == {f"pb1{tokens[0]}t0", f"pb1{tokens[0]}t1"}
     assert _rows(db, "SELECT status, error FROM runs") == [("finished", None)]
     assert _leftovers(scratch) == []
+
+
+def _failing_create_wrapper(tmp: Path) -> Path:
+    """`zpool` whose `create` always fails as a dying disk does."""
+    real = shutil.which("zpool")
+    assert real
+    d = tmp / "bin-create"
+    d.mkdir()
+    w = d / "zpool"
+    w.write_text(
+        "#!/bin/bash\n"
+        'if [ "$1" = "create" ]; then\n'
+        "  echo \"cannot create 'pool': I/O error\" >&2\n"
+        "  exit 1\n"
+        "fi\n"
+        f'exec "{real}" "$@"\n'
+    )
+    w.chmod(0o755)
+    return d
+
+
+def test_trials_failing_in_a_row_stop_the_study_and_resume_finishes_it(
+    zfs_fuse: None, tmp_path: Path
+) -> None:
+    """Every trial failing (a dying disk) must not cost hours of retries: after three failures
+    in a row the study stops with their reasons, keeps them, and --resume completes it."""
+    (tmp_path / "study.toml").write_text(
+        STUDY.replace("replicates = 2\nmax_replicates = 2", "replicates = 5\nmax_replicates = 5")
+        .replace('["seq-write", "seq-read"]', '["seq-write"]')
+        .replace('size = "32M"', 'size = "8M"')
+    )
+    db = tmp_path / "r.db"
+    r = _run(tmp_path, path=str(_failing_create_wrapper(tmp_path)))
+    assert r.returncode == 1, r.stderr
+    assert "The last 3 trials all failed" in r.stderr and "I/O error" in r.stderr
+    assert "--resume 1" in r.stderr and "Traceback" not in r.stderr
+    assert len(_zpool_calls(db, "create")) == 3  # trials 4 and 5 were never started
+    assert len(_rows(db, "SELECT * FROM failed_trials WHERE resolved = 0")) == 3
+    assert _rows(db, "SELECT count(*) FROM measurements") == [(0,)]
+    assert _leftovers(tmp_path / "scratch") == []
+
+    r2 = _run(tmp_path, "--resume", "1")
+    assert r2.returncode == 0, r2.stderr
+    assert _rows(db, "SELECT count(*) FROM measurements") == [(5,)]
+    assert _rows(db, "SELECT count(*) FROM failed_trials WHERE resolved = 0") == [(0,)]
+    assert _rows(db, "SELECT status FROM runs") == [("finished",)]
+    assert _leftovers(tmp_path / "scratch") == []
+
+
+def test_each_command_is_stored_once_in_order(zfs_fuse: None, tmp_path: Path) -> None:
+    """The run's command log holds every command once: two trials' sessions must not store
+    the first trial's commands again (they did, once per later trial)."""
+    (tmp_path / "study.toml").write_text(STUDY.replace('size = "32M"', 'size = "8M"'))
+    r = _run(tmp_path)
+    assert r.returncode == 0, r.stderr
+    db = tmp_path / "r.db"
+    rows = _rows(db, "SELECT argv, started_at FROM commands ORDER BY id")
+    assert len(rows) == len(set(rows))  # no command stored twice
+    assert [t for _, t in rows] == sorted(t for _, t in rows)  # stored in the order run
+    assert len(_zpool_calls(db, "create")) == 2 and len(_zpool_calls(db, "destroy")) == 2

@@ -109,6 +109,7 @@ class Session:
         options: Options,
         *,
         progress: Progress | None = None,
+        commands: CommandLog | None = None,
     ) -> None:
         self.runner = runner
         self.store = store
@@ -125,7 +126,9 @@ class Session:
         self.device_target = subject.devices
         self.working_set: workingset.WorkingSet | None = None
         self.fio_version = ""
-        self.commands = CommandLog(runner, store, run_id)
+        # A study passes its run's one log: each trial's session must not store again the
+        # commands an earlier trial (or the pool steps around it) already stored.
+        self.commands = commands if commands is not None else CommandLog(runner, store, run_id)
         self._untar = Untar(runner, options.tarball) if options.tarball else None
 
     # -- preflight -------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from typing import Any
 from poolbench.backends import registry
 from poolbench.backends.base import Availability, Backend, Pool
 from poolbench.engine import pool_ops, replicates, trial
+from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.session import Session
 from poolbench.errors import PoolbenchError, ToolMissingError, UsageError
@@ -51,6 +52,13 @@ Progress = Callable[[str, int, int], None]
 # Known errors that stop the study rather than fail one trial (see the module docstring).
 NOT_TRIAL_FAILURES = (UsageError, ToolMissingError, ClaimRefused, DeviceChanged, StoreError)
 log = logging.getLogger(__name__)
+# Three failures in a row are no longer one transient fault; going on would spend hours
+# failing the rest of the study (each trial retries for POOLBENCH_BUSY_SECONDS).
+MAX_FAILED_IN_A_ROW = 3
+
+
+class TrialsKeepFailing(PoolbenchError):
+    """The last MAX_FAILED_IN_A_ROW trials all failed: the study stops."""
 
 
 @dataclass
@@ -88,6 +96,10 @@ class StudyRun:
         # Pools are named pb<run><token>t<trial>: the random token keeps a stale pool of a
         # crashed run (or of another store's run with the same id) from blocking this one.
         self.pool_token = secrets.token_hex(2)
+        # One command log for the whole run, flushed after every trial, also a failed one:
+        # each command stored once, in order, the failing one too (a dry run stores none).
+        self.commands = CommandLog(self.runner, self.store, self.run_id)
+        self.failed_in_a_row: list[str] = []  # reasons of the trials that failed since one passed
 
     # -- before anything is created ---------------------------------------------------------
     def preflight(self) -> dict[str, Availability]:
@@ -145,6 +157,7 @@ class StudyRun:
 
     def run(self) -> None:
         assert self.seed is not None
+        self.commands.run_id = self.run_id  # known by now (the CLI starts or reopens the run)
         planned = matrix.plan(self.study, self.seed)
         todo = [t for t in planned if self.missing(t.config, t.replicate)]
         if any(w.kind == "untar" for w in self.workloads) and todo and not self.runner.dry_run:
@@ -242,6 +255,7 @@ class StudyRun:
             failure = exc
         finally:
             left = journal.teardown()
+            self.commands.flush()
             if left:
                 raise PoolbenchError(
                     "Teardown left these alone: " + "; ".join(left),
@@ -254,6 +268,7 @@ class StudyRun:
             return
         if failure is None:
             queries.resolve_failed_trials(self.store, self.run_id, tc.key, tc.replicate)
+            self.failed_in_a_row.clear()
             return
         reason = str(failure)
         log.warning("trial %d (%s) failed and was torn down: %s", index, tc.key, reason)
@@ -261,6 +276,14 @@ class StudyRun:
             self.store, self.run_id,
             queries.FailedTrial(tc.key, tc.replicate, index, name, reason),
         )  # fmt: skip
+        self.failed_in_a_row.append(f"{tc.key}: {reason}")
+        if len(self.failed_in_a_row) >= MAX_FAILED_IN_A_ROW:
+            raise TrialsKeepFailing(
+                f"The last {len(self.failed_in_a_row)} trials all failed, so the study stops "
+                "instead of failing the rest one by one (every result measured so far is "
+                "kept). Their reasons: " + " | ".join(self.failed_in_a_row),
+                f"Fix the cause, then continue with 'poolbench run --resume {self.run_id}'.",
+            )
 
     def failed(self) -> list[queries.FailedTrial]:
         """The run's trials that failed and were not measured since."""
@@ -288,7 +311,9 @@ class StudyRun:
         )
         findings = trial.findings_for(self.runner, pool, tc, options)
         subject = pool_ops.subject_for(self.runner, backend, pool, tc.key, findings)
-        session = Session(self.runner, self.store, self.run_id, subject, options)
+        session = Session(
+            self.runner, self.store, self.run_id, subject, options, commands=self.commands
+        )
         session.preflight()
         have = {w.name for w in self.workloads} - self.missing(tc.config, tc.replicate)
         session.run_once(tc.replicate, skip=have)
