@@ -410,7 +410,11 @@ class Session:
 
 
 def _durability(w: Workload) -> str:
-    if w.direction == "write":
+    if "fsync" in w.fio:
+        return "fsync after every write, and end_fsync=1, inside the timed window"
+    if w.fio.get("sync") == "dsync":
+        return "O_DSYNC on every write, and end_fsync=1, inside the timed window"
+    if w.direction in ("write", "mixed"):
         return "end_fsync=1 inside the timed window"
     return "syncfs after the last operation, timed" if w.is_metadata else "n/a"
 

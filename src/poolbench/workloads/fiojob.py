@@ -102,16 +102,19 @@ def render(workload: Workload, params: JobParams) -> str:
         g["invalidate"] = "0"
     if params.randseed is not None and "rand" in g.get("rw", ""):
         g["randseed"] = str(params.randseed)
-    if workload.direction == "write":
+    if workload.direction in ("write", "mixed"):
         g["end_fsync"] = "1"  # durable: fio's runtime includes this fsync
     bs = int(workload.fio["bs"])
     if workload.time_based:
         g.update({"time_based": "1", "runtime": str(params.runtime_s)})
-        if params.iodepth > 1:
+        # A workload that names its load (rand-read-4k-qd8-j4) overrides the study's.
+        iodepth = workload.iodepth or params.iodepth
+        numjobs = workload.jobs or params.numjobs
+        if iodepth > 1:
             # Queue depth only means something with async, direct I/O.
-            g.update({"ioengine": "libaio", "iodepth": str(params.iodepth), "direct": "1"})
-        if params.numjobs > 1:
-            g["numjobs"] = str(params.numjobs)
+            g.update({"ioengine": "libaio", "iodepth": str(iodepth), "direct": "1"})
+        if numjobs > 1:
+            g["numjobs"] = str(numjobs)
     per_file = file_bytes(workload, params)
     if workload.tail_record:
         g["size"] = str(per_file)

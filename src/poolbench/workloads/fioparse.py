@@ -86,18 +86,21 @@ def parse(text: str, direction: str) -> FioResult:
                 "with the run for inspection.",
             )
     section = "read" if direction in ("read", "meta") else "write"
-    io_bytes = sum(int(j[section]["io_bytes"]) for j in jobs)
-    total_ios = sum(int(j[section]["total_ios"]) for j in jobs)
+    # A read/write mix (randrw) reports each half in its own section: the figure is both.
+    sections = ("read", "write") if direction == "mixed" else (section,)
+    parts = [j[s] for j in jobs for s in sections]
+    io_bytes = sum(int(p["io_bytes"]) for p in parts)
+    total_ios = sum(int(p["total_ios"]) for p in parts)
     # With group_reporting there is one entry; otherwise jobs ran concurrently, so the
     # elapsed time is the longest job's.
-    runtime_ms = max(float(j[section]["runtime"]) for j in jobs)
+    runtime_ms = max(float(p["runtime"]) for p in parts)
     runtime_s = runtime_ms / 1000.0
-    bw = sum(float(j[section]["bw_bytes"]) for j in jobs)
-    iops = sum(float(j[section]["iops"]) for j in jobs)
-    dev_kib = max(float(j[section].get("bw_dev", 0.0)) for j in jobs)
-    lat = jobs[0][section].get("lat_ns", {}).get("mean", 0.0)
+    bw = sum(float(p["bw_bytes"]) for p in parts)
+    iops = sum(float(p["iops"]) for p in parts)
+    dev_kib = max(float(p.get("bw_dev", 0.0)) for p in parts)
+    lat = _mean_latency(jobs[0], sections)
     return FioResult(
-        direction=section,
+        direction="mixed" if direction == "mixed" else section,
         io_bytes=io_bytes,
         total_ios=total_ios,
         runtime_s=runtime_s,
@@ -110,3 +113,15 @@ def parse(text: str, direction: str) -> FioResult:
         if len(jobs) == 1
         else len(jobs),
     )
+
+
+def _mean_latency(job: dict[str, Any], sections: tuple[str, ...]) -> float:
+    """Mean completion latency over the sections, weighted by their I/O counts."""
+    pairs = [
+        (float(job[s].get("lat_ns", {}).get("mean", 0.0)), int(job[s].get("total_ios", 0)))
+        for s in sections
+    ]
+    if len(pairs) == 1:
+        return pairs[0][0]
+    n = sum(c for _m, c in pairs)
+    return sum(m * c for m, c in pairs) / n if n else 0.0
