@@ -12,7 +12,8 @@ Chart ids (stable, for tests and links): `chart-bar-<workload>` per workload,
 `chart-recordsize-<workload>` when configurations differ by the `recordsize` factor,
 `chart-record-<family>` when workloads of one family differ by application record size
 (the mirror study's iozone set), `chart-fill-<workload>` when a factor is `fill`,
-`chart-space` when the pool descriptions carry `usable_bytes`.
+`chart-space` when the pool descriptions carry `usable_bytes`, `chart-qd-<workload base>` when
+workloads sweep the queue depth (report/qdcurve.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections import defaultdict
 
 from poolbench.errors import PoolbenchError
 from poolbench.planner.performance import DiskSpeed
-from poolbench.report import header, predicted
+from poolbench.report import header, predicted, qdcurve
 from poolbench.report.data import Cell, RunData, fmt_value, parse_config, without
 from poolbench.report.svg import Bar, Point, Safe, bar_chart, fmt, join, line_chart
 from poolbench.report.tables import (
@@ -324,6 +325,9 @@ def _charts(run: RunData) -> list[tuple[str, Safe]]:
                 _record_curves(run, fam, members, _chart_id("chart-record", fam, used)),
             )
         )
+    for base, sweep in qdcurve.families(run).items():
+        chart_id = _chart_id("chart-qd", base, used)
+        out.append((f"{base}: queue-depth curve", qdcurve.chart(run, base, sweep, chart_id)))
     space = _space_chart(run)
     if space is not None:
         out.append(("usable space", space))

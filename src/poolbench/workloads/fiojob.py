@@ -69,6 +69,20 @@ def _render(sections: list[tuple[str, dict[str, str]]]) -> str:
     return "\n".join(lines)
 
 
+def _timed(workload: Workload, params: JobParams) -> dict[str, str]:
+    """A time-based job's run time and load; a workload that names its load
+    (rand-read-4k-qd8-j4, sync-write-4k) overrides the study's iodepth and jobs."""
+    g = {"time_based": "1", "runtime": str(params.runtime_s)}
+    iodepth = workload.iodepth or params.iodepth
+    numjobs = workload.jobs or params.numjobs
+    if iodepth > 1:
+        # Queue depth only means something with async, direct I/O.
+        g.update({"ioengine": "libaio", "iodepth": str(iodepth), "direct": "1"})
+    if numjobs > 1:
+        g["numjobs"] = str(numjobs)
+    return g
+
+
 def render(workload: Workload, params: JobParams) -> str:
     """The complete job file for one measurement of `workload`."""
     g: dict[str, str] = {
@@ -106,15 +120,7 @@ def render(workload: Workload, params: JobParams) -> str:
         g["end_fsync"] = "1"  # durable: fio's runtime includes this fsync
     bs = int(workload.fio["bs"])
     if workload.time_based:
-        g.update({"time_based": "1", "runtime": str(params.runtime_s)})
-        # A workload that names its load (rand-read-4k-qd8-j4) overrides the study's.
-        iodepth = workload.iodepth or params.iodepth
-        numjobs = workload.jobs or params.numjobs
-        if iodepth > 1:
-            # Queue depth only means something with async, direct I/O.
-            g.update({"ioengine": "libaio", "iodepth": str(iodepth), "direct": "1"})
-        if numjobs > 1:
-            g["numjobs"] = str(numjobs)
+        g.update(_timed(workload, params))
     per_file = file_bytes(workload, params)
     if workload.tail_record:
         g["size"] = str(per_file)

@@ -131,7 +131,9 @@ def random_io(
     if direction == "read":
         summary = f"Random {size} reads over the working set for the run time, cold caches"
     else:
-        summary = f"Random {size} writes in place over the working set for the run time, fsync counted"
+        summary = (
+            f"Random {size} writes in place over the working set for the run time, fsync counted"
+        )
     return Workload(
         name=f"rand-{direction}-{size}{_load_suffix(iodepth, jobs)}",
         family="random",
@@ -201,6 +203,7 @@ def sync_write(kind: SyncKind, bs: int, jobs: int = 0) -> Workload:
         fio=opts,
         needs_data=True,
         time_based=True,
+        iodepth=1,  # one synchronous write at a time per job, whatever the study's iodepth
         jobs=jobs,
     )
 
@@ -429,8 +432,11 @@ _FAMILIES: list[tuple[re.Pattern[str], str, str]] = [
         "rand-{read|write|mixPCT}-SIZE[-qdN][-jN]",
         "rand-read-4k-qd8-j4",
     ),
-    (re.compile(r"^(sync|dsync)-write-(\d+[kmg])(?:-j(\d+))?$"), "{sync|dsync}-write-SIZE[-jN]",
-     "sync-write-4k-j4"),
+    (
+        re.compile(r"^(sync|dsync)-write-(\d+[kmg])(?:-j(\d+))?$"),
+        "{sync|dsync}-write-SIZE[-jN]",
+        "sync-write-4k-j4",
+    ),
     (re.compile(r"^iozone-([a-z]+)-(\d+[kmg])$"), "iozone-TEST-RECORD", "iozone-bread-512k"),
     (re.compile(r"^meta-(create|stat|delete)-(seq|rand)$"), "meta-OP-ORDER", "meta-create-rand"),
     (re.compile(r"^streams-(read|write)-(\d+)$"), "streams-{read|write}-N", "streams-write-6"),
