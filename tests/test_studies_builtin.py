@@ -49,6 +49,9 @@ EXPECTED_TRIALS = {
     "resilver": 3 * 3,
     "width": 7 * 3,
     "capacity": 5 * 2 * 2,
+    "sync-slog": 3 * 3,  # sync standard/always/disabled (OpenZFS) × log none
+    "geometry": 4 * 3,  # mirror pairs, raidz1, raidz2, draid1 over the same 6 disks
+    "qd-curve": 2 * 3,  # mirror pairs, raidz1; the depth × jobs sweep is workloads
 }
 
 
@@ -252,6 +255,12 @@ SMALL: dict[str, list[str]] = {
     "resilver": ["--disks", "4x128M", "--layouts", "mirror:2,raidz1:3"],
     "width": ["--disks", "5x128M", "--layouts", "raidz1:4,raidz1:3+raidz1:2"],
     "capacity": ["--disks", "4x128M", "--layouts", "raidz1,mirror:2+mirror:2", "--levels", "12"],
+    "sync-slog": ["--disks", "2x128M", "--jobs", "1", "--runtime", "1"],
+    "geometry": [
+        "--disks", "4x128M", "--layouts", "mirror:2+mirror:2,raidz1:4", "--records", "4k",
+        "--workloads", "rand-mix70-4k", "--runtime", "1",
+    ],
+    "qd-curve": ["--disks", "2x128M", "--depths", "1,8", "--jobs", "1", "--runtime", "1"],
 }  # fmt: skip
 SMALL_SIZE = "16M"
 
@@ -383,7 +392,59 @@ def _check_width(rows: list[dict[str, Any]], out: str) -> None:
     assert "raidz1:2: 1 data disks, on" in out
 
 
+def _means(rows: list[dict[str, Any]], workload: str) -> dict[str, float]:
+    by: dict[str, list[float]] = {}
+    for r in _by(rows, workload):
+        by.setdefault(r["config"], []).append(r["value"])
+    return {c: sum(v) / len(v) for c, v in by.items()}
+
+
+def _check_sync_slog(rows: list[dict[str, Any]], out: str) -> None:
+    # An fsync after every 4K write costs: far fewer IOPS than writes made durable once.
+    sync, plain = _means(rows, "sync-write-4k-j1"), _means(rows, "rand-write-4k-j1")
+    ((cfg, s),) = sync.items()
+    assert s < 0.8 * plain[cfg], (s, plain)
+    for r in _by(rows, "sync-write-4k-j1"):
+        assert "fsync=1" in r["job_file"] and "ioengine=psync" in r["job_file"]
+        assert r["ops"] == pytest.approx(r["value"] * r["seconds"], rel=0.01)
+    assert f"sync is {plain[cfg] / s:.2f}× slower" in out
+    assert "only sync=standard was measured" in out  # zfs-fuse: no sync property
+
+
+def _check_geometry(rows: list[dict[str, Any]], out: str) -> None:
+    mix = _means(rows, "rand-mix70-4k")
+    for r in rows:  # a 70/30 mix: the devices served reads and absorbed writes
+        dev = r["guards"]["device"]
+        assert dev["read_bytes"] > 0 and dev["write_bytes"] > 0, dev
+        assert "rwmixread=70" in r["job_file"]
+    ranked = sorted(mix, key=lambda c: -mix[c])
+    order = " > ".join(f"{dict(kv.split('=') for kv in c.split())['layout']} "
+                       f"{mix[c]:,.0f} IOPS" for c in ranked)  # fmt: skip
+    assert f"rand-mix70-4k: {order}" in out
+    # The planner's block table: raidz1 on 4 disks writes a 4K block as 1 data + 1 parity
+    # sector (8K raw), a mirror pair as 2 copies (8K); 16K records: 24K vs 32K.
+    assert "raidz1:4: a 16k block writes 24K raw (67% efficient)" in out
+    assert "mirror:2+mirror:2: a 16k block writes 32K raw (50% efficient)" in out
+
+
+def _check_qd_curve(rows: list[dict[str, Any]], out: str) -> None:
+    for r in _by(rows, "rand-read-4k-qd8-j1"):
+        assert "iodepth=8" in r["job_file"] and "ioengine=libaio" in r["job_file"]
+        assert "direct=1" in r["job_file"]
+    for r in _by(rows, "rand-read-4k-qd1-j1"):
+        assert "iodepth" not in r["job_file"] and "ioengine=psync" in r["job_file"]
+    q1, q8 = _means(rows, "rand-read-4k-qd1-j1"), _means(rows, "rand-read-4k-qd8-j1")
+    ((cfg, a),) = q1.items()
+    b = q8[cfg]
+    # Little's law on the stored means: qd1 → 1/IOPS, qd8 → 8/IOPS (ms).
+    assert f"qd1: {a:,.0f} IOPS, mean {1000 / a:.2f} ms (Little's law)" in out
+    assert f"qd8: {b:,.0f} IOPS, mean {8000 / b:.2f} ms (Little's law)" in out
+
+
 CHECKS = {
+    "sync-slog": _check_sync_slog,
+    "geometry": _check_geometry,
+    "qd-curve": _check_qd_curve,
     "ashift": _check_ashift,
     "vdev-source": _check_vdev_source,
     "compression": _check_compression,
