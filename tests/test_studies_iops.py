@@ -276,3 +276,47 @@ def test_qd_curve_notes_find_the_knee_by_littles_law() -> None:
     assert "qd1: 1,000 IOPS, mean 1.00 ms (Little's law)" in lines[2]
     assert "qd32: 3,300 IOPS, mean 9.70 ms" in lines[2]
     assert "no latency percentiles were recorded" in lines[-1]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["geometry", "--disks", "4x128M", "--layouts", "raidz1:4,draid1:1s"], "no dRAID"),
+        (["sync-slog", "--levels", "always"], "no sync property"),
+    ],
+)
+def test_zfs_fuse_refusals_exit_2_with_one_paragraph_and_create_nothing(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    says: str,
+) -> None:
+    """Through the CLI, with this machine's ZFS probed as zfs-fuse (a dry run besides, so a
+    refusal that did not happen could still create nothing)."""
+    from poolbench.cli.main import main
+    from poolbench.engine import offers
+
+    monkeypatch.setattr(offers, "probe", lambda: offers.Offers("zfs-fuse", True, ""))
+    db, scratch = tmp_path / "r.db", tmp_path / "scratch"
+    argv = ["study", *args, "--dry-run", "--db", str(db), "--scratch-dir", str(scratch)]
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert not db.exists() and not scratch.exists()
+    err = capsys.readouterr().err
+    assert says in err and "nothing was created" in err.lower() and "vm/run-openzfs-tier" in err
+
+
+def test_unsupported_paragraph_is_printed_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from poolbench.cli.main import main
+    from poolbench.engine import offers
+
+    monkeypatch.setattr(offers, "probe", lambda: offers.Offers("zfs-fuse", True, ""))
+    with pytest.raises(SystemExit):
+        main(["study", "sync-slog", "--levels", "disabled", "--print-toml"])
+    err = capsys.readouterr().err
+    assert err.count("error: ") == 1 and "Traceback" not in err
+    assert "no sync property" in err and "Drop --levels" in err

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from poolbench.errors import PoolbenchError, UsageError
+from poolbench.errors import PoolbenchError, Unsupported
 from poolbench.study.builtin.base import (
     Builtin,
     StudyDict,
@@ -40,7 +40,7 @@ def default_layouts(n: int, dialect: str) -> list[str]:
 
 def refuse_draid_on_fuse(ctx: Context, layouts: list[str], study: str) -> None:
     if ctx.dialect == "zfs-fuse" and any(x.strip().startswith("draid") for x in layouts):
-        raise UsageError(
+        raise Unsupported(
             f"The {study} study was asked for a dRAID layout, but this machine's ZFS is "
             "zfs-fuse (pool version 23), which has no dRAID (OpenZFS 2.1 added it); nothing "
             "was created.",

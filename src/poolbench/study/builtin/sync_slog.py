@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from poolbench.errors import UsageError
+from poolbench.errors import Unsupported, UsageError
 from poolbench.study.builtin.base import Builtin, StudyDict, need, study_file, working_set
 from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.headline import Figure, figure, ratio_text
@@ -52,7 +52,7 @@ def _check_log_grammar(layout: str) -> None:
     try:
         check_widths(layout)
     except UsageError:
-        raise UsageError(
+        raise Unsupported(
             f"The sync-slog study needs a log device ('{layout}'), but this build's layout "
             "grammar has no log class yet, so it cannot build that pool; nothing was created.",
             "Run with --logs none (the ZIL in the pool only), or use a poolbench whose layout "
@@ -64,7 +64,7 @@ def _sync_levels(ctx: Context) -> list[str]:
     if ctx.dialect != "zfs-fuse":
         return ctx.opt_list("levels", SYNC_LEVELS)
     if "levels" in ctx.options:
-        raise UsageError(
+        raise Unsupported(
             "The sync-slog study was given --levels (sync=...), but this machine's ZFS is "
             "zfs-fuse (pool version 23), which has no sync property: it always behaves as "
             "sync=standard. Nothing was created.",
