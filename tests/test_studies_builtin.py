@@ -421,10 +421,10 @@ def _check_geometry(rows: list[dict[str, Any]], out: str) -> None:
     order = " > ".join(f"{dict(kv.split('=') for kv in c.split())['layout']} "
                        f"{mix[c]:,.0f} IOPS" for c in ranked)  # fmt: skip
     assert f"rand-mix70-4k: {order}" in out
-    # The planner's block table: raidz1 on 4 disks writes a 4K block as 1 data + 1 parity
-    # sector (8K raw), a mirror pair as 2 copies (8K); 16K records: 24K vs 32K.
-    assert "raidz1:4: a 16k block writes 24K raw (67% efficient)" in out
-    assert "mirror:2+mirror:2: a 16k block writes 32K raw (50% efficient)" in out
+    # The planner's block table at recordsize 4K: raidz1 on 4 disks writes a 4K block as
+    # 1 data + 1 parity sector (8K raw), no better than a mirror pair's 2 copies (8K).
+    assert "raidz1:4: a 4k block writes 8K raw (50% efficient)" in out
+    assert "mirror:2+mirror:2: a 4k block writes 8K raw (50% efficient)" in out
 
 
 def _check_qd_curve(rows: list[dict[str, Any]], out: str) -> None:
