@@ -69,6 +69,14 @@ def _render(sections: list[tuple[str, dict[str, str]]]) -> str:
     return "\n".join(lines)
 
 
+def _many_files(workload: Workload, params: JobParams) -> dict[str, str]:
+    """smallfile-*: writes carry fresh random data (never zeros, as every write); reads
+    must find the files laid out whole, never create or extend them."""
+    if workload.direction == "write":  # durable: fio's end_fsync, then the timed syncfs
+        return data_pattern(params.compressibility) | {"end_fsync": "1"}
+    return {"create_on_open": "0", "allow_file_create": "0"}
+
+
 def _timed(workload: Workload, params: JobParams) -> dict[str, str]:
     """A time-based job's run time and load; a workload that names its load
     (rand-read-4k-qd8-j4, sync-write-4k) overrides the study's iodepth and jobs."""
@@ -94,7 +102,6 @@ def render(workload: Workload, params: JobParams) -> str:
         "allow_file_create": "1" if workload.direction != "read" else "0",
     }
     if workload.is_metadata:
-        g.update(workload.fio)
         g.update(
             {
                 "nrfiles": str(params.metadata_files),
@@ -106,6 +113,9 @@ def render(workload: Workload, params: JobParams) -> str:
                 "allow_file_create": "1",
             }
         )
+        g.update(workload.fio)  # smallfile-*: its own file size and rw
+        if workload.many_files:
+            g.update(_many_files(workload, params))
         return _render([("global", g), (workload.name, {})])
 
     g.update(workload.fio)

@@ -92,10 +92,13 @@ class Workload:
     # sync-write-4k-j16); 0 = the study's [workloads] iodepth / jobs.
     iodepth: int = 0
     jobs: int = 0
+    # Many small files (smallfile-write-16k): the metadata workspace, one I/O per file.
+    many_files: bool = False
 
     @property
     def is_metadata(self) -> bool:
-        return self.direction == "meta"
+        """Works on many small files in the metadata directory (meta-*, smallfile-*)."""
+        return self.direction == "meta" or self.many_files
 
 
 def streaming(direction: Literal["read", "write"]) -> Workload:
@@ -341,6 +344,35 @@ def metadata(op: Literal["create", "stat", "delete"], order: Literal["seq", "ran
     )
 
 
+def smallfile(direction: Literal["read", "write"], bs: int) -> Workload:
+    """Small files at scale ([workloads] metadata_files of them, `bs` bytes each, written
+    or read whole in one I/O, in one directory): mail spools, source trees, thumbnails.
+    The figure is files per second; writes end with a timed syncfs, reads run cold."""
+    size = format_size(bs)
+    how = (
+        "Create and write {n} files of {size} each (fresh random data), one directory; a "
+        "syncfs after the last one is counted."
+        if direction == "write"
+        else "Read {n} files of {size} each, whole, one directory; cold caches."
+    )
+    return Workload(
+        name=f"smallfile-{direction}-{size}",
+        family="smallfile",
+        summary=how.format(n="[workloads] metadata_files", size=size) + " Files per second.",
+        direction=direction,
+        unit="ops/s",
+        fio={
+            "rw": direction,
+            "bs": str(bs),
+            "filesize": str(bs),
+            "ioengine": "psync",
+            "file_service_type": "sequential",
+        },  # fmt: skip
+        cold=direction == "read",
+        many_files=True,
+    )
+
+
 def streams(direction: Literal["read", "write"], count: int) -> Workload:
     if not 1 <= count <= 256:
         raise UsageError(f"streams-{direction}-{count}: the stream count must be 1 to 256.")
@@ -440,6 +472,11 @@ _FAMILIES: list[tuple[re.Pattern[str], str, str]] = [
     (re.compile(r"^iozone-([a-z]+)-(\d+[kmg])$"), "iozone-TEST-RECORD", "iozone-bread-512k"),
     (re.compile(r"^meta-(create|stat|delete)-(seq|rand)$"), "meta-OP-ORDER", "meta-create-rand"),
     (re.compile(r"^streams-(read|write)-(\d+)$"), "streams-{read|write}-N", "streams-write-6"),
+    (
+        re.compile(r"^smallfile-(read|write)-(\d+[kmg])$"),
+        "smallfile-{read|write}-SIZE",
+        "smallfile-write-16k",
+    ),
 ]
 
 
@@ -481,6 +518,8 @@ def get(name: str) -> Workload:
             return sync_write(a, parse_record_size(b), _load(name, None, m.group(3))[1])  # type: ignore[arg-type]
         if pattern.pattern.startswith("^iozone"):
             return iozone(a, parse_record_size(b))
+        if pattern.pattern.startswith("^smallfile"):
+            return smallfile(a, parse_record_size(b))  # type: ignore[arg-type]
         if pattern.pattern.startswith("^meta"):
             return metadata(a, b)  # type: ignore[arg-type]
         return streams(a, int(b))  # type: ignore[arg-type]
@@ -514,6 +553,7 @@ def catalogue(record: int = 128 * 1024) -> list[Workload]:
     items += [iozone(t, record) for t in IOZONE_TESTS]
     items += [metadata(op, o) for op in ("create", "stat", "delete") for o in ("seq", "rand")]  # type: ignore[arg-type]
     items += [streams("write", n) for n in (1, 2, 6)] + [streams("read", n) for n in (1, 2, 6)]
+    items += [smallfile("write", 16 * 1024), smallfile("read", 16 * 1024)]
     return items
 
 
