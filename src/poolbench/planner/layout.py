@@ -319,6 +319,18 @@ def parse_layout(text: str, disks: Sequence[int] | None = None, *, what: str = "
     return Layout(tuple(vdevs), tuple(classes))
 
 
+def parse_class(cls: str, text: str, option: str) -> tuple[ClassVdev, ...]:
+    """`plan --slog mirror:2x100G` / `--special mirror:2x500G`: class vdevs written with
+    sizes (the data disks come from --disks), added to every layout the search tries."""
+    where = f"{option} '{text}'"
+    part = _class_part(cls, text.strip(), f"{cls} {text.strip()}", where)
+    if part.sizes is None:
+        raise UsageError(
+            f"{where} gives no device sizes.", f"Write sizes, e.g. {option} mirror:2x100G."
+        )
+    return tuple(ClassVdev(cls, v) for v in _group(part, part.sizes, where))
+
+
 def _assign(
     parts: list[_Part], text: str, disks: Sequence[int] | None, what: str
 ) -> list[tuple[int, ...]]:
