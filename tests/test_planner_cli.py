@@ -142,10 +142,14 @@ def test_examples_have_zfs_layouts() -> None:
         (["--disks", "/dev/sdb,/dev/sdc"], "Give their sizes"),
         (["--disks", "5x١٢G"], "ASCII"),
         (["--disks", "99999x1G"], "out of range"),
-        (["--layout", "raidz2:6x4T + special mirror:2x1T", "--zfs-version", "v23"],
-         "has no special vdevs"),
-        (["--layout", "raidz2:6x4T", "--expand-to", "8", "--zfs-version", "2.2"],
-         "needs OpenZFS 2.3 or later"),
+        (
+            ["--layout", "raidz2:6x4T + special mirror:2x1T", "--zfs-version", "v23"],
+            "has no special vdevs",
+        ),
+        (
+            ["--layout", "raidz2:6x4T", "--expand-to", "8", "--zfs-version", "2.2"],
+            "needs OpenZFS 2.3 or later",
+        ),
         (["--layout", "mirror:2x4T", "--expand-to", "3"], "grows one raidz vdev"),
         (["--disks", "6x4T", "--expand-to", "8"], "grows the raidz vdev of one --layout"),
         (["--layout", "raidz2:6x4T", "--slog", "mirror:2x1G"], "write them in the layout"),
