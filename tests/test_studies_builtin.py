@@ -49,7 +49,7 @@ EXPECTED_TRIALS = {
     "resilver": 3 * 3,
     "width": 7 * 3,
     "capacity": 5 * 2 * 2,
-    "sync-slog": 3 * 3,  # sync standard/always/disabled (OpenZFS) × log none
+    "sync-slog": 3 * 3 * 3,  # sync standard/always/disabled (OpenZFS) × log none/single/mirror
     "geometry": 4 * 3,  # mirror pairs, raidz1, raidz2, draid1 over the same 6 disks
     "qd-curve": 2 * 3,  # mirror pairs, raidz1; the depth × jobs sweep is workloads
 }
@@ -255,7 +255,7 @@ SMALL: dict[str, list[str]] = {
     "resilver": ["--disks", "4x128M", "--layouts", "mirror:2,raidz1:3"],
     "width": ["--disks", "5x128M", "--layouts", "raidz1:4,raidz1:3+raidz1:2"],
     "capacity": ["--disks", "4x128M", "--layouts", "raidz1,mirror:2+mirror:2", "--levels", "12"],
-    "sync-slog": ["--disks", "2x128M", "--jobs", "1", "--runtime", "1"],
+    "sync-slog": ["--disks", "3x128M", "--logs", "none,single", "--jobs", "1", "--runtime", "1"],
     "geometry": [
         "--disks", "4x128M", "--layouts", "mirror:2+mirror:2,raidz1:4", "--records", "4k",
         "--workloads", "rand-mix70-4k", "--runtime", "1",
@@ -402,12 +402,24 @@ def _means(rows: list[dict[str, Any]], workload: str) -> dict[str, float]:
 def _check_sync_slog(rows: list[dict[str, Any]], out: str) -> None:
     # An fsync after every 4K write costs: far fewer IOPS than writes made durable once.
     sync, plain = _means(rows, "sync-write-4k-j1"), _means(rows, "rand-write-4k-j1")
-    ((cfg, s),) = sync.items()
-    assert s < 0.8 * plain[cfg], (s, plain)
+    none, single = (
+        "backend=zfs layout=mirror:2 ashift=12",
+        "backend=zfs layout=mirror:2 + log stripe:1 ashift=12",
+    )
+    assert set(sync) == {none, single}
+    for cfg, s in sync.items():
+        assert s < 0.8 * plain[cfg], (cfg, s, plain)
     for r in _by(rows, "sync-write-4k-j1"):
         assert "fsync=1" in r["job_file"] and "ioengine=psync" in r["job_file"]
         assert r["ops"] == pytest.approx(r["value"] * r["seconds"], rel=0.01)
-    assert f"sync is {plain[cfg] / s:.2f}× slower" in out
+        logs = r["guards"]["pool"].get("class_leaves", {}).get("logs", [])
+        assert len(logs) == (1 if r["config"] == single else 0), r["guards"]["pool"]
+    assert f"sync is {plain[none] / sync[none]:.2f}× slower" in out
+    a, b = sync[single], sync[none]
+    assert (
+        f"sync=standard, sync-write-4k-j1: log single {a:,.0f} IOPS vs no log {b:,.0f} IOPS" in out
+    )
+    assert ("the SLOG pays" if a / b >= 1.10 else "the SLOG does not pay here") in out
     assert "only sync=standard was measured" in out  # zfs-fuse: no sync property
 
 

@@ -149,14 +149,12 @@ def test_sync_slog_levels_follow_the_zfs_in_use() -> None:
     assert "Nothing was created" in e.value.paragraph()
 
 
-def test_sync_slog_log_levels_build_the_log_class_or_refuse_cleanly() -> None:
-    ctx = Context(4, "1G", options={"logs": "none,mirror"})
-    try:
-        s = _study("sync-slog", ctx)
-    except UsageError as exc:  # this build's grammar has no log class yet
-        assert "no log class yet" in exc.paragraph() and "--logs none" in exc.paragraph()
-    else:
-        assert s.factors["layout"] == ["mirror:2", "mirror:2 + log mirror:2"]
+def test_sync_slog_log_levels_build_the_log_class() -> None:
+    s = _study("sync-slog", Context(4, "1G"))
+    assert s.factors["layout"] == ["mirror:2", "mirror:2 + log stripe:1", "mirror:2 + log mirror:2"]
+    assert [sync_slog.log_kind(x) for x in s.factors["layout"]] == ["none", "single", "mirror"]
+    with pytest.raises(UsageError, match="needs at least 4 disks"):
+        registry.build("sync-slog", Context(3, "1G", options={"logs": "mirror"}))
     with pytest.raises(UsageError, match="not none, single or mirror"):
         registry.build("sync-slog", Context(4, "1G", options={"logs": "ssd"}))
 

@@ -75,7 +75,7 @@ def _sync_levels(ctx: Context) -> list[str]:
 
 
 def build(ctx: Context) -> StudyDict:
-    logs = ctx.opt_list("logs", ["none"])
+    logs = ctx.opt_list("logs", list(LOG_DISKS))
     bad = [x for x in logs if x not in LOG_DISKS]
     if bad:
         raise UsageError(
