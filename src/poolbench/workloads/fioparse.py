@@ -159,7 +159,6 @@ class FioResult:
     jobs: int
     latency: Latency | None = None  # completion latency; None when fio reported none
 
-
     @property
     def mib_s(self) -> float:
         return self.io_bytes / self.runtime_s / (1024 * 1024) if self.runtime_s else 0.0
