@@ -244,7 +244,7 @@ class Session:
             prep = fiojob.render_prepare(res.workload, params)
             if prep is not None:
                 self.runner.run(["fio", "--output-format=json", f"prepare-{res.workload.name}.fio"])
-            self.runner.run(["fio", "--output-format=json", f"{res.workload.name}.fio"])
+            self.runner.run(["fio", "--output-format=json+", f"{res.workload.name}.fio"])
 
     # -- one measurement --------------------------------------------------------------------
     def _params(self, w: Workload) -> fiojob.JobParams:
@@ -329,7 +329,7 @@ class Session:
         self._record(res, Measurement(
             self.subject.config, w.name, replicate, value, w.unit, result.io_bytes,
             result.total_ios, seconds, dev.device_bytes, dev.device_mib_s, warnings, findings,
-            asdict(w), job,
+            asdict(w), job, latency=result.latency,
         ))  # fmt: skip
 
     def _sync_metadata(self, w: Workload) -> float:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any
 
 from poolbench.report.data import Cell, RunData
 from poolbench.report.svg import Point, Safe, line_chart
@@ -20,11 +19,11 @@ _LOAD = re.compile(r"^(.*?)-qd(\d+)(?:-j(\d+))?$")  # the queue depth is what th
 
 
 def _p99_ms(cell: Cell) -> float | None:
-    """The mean recorded p99 in ms, when every replicate carries one (fio guard `p99_ns`)."""
+    """The mean recorded p99 in ms, when every replicate carries one (store 0005_latency)."""
     found = []
-    for g in cell.guards:
-        fio: Any = g.get("fio") if isinstance(g, Mapping) else None
-        p99 = fio.get("p99_ns") if isinstance(fio, Mapping) else None
+    for clat in cell.clats or [None] * len(cell.values):
+        pct = clat.get("percentiles") if isinstance(clat, Mapping) else None
+        p99 = pct.get("99") if isinstance(pct, Mapping) else None
         if not isinstance(p99, int | float):
             return None
         found.append(float(p99))

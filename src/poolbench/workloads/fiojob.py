@@ -14,6 +14,10 @@ from dataclasses import dataclass
 
 from poolbench.workloads.library import Workload
 
+# Completion-latency percentiles every measurement asks fio for (fio's default list, written
+# out so a fio with another default still reports p50/p90/p99/p99.9; at most 20 entries).
+PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99)
+
 
 @dataclass(frozen=True)
 class JobParams:
@@ -100,6 +104,9 @@ def render(workload: Workload, params: JobParams) -> str:
         "fallocate": "none",
         # Never let fio lay out (write) a file it was asked to read: the caller prepares data.
         "allow_file_create": "1" if workload.direction != "read" else "0",
+        # Completion latency percentiles (fioparse.Latency); the bins come with json+.
+        "clat_percentiles": "1",
+        "percentile_list": ":".join(format(q, "g") for q in PERCENTILES),
     }
     if workload.is_metadata:
         g.update(

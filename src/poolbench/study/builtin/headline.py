@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from poolbench.store.facts import ConfigFacts
@@ -41,16 +41,13 @@ def mean(values: Sequence[float]) -> float | None:
 
 
 def p99_ms(c: ConfigFacts, workload: str) -> float | None:
-    """The mean p99 completion latency of `workload` on `c` in ms, when the run recorded
-    percentiles: ConfigFacts.latency[workload]["p99"], nanoseconds per replicate (the
-    latency branch's facts). None when this run has none."""
-    table: Any = getattr(c, "latency", None)
-    if not isinstance(table, Mapping):
+    """The mean p99 completion latency of `workload` on `c` in ms, when fio recorded it for
+    every replicate (ConfigFacts.latency, ns); None otherwise."""
+    values = c.latency.get(workload, {}).get("99", ())
+    if not values or len(values) < len(c.figures.get(workload, ())):
         return None
-    per = table.get(workload)
-    values = per.get("p99") if isinstance(per, Mapping) else None
-    m = mean([float(v) for v in values]) if isinstance(values, Sequence) else None
-    return None if m is None or not math.isfinite(m) else m / 1e6
+    m = sum(values) / len(values)
+    return m / 1e6 if math.isfinite(m) else None
 
 
 def figure(c: ConfigFacts, workload: str) -> Figure | None:
