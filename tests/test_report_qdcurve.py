@@ -95,3 +95,18 @@ def test_qd_chart_renders_in_chromium(tmp_path: Path) -> None:
     bars = {f"chart-bar-rand-read-4k-qd{d}-j1" for d in DEPTHS}
     dom = _check_page(page, tmp_path, bars | {"chart-qd-rand-read-4k"})
     assert re.search(r"rand-read-4k: latency against IOPS as the queue deepens", dom)
+
+
+def test_recorded_p99_replaces_littles_law(tmp_path: Path) -> None:
+    run = load_run(_run(tmp_path / "r.db"), "latest")
+    for (_cfg, w), cell in run.cells.items():
+        qd = int(w.split("-qd")[1].split("-")[0])
+        cell.clats = [{"percentiles": {"99": qd * 1e6}}, {"percentiles": {"99": qd * 1.2e6}}]
+    series, all_p99 = qdcurve.curve_points(run, qdcurve.families(run)["rand-read-4k"])
+    assert all_p99
+    for pts in series.values():
+        assert [round(p.y, 6) for p in pts] == [round(qd * 1.1, 6) for qd in DEPTHS]
+    assert "p99 latency (ms)" in html.render(run, choose_baseline(run))
+    # One replicate without a percentile: the chart falls back to Little's law for that cell.
+    next(iter(run.cells.values())).clats[1] = None
+    assert not qdcurve.curve_points(run, qdcurve.families(run)["rand-read-4k"])[1]

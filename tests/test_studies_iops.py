@@ -318,3 +318,24 @@ def test_unsupported_paragraph_is_printed_once(
     err = capsys.readouterr().err
     assert err.count("error: ") == 1 and "Traceback" not in err
     assert "no sync property" in err and "Drop --levels" in err
+
+
+def test_stored_p99_reaches_the_facts_and_the_notes_prefer_it() -> None:
+    from poolbench.store.facts import facts_from_records
+
+    meta = {"study_text": registry.study_text("qd-curve", Context(2, "1G"))}
+    layout = "mirror:2"
+    key = f"backend=zfs layout={layout} ashift=12"
+    rows = []
+    for qd, iops, p99 in ((1, 1000.0, 2e6), (4, 3000.0, 5e6)):  # p99 2 ms and 5 ms
+        for rep in (0, 1):
+            clat = {"percentiles": {"50": p99 / 4, "99": p99 + rep * 2e5}}
+            rows.append({"config": key, "workload": f"rand-read-4k-qd{qd}-j1", "replicate": rep,
+                         "value": iops, "guards": {}, "clat": clat})  # fmt: skip
+    facts = facts_from_records(meta, rows)
+    (c,) = facts.configs
+    assert c.latency["rand-read-4k-qd4-j1"]["99"] == (5e6, 5.2e6)
+    lines = qd_curve.notes(Context(2, "1G"), facts)
+    # qd4 is the knee (the peak); the points carry the recorded p99 means, 2.1 and 5.1 ms.
+    assert "qd1: 1,000 IOPS, p99 2.10 ms; qd4: 3,000 IOPS, p99 5.10 ms" in lines[2]
+    assert not any("Little's law" in x for x in lines)
