@@ -40,7 +40,7 @@ def test_sync_slog_study_sync_standard_vs_disabled(tmp_path: Path) -> None:
     disks = scratch_disks(2)
     blank(disks)
     rows, out = _study(tmp_path, "sync-slog", disks, "--levels", "standard,disabled",
-                       "--jobs", "1")  # fmt: skip
+                       "--logs", "none", "--jobs", "1")  # fmt: skip
     assert {r["config"] for r in rows} == {
         f"backend=zfs layout=mirror:2 sync={s} ashift=12" for s in ("standard", "disabled")
     }
