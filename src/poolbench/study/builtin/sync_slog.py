@@ -128,10 +128,9 @@ def _sync_cost(facts: StudyFacts) -> list[str]:
     """Under sync=standard without a log: synchronous writes against plain ones."""
     c = _find(facts, "none", "standard")
     lines: list[str] = []
-    for w in c.figures if c else ():
-        if not w.startswith("sync-write-"):
-            continue
-        s, a = figure(c, w), figure(c, "rand-write-" + w[len("sync-write-") :])  # type: ignore[arg-type]
+    for w in c.figures if c is not None else ():
+        s = figure(c, w) if w.startswith("sync-write-") and c is not None else None
+        a = figure(c, "rand-write-" + w.removeprefix("sync-write-")) if c is not None else None
         if s and a:
             lines.append(
                 f"  {w}: {s.text()} vs plain writes {a.text()}: "
@@ -140,7 +139,20 @@ def _sync_cost(facts: StudyFacts) -> list[str]:
     return ["what sync writes cost (sync=standard, no log):", *lines] if lines else []
 
 
+def _sync_pairs(a: ConfigFacts | None, b: ConfigFacts | None) -> list[tuple[str, Figure, Figure]]:
+    """The sync-write workloads measured on both a and b: (workload, a's, b's figure)."""
+    if a is None or b is None:
+        return []
+    out = []
+    for w in a.figures:
+        fa, fb = figure(a, w), figure(b, w)
+        if w.startswith("sync-write-") and fa and fb:
+            out.append((w, fa, fb))
+    return out
+
+
 def _verdict(with_log: Figure, without: Figure) -> str:
+    """A SLOG pays when sync writes get ≥ 10% more IOPS with it (and a lower p99, if known)."""
     r = with_log.iops / without.iops if without.iops > 0 else 0.0
     faster = r >= PAYS
     if with_log.p99_ms is not None and without.p99_ms is not None:
@@ -149,36 +161,25 @@ def _verdict(with_log: Figure, without: Figure) -> str:
 
 
 def _slog_pays(facts: StudyFacts) -> list[str]:
-    lines: list[str] = []
-    for sync in ("standard", "always"):
-        none = _find(facts, "none", sync)
-        for log in ("single", "mirror"):
-            c = _find(facts, log, sync)
-            for w in c.figures if (c and none) else ():
-                a, b = figure(c, w), figure(none, w)  # type: ignore[arg-type]
-                if w.startswith("sync-write-") and a and b:
-                    lines.append(
-                        f"  sync={sync}, {w}: log {log} {a.text()} vs no log "
-                        f"{b.text()}: {ratio_text(a.iops, b.iops)}; {_verdict(a, b)}"
-                    )
-    return (
-        ["when a SLOG pays (synchronous writes, with a log vs without):", *lines, SAME_DEVICES]
-        if lines
-        else []
-    )
+    lines = [
+        f"  sync={sync}, {w}: log {log} {a.text()} vs no log {b.text()}: "
+        f"{ratio_text(a.iops, b.iops)}; {_verdict(a, b)}"
+        for sync in ("standard", "always")
+        for log in ("single", "mirror")
+        for w, a, b in _sync_pairs(_find(facts, log, sync), _find(facts, "none", sync))
+    ]
+    if not lines:
+        return []
+    return ["when a SLOG pays (synchronous writes, with a log vs without):", *lines, SAME_DEVICES]
 
 
 def _disabled(facts: StudyFacts) -> list[str]:
-    lines: list[str] = []
-    for log in LOG_DISKS:
-        std, off = _find(facts, log, "standard"), _find(facts, log, "disabled")
-        for w in std.figures if (std and off) else ():
-            a, b = figure(off, w), figure(std, w)  # type: ignore[arg-type]
-            if w.startswith("sync-write-") and a and b:
-                lines.append(
-                    f"  log {log}, {w}: sync=disabled {a.text()} vs standard "
-                    f"{b.text()}: {ratio_text(a.iops, b.iops)}"
-                )
+    lines = [
+        f"  log {log}, {w}: sync=disabled {a.text()} vs standard {b.text()}: "
+        f"{ratio_text(a.iops, b.iops)}"
+        for log in LOG_DISKS
+        for w, a, b in _sync_pairs(_find(facts, log, "disabled"), _find(facts, log, "standard"))
+    ]
     return ["what sync=disabled 'helps':", *lines, DISABLED_RISK] if lines else []
 
 
