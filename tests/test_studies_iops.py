@@ -339,3 +339,18 @@ def test_stored_p99_reaches_the_facts_and_the_notes_prefer_it() -> None:
     # qd4 is the knee (the peak); the points carry the recorded p99 means, 2.1 and 5.1 ms.
     assert "qd1: 1,000 IOPS, p99 2.10 ms; qd4: 3,000 IOPS, p99 5.10 ms" in lines[2]
     assert not any("Little's law" in x for x in lines)
+
+
+def test_block_costs_follow_the_version_openzfs_prints() -> None:
+    """`zfs version` in the guest says 'zfs-2.3.2-2~bpo12+2': the notes must still find the
+    planner's rules (the first guest run printed 'n/a' for every block cost)."""
+    from poolbench.planner.rules import parse_zfs_version
+
+    assert rules_for_reported("zfs-2.3.2-2~bpo12+2") == parse_zfs_version("2.3.2")
+    version = "zfs-2.3.2-2~bpo12+2"
+    levels = {"layout": "draid1:1s", "recordsize": "4K"}
+    c = ConfigFacts("m", levels, figures={"rand-read-4k": (400.0,)}, zfs_version=version)
+    lines = geometry.notes(Context(4, "2G"), StudyFacts("t", "devices", 4, 2 << 30, (c,), ()))
+    # dRAID1 on 4 disks with a spare: groups of 2 data + 1 parity, a 4K block padded to a
+    # whole group: 12K raw.
+    assert "  draid1:1s: a 4k block writes 12K raw (33% efficient)" in lines

@@ -42,7 +42,7 @@ def test_sync_slog_study_sync_standard_vs_disabled(tmp_path: Path) -> None:
     rows, out = _study(tmp_path, "sync-slog", disks, "--levels", "standard,disabled",
                        "--logs", "none", "--jobs", "1")  # fmt: skip
     assert {r["config"] for r in rows} == {
-        f"backend=zfs layout=mirror:2 sync={s} ashift=12" for s in ("standard", "disabled")
+        f"backend=zfs layout=mirror:2 ashift=12 sync={s}" for s in ("standard", "disabled")
     }
     check_figures(rows)
     std = _mean(rows, "sync-write-4k-j1", "sync=standard")

@@ -205,10 +205,13 @@ def rules_by_name(name: str) -> RuleSet:
 
 def rules_for_reported(zfs_version: str) -> RuleSet:
     """The rules for a ZFS as a pool reported it: 'zfs-fuse, pool version 23' → v23,
-    '2.3.2-2~bpo12+2' → 2.3.2 (an empty version is taken as zfs-fuse, this machine's ZFS)."""
+    '2.3.2-2~bpo12+2' and 'zfs-2.3.2-2~bpo12+2' → 2.3.2 (an empty version is taken as
+    zfs-fuse, this machine's ZFS)."""
     if "fuse" in zfs_version or not zfs_version.strip():
         return V23
-    return parse_zfs_version(zfs_version.split()[0].split("-")[0].removeprefix("zfs"))
+    # 'zfs-2.3.2-2~bpo12+2' (what `zfs version` prints in the guest): the Debian revision
+    # after '~'/'+' goes; 'zfs-', '-rcN' and the package release '-2' are the grammar's own.
+    return parse_zfs_version(re.split(r"[~+]", zfs_version.split()[0])[0])
 
 
 RAIDZ_EXPANSION_SINCE = (2, 3, 0)
