@@ -6,6 +6,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
 from tests.conftest import loops_backed_by, needs_fio, needs_root, poolbench
 
 pytestmark = [needs_fio, needs_root]
@@ -149,4 +150,32 @@ def test_dry_run_changes_nothing(make_loop_fs, tmp_path: Path) -> None:  # type:
     )
     assert p.returncode == 0, p.stderr
     assert "would run:" in p.stderr and "fio" in p.stderr
+    assert [x.name for x in fs.mountpoint.iterdir()] == ["lost+found"]
+
+
+def test_smallfile_write_then_cold_read_on_ext4(make_loop_fs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """smallfile-*: N files of 16K, one I/O each; the write reaches the device (syncfs
+    counted), the cold read is served by it; the figure is files per second."""
+    fs = make_loop_fs("256M")
+    db, n, bs = tmp_path / "r.db", 300, 16384
+    args = ["--metadata-files", str(n), "--min-runs", "2", "--max-runs", "2", "--size", "8M"]
+    p = poolbench("bench", str(fs.mountpoint), "--workloads",
+                  "smallfile-write-16k,smallfile-read-16k", *args, "--db", str(db))  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    rows = con.execute("SELECT * FROM measurements").fetchall()
+    assert (
+        sorted(r["workload"] for r in rows)
+        == ["smallfile-read-16k"] * 2 + ["smallfile-write-16k"] * 2
+    )
+    for r in rows:
+        assert (r["ops"], r["app_bytes"], r["unit"]) == (n, n * bs, "ops/s")
+        assert r["value"] == pytest.approx(n / r["seconds"])
+        dev = json.loads(r["guards"])["device"]
+        side = "read_bytes" if "read" in r["workload"] else "write_bytes"
+        assert dev[side] >= 0.95 * n * bs, (r["workload"], dev)
+        if "write" in r["workload"]:
+            job = r["job_file"]
+            assert "refill_buffers=1" in job and "end_fsync=1" in job and "nrfiles=300" in job
     assert [x.name for x in fs.mountpoint.iterdir()] == ["lost+found"]

@@ -142,7 +142,19 @@ def test_examples_have_zfs_layouts() -> None:
         (["--disks", "/dev/sdb,/dev/sdc"], "Give their sizes"),
         (["--disks", "5x١٢G"], "ASCII"),
         (["--disks", "99999x1G"], "out of range"),
-        (["--layout", "raidz2:6x4T + log mirror:2x100G"], "does not model the log"),
+        (
+            ["--layout", "raidz2:6x4T + special mirror:2x1T", "--zfs-version", "v23"],
+            "has no special vdevs",
+        ),
+        (
+            ["--layout", "raidz2:6x4T", "--expand-to", "8", "--zfs-version", "2.2"],
+            "needs OpenZFS 2.3 or later",
+        ),
+        (["--layout", "mirror:2x4T", "--expand-to", "3"], "grows one raidz vdev"),
+        (["--disks", "6x4T", "--expand-to", "8"], "grows the raidz vdev of one --layout"),
+        (["--layout", "raidz2:6x4T", "--slog", "mirror:2x1G"], "write them in the layout"),
+        (["--disks", "6x4T", "--special", "raidz1:3x1G"], "refuses raidz1 there"),
+        (["--disks", "6x4T", "--slog", "mirror:2"], "gives no device sizes"),
     ],
 )
 def test_plan_refuses_with_a_paragraph(args: list[str], says: str) -> None:
@@ -163,3 +175,47 @@ def test_plan_refuses_bad_numbers_as_usage_errors(args: list[str], says: str) ->
     """Typed options: click refuses them (exit 2) and names the option."""
     res = CliRunner().invoke(plan, args)
     assert res.exit_code == 2 and says in res.output
+
+
+def test_layout_with_classes_json() -> None:
+    """Class vdevs in `plan --layout --json`: special in SIZE, not in usable; the resilience
+    counts the special mirror and the notes say what each class risks."""
+    doc = _plan_json(
+        "--layout", "raidz2:6x1G + special mirror:2x512M + log 1x1G + spare 1G + cache 1G"
+    )
+    # raidz2:6x1G = 11 metaslabs of 512 MiB; the special mirror 15 of 32 MiB (see
+    # test_planner_classes.py); the log's and the rest's space is in neither figure
+    assert doc["size_bytes"] == (11 << 29) + 15 * (32 << 20)
+    assert doc["usable_bytes"] == _plan_json("--layout", "raidz2:6x1G")["usable_bytes"]
+    assert [c["class"] for c in doc["classes"]] == ["special", "log", "spare", "cache"]
+    assert [c["in_size"] for c in doc["classes"]] == [True, False, False, False]
+    assert doc["failures_tolerated"] == 1
+    assert [v["class"] for v in doc["resilience"]["vdevs"]] == ["data", "special"]
+    notes = " ".join(doc["class_notes"])
+    assert "the pool is lost" in notes and "cannot be removed from this pool" in notes
+    assert "single device" in notes and "hot spare" in notes and "L2ARC" in notes
+
+
+def test_expand_to_json() -> None:
+    doc = _plan_json("--layout", "raidz1:3x1G", "--expand-to", "4")
+    e = doc["expansion"]
+    # hand figures from test_planner_classes.test_raidz_expansion_by_hand
+    assert (e["size_bytes"], e["usable_bytes"]) == (15 << 28, 2547515392)
+    assert (e["record_charge_before_bytes"], e["record_charge_after_bytes"]) == (130944, 120032)
+    assert (e["width_before"], e["width_after"], e["deflate_ratio_512ths"]) == (3, 4, 341)
+
+
+def test_search_with_slog_and_special() -> None:
+    plain = _plan_json("--disks", "6x4T", "--top", "100")
+    res = _plan_json("--disks", "6x4T", "--special", "mirror:2x500G", "--slog", "1x100G",
+                     "--top", "100")  # fmt: skip
+    assert res["candidates"] and len(res["candidates"]) == len(plain["candidates"])
+    for cand in res["candidates"]:
+        assert cand["layout"][0].endswith(" + special mirror:2x500G + log stripe:100G")
+        # a 2-way special mirror caps what any layout survives at 1 failure
+        assert cand["failures_tolerated"] <= 1
+    by_layout = {c["layout"][0]: c for c in plain["candidates"]}
+    first = res["candidates"][0]
+    base = by_layout[first["layout"][0].split(" + special")[0]]
+    assert first["usable_bytes"] == base["usable_bytes"]  # special/log add no AVAIL
+    assert first["size_bytes"] > base["size_bytes"]  # the special mirror adds SIZE

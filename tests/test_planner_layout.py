@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from poolbench.backends.base import Vdev, parse_topology
 from poolbench.errors import UsageError
 from poolbench.planner.layout import (
+    ClassVdev,
     Layout,
     VdevSpec,
     check_widths,
@@ -157,10 +158,44 @@ def test_widths_take_the_given_disks_in_order() -> None:
         parse_layout("stripe:0", disks)
 
 
-def test_vdev_classes_are_recognised_and_refused_for_now() -> None:
-    for extra in ("log mirror:2x100G", "special mirror:2x500G", "spare 1x4T", "cache 1x1T"):
-        with pytest.raises(UsageError, match="does not model the log, special"):
-            parse_layout(f"raidz2:6x4T + {extra}")
+def test_vdev_classes_parse_into_their_own_list() -> None:
+    T, G100 = 1 << 40, 100 << 30
+    lay = parse_layout("raidz2:6x4T + log mirror:2x100G")
+    assert lay.vdevs == (VdevSpec("raidz", (4 * T,) * 6, parity=2),)
+    assert lay.classes == (ClassVdev("log", VdevSpec("mirror", (G100, G100))),)
+    assert lay.disk_count == 8 and lay.failures_tolerated == 2  # a log does not count
+    assert lay.spec() == "raidz2:6x4T + log mirror:2x100G"
+    # a special vdev holds metadata: its loss is the pool's, so a 2-way mirror caps it at 1
+    assert parse_layout("raidz2:6x4T + special mirror:2x500G").failures_tolerated == 1
+    assert parse_layout("raidz2:6x4T + special 1x500G").failures_tolerated == 0
+    assert parse_layout("raidz2:6x4T + dedup mirror:3x500G").failures_tolerated == 2
+    spare = parse_layout("mirror:2x4T + spare 1x4T")
+    assert spare.classes == (ClassVdev("spare", VdevSpec("disk", (4 * T,))),)
+    assert spare.failures_tolerated == 1 and spare.spec() == "mirror:2x4T + spare 4T"
+    cache = parse_layout("raidz1:4x4T + cache 2x1T")
+    assert [c.cls for c in cache.classes] == ["cache", "cache"]
+    assert cache.spec() == "raidz1:4x4T + cache 2x1T"
+    # widths take the disks in the order written, class parts included
+    disks = tuple(range(1, 11))
+    lay = parse_layout("raidz2:6 + log mirror:2 + spare 1 + cache 1", [d << 30 for d in disks])
+    assert [d >> 30 for d in lay.vdevs[0].devices] == [1, 2, 3, 4, 5, 6]
+    assert [(c.cls, [d >> 30 for d in c.vdev.devices]) for c in lay.classes] == [
+        ("log", [7, 8]), ("spare", [9]), ("cache", [10])]  # fmt: skip
+    assert lay.widths() == "raidz2:6+log mirror:2+spare 1+cache 1"
+    assert parse_layout(lay.spec()) == lay  # round trip
+
+
+def test_vdev_classes_refuse_what_zpool_refuses() -> None:
+    for bad, says in [
+        ("log 1x1G", "no data vdevs"),
+        ("raidz2:6x4T + log raidz1:3x1G", "zpool create refuses raidz1 there"),
+        ("raidz2:6x4T + special draid1:4x1G", "a special vdev is a single disk or a mirror"),
+        ("mirror:2x1G + spare mirror:2x1G", "a spare device is one disk"),
+        ("mirror:2x1G + cache", "names the cache class but no devices"),
+        ("mirror:2x1G + log mirror:1x1G", "a mirror needs at least 2"),
+    ]:
+        with pytest.raises(UsageError, match=says):
+            parse_layout(bad)
 
 
 def test_study_layouts_check_what_they_can_before_the_disks() -> None:

@@ -49,6 +49,9 @@ EXPECTED_TRIALS = {
     "resilver": 3 * 3,
     "width": 7 * 3,
     "capacity": 5 * 2 * 2,
+    "sync-slog": 3 * 3 * 3,  # sync standard/always/disabled (OpenZFS) × log none/single/mirror
+    "geometry": 4 * 3,  # mirror pairs, raidz1, raidz2, draid1 over the same 6 disks
+    "qd-curve": 2 * 3,  # mirror pairs, raidz1; the depth × jobs sweep is workloads
 }
 
 
@@ -252,6 +255,12 @@ SMALL: dict[str, list[str]] = {
     "resilver": ["--disks", "4x128M", "--layouts", "mirror:2,raidz1:3"],
     "width": ["--disks", "5x128M", "--layouts", "raidz1:4,raidz1:3+raidz1:2"],
     "capacity": ["--disks", "4x128M", "--layouts", "raidz1,mirror:2+mirror:2", "--levels", "12"],
+    "sync-slog": ["--disks", "3x128M", "--logs", "none,single", "--jobs", "1", "--runtime", "1"],
+    "geometry": [
+        "--disks", "4x128M", "--layouts", "mirror:2+mirror:2,raidz1:4", "--records", "4k",
+        "--workloads", "rand-mix70-4k", "--runtime", "1",
+    ],
+    "qd-curve": ["--disks", "2x128M", "--depths", "1,8", "--jobs", "1", "--runtime", "1"],
 }  # fmt: skip
 SMALL_SIZE = "16M"
 
@@ -383,7 +392,80 @@ def _check_width(rows: list[dict[str, Any]], out: str) -> None:
     assert "raidz1:2: 1 data disks, on" in out
 
 
+def _means(rows: list[dict[str, Any]], workload: str) -> dict[str, float]:
+    by: dict[str, list[float]] = {}
+    for r in _by(rows, workload):
+        by.setdefault(r["config"], []).append(r["value"])
+    return {c: sum(v) / len(v) for c, v in by.items()}
+
+
+def _check_sync_slog(rows: list[dict[str, Any]], out: str) -> None:
+    # An fsync after every 4K write costs: far fewer IOPS than writes made durable once.
+    sync, plain = _means(rows, "sync-write-4k-j1"), _means(rows, "rand-write-4k-j1")
+    none, single = (
+        "backend=zfs layout=mirror:2 ashift=12",
+        "backend=zfs layout=mirror:2 + log stripe:1 ashift=12",
+    )
+    assert set(sync) == {none, single}
+    for cfg, s in sync.items():
+        assert s < 0.8 * plain[cfg], (cfg, s, plain)
+    for r in _by(rows, "sync-write-4k-j1"):
+        assert "fsync=1" in r["job_file"] and "ioengine=psync" in r["job_file"]
+        assert r["ops"] == pytest.approx(r["value"] * r["seconds"], rel=0.01)
+        logs = r["guards"]["pool"].get("class_leaves", {}).get("logs", [])
+        assert len(logs) == (1 if r["config"] == single else 0), r["guards"]["pool"]
+    assert f"sync is {plain[none] / sync[none]:.2f}× slower" in out
+    a, b = sync[single], sync[none]
+    assert (
+        f"sync=standard, sync-write-4k-j1: log single {a:,.0f} IOPS vs no log {b:,.0f} IOPS" in out
+    )
+    p99 = {c: [r["clat_p99_ns"] for r in _by(rows, "sync-write-4k-j1") if r["config"] == c]
+           for c in (single, none)}  # fmt: skip
+    pays = a / b >= 1.10
+    if all(v is not None for vs in p99.values() for v in vs):  # p99 recorded: it must drop too
+        pays = pays and sum(p99[single]) / 2 < sum(p99[none]) / 2
+    assert ("the SLOG pays" if pays else "the SLOG does not pay here") in out
+    assert "only sync=standard was measured" in out  # zfs-fuse: no sync property
+
+
+def _check_geometry(rows: list[dict[str, Any]], out: str) -> None:
+    mix = _means(rows, "rand-mix70-4k")
+    for r in rows:  # a 70/30 mix: the devices served reads and absorbed writes
+        dev = r["guards"]["device"]
+        assert dev["read_bytes"] > 0 and dev["write_bytes"] > 0, dev
+        assert "rwmixread=70" in r["job_file"]
+    # The note ranks the layouts by mean IOPS (each with its p99 where recorded).
+    line = next(x for x in out.splitlines() if x.startswith("rand-mix70-4k: "))
+    ranked = sorted(mix, key=lambda c: -mix[c])
+    spots = [line.index(f"{dict(kv.split('=') for kv in c.split())['layout']} "
+                        f"{mix[c]:,.0f} IOPS") for c in ranked]  # fmt: skip
+    assert spots == sorted(spots) and line.count(" > ") == 1, line
+    # The planner's block table at recordsize 4K: raidz1 on 4 disks writes a 4K block as
+    # 1 data + 1 parity sector (8K raw), no better than a mirror pair's 2 copies (8K).
+    assert "raidz1:4: a 4k block writes 8K raw (50% efficient)" in out
+    assert "mirror:2+mirror:2: a 4k block writes 8K raw (50% efficient)" in out
+
+
+def _check_qd_curve(rows: list[dict[str, Any]], out: str) -> None:
+    for r in _by(rows, "rand-read-4k-qd8-j1"):
+        assert "iodepth=8" in r["job_file"] and "ioengine=libaio" in r["job_file"]
+        assert "direct=1" in r["job_file"]
+    for r in _by(rows, "rand-read-4k-qd1-j1"):
+        assert "iodepth" not in r["job_file"] and "ioengine=psync" in r["job_file"]
+    for qd in (1, 8):
+        w = f"rand-read-4k-qd{qd}-j1"
+        ((_cfg, iops),) = _means(rows, w).items()
+        p99 = [r["clat_p99_ns"] for r in _by(rows, w)]
+        if all(v is not None for v in p99):  # fio's recorded p99, mean of the replicates
+            assert f"qd{qd}: {iops:,.0f} IOPS, p99 {sum(p99) / len(p99) / 1e6:.2f} ms" in out
+        else:  # Little's law on the stored mean: qd / IOPS
+            assert f"qd{qd}: {iops:,.0f} IOPS, mean {qd * 1000 / iops:.2f} ms (Little's" in out
+
+
 CHECKS = {
+    "sync-slog": _check_sync_slog,
+    "geometry": _check_geometry,
+    "qd-curve": _check_qd_curve,
     "ashift": _check_ashift,
     "vdev-source": _check_vdev_source,
     "compression": _check_compression,

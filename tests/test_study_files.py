@@ -28,6 +28,9 @@ EXPECTED_TRIALS = {
     "resilver.toml": 3 * 3,
     "width.toml": 7 * 3,
     "capacity.toml": 5 * 2 * 2,
+    "sync-slog.toml": 3 * 3 * 3,
+    "geometry.toml": 4 * 3,
+    "qd-curve.toml": 2 * 3,
 }
 
 INVALID = {

@@ -35,6 +35,7 @@ def test_zfs_fuse_status_gives_the_raidz_and_every_leaf_with_log_and_spare() -> 
         ("raidz1", "raidz1-0", ("loop0", "loop1", "loop2"))
     ]
     assert s.leaves == ["loop0", "loop1", "loop2", "loop3", "loop4"]
+    assert s.class_leaves == {"logs": ["loop3"], "spares": ["loop4"]}
     assert s.scan == "scrub: none requested"
     assert parse.member_paths(data("zfsfuse-status-raidz1-log-spare.txt"), "zlrec")[3] == (
         os.path.realpath("/dev/loop3")

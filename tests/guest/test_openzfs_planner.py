@@ -15,6 +15,11 @@ multi-TiB members cost nothing and exercise the large-vdev rules: the metaslab s
 (``OZVM_DISKS``) through ``zpool create`` on ``/dev/vdX``, which partitions them; the planner
 gets each disk's real size.
 
+Vdev classes (log, special, dedup, spare, cache) are checked the same way, and RAIDZ
+expansion: a raidz pool of files grown with `zpool attach -w` against
+`poolbench.planner.expansion`, then a file written after the expansion against the charge
+per 128 KiB record the planner says `zfs list` makes (the original width's deflate ratio).
+
 Every comparison is also written to ``$OZVM_OUT/planner-openzfs.jsonl`` (seen by the host).
 """
 
@@ -33,8 +38,9 @@ from pathlib import Path
 
 import pytest
 
-from poolbench.planner.capacity import PoolPlan, plan_pool
-from poolbench.planner.layout import Layout, parse_layout
+from poolbench.planner.capacity import PoolPlan, VdevPlan, plan_pool
+from poolbench.planner.expansion import plan_expansion
+from poolbench.planner.layout import Layout, VdevSpec, parse_layout
 from poolbench.planner.rules import RuleSet, parse_zfs_version
 
 pytestmark = pytest.mark.openzfs
@@ -151,21 +157,38 @@ def disk_bytes(dev: str) -> int:
 
 
 def vdev_args(layout: Layout, members: list[str]) -> list[str]:
-    """`zpool create` vdev arguments for the layout, members in layout order."""
+    """`zpool create` vdev arguments for the layout, members in layout order; class vdevs
+    after the data vdevs, each class word once (zpool refuses a second 'log')."""
     args: list[str] = []
     i = 0
-    for v in layout.vdevs:
-        group = members[i : i + v.width]
+    placed: list[tuple[str, VdevSpec, list[str]]] = []
+    for cls, v in [("", v) for v in layout.vdevs] + [(c.cls, c.vdev) for c in layout.classes]:
+        placed.append((cls, v, members[i : i + v.width]))
         i += v.width
-        if v.kind == "disk":
-            args += group
-        elif v.kind == "mirror":
-            args += ["mirror", *group]
-        elif v.kind == "raidz":
-            args += [f"raidz{v.parity}", *group]
-        else:
-            args += [f"draid{v.parity}:{v.draid_data}d:{v.width}c:{v.draid_spares}s", *group]
+    for cls in ["", *dict.fromkeys(c for c, _, _ in placed if c)]:
+        if cls:
+            args.append(cls)
+        for _, v, group in (p for p in placed if p[0] == cls):
+            args += _vdev_words(v, group)
     return args
+
+
+def _vdev_words(v: VdevSpec, group: list[str]) -> list[str]:
+    if v.kind == "disk":
+        return group
+    if v.kind == "mirror":
+        return ["mirror", *group]
+    if v.kind == "raidz":
+        return [f"raidz{v.parity}", *group]
+    return [f"draid{v.parity}:{v.draid_data}d:{v.width}c:{v.draid_spares}s", *group]
+
+
+def top_plans(plan: PoolPlan) -> list[VdevPlan]:
+    """The top-level vdevs zdb -C lists, in `vdev_args` order: data, then log/special/dedup
+    grouped by class (spares and cache devices are no top-level vdevs)."""
+    classes = list(dict.fromkeys(c.cls for c in plan.classes))
+    extra = [c.plan for cls in classes for c in plan.classes if c.cls == cls and c.plan]
+    return [*plan.vdevs, *extra]
 
 
 def parse_zdb_config(text: str) -> list[tuple[int, int]]:
@@ -198,7 +221,9 @@ def build_and_read(pool: str, ashift: int, members: list[str], plan: PoolPlan) -
         values = {k: int(v) for k, v in (line.split("\t") for line in props.splitlines())}
         config = parse_zdb_config(sh("zdb", "-C", pool))
         obs = Observed(size, values["used"] + values["available"], values["used"], config)
-        if obs.size != plan.size_bytes or [a for a, _ in config] != [v.asize for v in plan.vdevs]:
+        if obs.size != plan.size_bytes or [a for a, _ in config] != [
+            v.asize for v in top_plans(plan)
+        ]:
             # only to explain a mismatch: zdb -m imports the pool in user space (slow in TCG)
             obs.ms_counts = parse_zdb_metaslab_counts(sh("zdb", "-m", pool))
         return obs
@@ -219,12 +244,13 @@ def compare(label: str, plan: PoolPlan, obs: Observed) -> list[str]:
             f"(diff {obs.usable - plan.usable_bytes:+d}; planned slop {plan.slop_bytes}, "
             f"dspace {plan.dspace})"
         )
-    want = [(v.asize, v.ms_shift) for v in plan.vdevs]
+    tops = top_plans(plan)
+    want = [(v.asize, v.ms_shift) for v in tops]
     if obs.vdevs != want:
         problems.append(f"zdb (asize, metaslab_shift) {obs.vdevs} != planned {want}")
-    if obs.ms_counts is not None and obs.ms_counts != [v.ms_count for v in plan.vdevs]:
+    if obs.ms_counts is not None and obs.ms_counts != [v.ms_count for v in tops]:
         problems.append(
-            f"zdb -m metaslab counts {obs.ms_counts} != planned {[v.ms_count for v in plan.vdevs]}"
+            f"zdb -m metaslab counts {obs.ms_counts} != planned {[v.ms_count for v in tops]}"
         )
     record(label, plan, obs, problems)
     return problems
@@ -243,9 +269,9 @@ def record(label: str, plan: PoolPlan, obs: Observed, problems: list[str]) -> No
         "planned_usable": plan.usable_bytes,
         "used": obs.used,
         "vdevs": obs.vdevs,
-        "planned_vdevs": [(v.asize, v.ms_shift) for v in plan.vdevs],
+        "planned_vdevs": [(v.asize, v.ms_shift) for v in top_plans(plan)],
         "ms_counts": obs.ms_counts,
-        "planned_ms_counts": [v.ms_count for v in plan.vdevs],
+        "planned_ms_counts": [v.ms_count for v in top_plans(plan)],
         "match": not problems,
         "problems": problems,
     }
@@ -263,18 +289,105 @@ def test_case_lists_are_broad() -> None:
 
 @pytest.mark.parametrize("case", FILE_CASES, ids=lambda c: f"{c.layout}@ashift{c.ashift}")
 def test_file_vdev_pool_matches_plan(case: Case, rules: RuleSet, workdir: Path) -> None:
+    check_files(case, f"pbozp{FILE_CASES.index(case):02d}", rules, workdir)
+
+
+# Class vdevs on files: special and dedup count in SIZE but not in AVAIL; a log counts in
+# neither; a spare or cache device in nothing. Large members put more than 64 metaslabs in
+# special/log vdevs (no embedded log metaslab: only the normal class gives one).
+CLASS_CASES: tuple[Case, ...] = (
+    Case("raidz2:6x1G + special mirror:2x512M", 12),
+    Case("raidz2:6x4T + special mirror:2x500G", 12),
+    Case("mirror:2x40G + special mirror:2x40G", 12),
+    Case("raidz1:3x1G + log mirror:2x256M", 9),
+    Case("raidz2:6x16G + log 1x40G", 12),
+    Case("mirror:2x1G + spare 1x1G", 12),
+    Case("raidz1:4x1G + cache 1x1G", 12),
+    Case("raidz1:3x2G + dedup mirror:2x1G", 12),
+    Case("mirror:2x100G + special mirror:2x1G + log mirror:2x1G + cache 1G + spare 2x100G", 12),
+)
+
+
+@pytest.mark.parametrize("case", CLASS_CASES, ids=lambda c: f"{c.layout}@ashift{c.ashift}")
+def test_class_vdev_pool_matches_plan(case: Case, rules: RuleSet, workdir: Path) -> None:
+    check_files(case, f"pbozc{CLASS_CASES.index(case):02d}", rules, workdir)
+
+
+def check_files(case: Case, pool: str, rules: RuleSet, workdir: Path) -> None:
     layout = parse_layout(case.layout)
     plan = plan_pool(layout, case.ashift, rules)
+    files = make_files(workdir, [d for v in all_vdevs(layout) for d in v.devices])
+    label = f"{case.layout} @ashift {case.ashift} (files)"
+    obs = build_and_read(pool, case.ashift, files, plan)
+    problems = compare(label, plan, obs)
+    assert not problems, f"{label}: " + "; ".join(problems)
+
+
+def make_files(workdir: Path, sizes: list[int], first: int = 0) -> list[str]:
     files: list[str] = []
-    for n, size in enumerate(d for v in layout.vdevs for d in v.devices):
+    for n, size in enumerate(sizes, start=first):
         path = workdir / f"d{n:02d}"
         with open(path, "wb") as fh:
             fh.truncate(size)  # sparse
         files.append(str(path))
-    label = f"{case.layout} @ashift {case.ashift} (files)"
-    obs = build_and_read(f"pbozp{FILE_CASES.index(case):02d}", case.ashift, files, plan)
-    problems = compare(label, plan, obs)
-    assert not problems, f"{label}: " + "; ".join(problems)
+    return files
+
+
+# RAIDZ expansion: (layout, width after, ashift). raidz1:3x10G has 59 metaslabs before and
+# 79 after: the expansion makes an embedded log metaslab of a new one.
+EXPANSION_CASES: tuple[tuple[str, int, int], ...] = (
+    ("raidz1:3x1G", 4, 12),
+    ("raidz2:6x1G", 8, 12),
+    ("raidz1:3x10G", 4, 12),
+    ("raidz2:5x4T", 6, 12),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "width", "ashift"), EXPANSION_CASES, ids=[f"{t}->{w}" for t, w, _ in EXPANSION_CASES]
+)
+def test_raidz_expansion_matches_plan(
+    text: str, width: int, ashift: int, rules: RuleSet, workdir: Path
+) -> None:
+    layout = parse_layout(text)
+    spec = layout.vdevs[0]
+    exp = plan_expansion(plan_pool(layout, ashift, rules), width)
+    files = make_files(workdir, list(spec.devices))
+    added = make_files(workdir, [spec.devices[0]] * (width - spec.width), first=len(files))
+    pool = f"pboze{EXPANSION_CASES.index((text, width, ashift)):02d}"
+    mnt = workdir / "mnt"
+    sh("zpool", "create", "-f", "-m", str(mnt), "-o", f"ashift={ashift}", "-O",
+       "compression=off", "-O", "recordsize=128K", pool, f"raidz{spec.parity}", *files)  # fmt: skip
+    try:
+        for f in added:
+            sh("zpool", "attach", "-w", pool, f"raidz{spec.parity}-0", f)
+        size = int(sh("zpool", "list", "-Hp", "-o", "size", pool).strip())
+        asize = parse_zdb_config(sh("zdb", "-C", pool))[0][0]
+        used0, usable = used_and_usable(pool)
+        # 64 MiB of incompressible 128 KiB records written after the expansion
+        sh("dd", "if=/dev/urandom", f"of={mnt}/f", "bs=1M", "count=64", "conv=fsync", "status=none")
+        sh("zpool", "sync", pool)
+        used1, _ = used_and_usable(pool)
+    finally:
+        sh("zpool", "destroy", "-f", pool)
+    label = f"{text} expanded to {width} @ashift {ashift}"
+    assert (size, asize) == (exp.size_bytes, exp.asize), label
+    assert usable == exp.usable_bytes, f"{label}: USED+AVAIL {usable} != {exp.usable_bytes}"
+    # `zfs list` charges each new record at the old width's ratio: record_charge_new, not
+    # 128 KiB (and not record_charge_old); 2% leaves room for the indirect blocks.
+    want = 512 * exp.record_charge_new
+    assert exp.record_charge_new < exp.record_charge_old and want < 0.97 * (64 << 20)
+    assert abs((used1 - used0) - want) < 0.02 * want, (label, used1 - used0, want)
+
+
+def used_and_usable(pool: str) -> tuple[int, int]:
+    props = sh("zfs", "get", "-Hp", "-o", "property,value", "used,available", pool)
+    values = {k: int(v) for k, v in (line.split("\t") for line in props.splitlines())}
+    return values["used"], values["used"] + values["available"]
+
+
+def all_vdevs(layout: Layout) -> list[VdevSpec]:
+    return [*layout.vdevs, *(c.vdev for c in layout.classes)]
 
 
 def _whole_disk_layout(spec: str, disks: list[str]) -> tuple[Layout, list[str]]:

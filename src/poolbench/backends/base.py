@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from poolbench.safety.journal import Journal
+
+if TYPE_CHECKING:
+    from poolbench.planner.layout import VdevSpec
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,29 @@ def parse_topology(text: str, n_disks: int) -> tuple[Vdev, ...]:
     from poolbench.planner.layout import parse_layout
 
     layout = parse_layout(text, (1,) * n_disks, what="the study")
+    return _vdevs(layout.vdevs)
+
+
+def parse_classes(text: str, n_disks: int) -> tuple[tuple[str, Vdev], ...]:
+    """The class vdevs of a study's layout ('raidz2:6 + log mirror:2 + spare 1'), as
+    (class word, vdev) in the order written; their disks follow the data vdevs' in
+    `PoolSpec.devices`, in that order."""
+    from poolbench.planner.layout import parse_layout
+
+    layout = parse_layout(text, (1,) * n_disks, what="the study")
+    out: list[tuple[str, Vdev]] = []
+    for c in layout.classes:
+        (v,) = _vdevs((c.vdev,))
+        if out and out[-1][0] == c.cls and v.kind == "stripe" == out[-1][1].kind:
+            out[-1] = (c.cls, Vdev("stripe", out[-1][1].width + 1))
+        else:
+            out.append((c.cls, v))
+    return tuple(out)
+
+
+def _vdevs(specs: tuple[VdevSpec, ...]) -> tuple[Vdev, ...]:
     vdevs: list[Vdev] = []
-    for v in layout.vdevs:
+    for v in specs:
         if v.kind == "disk":  # consecutive stripe members are one stripe group
             if vdevs and vdevs[-1].kind == "stripe":
                 vdevs[-1] = Vdev("stripe", vdevs[-1].width + 1)

@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from poolbench.backends._common import block_names, mount_at, size_of, wait_for
-from poolbench.backends.base import Availability, Pool, PoolSpec, Vdev, parse_topology
+from poolbench.backends.base import (
+    Availability,
+    Pool,
+    PoolSpec,
+    Vdev,
+    parse_classes,
+    parse_topology,
+)
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.guards import cache
 from poolbench.safety.journal import Journal
@@ -157,15 +164,8 @@ class ZfsBackend:
             )
         if not spec.mount_root.is_absolute():
             raise UsageError(f"Mount root {spec.mount_root} is not absolute.", "")
-        vdevs = parse_topology(spec.layout, len(spec.devices))
-        for v in vdevs:
-            if v.kind.startswith("draid") and not self._openzfs_at_least(2, 1):
-                raise UsageError(
-                    f"Layout '{spec.layout}': dRAID needs OpenZFS 2.1 or later; this ZFS is "
-                    f"{a.version}.",
-                    "Drop the draid layouts from the study, or run it on OpenZFS ≥ 2.1.",
-                )
-        used = spec.devices[: sum(v.width for v in vdevs)]
+        vdevs, classes = self._validate_layout(spec, a)
+        used = spec.devices[: _member_count(vdevs, classes)]
         real = [os.path.realpath(d) for d in used]
         dup = sorted({d for d in real if real.count(d) > 1})
         if dup:
@@ -185,6 +185,30 @@ class ZfsBackend:
                 )
         for key, value in spec.fs_options.items():
             self._validate_property(key, str(value), fuse, a.version)
+
+    def _validate_layout(
+        self, spec: PoolSpec, a: Availability
+    ) -> tuple[tuple[Vdev, ...], tuple[tuple[str, Vdev], ...]]:
+        """The layout's data and class vdevs, refused where this ZFS lacks them."""
+        vdevs = parse_topology(spec.layout, len(spec.devices))
+        for v in vdevs:
+            if v.kind.startswith("draid") and not self._openzfs_at_least(2, 1):
+                raise UsageError(
+                    f"Layout '{spec.layout}': dRAID needs OpenZFS 2.1 or later; this ZFS is "
+                    f"{a.version}.",
+                    "Drop the draid layouts from the study, or run it on OpenZFS ≥ 2.1.",
+                )
+        classes = parse_classes(spec.layout, len(spec.devices))
+        for cls, _ in classes:
+            if cls in ("special", "dedup") and a.dialect == ZFS_FUSE:
+                raise UsageError(
+                    f"Layout '{spec.layout}': {a.version} has no {cls} vdevs (allocation "
+                    "classes came with ZFS on Linux 0.8; pool v23 has log, cache and spare "
+                    "devices only).",
+                    f"Drop the {cls} part on zfs-fuse, or run it on OpenZFS (the guest tier: "
+                    "vm/run-openzfs-tier.sh).",
+                )
+        return vdevs, classes
 
     def _validate_property(self, key: str, value: str, fuse: bool, version: str) -> None:
         if key not in FS_OPTIONS:
@@ -236,26 +260,41 @@ class ZfsBackend:
         return spec.mount_root / spec.name, spec.mount_root / f"{spec.name}.members"
 
     def create_argv(self, spec: PoolSpec) -> list[str]:
-        """The `zpool create` command line for `spec` (validated)."""
+        """The `zpool create` command line for `spec` (validated): the data vdevs, then each
+        class word once with its vdevs (zpool refuses a second 'log', 'spare' or 'cache')."""
         vdevs = parse_topology(spec.layout, len(spec.devices))
-        members = list(spec.devices[: sum(v.width for v in vdevs)])
+        classes = parse_classes(spec.layout, len(spec.devices))
+        members = list(spec.devices[: _member_count(vdevs, classes)])
         mountpoint, _ = self.paths(spec)
         words: list[str] = []
         i = 0
         for v in vdevs:
             words += v.zpool_words() + members[i : i + v.width]
             i += v.width
-        force = self._needs_force(vdevs, members)
+        placed: list[tuple[str, list[str]]] = []
+        for cls, v in classes:
+            placed.append((cls, v.zpool_words() + members[i : i + v.width]))
+            i += v.width
+        for cls in dict.fromkeys(c for c, _ in placed):
+            words.append(cls)
+            for _, group in (p for p in placed if p[0] == cls):
+                words += group
+        force = self._needs_force(vdevs, members, classes)
         return commands.create(
             spec.name, words, str(mountpoint), spec.pool_options, spec.fs_options, force
         )
 
     @staticmethod
-    def _needs_force(vdevs: tuple[Vdev, ...], members: list[str]) -> bool:
-        """zpool refuses mixed top-level vdevs (raidz1:3+raidz1:4, raidz+mirror) and members
-        of different sizes unless forced; the study asked for exactly that on purpose."""
-        shapes = {(v.kind, v.width) for v in vdevs if v.kind != "stripe"}
-        kinds = {v.kind for v in vdevs}
+    def _needs_force(
+        vdevs: tuple[Vdev, ...], members: list[str], classes: tuple[tuple[str, Vdev], ...] = ()
+    ) -> bool:
+        """zpool refuses mixed top-level vdevs (raidz1:3+raidz1:4, raidz+mirror), a special
+        or dedup vdev unlike the data vdevs, and members of different sizes unless forced;
+        the study asked for exactly that on purpose. (Log vdevs are not compared: zpool's
+        replication check skips them.)"""
+        alloc = tuple(v for cls, v in classes if cls in ("special", "dedup"))
+        shapes = {(v.kind, v.width) for v in vdevs + alloc if v.kind != "stripe"}
+        kinds = {v.kind for v in vdevs + alloc}
         sizes = {size_of(m) for m in members} - {None}
         return len(shapes) > 1 or (len(kinds) > 1) or len(sizes) > 1
 
@@ -263,7 +302,8 @@ class ZfsBackend:
         self.validate(spec)
         dry = self.runner.dry_run
         vdevs = parse_topology(spec.layout, len(spec.devices))
-        members = list(spec.devices[: sum(v.width for v in vdevs)])
+        classes = parse_classes(spec.layout, len(spec.devices))
+        members = list(spec.devices[: _member_count(vdevs, classes)])
         mountpoint, link_dir = self.paths(spec)
         argv = self.create_argv(spec)
         if not spec.mount_root.exists():
@@ -282,7 +322,8 @@ class ZfsBackend:
         if dry:
             return pool
         pool.described = self.describe(spec.name)
-        for leaf in pool.described["leaves"]:
+        # log devices too: `zpool import -d` of a pool missing its log refuses
+        for leaf in pool.described["leaves"] + _all_class_leaves(pool.described):
             self.link_member(link_dir, leaf)
         pool.described["unused_devices"] = list(spec.devices[len(members) :])
         pool.block_devices = block_names(pool.described["leaves"])
@@ -300,13 +341,27 @@ class ZfsBackend:
             n += 1
         link.symlink_to(leaf)
 
-    def _leaf_paths(self, name: str, zdb_text: str | None = None) -> list[str]:
-        """Absolute paths of the leaf devices (OpenZFS: the partitions it made on disks)."""
+    def _leaf_paths(
+        self, name: str, zdb_text: str | None = None, status_text: str | None = None
+    ) -> tuple[list[str], dict[str, list[str]]]:
+        """Absolute paths of the data vdevs' leaf devices (OpenZFS: the partitions it made
+        on disks), and of each class section's (logs, cache, spares, special, dedup)."""
         if self.dialect == OPENZFS:
             out = pools.status_text(self.runner, name, OPENZFS, full_paths=True)
-            return [leaf for t in parse.read_status(out, name).tops for leaf in t.leaves]
+            st = parse.read_status(out, name)
+            data = [leaf for t in st.tops for leaf in t.leaves]
+            return data, {k: [parse.leaf_path(w) for w in v] for k, v in st.class_leaves.items()}
+        # zfs-fuse: zdb -C names the leaves of the vdev tree (data and log vdevs); the status
+        # sections tell the class ones apart (and name the spares and cache devices)
+        text = status_text if status_text is not None else pools.status_text(self.runner, name)
+        sections = {
+            k: [parse.leaf_path(w) for w in v]
+            for k, v in parse.read_status(text, name).class_leaves.items()
+        }
+        in_class = {os.path.realpath(p) for v in sections.values() for p in v}
         out = zdb_text if zdb_text is not None else self._run(commands.zdb_config(name)).stdout
-        return parse.parse_zdb_paths(out)
+        data = [p for p in parse.parse_zdb_paths(out) if os.path.realpath(p) not in in_class]
+        return data, sections
 
     def _run(self, argv: list[str]) -> Any:
         return pools.read(self.runner, argv)
@@ -315,7 +370,8 @@ class ZfsBackend:
     def describe(self, name: str) -> dict[str, Any]:
         """Everything the pool says about itself, for verify() and the record."""
         a = self.check()
-        status = parse.read_status(pools.status_text(self.runner, name), name)
+        status_text = pools.status_text(self.runner, name)
+        status = parse.read_status(status_text, name)
         props = ["recordsize", "compression", "atime", "primarycache", "mountpoint", "mounted"]
         props += ["compressratio", "used", "available"]
         props += ["sync"] if a.dialect == OPENZFS else []
@@ -324,6 +380,9 @@ class ZfsBackend:
         ashifts = parse.parse_zdb_ashift(zdb.stdout) if zdb.returncode == 0 else []
         pool_ashift = self._pool_prop(name, "ashift")
         used, avail = values.get("used", {}).get("value"), values.get("available", {}).get("value")
+        leaves, class_leaves = self._leaf_paths(
+            name, zdb.stdout if zdb.returncode == 0 else None, status_text
+        )
         return {
             "dialect": a.dialect,
             "zfs_version": a.version,
@@ -333,7 +392,8 @@ class ZfsBackend:
                 {"kind": t.kind, "width": t.width, "leaves": list(t.leaves)} for t in status.tops
             ],
             "layout": _shape_text([(t.kind, t.width) for t in status.tops]),
-            "leaves": self._leaf_paths(name, zdb.stdout if zdb.returncode == 0 else None),
+            "leaves": leaves,
+            "class_leaves": class_leaves,
             # USED + AVAIL of the root dataset: what `zfs list` offers (the planner's figure).
             "usable_bytes": int(used) + int(avail)
             if used and avail and used.isdigit() and avail.isdigit()
@@ -390,6 +450,23 @@ class ZfsBackend:
         leaves = [os.path.realpath(x) for x in d["leaves"]]
         if sorted(leaves) != sorted(members) and not self._partitions_of(members, leaves):
             problems.append(f"member devices are {leaves}, not {members}")
+        return problems + self._class_problems(spec, d, len(members))
+
+    def _class_problems(self, spec: PoolSpec, d: dict[str, Any], start: int) -> list[str]:
+        """Each class section of `zpool status` holds the devices the layout gave it."""
+        problems: list[str] = []
+        want: dict[str, list[str]] = {}
+        for cls, v in parse_classes(spec.layout, len(spec.devices)):
+            devices = want.setdefault(_SECTION[cls], [])
+            devices += [os.path.realpath(m) for m in spec.devices[start : start + v.width]]
+            start += v.width
+        got = {
+            k: sorted(os.path.realpath(x) for x in v) for k, v in d.get("class_leaves", {}).items()
+        }
+        for section in sorted(set(want) | set(got)):
+            w, g = sorted(want.get(section, [])), got.get(section, [])
+            if w != g and not self._partitions_of(w, g):
+                problems.append(f"the {section} devices are {g or 'none'}, not {w or 'none'}")
         return problems
 
     @staticmethod
@@ -570,3 +647,17 @@ def _property_problems(spec: PoolSpec, props: dict[str, Any], mountpoint: Path) 
     if mp != str(mountpoint):
         problems.append(f"mountpoint is {mp}, not {mountpoint}")
     return problems
+
+
+def _member_count(vdevs: tuple[Vdev, ...], classes: tuple[tuple[str, Vdev], ...]) -> int:
+    """Devices the layout uses: the data vdevs' and then the class vdevs'."""
+    return sum(v.width for v in vdevs) + sum(v.width for _, v in classes)
+
+
+# `zpool status` section header of each class word
+_SECTION = {"log": "logs", "spare": "spares", "cache": "cache", "special": "special",
+            "dedup": "dedup"}  # fmt: skip
+
+
+def _all_class_leaves(described: dict[str, Any]) -> list[str]:
+    return [leaf for leaves in described.get("class_leaves", {}).values() for leaf in leaves]

@@ -21,8 +21,10 @@ from poolbench.errors import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
     EXIT_TRIALS_FAILED,
+    EXIT_UNSUPPORTED,
     PoolbenchError,
     TrialsFailed,
+    Unsupported,
 )
 
 # The registry of commands: name -> ("module:attribute", the first paragraph of its help).
@@ -178,6 +180,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+    except Unsupported as exc:
+        click.echo(f"error: {exc.paragraph()}", err=True)
+        sys.exit(EXIT_UNSUPPORTED)
     except TrialsFailed as exc:  # not an error of the run: its other trials are all measured
         click.echo(exc.paragraph(), err=True)
         sys.exit(EXIT_TRIALS_FAILED)

@@ -18,15 +18,22 @@ from rich.table import Table
 from poolbench.cli.common import FiniteFloat, db_option, open_store
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import PoolPlan, nicenum, plan_pool
-from poolbench.planner.layout import Layout, format_devices, parse_layout
+from poolbench.planner.expansion import ExpansionPlan, plan_expansion
+from poolbench.planner.layout import ClassVdev, Layout, format_devices, parse_class, parse_layout
 from poolbench.planner.performance import (
     DEFAULT_SPEEDS,
     DiskSpeed,
+    Prediction,
     parse_disk_speed,
     predict_detailed,
 )
-from poolbench.planner.resilience import PoolRisk, RiskInputs, pool_risk
-from poolbench.planner.rules import DEFAULT_VERSION, RuleSet, parse_zfs_version
+from poolbench.planner.resilience import PoolRisk, RiskInputs, class_notes, pool_risk
+from poolbench.planner.rules import (
+    DEFAULT_VERSION,
+    RuleSet,
+    parse_zfs_version,
+    raidz_expansion_supported,
+)
 from poolbench.planner.search import Candidate, Objective, search
 from poolbench.report.measured_disk import disk_speed_from_store
 from poolbench.units import parse_disks
@@ -139,6 +146,24 @@ def _fmt_bps(bps: float) -> str:
     show_default=True,
     help="Search: how many layouts to show in the table.",
 )
+@click.option(
+    "--expand-to",
+    type=click.IntRange(2, 255),
+    default=None,
+    metavar="WIDTH",
+    help="With --layout: the pool after RAIDZ expansion (OpenZFS >= 2.3, `zpool attach` to "
+    "its raidz vdev) to WIDTH disks, each as large as its largest member.",
+)
+@click.option(
+    "--slog",
+    metavar="VDEV",
+    help="Search: add this log vdev to every layout, with sizes: 'mirror:2x100G', '1x100G'.",
+)
+@click.option(
+    "--special",
+    metavar="VDEV",
+    help="Search: add this special vdev to every layout: 'mirror:2x500G' (OpenZFS >= 0.8).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def plan(
     layout_text: str | None,
@@ -156,6 +181,9 @@ def plan(
     ure: float,
     fill: float,
     top: int,
+    expand_to: int | None,
+    slog: str | None,
+    special: str | None,
     as_json: bool,
 ) -> None:
     """What each layout of your disks gives you, before you buy or wipe anything.
@@ -169,6 +197,9 @@ def plan(
       poolbench plan --layout 'raidz2:6x4T' --ashift 12 --zfs-version 2.3 --json
       poolbench plan --layout 'raidz1:3 + mirror:2' --disks 3x4TB,2x2TB
       poolbench plan --disks 2x3T,3x2T --min-failures 1 --objective space
+      poolbench plan --layout 'raidz2:6x4T + special mirror:2x500G + log mirror:2x100G'
+      poolbench plan --layout 'raidz2:6x4T' --expand-to 8
+      poolbench plan --disks 6x4T --special mirror:2x500G --slog mirror:2x100G
     """
     if layout_text is None and disks_text is None:
         raise UsageError(
@@ -181,9 +212,10 @@ def plan(
     disk = _one_disk(disk_speed, disk_speed_run, db, disk_class)
     inputs = RiskInputs(afr=afr, ure_per_bit=ure, fill=fill)
     disks = _disk_sizes(disks_text) if disks_text is not None else None
+    _check_combinations(layout_text, expand_to, slog, special, zfs_version)
     if layout_text is not None:
         layout = _layout_on(layout_text, disks)
-        _plan_layout(layout, ashift, rules, bool(whole_disk), disk, inputs, as_json)
+        _plan_layout(layout, ashift, rules, bool(whole_disk), disk, inputs, as_json, expand_to)
     else:
         assert disks is not None and disks_text is not None
         _plan_search(
@@ -197,7 +229,40 @@ def plan(
             objective,  # type: ignore[arg-type]
             top,
             as_json,
+            _search_classes(slog, special),
         )
+
+
+def _check_combinations(
+    layout: str | None, expand_to: int | None, slog: str | None, special: str | None,
+    zfs_version: str,
+) -> None:  # fmt: skip
+    if expand_to is not None and layout is None:
+        raise UsageError(
+            "--expand-to grows the raidz vdev of one --layout.",
+            "Give the layout too: --layout raidz2:6x4T --expand-to 8.",
+        )
+    if expand_to is not None and not raidz_expansion_supported(zfs_version):
+        raise UsageError(
+            f"RAIDZ expansion (`zpool attach` to a raidz vdev) needs OpenZFS 2.3 or later; "
+            f"--zfs-version is {zfs_version}.",
+            "Use --zfs-version 2.3, or plan a new pool at the wider width instead.",
+        )
+    if layout is not None and (slog or special):
+        raise UsageError(
+            "--slog and --special add class vdevs to the search's layouts; with --layout, "
+            "write them in the layout.",
+            "E.g. --layout 'raidz2:6x4T + log mirror:2x100G + special mirror:2x500G'.",
+        )
+
+
+def _search_classes(slog: str | None, special: str | None) -> tuple[ClassVdev, ...]:
+    out: tuple[ClassVdev, ...] = ()
+    if special:
+        out += parse_class("special", special, "--special")
+    if slog:
+        out += parse_class("log", slog, "--slog")
+    return out
 
 
 def _check_numbers(afr: float, ure: float, fill: float, top: int, min_failures: int) -> None:
@@ -257,27 +322,42 @@ def _plan_layout(
     disk: DiskSpeed,
     inputs: RiskInputs,
     as_json: bool,
+    expand_to: int | None = None,
 ) -> None:
     result = plan_pool(layout, ashift, rules, whole_disk)
+    grown = plan_expansion(result, expand_to) if expand_to is not None else None
     detail = predict_detailed(layout, disk, ashift=ashift)
-    speed = detail.speed
     risk = pool_risk(layout, disk, inputs)
     if as_json:
         doc = result.as_dict()
         doc["predicted_speed"] = {
             "model": True,
             "disk": disk.source,
-            **speed.as_dict(),
+            **detail.speed.as_dict(),
             "basis": {k: v["basis"] for k, v in detail.figures().items()},
             "notes": list(detail.notes),
         }
         doc["resilience"] = risk.as_dict()
+        doc["class_notes"] = class_notes(layout)
+        if grown is not None:
+            doc["expansion"] = grown.as_dict()
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return
     console = _console()
     _print_capacity(console, result)
+    _print_classes(console, result)
+    if grown is not None:
+        _print_expansion(console, grown)
     _print_allocation(console, result)
+    _print_speed(console, detail, disk)
+    _print_risk(console, risk)
+    for note in class_notes(layout):
+        console.print(f"  {escape(note)}")
+
+
+def _print_speed(console: Console, detail: Prediction, disk: DiskSpeed) -> None:
+    speed = detail.speed
     t = Table(
         title=f"Predicted speed (model; one disk: {escape(disk.source)})", title_justify="left"
     )
@@ -296,7 +376,46 @@ def _plan_layout(
     console.print(f"* random write: {detail.write_iops.basis}")
     for note in detail.notes:
         console.print(f"  {note}")
-    _print_risk(console, risk)
+
+
+def _print_classes(console: Console, p: PoolPlan) -> None:
+    if not p.classes:
+        return
+    t = Table(title="Class vdevs", title_justify="left")
+    for col in ("class", "vdev", "devices", "metaslabs", "in SIZE", "in AVAIL"):
+        t.add_column(col, justify="left" if col in ("class", "vdev") else "right")
+    for c in p.classes:
+        ms = f"{c.plan.ms_count} x {nicenum(c.plan.ms_size)}" if c.plan else "-"
+        t.add_row(
+            c.cls,
+            c.spec.type_name,
+            format_devices(c.spec.devices),
+            ms,
+            nicenum(c.plan.space) if c.in_size and c.plan else "no",
+            "no",
+        )
+    console.print(t)
+
+
+def _print_expansion(console: Console, e: ExpansionPlan) -> None:
+    before = e.before
+    t = Table(
+        title=f"After RAIDZ expansion to {e.spec_after.width} disks (zpool attach; OpenZFS >= 2.3)",
+        title_justify="left",
+    )
+    for col in ("", "before", "after"):
+        t.add_column(col, justify="right" if col else "left")
+    t.add_row("zpool list SIZE", f"{before.size_bytes:,}", f"{e.size_bytes:,}")
+    t.add_row("zfs list AVAIL+USED", f"{before.usable_bytes:,}", f"{e.usable_bytes:,}")
+    t.add_row("a 128K record is charged", f"{e.record_charge_old:,}", f"{e.record_charge_new:,}")
+    console.print(t)
+    console.print(
+        f"  The deflate ratio stays the original width's ({e.deflate_ratio}/512; a pool made "
+        f"{e.spec_after.width} wide has {e.new_width_ratio}/512), so AVAIL understates new "
+        f"data: {nicenum(e.new_record_bytes)} of 128K records written after the expansion "
+        "fit in the AVAIL above. Blocks written before it keep their old data:parity ratio "
+        "until they are rewritten."
+    )
 
 
 def _print_capacity(console: Console, p: PoolPlan) -> None:
@@ -370,7 +489,7 @@ def _print_risk(console: Console, risk: PoolRisk) -> None:
         t.add_column(col, justify="right" if col != "vdev" else "left")
     for v in risk.vdevs:
         t.add_row(
-            v.spec.type_name,
+            v.label,
             str(v.failures_tolerated),
             f"{v.resilver_hours:.1f} h",
             f"{v.p_loss_during_resilver:.2e}",
@@ -390,6 +509,7 @@ def _plan_search(
     objective: Objective,
     top: int,
     as_json: bool,
+    classes: tuple[ClassVdev, ...] = (),
 ) -> None:
     disks = list(disk_sizes)
     cands = search(
@@ -400,6 +520,7 @@ def _plan_search(
         min_failures=min_failures,
         objective=objective,
         whole_disk=whole_disk,
+        classes=classes,
     )
     if not cands:
         raise UsageError(

@@ -15,6 +15,7 @@ from typing import Any
 
 from poolbench.store.db import Measurement as StoredMeasurement
 from poolbench.study.matrix import Config
+from poolbench.workloads.fioparse import Latency
 
 JSON = dict[str, Any]
 
@@ -264,6 +265,7 @@ class Measurement:
     workload_def: dict[str, Any]
     job_file: str
     host: str | None = None  # fleet runs: the host measured; None on one machine
+    latency: Latency | None = None  # fio's completion latency (None: not a fio job, or none)
 
     def to_row(self) -> StoredMeasurement:
         return StoredMeasurement(
@@ -282,6 +284,7 @@ class Measurement:
             workload_def=self.workload_def,
             job_file=self.job_file,
             host=self.host,
+            clat=self.latency.to_json() if self.latency is not None else None,
         )
 
     def to_json(self) -> JSON:
@@ -312,4 +315,5 @@ class Measurement:
             workload_def=_obj(d.get("workload_def")),
             job_file=str(d.get("job_file") or ""),
             host=str(d["host"]) if d.get("host") else None,
+            latency=Latency.from_json(d["clat"]) if isinstance(d.get("clat"), Mapping) else None,
         )

@@ -138,8 +138,10 @@ class Session:
         self._refuse_target()
         self._refuse_workloads()
         meta_bytes = 0
-        if any(w.is_metadata for w in self.options.workloads):
-            meta_bytes = self.options.metadata_files * 8192
+        meta = [w for w in self.options.workloads if w.is_metadata]
+        if meta:  # each file: its data (smallfile-*) and about 4 KiB of metadata
+            per_file = max(int(w.fio.get("filesize", 4096)) + 4096 for w in meta)
+            meta_bytes = self.options.metadata_files * max(8192, per_file)
         self.working_set = workingset.choose(self.target, self.options.size, meta_bytes)
         if self.device_target is None:
             self.device_target = devices.resolve(self.target, self.runner)
@@ -245,7 +247,7 @@ class Session:
             prep = fiojob.render_prepare(res.workload, params)
             if prep is not None:
                 self.runner.run(["fio", "--output-format=json", f"prepare-{res.workload.name}.fio"])
-            self.runner.run(["fio", "--output-format=json", f"{res.workload.name}.fio"])
+            self.runner.run(["fio", "--output-format=json+", f"{res.workload.name}.fio"])
 
     # -- one measurement --------------------------------------------------------------------
     def _params(self, w: Workload) -> fiojob.JobParams:
@@ -330,12 +332,12 @@ class Session:
         self._record(res, Measurement(
             self.subject.config, w.name, replicate, value, w.unit, result.io_bytes,
             result.total_ios, seconds, dev.device_bytes, dev.device_mib_s, warnings, findings,
-            asdict(w), job,
+            asdict(w), job, latency=result.latency,
         ))  # fmt: skip
 
     def _sync_metadata(self, w: Workload) -> float:
         """Metadata tests that change the tree end with a timed syncfs; returns its seconds."""
-        if not w.is_metadata or w.name.split("-")[1] == "stat":
+        if not w.is_metadata or w.name.split("-")[1] in ("stat", "read"):
             return 0.0
         t0 = time.monotonic()
         self.runner.run(["sync", "--file-system", str(self.workspace.meta_dir)])
@@ -413,9 +415,16 @@ class Session:
 
 
 def _durability(w: Workload) -> str:
-    if w.direction == "write":
+    if w.is_metadata:
+        read = w.name.split("-")[1] in ("stat", "read")
+        return "n/a" if read else "syncfs after the last operation, timed"
+    if "fsync" in w.fio:
+        return "fsync after every write, and end_fsync=1, inside the timed window"
+    if w.fio.get("sync") == "dsync":
+        return "O_DSYNC on every write, and end_fsync=1, inside the timed window"
+    if w.direction in ("write", "mixed"):
         return "end_fsync=1 inside the timed window"
-    return "syncfs after the last operation, timed" if w.is_metadata else "n/a"
+    return "n/a"
 
 
 def figure(w: Workload, io_bytes: int, ios: int, seconds: float) -> float:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
-from poolbench.workloads.library import Workload, metadata
+from poolbench.workloads.library import Workload, metadata, smallfile
 
 
 class Workspace:
@@ -59,11 +59,16 @@ class Workspace:
 
     def _prepare_metadata(self, w: Workload, params: fiojob.JobParams) -> None:
         op = w.name.split("-")[1]
-        if op == "create":
+        if op in ("create", "write"):  # meta-create-*, smallfile-write-*: a fresh directory
             shutil.rmtree(self.meta_dir, ignore_errors=True)
             self.meta_dir.mkdir()
-        elif len(self.data_files(w, params)) < params.metadata_files:
+            return
+        # smallfile-read-SIZE reads files written whole; meta-stat/delete need them to exist.
+        need = int(w.fio["filesize"]) if w.many_files else 0
+        files = self.data_files(w, params)
+        if len(files) < params.metadata_files or any(f.stat().st_size < need for f in files):
             shutil.rmtree(self.meta_dir, ignore_errors=True)
             self.meta_dir.mkdir()
-            create = fiojob.render(metadata("create", "seq"), params)
-            fio.run_job(self.runner, create, self.jobs_dir / "prepare-meta.fio", "meta")
+            maker = smallfile("write", need) if w.many_files else metadata("create", "seq")
+            create = fiojob.render(maker, params)
+            fio.run_job(self.runner, create, self.jobs_dir / "prepare-meta.fio", maker.direction)

@@ -199,7 +199,10 @@ def check(
     cached_by_design: bool = False,
     compressibility: int = 0,
 ) -> DeviceCheck:
-    dev = io.read_bytes if direction == "read" else io.write_bytes
+    if direction == "mixed":  # a random read/write mix: both halves reach the devices
+        dev = io.read_bytes + io.write_bytes
+    else:
+        dev = io.read_bytes if direction == "read" else io.write_bytes
     ratio = dev / app_bytes if app_bytes else 0.0
     mib_s = dev / seconds / (1024 * 1024) if seconds > 0 else 0.0
     warning = ""

@@ -19,6 +19,17 @@ The chain, from a device to `zfs list`:
    so `zfs list` sees space × 128K / asize(128K);
 6. ``spa_get_slop_space`` / ``dsl_pool_adjustedsize``: slop is held back → AVAIL + USED of
    the root dataset.
+
+Vdev classes (read in OpenZFS 2.3's spa.c, spa_misc.c and vdev.c; pool v23 checked on real
+zfs-fuse pools): a log, special or dedup vdev gets metaslabs like a data vdev, but
+
+- ``spa_prop_get_config``: SIZE = normal + special + dedup + embedded-log class space, so a
+  special or dedup vdev counts in SIZE and a dedicated log does not;
+- ``spa_update_dspace``: dspace = the normal class's deflated space (+ the dedup and block
+  cloning savings, 0 in a new pool), so neither a special nor a dedup vdev adds to `zfs list`
+  AVAIL, and the slop is taken from the data vdevs' space alone;
+- ``vdev_metaslab_init``: only a normal-class vdev gives a metaslab to the embedded log;
+- a spare or cache device is no part of any class: no SIZE, no AVAIL.
 """
 
 from __future__ import annotations
@@ -27,7 +38,7 @@ import math
 from dataclasses import dataclass, field
 
 from poolbench.errors import UsageError
-from poolbench.planner.layout import Layout, VdevSpec
+from poolbench.planner.layout import ALLOC_CLASSES, Layout, VdevSpec
 from poolbench.planner.rules import RuleSet
 
 KiB = 1 << 10
@@ -313,6 +324,35 @@ class VdevPlan:
 
 
 @dataclass(frozen=True)
+class ClassPlan:
+    """A class vdev: log/special/dedup with metaslabs of its own, or a spare/cache device."""
+
+    cls: str
+    spec: VdevSpec
+    plan: VdevPlan | None  # None for a spare or cache device: not part of any class's space
+
+    @property
+    def in_size(self) -> bool:
+        """Whether `zpool list` SIZE counts it (special and dedup; not log, spare, cache)."""
+        return self.cls in ("special", "dedup")
+
+    def as_dict(self) -> dict[str, object]:
+        p = self.plan
+        return {
+            "class": self.cls,
+            "type": self.spec.type_name,
+            "spec": self.spec.spec(),
+            "devices": list(self.spec.devices),
+            "asize_bytes": p.asize if p else None,
+            "metaslab_shift": p.ms_shift if p else None,
+            "metaslab_count": p.ms_count if p else None,
+            "space_bytes": p.space if p else 0,
+            "in_size": self.in_size,
+            "failures_tolerated": self.spec.failures_tolerated,
+        }
+
+
+@dataclass(frozen=True)
 class PoolPlan:
     layout: Layout
     rules: RuleSet
@@ -323,6 +363,7 @@ class PoolPlan:
     dspace: int  # spa_get_dspace(): deflated normal-class space
     slop_bytes: int
     usable_bytes: int  # AVAIL + USED of the root dataset of a new, empty pool
+    classes: tuple[ClassPlan, ...] = ()  # log, special, dedup, spare, cache (as written)
 
     @property
     def deflate_ratio(self) -> float:
@@ -332,7 +373,16 @@ class PoolPlan:
 
     @property
     def raw_bytes(self) -> int:
+        """Raw bytes of the data vdevs (class devices are in `class_raw_bytes`)."""
         return sum(sum(v.spec.devices) for v in self.vdevs)
+
+    @property
+    def class_raw_bytes(self) -> int:
+        return sum(sum(c.spec.devices) for c in self.classes)
+
+    def class_space(self, *classes: str) -> int:
+        """SIZE bytes of the log/special/dedup vdevs of these classes."""
+        return sum(c.plan.space for c in self.classes if c.plan and c.cls in classes)
 
     @property
     def failures_tolerated(self) -> int:
@@ -352,6 +402,7 @@ class PoolPlan:
             "usable_bytes": self.usable_bytes,
             "deflate_ratio": round(self.deflate_ratio, 9),
             "failures_tolerated": self.failures_tolerated,
+            "classes": [c.as_dict() for c in self.classes],
             "vdevs": [
                 {
                     "type": v.spec.type_name,
@@ -404,7 +455,12 @@ def check_ashift(ashift: int, rules: RuleSet) -> None:
 
 
 def plan_vdev(
-    spec: VdevSpec, ashift: int, whole_disk: bool, rules: RuleSet, with_blocks: bool = True
+    spec: VdevSpec,
+    ashift: int,
+    whole_disk: bool,
+    rules: RuleSet,
+    with_blocks: bool = True,
+    normal_class: bool = True,
 ) -> VdevPlan:
     leaves = [leaf_asize(device_osize(d, whole_disk, rules)) for d in spec.devices]
     asize = top_asize(spec, leaves, rules)
@@ -417,7 +473,8 @@ def plan_vdev(
     # vdev_metaslab_init() (2.1+): more than zfs_embedded_slog_min_ms metaslabs → the
     # emptiest one (metaslab 0 in a new pool: all are empty and the first wins) becomes the
     # embedded log metaslab.
-    if rules.embedded_slog and count > ZFS_EMBEDDED_SLOG_MIN_MS:
+    # Only a normal-class vdev gives one ("vd->vdev_mg->mg_class == spa_normal_class(spa)").
+    if normal_class and rules.embedded_slog and count > ZFS_EMBEDDED_SLOG_MIN_MS:
         elog = first
     return VdevPlan(
         spec=spec,
@@ -447,16 +504,41 @@ def plan_pool(
     """The whole pool: SIZE, dspace, slop and usable space, to the byte."""
     check_ashift(ashift, rules)
     vdevs = tuple(plan_vdev(v, ashift, whole_disk, rules, with_blocks) for v in layout.vdevs)
-    # spa_prop_get_config(): SIZE = normal class space (+ embedded log class, 2.1+).
-    size = sum(v.space for v in vdevs)
-    # spa_update_dspace(): dspace = normal class deflated space.
+    classes = plan_classes(layout, ashift, whole_disk, rules)
+    # spa_prop_get_config(): SIZE = normal class space (+ embedded log class, 2.1+) + the
+    # special and dedup classes (0.8+); a dedicated log's space is not in it.
+    size = sum(v.space for v in vdevs) + sum(c.plan.space for c in classes if c.in_size and c.plan)
+    # spa_update_dspace(): dspace = normal class deflated space (special/dedup not in it).
     dspace = sum(v.dspace for v in vdevs)
     elog_dspace = sum(v.embedded_log_dspace for v in vdevs)
     slop = slop_space(dspace, elog_dspace, rules)
     # dsl_pool_adjustedsize() → dsl_dir_space_available() for the root dataset:
     # AVAIL = adjustedsize − USED, so AVAIL + USED = dspace − slop.
     usable = dspace - slop if dspace >= slop else 0
-    return PoolPlan(layout, rules, ashift, whole_disk, vdevs, size, dspace, slop, usable)
+    return PoolPlan(layout, rules, ashift, whole_disk, vdevs, size, dspace, slop, usable, classes)
+
+
+def plan_classes(
+    layout: Layout, ashift: int, whole_disk: bool, rules: RuleSet
+) -> tuple[ClassPlan, ...]:
+    """Each class vdev: log/special/dedup planned like a data vdev (its own metaslabs, no
+    embedded log metaslab); a spare or cache device only checked to be a usable device."""
+    out = []
+    for c in layout.classes:
+        if c.cls in ("special", "dedup") and not rules.alloc_classes:
+            raise UsageError(
+                f"{rules.label} has no {c.cls} vdevs: allocation classes came with ZFS on "
+                "Linux 0.8.0 (zfs-fuse's pool v23 has log, cache and spare devices only).",
+                f"Drop the '{c.cls}' part, or plan for --zfs-version 0.8 or later.",
+            )
+        if c.cls in ALLOC_CLASSES:
+            vp = plan_vdev(c.vdev, ashift, whole_disk, rules, False, normal_class=False)
+            out.append(ClassPlan(c.cls, c.vdev, vp))
+        else:
+            for d in c.vdev.devices:  # vdev_open() refuses a device under 64 MiB
+                leaf_asize(device_osize(d, whole_disk, rules))
+            out.append(ClassPlan(c.cls, c.vdev, None))
+    return tuple(out)
 
 
 def nicenum(num: int) -> str:

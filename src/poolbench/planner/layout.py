@@ -21,9 +21,20 @@ A layout uses widths or sizes, not both; widths need disks. dRAID defaults are O
 (`draid_config_by_type`, cmd/zpool/zpool_vdev.c): parity 1, spares 0, data disks
 min(8, children − parity − spares).
 
-Room to grow (zpool's class words, issue 15): ``+ log mirror:2x100G``, ``+ special ...``,
-``+ dedup ...``, ``+ spare 1x4T``, ``+ cache 1x1T``: a part that starts with a class word and
-a space. They are recognised and refused for now: capacity of those classes is not modelled.
+Vdev classes use zpool's own class words, a class word and a space before the part::
+
+    raidz2:6x4T + log mirror:2x100G       a mirrored SLOG
+    raidz2:6x4T + special mirror:2x500G   metadata (and small blocks) on their own vdev
+    raidz2:6x4T + dedup mirror:2x500G     the dedup table on its own vdev
+    mirror:2x4T + spare 1x4T              a hot spare
+    raidz1:4x4T + cache 1x1T              an L2ARC device
+    raidz2:6 + log mirror:2 + spare 1     widths: the disks of --disks, in the order written
+
+``log``, ``special`` and ``dedup`` take ``stripe`` or ``mirror`` (or bare MEMBERS: single
+disks) and nothing else: `zpool create` refuses them as raidz or dRAID ("unsupported 'log'
+device", construct_spec() in cmd/zpool/zpool_vdev.c). ``spare`` and ``cache`` take MEMBERS
+only: each member is one device. The data vdevs stay in `Layout.vdevs`; the class vdevs are
+in `Layout.classes`, so every model of the data vdevs reads the layout as before.
 """
 
 from __future__ import annotations
@@ -37,6 +48,7 @@ from poolbench.errors import UsageError
 from poolbench.units import format_size, format_sizes, parse_size, parse_sizes
 
 __all__ = [
+    "ClassVdev",
     "Layout",
     "VdevSpec",
     "draid_shape",
@@ -57,13 +69,15 @@ VDEV_DRAID_MAX_CHILDREN = 255
 DRAID_MAX_SPARES = 100  # "An arbitrary limit of 100 distributed spares" (draid_config_by_type)
 DRAID_DEFAULT_MAX_DATA = 8  # "limit a redundancy group to 8 data disks" (same function)
 CLASS_WORDS = ("log", "special", "dedup", "spare", "cache")
+ALLOC_CLASSES = ("log", "special", "dedup")  # top-level vdevs with metaslabs of their own
 
 format_devices = format_sizes  # the planner's historic names for the units functions
 
 LAYOUT_HELP = (
     "Write TYPE[:MEMBERS] parts joined by '+': TYPE is stripe, mirror, raidz1, raidz2, raidz3 "
     "or draidP[:Nd][:Ns]; MEMBERS a width (raidz1:3 + mirror:2, disks from --disks) or sizes "
-    "(raidz2:6x4T, mirror:2x4TB)."
+    "(raidz2:6x4T, mirror:2x4TB). Classes: '+ log mirror:2x100G', '+ special mirror:2x500G', "
+    "'+ spare 1x4T', '+ cache 1x1T'."
 )
 
 
@@ -121,34 +135,61 @@ class VdevSpec:
 
 
 @dataclass(frozen=True)
+class ClassVdev:
+    """A top-level vdev of a class other than the data (normal) class: a log, special or
+    dedup vdev (stripe member or mirror), a hot spare or a cache device (one disk each)."""
+
+    cls: str  # one of CLASS_WORDS
+    vdev: VdevSpec
+
+    def head(self) -> str:
+        return self.cls if self.cls in ("spare", "cache") else f"{self.cls} {self.vdev.head()}"
+
+
+@dataclass(frozen=True)
 class Layout:
-    vdevs: tuple[VdevSpec, ...]
+    vdevs: tuple[VdevSpec, ...]  # the data (normal class) vdevs
+    classes: tuple[ClassVdev, ...] = ()  # log, special, dedup, spare and cache, as written
 
     def spec(self) -> str:
         """The layout with sizes; consecutive single disks merge into one ``stripe``."""
-        return " + ".join(f"{h}:{format_sizes(d)}" for h, d in self._groups())
+        return " + ".join(_join(h, format_sizes(d)) for h, d in self._groups())
 
     def widths(self) -> str:
         """The layout with widths, as a study file writes it (``raidz1:3+mirror:2``)."""
-        return "+".join(f"{h}:{len(d)}" for h, d in self._groups())
+        return "+".join(_join(h, str(len(d))) for h, d in self._groups())
 
     def _groups(self) -> list[tuple[str, tuple[int, ...]]]:
         out: list[tuple[str, tuple[int, ...]]] = []
-        for v in self.vdevs:
-            if v.kind == "disk" and out and out[-1][0] == "stripe":
-                out[-1] = ("stripe", out[-1][1] + v.devices)
+        heads = [(v.head(), v) for v in self.vdevs] + [(c.head(), c.vdev) for c in self.classes]
+        for head, v in heads:
+            merge = head.endswith("stripe") or head in ("spare", "cache")
+            if merge and out and out[-1][0] == head:
+                out[-1] = (head, out[-1][1] + v.devices)
             else:
-                out.append((v.head(), v.devices))
+                out.append((head, v.devices))
         return out
+
+    def of_class(self, *classes: str) -> tuple[VdevSpec, ...]:
+        return tuple(c.vdev for c in self.classes if c.cls in classes)
 
     @property
     def disk_count(self) -> int:
-        return sum(v.width for v in self.vdevs)
+        """Every device the pool is built on: data vdevs and class vdevs alike."""
+        return sum(v.width for v in self.vdevs) + sum(c.vdev.width for c in self.classes)
 
     @property
     def failures_tolerated(self) -> int:
-        """Any N member failures the pool always survives: the weakest top-level vdev's."""
-        return min(v.failures_tolerated for v in self.vdevs)
+        """Any N member failures the pool always survives: the weakest top-level vdev's.
+        A special or dedup vdev holds pool metadata, so losing it loses the pool and it
+        counts; a log, spare or cache device does not."""
+        vdevs = self.vdevs + self.of_class("special", "dedup")
+        return min(v.failures_tolerated for v in vdevs)
+
+
+def _join(head: str, members: str) -> str:
+    """``mirror:2x4T``, ``log mirror:2x100G``, ``spare 1x4T`` (spare/cache take no TYPE)."""
+    return f"{head} {members}" if head in ("spare", "cache") else f"{head}:{members}"
 
 
 @dataclass(frozen=True)
@@ -160,6 +201,7 @@ class _Part:
     opts: tuple[str, ...]  # dRAID ":Nd" ":Nc" ":Ns" fields
     width: int | None  # a WIDTH member
     sizes: tuple[int, ...] | None  # SIZES members
+    cls: str = ""  # a class word (log, special, dedup, spare, cache), or "" for data
 
 
 _TYPE_RE = re.compile(r"(stripe|mirror|raidz[123]?|draid[123]?)", re.ASCII)
@@ -167,15 +209,11 @@ _OPT_RE = re.compile(r"[0-9]{1,6}[cdsCDS]", re.ASCII)
 
 
 def _split_part(text: str, layout: str) -> _Part:
+    word, _, rest = text.partition(" ")
+    if word.lower() in CLASS_WORDS:
+        return _class_part(word.lower(), rest.strip(), text, layout)
     fields = [f.strip() for f in text.split(":")]
     head = fields[0].lower()
-    word = head.split()[0] if head.split() else ""
-    if word in CLASS_WORDS:
-        raise UsageError(
-            f"Layout '{layout}': '{text}' adds a {word} vdev; poolbench does not model the "
-            "log, special, dedup, spare and cache classes yet.",
-            "Leave that part out: plan and measure the pool's data vdevs.",
-        )
     if not _TYPE_RE.fullmatch(head):
         raise UsageError(f"Layout '{layout}': '{fields[0]}' is not a vdev type.", LAYOUT_HELP)
     kind = {"raidz": "raidz1", "draid": "draid1"}.get(head, head)
@@ -183,13 +221,44 @@ def _split_part(text: str, layout: str) -> _Part:
     members = [f for f in fields[1:] if f not in opts]
     if len(members) > 1 or (members and not members[0]):
         raise UsageError(f"Layout '{layout}': '{text}' is not TYPE[:MEMBERS].", LAYOUT_HELP)
-    width: int | None = None
-    sizes: tuple[int, ...] | None = None
-    if members and members[0].isascii() and members[0].isdigit():
-        width = _width(members[0], text, layout)
-    elif members:
-        sizes = parse_sizes(members[0], what=f"layout part '{text}'")
+    width, sizes = _members(members[0] if members else "", text, layout)
     return _Part(text, kind, opts, width, sizes)
+
+
+def _members(text: str, part: str, layout: str) -> tuple[int | None, tuple[int, ...] | None]:
+    """(width, sizes) of MEMBERS: plain digits are a width, anything else sizes."""
+    if not text:
+        return None, None
+    if text.isascii() and text.isdigit():
+        return _width(text, part, layout), None
+    return None, parse_sizes(text, what=f"layout part '{part}'")
+
+
+def _class_part(word: str, rest: str, text: str, layout: str) -> _Part:
+    """``log mirror:2x100G``, ``special 1x500G``, ``spare 1x4T``, ``cache 2``."""
+    if not rest:
+        raise UsageError(
+            f"Layout '{layout}': '{text}' names the {word} class but no devices.",
+            f"Write e.g. '{word} mirror:2x100G'" if word in ALLOC_CLASSES else
+            f"Write e.g. '{word} 1x4T'.",
+        )  # fmt: skip
+    typed = _TYPE_RE.fullmatch(rest.split(":")[0].strip().lower()) is not None
+    if not typed:  # bare MEMBERS: single disks, as `zpool create ... log sdb` takes them
+        width, sizes = _members(rest, text, layout)
+        return _Part(text, "stripe", (), width, sizes, word)
+    if word in ("spare", "cache"):
+        raise UsageError(
+            f"Layout '{layout}': '{text}': a {word} device is one disk; it takes no vdev type.",
+            f"Write its devices only: '{word} 1x4T' (or a width, '{word} 1').",
+        )
+    part = _split_part(rest, layout)
+    if part.kind not in ("stripe", "mirror"):
+        raise UsageError(
+            f"Layout '{layout}': '{text}': a {word} vdev is a single disk or a mirror; "
+            f"zpool create refuses {part.kind} there.",
+            f"Write '{word} mirror:2x...' or '{word} 1x...'.",
+        )
+    return _Part(text, part.kind, (), part.width, part.sizes, word)
 
 
 def _width(digits: str, part: str, layout: str) -> int:
@@ -234,10 +303,32 @@ def parse_layout(text: str, disks: Sequence[int] | None = None, *, what: str = "
             f"Layout '{text}' names its devices' sizes, and {what} names disks too.",
             f"Give one: the layout with widths (raidz1:3) and {what}, or only the layout.",
         )
+    if all(p.cls for p in parts):
+        raise UsageError(
+            f"Layout '{text}' has no data vdevs, only {parts[0].cls} devices.",
+            "Start with the data vdevs: raidz2:6x4T + log mirror:2x100G.",
+        )
     vdevs: list[VdevSpec] = []
+    classes: list[ClassVdev] = []
     for p, devices in zip(parts, _assign(parts, text, disks, what), strict=True):
-        vdevs.extend(_group(p, devices, text))
-    return Layout(tuple(vdevs))
+        group = _group(p, devices, text)
+        if p.cls:
+            classes.extend(ClassVdev(p.cls, v) for v in group)
+        else:
+            vdevs.extend(group)
+    return Layout(tuple(vdevs), tuple(classes))
+
+
+def parse_class(cls: str, text: str, option: str) -> tuple[ClassVdev, ...]:
+    """`plan --slog mirror:2x100G` / `--special mirror:2x500G`: class vdevs written with
+    sizes (the data disks come from --disks), added to every layout the search tries."""
+    where = f"{option} '{text}'"
+    part = _class_part(cls, text.strip(), f"{cls} {text.strip()}", where)
+    if part.sizes is None:
+        raise UsageError(
+            f"{where} gives no device sizes.", f"Write sizes, e.g. {option} mirror:2x100G."
+        )
+    return tuple(ClassVdev(cls, v) for v in _group(part, part.sizes, where))
 
 
 def _assign(

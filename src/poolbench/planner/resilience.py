@@ -16,12 +16,17 @@ Everything else here is a MODEL with stated inputs, labelled so wherever it is s
 - an unrecoverable read error (URE) while no redundancy is left (a 2-way mirror or raidz1
   after one failure) damages the blocks it hits — ZFS reports the affected files and keeps
   the pool — with probability 1 − exp(−bits read × URE rate).
+
+Class vdevs: a special or dedup vdev holds pool metadata (the dedup table), so losing it
+loses the pool: it is a top-level vdev of the risk like a data vdev (the model gives it the
+same disk figures; an SSD special vdev resilvers faster than that). A log, spare or cache
+device loses no data by failing alone; `class_notes` says what each one does and risks.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from poolbench.planner.layout import Layout, VdevSpec
 from poolbench.planner.performance import DiskSpeed
@@ -44,10 +49,16 @@ class VdevRisk:
     resilver_hours: float
     p_loss_during_resilver: float
     p_data_error_during_resilver: float
+    cls: str = ""  # "special" / "dedup" for a class vdev, "" for a data vdev
+
+    @property
+    def label(self) -> str:
+        return f"{self.cls} {self.spec.type_name}" if self.cls else self.spec.type_name
 
     def as_dict(self) -> dict[str, object]:
         return {
             "type": self.spec.type_name,
+            "class": self.cls or "data",
             "failures_tolerated": self.failures_tolerated,
             "model": True,
             "resilver_hours": round(self.resilver_hours, 2),
@@ -121,5 +132,49 @@ def vdev_risk(spec: VdevSpec, disk: DiskSpeed, inputs: RiskInputs) -> VdevRisk:
 
 def pool_risk(layout: Layout, disk: DiskSpeed, inputs: RiskInputs | None = None) -> PoolRisk:
     inputs = inputs or RiskInputs()
-    risks = tuple(vdev_risk(v, disk, inputs) for v in layout.vdevs)
-    return PoolRisk(layout.failures_tolerated, risks, inputs)
+    risks = [vdev_risk(v, disk, inputs) for v in layout.vdevs]
+    risks += [
+        replace(vdev_risk(c.vdev, disk, inputs), cls=c.cls)
+        for c in layout.classes
+        if c.cls in ("special", "dedup")
+    ]
+    return PoolRisk(layout.failures_tolerated, tuple(risks), inputs)
+
+
+def class_notes(layout: Layout) -> list[str]:
+    """What each class of the layout does to the pool's resilience, in one line each."""
+    classes = {c.cls for c in layout.classes}
+    raidz = any(v.kind in ("raidz", "draid") for v in layout.vdevs)
+    notes = []
+    for cls in ("special", "dedup"):
+        if cls in classes:
+            weakest = min(v.failures_tolerated for v in layout.of_class(cls))
+            notes.append(
+                f"The {cls} vdev holds the pool's "
+                + ("metadata (and small blocks with special_small_blocks)" if cls == "special"
+                   else "dedup table")  # fmt: skip
+                + f": if it fails, the pool is lost. It survives {weakest} member "
+                "failure(s); give it the data vdevs' redundancy."
+                + (" It cannot be removed from this pool: `zpool remove` of a top-level "
+                   "vdev is refused while any data vdev is raidz or dRAID." if raidz else "")
+            )  # fmt: skip
+    if "log" in classes:
+        single = any(v.kind == "disk" for v in layout.of_class("log"))
+        notes.append(
+            "The log vdev holds sync writes until their transaction group is written (a few "
+            "seconds): losing it alone loses nothing, losing it in the same crash or power cut "
+            "loses those writes" + (" (this one is a single device: mirror it if that matters)"
+                                    if single else "") + ". It can be removed (`zpool remove`)."
+        )  # fmt: skip
+    if "spare" in classes:
+        notes.append(
+            "A hot spare adds no redundancy until it replaces a failed member (on OpenZFS the "
+            "event daemon, zed, starts that): the resilver onto it still reads the survivors. "
+            "It counts in no space figure."
+        )
+    if "cache" in classes:
+        notes.append(
+            "A cache (L2ARC) device holds copies of data: losing it loses nothing. It counts "
+            "in no space figure; its headers take ARC memory."
+        )
+    return notes

@@ -24,6 +24,9 @@ embedded log          ``vdev_metaslab_init`` moves one metaslab of every normal-
                       vdev with more than ``zfs_embedded_slog_min_ms`` (64) metaslabs to the
                       embedded log class: from 2.1.0.
 dRAID                 from 2.1.0.
+special/dedup class   allocation classes from 0.8.0 (``spa_special_class``); their space
+                      counts in `zpool list` SIZE (``spa_prop_get_config``), not in dspace.
+RAIDZ expansion       ``zpool attach`` to a raidz vdev: 2.3.0 (`raidz_expansion_supported`).
 ====================  ========================================================================
 """
 
@@ -50,6 +53,8 @@ class RuleSet:
     draid: bool
     linux_whole_disk_partition: bool  # `zpool create` partitions a whole disk (ZoL/OpenZFS)
     pool_version: str  # what the pool says it is (for reports)
+    # special and dedup allocation classes (`zpool create ... special mirror a b`): 0.8.0 on
+    alloc_classes: bool = False
 
 
 V23 = RuleSet(
@@ -106,6 +111,7 @@ OZ_08 = RuleSet(
     draid=False,
     linux_whole_disk_partition=True,
     pool_version="5000 (feature flags)",
+    alloc_classes=True,
 )
 OZ_206 = RuleSet(
     name="openzfs-2.0.6",
@@ -117,6 +123,7 @@ OZ_206 = RuleSet(
     draid=False,
     linux_whole_disk_partition=True,
     pool_version="5000 (feature flags)",
+    alloc_classes=True,
 )
 OZ_21 = RuleSet(
     name="openzfs-2.1",
@@ -128,6 +135,7 @@ OZ_21 = RuleSet(
     draid=True,
     linux_whole_disk_partition=True,
     pool_version="5000 (feature flags)",
+    alloc_classes=True,
 )
 
 RULE_SETS: tuple[RuleSet, ...] = (V23, ZOL_060, ZOL_065, ZOL_07, OZ_08, OZ_206, OZ_21)
@@ -197,7 +205,25 @@ def rules_by_name(name: str) -> RuleSet:
 
 def rules_for_reported(zfs_version: str) -> RuleSet:
     """The rules for a ZFS as a pool reported it: 'zfs-fuse, pool version 23' → v23,
-    '2.3.2-2~bpo12+2' → 2.3.2 (an empty version is taken as zfs-fuse, this machine's ZFS)."""
+    '2.3.2-2~bpo12+2' and 'zfs-2.3.2-2~bpo12+2' → 2.3.2 (an empty version is taken as
+    zfs-fuse, this machine's ZFS)."""
     if "fuse" in zfs_version or not zfs_version.strip():
         return V23
-    return parse_zfs_version(zfs_version.split()[0].split("-")[0].removeprefix("zfs"))
+    # 'zfs-2.3.2-2~bpo12+2' (what `zfs version` prints in the guest): the Debian revision
+    # after '~'/'+' goes; 'zfs-', '-rcN' and the package release '-2' are the grammar's own.
+    return parse_zfs_version(re.split(r"[~+]", zfs_version.split()[0])[0])
+
+
+RAIDZ_EXPANSION_SINCE = (2, 3, 0)
+
+
+def raidz_expansion_supported(text: str) -> bool:
+    """Whether the ZFS named by `text` (as --zfs-version takes it) can `zpool attach` a disk
+    to a raidz vdev: the raidz_expansion feature of OpenZFS 2.3.0 (not zfs-fuse, not 2.2)."""
+    if parse_zfs_version(text) is V23:
+        return False
+    m = _VERSION_RE.match(text.strip().lower())
+    if not m:
+        return False
+    version = tuple(int(p) for p in m.group(1).split("."))
+    return (version + (0, 0))[:3] >= RAIDZ_EXPANSION_SINCE

@@ -28,7 +28,7 @@ from typing import Literal
 
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import MiB, plan_pool, whole_disk_partition_bytes
-from poolbench.planner.layout import Layout, VdevSpec
+from poolbench.planner.layout import ClassVdev, Layout, VdevSpec
 from poolbench.planner.performance import DiskSpeed, Speed, predict
 from poolbench.planner.rules import RuleSet
 
@@ -170,7 +170,9 @@ def _score(
         size += plan.size_bytes
     speed = predict(speed_layout, disk)
     # A tiered plan cuts the disks tier 1 uses; a whole-disk plan uses its members.
-    used = speed_layout.disk_count if partitioned else sum(p.disk_count for p in pools)
+    # (--slog/--special devices are extra to --disks: not counted)
+    used = speed_layout.disk_count if partitioned else sum(len(p.vdevs and
+        [d for v in p.vdevs for d in v.devices]) for p in pools)  # fmt: skip
     return Candidate(
         name=name,
         pools=tuple(pools),
@@ -228,9 +230,12 @@ def search(
     min_failures: int = 0,
     objective: Objective = "balanced",
     whole_disk: bool = True,
+    classes: tuple[ClassVdev, ...] = (),
 ) -> list[Candidate]:
     """All candidates meeting `min_failures`, the Pareto front first, each part ordered by
-    the objective. Identical layouts (same spec) are listed once."""
+    the objective. Identical layouts (same spec) are listed once. `classes` (plan --slog,
+    --special) are added to the main pool of every candidate: a special vdev counts in its
+    SIZE and in the failures it survives."""
     ordered = sorted(disks, reverse=True)
     raw: list[Candidate] = []
     seen: set[str] = set()
@@ -241,6 +246,8 @@ def search(
         (name, pools, True, tier1) for name, pools, tier1 in _tiered_layouts(ordered, whole_disk)
     ]
     for name, pools, partitioned, speed_layout in plans:
+        if classes:
+            pools = [Layout(pools[0].vdevs, classes), *pools[1:]]
         key = "|".join(p.spec() for p in pools) + ("/p" if partitioned else "")
         if key in seen or min(p.failures_tolerated for p in pools) < min_failures:
             continue

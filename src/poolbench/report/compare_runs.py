@@ -14,8 +14,9 @@ from typing import Any
 
 from poolbench.errors import UsageError
 from poolbench.report.data import Cell, RunData, fmt_bytes
+from poolbench.report.metrics import VALUE, Metric
 from poolbench.report.tables import cell_warnings
-from poolbench.stats.compare import Ratio, compare_family
+from poolbench.stats.compare import Ratio
 
 
 @dataclass
@@ -37,6 +38,7 @@ class RunComparison:
     metadata_differences: list[tuple[str, str, str]]  # (what, in A, in B)
     only_a: list[tuple[str, str]]  # (config, workload) measured only in A
     only_b: list[tuple[str, str]]
+    metric: Metric = VALUE  # the figure compared (a latency percentile: on the log scale)
 
 
 def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
@@ -85,7 +87,33 @@ def _metadata_differences(a: RunData, b: RunData) -> list[tuple[str, str, str]]:
     return out
 
 
-def compare(a: RunData, b: RunData, *, force: bool = False) -> RunComparison:
+def _match(
+    a: RunData, b: RunData, metric: Metric, problems: list[str]
+) -> list[tuple[str, Cell, Cell]]:
+    """(workload, cell in A, cell in B) for every workload both measured on a matching
+    configuration with `metric` recorded; what differs in their definitions is a problem."""
+    matched: list[tuple[str, Cell, Cell]] = []
+    for wl in a.workloads:
+        if wl not in b.workloads:
+            continue
+        for cfg_a, cfg_b in _matched_configs(a, b):
+            cell_a, cell_b = a.cell(cfg_a, wl), b.cell(cfg_b, wl)
+            if cell_a is None or cell_b is None:
+                continue
+            if not (cell_a.has(metric) and cell_b.has(metric)):
+                continue
+            diff = dict_differences(cell_a.workload_def, cell_b.workload_def)
+            if diff:
+                problems.append(f"workload {wl}: definition differs: {'; '.join(diff)}")
+            elif cell_a.unit != cell_b.unit:
+                problems.append(f"workload {wl}: unit {cell_a.unit} vs {cell_b.unit}")
+            matched.append((wl, cell_a, cell_b))
+    return matched
+
+
+def compare(
+    a: RunData, b: RunData, *, force: bool = False, metric: Metric = VALUE
+) -> RunComparison:
     problems: list[str] = []
     ca, cb = a.compressibility(), b.compressibility()
     if ca != cb:
@@ -95,26 +123,16 @@ def compare(a: RunData, b: RunData, *, force: bool = False) -> RunComparison:
         problems.append(
             f"working set differs: {fmt_bytes(wa)} in run {a.id}, {fmt_bytes(wb)} in run {b.id}"
         )
-    matched: list[tuple[str, Cell, Cell]] = []
-    for wl in a.workloads:
-        if wl not in b.workloads:
-            continue
-        for cfg_a, cfg_b in _matched_configs(a, b):
-            cell_a, cell_b = a.cell(cfg_a, wl), b.cell(cfg_b, wl)
-            if cell_a is None or cell_b is None:
-                continue
-            diff = dict_differences(cell_a.workload_def, cell_b.workload_def)
-            if diff:
-                problems.append(f"workload {wl}: definition differs: {'; '.join(diff)}")
-            elif cell_a.unit != cell_b.unit:
-                problems.append(f"workload {wl}: unit {cell_a.unit} vs {cell_b.unit}")
-            matched.append((wl, cell_a, cell_b))
+    matched = _match(a, b, metric, problems)
     problems = list(dict.fromkeys(problems))  # once per workload, not once per configuration
     if not matched:
         raise UsageError(
-            f"Runs {a.id} and {b.id} have no workload measured on a matching configuration.",
-            "Compare runs of the same study or of the same bench workloads.",
-        )
+            f"Runs {a.id} and {b.id} have no workload measured on a matching configuration"
+            + (f" with a recorded {metric.key}." if metric.is_latency else "."),
+            "Compare runs of the same study or of the same bench workloads"
+            + (" (latency is recorded by fio workloads since poolbench stored it)."
+               if metric.is_latency else "."),
+        )  # fmt: skip
     if problems and not force:
         raise UsageError(
             f"Runs {a.id} and {b.id} are not comparable: " + "; ".join(problems) + ".",
@@ -123,13 +141,22 @@ def compare(a: RunData, b: RunData, *, force: bool = False) -> RunComparison:
         )
     # Stage one of the run with the smaller minimum: both sds then have at least its df.
     stage = min(a.policy().min_runs, b.policy().min_runs)
-    ratios = compare_family([(x.values, y.values) for _w, x, y in matched], first_stage=stage)
+    ratios = metric.compare(
+        [(x.metric_values(metric), y.metric_values(metric)) for _w, x, y in matched], stage
+    )
     pairs = [
-        Pair(w, ca_, cb_, r, cell_warnings(ca_, a.ci_target()), cell_warnings(cb_, b.ci_target()))
+        Pair(
+            w,
+            ca_,
+            cb_,
+            r,
+            cell_warnings(ca_, a.ci_target(), metric),
+            cell_warnings(cb_, b.ci_target(), metric),
+        )  # fmt: skip
         for (w, ca_, cb_), r in zip(matched, ratios, strict=True)
     ]
     seen_a = {(p.cell_a.config, p.workload) for p in pairs}
     seen_b = {(p.cell_b.config, p.workload) for p in pairs}
     only_a = [k for k in a.cells if k not in seen_a]
     only_b = [k for k in b.cells if k not in seen_b]
-    return RunComparison(a, b, pairs, problems, _metadata_differences(a, b), only_a, only_b)
+    return RunComparison(a, b, pairs, problems, _metadata_differences(a, b), only_a, only_b, metric)

@@ -14,6 +14,7 @@ from typing import Any
 
 from poolbench.engine.records import Findings
 from poolbench.errors import UsageError
+from poolbench.report.metrics import VALUE, Figure, Metric, tail_warning
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.store import queries
 from poolbench.store.db import Store
@@ -36,11 +37,29 @@ class Cell:
     guards: list[dict[str, Any]] = field(default_factory=list)
     workload_def: dict[str, Any] = field(default_factory=dict)
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)  # the run's (RunData.policy)
+    # Per replicate, fio's completion latency as stored (store 0005_latency), None without.
+    clats: list[dict[str, Any] | None] = field(default_factory=list)
 
     @property
     def summary(self) -> MeanCI:
         """Stein's interval: the run's first-stage sd and df, as the rule that stopped it."""
         return self.policy.summarize(self.values)
+
+    def metric_values(self, metric: Metric) -> list[float]:
+        """The replicates' figures in `metric` (latency in µs; [] when none was recorded)."""
+        return metric.values(self.values, self.clats)
+
+    def has(self, metric: Metric) -> bool:
+        return bool(self.metric_values(metric))
+
+    def figure(self, metric: Metric = VALUE) -> Figure:
+        """The cell's figure in `metric` across replicates (has(metric) must hold)."""
+        return metric.summarize(self.policy, self.metric_values(metric))
+
+    def metric_warnings(self, metric: Metric) -> list[str]:
+        """What makes this metric's figure doubtful beyond the stored warnings."""
+        w = tail_warning(metric, self.clats)
+        return [w] if w else []
 
     @property
     def device_mean(self) -> float | None:
@@ -261,6 +280,8 @@ def load_run(store: Store, ref: str) -> RunData:
         for key in ("guards", "workload_def"):
             if not isinstance(m[key], dict):
                 m[key] = {}
+        clat = _json(m.get("clat"), None)
+        m["clat"] = clat if isinstance(clat, dict) else None
         measurements.append(m)
     commands = _commands(store, run_id)
     cells: dict[tuple[str, str], Cell] = {}
@@ -279,6 +300,7 @@ def load_run(store: Store, ref: str) -> RunData:
                 cell.warnings.append(str(w))
         cell.guards.append(m["guards"])
         cell.workload_def = m["workload_def"]
+        cell.clats.append(m.get("clat"))
     argv = _json(row["argv"], [])
     run = RunData(
         id=run_id,

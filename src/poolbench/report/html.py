@@ -12,7 +12,9 @@ Chart ids (stable, for tests and links): `chart-bar-<workload>` per workload,
 `chart-recordsize-<workload>` when configurations differ by the `recordsize` factor,
 `chart-record-<family>` when workloads of one family differ by application record size
 (the mirror study's iozone set), `chart-fill-<workload>` when a factor is `fill`,
-`chart-space` when the pool descriptions carry `usable_bytes`.
+`chart-space` when the pool descriptions carry `usable_bytes`, `chart-latency-<workload>`
+per workload whose runs recorded completion latency (p50/p90/p99/p99.9 per configuration),
+`chart-qd-<workload base>` when workloads sweep the queue depth (report/qdcurve.py).
 """
 
 from __future__ import annotations
@@ -26,16 +28,26 @@ from collections import defaultdict
 
 from poolbench.errors import PoolbenchError
 from poolbench.planner.performance import DiskSpeed
-from poolbench.report import header, predicted
+from poolbench.report import header, predicted, qdcurve
 from poolbench.report.data import Cell, RunData, fmt_value, parse_config, without
-from poolbench.report.svg import Bar, Point, Safe, bar_chart, fmt, join, line_chart
+from poolbench.report.metrics import LATENCY
+from poolbench.report.svg import (
+    Bar,
+    LatencyRow,
+    Point,
+    Safe,
+    bar_chart,
+    fmt,
+    join,
+    latency_chart,
+    line_chart,
+)
 from poolbench.report.tables import (
     Baseline,
     Footnotes,
     WorkloadTable,
     answer,
     change_text,
-    mean_ci_text,
     tables,
 )
 
@@ -131,7 +143,7 @@ def _table(run: RunData, wt: WorkloadTable, baseline: Baseline | None) -> Safe:
     for r in wt.rows:
         tds = [
             fmt("<td>{}</td>", run.label(r.cell.config)),
-            fmt('<td class="num">{}</td>', mean_ci_text(r.cell)),
+            fmt('<td class="num">{}</td>', r.figure_text),
             fmt("<td>{}</td>", r.cell.unit),
         ]
         if baseline is not None:
@@ -149,6 +161,40 @@ def _table(run: RunData, wt: WorkloadTable, baseline: Baseline | None) -> Safe:
         ]
         rows.append(fmt("<tr>{}</tr>", join(tds)))
     return fmt("<table>{}</table>", join(rows, "\n"))
+
+
+def _notes_cell(numbers: list[int]) -> Safe:
+    links = [fmt('<a href="#note-{}">⚠{}</a>', n, n) for n in numbers]
+    return fmt('<td class="warn">{}</td>', join(links, " "))
+
+
+def _latency(run: RunData, workload: str, chart_id: str, notes: Footnotes) -> list[Safe]:
+    """The workload's completion-latency chart and table (every percentile, per configuration,
+    geometric mean of the runs with its 95% CI), or nothing when no latency was recorded."""
+    cells = [c for c in (run.cell(cfg, workload) for cfg in run.configs) if c is not None]
+    cells = [c for c in cells if any(c.has(m) for m in LATENCY.values())]
+    if not cells:
+        return []
+    rows, trs = [], []
+    for c in cells:
+        figs = {k: c.figure(m) for k, m in LATENCY.items() if c.has(m)}
+        marks = [
+            (k, f.center, f.low if f.determined else None, f.high if f.determined else None)
+            for k, f in figs.items()
+        ]
+        rows.append(LatencyRow(run.label(c.config), marks))
+        warned = {notes.number(w) for m in LATENCY.values() for w in c.metric_warnings(m)}
+        tds = [fmt("<td>{}</td>", run.label(c.config))]
+        tds += [
+            fmt('<td class="num">{}</td>', figs[k].text() if k in figs else "–") for k in LATENCY
+        ]
+        trs.append(fmt("<tr>{}</tr>", join([*tds, _notes_cell(sorted(warned))])))
+    head = join(
+        [fmt("<th>{}</th>", h) for h in ("configuration", *(f"{k} µs" for k in LATENCY), "notes")]
+    )
+    table = fmt("<table><tr>{}</tr>{}</table>", head, join(trs, "\n"))
+    title = f"{workload}: completion latency per configuration"
+    return [latency_chart(chart_id, title, rows), table]
 
 
 def _bar_chart(run: RunData, wt: WorkloadTable, chart_id: str) -> Safe:
@@ -324,6 +370,9 @@ def _charts(run: RunData) -> list[tuple[str, Safe]]:
                 _record_curves(run, fam, members, _chart_id("chart-record", fam, used)),
             )
         )
+    for base, sweep in qdcurve.families(run).items():
+        chart_id = _chart_id("chart-qd", base, used)
+        out.append((f"{base}: queue-depth curve", qdcurve.chart(run, base, sweep, chart_id)))
     space = _space_chart(run)
     if space is not None:
         out.append(("usable space", space))
@@ -399,6 +448,7 @@ def render(run: RunData, baseline: Baseline | None, disk: DiskSpeed | None = Non
         body.append(fmt("<h3>{} ({})</h3>", wt.workload, wt.unit))
         body.append(_bar_chart(run, wt, _chart_id("chart-bar", wt.workload, used)))
         body.append(_table(run, wt, baseline))
+        body += _latency(run, wt.workload, _chart_id("chart-latency", wt.workload, used), notes)
     extra = _charts(run)
     if extra:
         body.append(Safe('<h2 id="curves">Across configurations</h2>'))

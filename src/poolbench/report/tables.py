@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from poolbench.errors import UsageError
 from poolbench.report.data import Cell, RunData, parse_config
+from poolbench.report.metrics import VALUE, Figure, Metric
 from poolbench.stats import outliers
 from poolbench.stats.compare import Ratio, compare_family
 
@@ -71,6 +72,11 @@ class Row:
     role: str  # baseline | compared | no-baseline | single
     change: Ratio | None = None
     notes: list[int] = field(default_factory=list)  # footnote numbers
+    figure: Figure | None = None  # the table's metric across replicates
+
+    @property
+    def figure_text(self) -> str:
+        return self.figure.text() if self.figure is not None else mean_ci_text(self.cell)
 
 
 @dataclass
@@ -79,6 +85,14 @@ class WorkloadTable:
     unit: str
     baseline: Baseline | None
     rows: list[Row]
+    metric: Metric = VALUE
+
+    @property
+    def title(self) -> str:
+        """'seq-write (MiB/s)'; 'rand-read-4k: p99 completion latency (µs)'."""
+        if self.metric.is_latency:
+            return f"{self.workload}: {self.metric.title} ({self.unit})"
+        return f"{self.workload} ({self.unit})"
 
 
 class Footnotes:
@@ -93,9 +107,14 @@ class Footnotes:
         return self.items.index(text) + 1
 
 
-def cell_warnings(cell: Cell, ci_target: float) -> list[str]:
+def cell_warnings(cell: Cell, ci_target: float, metric: Metric = VALUE) -> list[str]:
     """The stored guard warnings, plus what the statistics say about this figure."""
     out = list(cell.warnings)
+    if metric.is_latency:
+        f = cell.figure(metric)
+        if f.reason:
+            out.append(f"{metric.key}: {f.reason}")
+        return out + cell.metric_warnings(metric)
     s = cell.summary
     if s.reason:
         out.append(s.reason)
@@ -110,39 +129,57 @@ def cell_warnings(cell: Cell, ci_target: float) -> list[str]:
     return out
 
 
+def _role(row: Row, baseline: Baseline | None, present: list[str]) -> str | None:
+    """The row's role against the baseline, and its partner's configuration if compared."""
+    if baseline is None:
+        return None
+    partner = baseline.partner(row.cell.config, present)
+    if partner is None:
+        row.role = "no-baseline"
+    elif partner == row.cell.config:
+        row.role = "baseline"
+    else:
+        row.role = "compared"
+        return partner
+    return None
+
+
 def workload_table(
-    run: RunData, workload: str, baseline: Baseline | None, notes: Footnotes
-) -> WorkloadTable:
+    run: RunData, workload: str, baseline: Baseline | None, notes: Footnotes,
+    metric: Metric = VALUE,
+) -> WorkloadTable:  # fmt: skip
+    """One workload's rows in `metric` (cells without that figure are left out), each
+    compared with its baseline partner; the comparisons form one Holm family."""
     cells = [c for c in (run.cell(cfg, workload) for cfg in run.configs) if c is not None]
+    cells = [c for c in cells if c.has(metric)]
     present = [c.config for c in cells]
     rows: list[Row] = []
     pairs: list[tuple[list[float], list[float]]] = []
     compared: list[Row] = []
     for cell in cells:
-        row = Row(cell, "single")
-        if baseline is not None:
-            partner = baseline.partner(cell.config, present)
-            if partner is None:
-                row.role = "no-baseline"
-            elif partner == cell.config:
-                row.role = "baseline"
-            else:
-                row.role = "compared"
-                base = run.cell(partner, workload)
-                assert base is not None
-                pairs.append((base.values, cell.values))
-                compared.append(row)
-        row.notes = sorted({notes.number(w) for w in cell_warnings(cell, run.ci_target())})
+        row = Row(cell, "single", figure=cell.figure(metric))
+        partner = _role(row, baseline, present)
+        if partner is not None:
+            base = run.cell(partner, workload)
+            assert base is not None
+            pairs.append((base.metric_values(metric), cell.metric_values(metric)))
+            compared.append(row)
+        warnings = cell_warnings(cell, run.ci_target(), metric)
+        row.notes = sorted({notes.number(w) for w in warnings})
         rows.append(row)
-    family = compare_family(pairs, first_stage=run.policy().min_runs)
+    family = metric.compare(pairs, run.policy().min_runs)
     for row, ratio in zip(compared, family, strict=True):
         row.change = ratio
-    unit = cells[0].unit if cells else ""
-    return WorkloadTable(workload, unit, baseline, rows)
+    unit = metric.unit(cells[0].unit) if cells else ""
+    return WorkloadTable(workload, unit, baseline, rows, metric)
 
 
-def tables(run: RunData, baseline: Baseline | None, notes: Footnotes) -> list[WorkloadTable]:
-    return [workload_table(run, w, baseline, notes) for w in run.workloads]
+def tables(
+    run: RunData, baseline: Baseline | None, notes: Footnotes, metric: Metric = VALUE
+) -> list[WorkloadTable]:
+    """Every workload's table in `metric`; workloads without that figure have none."""
+    out = [workload_table(run, w, baseline, notes, metric) for w in run.workloads]
+    return [t for t in out if t.rows]
 
 
 def change_text(row: Row) -> str:

@@ -6,6 +6,8 @@ configuration or warning containing "[bold]" prints as written.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -13,13 +15,21 @@ from rich.text import Text
 from poolbench.planner.performance import DiskSpeed
 from poolbench.report import header, predicted
 from poolbench.report.compare_runs import RunComparison
-from poolbench.report.data import RunData, fmt_value, load_run
+from poolbench.report.data import RunData, fmt_value, load_run, parse_config
+from poolbench.report.layout import Column, print_fitted
+from poolbench.report.metrics import (
+    DEFAULT_LATENCY,
+    LATENCY_UNIT,
+    VALUE,
+    Metric,
+    latency_matters,
+)
 from poolbench.report.tables import (
     Baseline,
     Footnotes,
+    WorkloadTable,
     change_text,
     choose_baseline,
-    mean_ci_text,
     tables,
 )
 from poolbench.store.db import Store
@@ -50,8 +60,69 @@ def render_footnotes(console: Console, notes: Footnotes) -> None:
         console.print(t)
 
 
+WIDER = "the figures are in `poolbench export`, or widen the terminal (COLUMNS)"
+
+
+def config_columns(run: RunData, configs: Sequence[str]) -> list[Column]:
+    """One column per factor that varies (levels unbroken), else the configuration itself
+    (a bench run's target path), else nothing when there is only one configuration."""
+    factors = run.factors()
+    if factors:
+        return [
+            Column(f"factor:{k}", k, [Text(parse_config(c).get(k, "–")) for c in configs],
+                   factor=True)
+            for k in factors
+        ]  # fmt: skip
+    if len(run.configs) > 1 or any(run.label(c) != run.name for c in configs):
+        labels = [Text(run.label(c)) for c in configs]
+        return [Column("configuration", "configuration", labels, prose=True)]
+    return []
+
+
+def _latency_column(wt: WorkloadTable) -> Column | None:
+    """p99 beside the figure where latency decides (random I/O, synchronous writes)."""
+    rows = wt.rows
+    if wt.metric.is_latency or not any(
+        latency_matters(r.cell.workload_def) and r.cell.has(DEFAULT_LATENCY) for r in rows
+    ):
+        return None
+    cells = [
+        Text(r.cell.figure(DEFAULT_LATENCY).text() if r.cell.has(DEFAULT_LATENCY) else "–")
+        for r in rows
+    ]
+    return Column("p99", f"{DEFAULT_LATENCY.key} {LATENCY_UNIT}", cells, "right", optional=3)
+
+
+def workload_columns(run: RunData, wt: WorkloadTable, baseline: Baseline | None) -> list[Column]:
+    """The columns of one workload's table, in order; optional ones may be left out to fit."""
+    rows = wt.rows
+    cols = config_columns(run, [r.cell.config for r in rows])
+    cols.append(Column("figure", wt.metric.statistic, [Text(r.figure_text) for r in rows], "right"))
+    if baseline is not None:
+        changes = [
+            _change(change_text(r), r.change is not None and r.change.significant) for r in rows
+        ]
+        cols.append(Column("change", "change", changes, prose=True))
+    cols.append(
+        Column("runs", "runs", [Text(str(len(r.cell.metric_values(wt.metric)))) for r in rows],
+               "right", optional=1)
+    )  # fmt: skip
+    if not wt.metric.is_latency:
+        dev = [r.cell.device_mean for r in rows]
+        cells = [Text("unverified" if d is None else fmt_value(d)) for d in dev]
+        cols.append(Column("device", "device\nMiB/s", cells, "right", optional=2))
+        lat = _latency_column(wt)
+        cols += [lat] if lat is not None else []
+    cols.append(Column("notes", "notes", [_notes(r.notes) for r in rows], prose=True))
+    return cols
+
+
 def render_run(
-    console: Console, run: RunData, baseline: Baseline | None, disk: DiskSpeed | None = None
+    console: Console,
+    run: RunData,
+    baseline: Baseline | None,
+    disk: DiskSpeed | None = None,
+    metrics: Sequence[Metric] = (VALUE,),
 ) -> None:
     console.print(Text(header.title(run), style="bold"))
     render_header(console, header.lines(run, baseline))
@@ -60,30 +131,46 @@ def render_run(
         console.print("no measurements stored in this run")
         return
     notes = Footnotes()
-    for wt in tables(run, baseline, notes):
-        t = Table(title=Text(f"{wt.workload} ({wt.unit})"), title_justify="left")
-        t.add_column("configuration", overflow="fold")
-        t.add_column("mean ± 95% CI", justify="right", no_wrap=True)
-        if baseline is not None:
-            t.add_column(Text(f"vs {baseline.label}"))
-        t.add_column("runs", justify="right")
-        t.add_column("device MiB/s", justify="right", no_wrap=True)
-        t.add_column("notes")
-        for row in wt.rows:
-            dev = row.cell.device_mean
-            cells: list[Text] = [Text(run.label(row.cell.config)), Text(mean_ci_text(row.cell))]
-            if baseline is not None:
-                sig = row.change is not None and row.change.significant
-                cells.append(_change(change_text(row), sig))
-            cells += [
-                Text(str(row.cell.summary.n)),
-                Text("unverified" if dev is None else fmt_value(dev)),
-                _notes(row.notes),
-            ]
-            t.add_row(*cells)
-        console.print(t)
+    for metric in metrics:
+        wts = tables(run, baseline, notes, metric)
+        if not wts:
+            console.print(Text(f"{metric.key}: not recorded for any workload of this run"))
+        for wt in wts:
+            title = wt.title + (f"; change against {baseline.label}" if baseline else "")
+            print_fitted(console, Text(title), workload_columns(run, wt, baseline), lambda: WIDER)
     render_footnotes(console, notes)
     predicted.render_terminal(console, run, disk)  # the model beside the measured figures
+
+
+def comparison_columns(cmp: RunComparison, notes: Footnotes) -> list[Column]:
+    """Workload (with its unit), the factors (or A → B targets), both figures, the change."""
+    a, b, pairs, m = cmp.a, cmp.b, cmp.pairs, cmp.metric
+    names = [Text(f"{p.workload} {m.unit(p.cell_a.unit)}") for p in pairs]
+    cols = [Column("workload", "workload", names, prose=True)]
+    if any(p.cell_a.config != p.cell_b.config for p in pairs):
+        texts = [f"{a.label(p.cell_a.config)} → {b.label(p.cell_b.config)}" for p in pairs]
+        cols.append(Column("configuration", "configuration", [Text(t) for t in texts], prose=True))
+    else:
+        cols += config_columns(a, [p.cell_a.config for p in pairs])
+    for side, run in (("A", "cell_a"), ("B", "cell_b")):
+        figs = [Text(getattr(p, run).figure(m).text()) for p in pairs]
+        cols.append(Column(f"fig{side}", side, figs, "right"))
+    cols.append(
+        Column(
+            "change",
+            "change B vs A",
+            [_change(p.change.full_text(), p.change.significant) for p in pairs],
+        )
+    )
+    runs = [f"{len(p.cell_a.metric_values(m))}/{len(p.cell_b.metric_values(m))}" for p in pairs]
+    cols.append(Column("runs", "runs A/B", [Text(r) for r in runs], "right", optional=1))
+    numbers = [
+        sorted({notes.number(f"A: {w}") for w in p.warnings_a}
+               | {notes.number(f"B: {w}") for w in p.warnings_b})
+        for p in pairs
+    ]  # fmt: skip
+    cols.append(Column("notes", "notes", [_notes(n) for n in numbers], prose=True))
+    return cols
 
 
 def render_comparison(console: Console, cmp: RunComparison) -> None:
@@ -99,39 +186,20 @@ def render_comparison(console: Console, cmp: RunComparison) -> None:
         t = Text("forced past: ", style="bold red")
         t.append(problem)
         console.print(t)
+    how = (
+        "ratio of geometric means with its 95% t-interval on the log scale"
+        if cmp.metric.is_latency
+        else "ratio of means with its 95% Fieller interval (Welch df)"
+    )
     console.print(
-        "change B vs A: ratio of means with its 95% Fieller interval (Welch df), "
-        'Holm-corrected over all pairs; "no significant difference" when the interval '
-        "includes no change",
+        f'change B vs A: {how}, Holm-corrected over all pairs; "no significant difference" '
+        "when the interval includes no change",
         highlight=False,
     )
     notes = Footnotes()
-    table = Table(title="matching workloads", title_justify="left")
-    table.add_column("workload")
-    table.add_column("configuration", overflow="fold")
-    table.add_column("A mean ± CI", justify="right", no_wrap=True)
-    table.add_column("B mean ± CI", justify="right", no_wrap=True)
-    table.add_column("unit")
-    table.add_column("change B vs A")
-    table.add_column("runs A/B", justify="right")
-    table.add_column("notes")
-    for p in cmp.pairs:
-        numbers = [notes.number(f"A: {w}") for w in p.warnings_a]
-        numbers += [notes.number(f"B: {w}") for w in p.warnings_b]
-        config = a.label(p.cell_a.config)
-        if p.cell_a.config != p.cell_b.config:
-            config = f"{config} → {b.label(p.cell_b.config)}"
-        table.add_row(
-            Text(p.workload),
-            Text(config),
-            Text(mean_ci_text(p.cell_a)),
-            Text(mean_ci_text(p.cell_b)),
-            Text(p.cell_a.unit),
-            _change(p.change.full_text(), p.change.significant),
-            Text(f"{p.cell_a.summary.n}/{p.cell_b.summary.n}"),
-            _notes(sorted(set(numbers))),
-        )
-    console.print(table)
+    title = f"matching workloads: {cmp.metric.title}, {cmp.metric.statistic} in A and B"
+    print_fitted(console, Text(title),
+                 comparison_columns(cmp, notes), lambda: WIDER)  # fmt: skip
     for side, items in (("A", cmp.only_a), ("B", cmp.only_b)):
         if items:
             t2 = Text(f"only in {side}: ", style="bold")
@@ -146,10 +214,11 @@ def render_stored(
     run_id: int,
     baseline: str | None = None,
     disk: DiskSpeed | None = None,
+    metrics: Sequence[Metric] = (VALUE,),
 ) -> None:
     """The report of a stored run (what `poolbench run` prints at the end of a study)."""
     run = load_run(store, str(run_id))
-    render_run(console, run, choose_baseline(run, baseline), disk)
+    render_run(console, run, choose_baseline(run, baseline), disk, metrics)
 
 
 def render_failed_trials(console: Console, run: RunData) -> None:

@@ -92,6 +92,9 @@ class Ratio:
     undetermined: str = ""  # why there is no interval ("" when there is one)
     se_rel: float = math.nan  # √(vA + vB) / mean(A): the comparison's relative noise
     power: float = 0.8  # for `detectable`
+    # A ratio of geometric means (stats.logscale): se_rel is then the standard error of the
+    # difference of the mean logs, and a detectable change is exp(λ·se) − 1.
+    log_scale: bool = False
 
     @property
     def detectable(self) -> float:
@@ -100,7 +103,7 @@ class Ratio:
         if self.undetermined or math.isnan(self.se_rel):
             return math.nan
         lam = power_mod.noncentrality(self.df, 1 - self.confidence, self.power)
-        return lam * self.se_rel
+        return math.expm1(lam * self.se_rel) if self.log_scale else lam * self.se_rel
 
     @property
     def change(self) -> float:

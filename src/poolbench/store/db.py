@@ -148,7 +148,32 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX failed_trials_run ON failed_trials(run_id);
         """,
     ),
+    (
+        # Completion latency per measurement (fio's clat; workloads/fioparse.Latency): the
+        # four percentiles the reports use as columns of their own (queryable, NULL where fio
+        # timed no completion or the workload is not a fio job), and in `clat` everything
+        # fio reported: samples, mean/min/max/stddev, every percentile and the histogram
+        # bins (JSON, fioparse.Latency.to_json). Columns on `measurements`, so an imported
+        # run (store/merge.py) keeps them. (No SQL comment in an ADD COLUMN: SQLite appends
+        # the column text to the CREATE TABLE, where a trailing comment would eat its ")".)
+        "0005_latency",
+        """
+        ALTER TABLE measurements ADD COLUMN clat_p50_ns REAL;
+        ALTER TABLE measurements ADD COLUMN clat_p90_ns REAL;
+        ALTER TABLE measurements ADD COLUMN clat_p99_ns REAL;
+        ALTER TABLE measurements ADD COLUMN clat_p999_ns REAL;
+        ALTER TABLE measurements ADD COLUMN clat TEXT
+        """,
+    ),
 ]
+
+# The percentile columns of 0005_latency: column → the percentile it holds.
+CLAT_COLUMNS = {
+    "clat_p50_ns": "50",
+    "clat_p90_ns": "90",
+    "clat_p99_ns": "99",
+    "clat_p999_ns": "99.9",
+}
 
 
 def default_path() -> Path:
@@ -190,6 +215,9 @@ class Measurement:
     workload_def: dict[str, Any]
     job_file: str
     host: str | None = None  # fleet runs: the host measured (fleet/); None on one machine
+    # Completion latency as fioparse.Latency.to_json writes it (percentiles keyed "99.9"),
+    # None when the workload is not a fio job or fio timed no completion.
+    clat: dict[str, Any] | None = None
 
 
 # Columns that must hold numbers (SQLite stores whatever it is given): a row with text there
@@ -221,6 +249,17 @@ def checked_rows(path: Path, table: str, rows: list[sqlite3.Row]) -> list[sqlite
                     path, f"{table} row {row[0]!r} has {col} that is not valid JSON"
                 ) from None
     return rows
+
+
+def _add_clat(c: sqlite3.Connection, measurement_id: int, clat: dict[str, Any]) -> None:
+    """The latency columns of one measurement, in the transaction that inserted it."""
+    pct = clat.get("percentiles") or {}
+    values = [pct.get(q) for q in CLAT_COLUMNS.values()]
+    sets = ", ".join(f"{col} = ?" for col in CLAT_COLUMNS)
+    c.execute(
+        f"UPDATE measurements SET {sets}, clat = ? WHERE id = ?",
+        (*values, json.dumps(clat), measurement_id),
+    )
 
 
 class Store:
@@ -389,7 +428,10 @@ class Store:
                     m.host,
                 ),
             )
-            return int(cur.lastrowid or 0)
+            mid = int(cur.lastrowid or 0)
+            if m.clat is not None:
+                _add_clat(c, mid, m.clat)
+            return mid
 
     def measurements(self, run_id: int) -> list[sqlite3.Row]:
         return self._select(

@@ -63,6 +63,9 @@ class ConfigFacts:
     compressratios: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # per workload
     fill: Fill | None = None
     resilvers: tuple[Resilver, ...] = ()
+    # workload → percentile ("50", "99", "99.9") → completion latency in ns per replicate,
+    # where fio recorded it (store 0005_latency); the notes' p99 (study/builtin/headline).
+    latency: Mapping[str, Mapping[str, tuple[float, ...]]] = field(default_factory=dict)
 
     def level(self, factor: str, default: str = "") -> str:
         return self.levels.get(factor, default)
@@ -94,6 +97,7 @@ def _row(r: Any) -> dict[str, Any]:
         "replicate": r["replicate"],
         "value": r["value"],
         "guards": json.loads(r["guards"] or "{}"),
+        "clat": json.loads(r["clat"]) if r["clat"] else None,  # store 0005_latency
     }
 
 
@@ -155,6 +159,7 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
     measured: list[int] = []  # the capacity workload's figure
     described: list[int] = []  # the pool as read back when it was built
     version, fill, resilvers = "", None, []
+    latency: dict[str, dict[str, list[tuple[int, float]]]] = {}
     for r in rows:
         g: dict[str, Any] = r["guards"]
         pool = _section(g, "pool")
@@ -168,6 +173,7 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
         fill = fill or _fill(g.get("fill"))
         rs = _resilver(g.get("resilver"), int(r["replicate"]))
         resilvers += [rs] if rs else []
+        _add_latency(latency, r["workload"], int(r["replicate"]), r.get("clat"))
     return ConfigFacts(
         key=key,
         levels=levels,
@@ -177,7 +183,21 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
         compressratios={w: tuple(v) for w, v in ratios.items()},
         fill=fill,
         resilvers=tuple(sorted(resilvers, key=lambda x: x.replicate)),
+        latency={
+            w: {q: tuple(v for _r, v in sorted(vals)) for q, vals in by_q.items()}
+            for w, by_q in latency.items()
+        },
     )
+
+
+def _add_latency(
+    out: dict[str, dict[str, list[tuple[int, float]]]], workload: str, replicate: int, clat: Any
+) -> None:
+    """One measurement's completion-latency percentiles (fioparse.Latency.to_json)."""
+    pct = clat.get("percentiles") if isinstance(clat, dict) else None
+    for q, v in (pct or {}).items():
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            out.setdefault(workload, {}).setdefault(str(q), []).append((replicate, float(v)))
 
 
 def _ints(value: Any) -> list[int]:

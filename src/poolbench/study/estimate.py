@@ -68,7 +68,7 @@ def workload_seconds(w: Workload, ws_bytes: int, runtime: int, meta_files: int) 
     if w.is_metadata:
         return meta_files / META_OPS_S + (CACHE_DROP_S if w.cold else 0.5)
     t = runtime if w.time_based else mib * w.io_fraction / ASSUMED_MIB_S
-    if w.needs_data and w.direction == "write":
+    if w.needs_data and w.direction in ("write", "mixed"):
         t += mib / ASSUMED_MIB_S  # the data to rewrite in place is written first
     if w.cold:
         t += CACHE_DROP_S

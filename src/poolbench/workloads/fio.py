@@ -52,10 +52,11 @@ def kill_strays(job_path: Path) -> list[int]:
 
 
 def run_job(runner: Runner, job_text: str, job_path: Path, direction: str) -> FioResult:
-    """Write the job file, run fio on it, parse its JSON; fio's own error is shown on failure."""
+    """Write the job file, run fio on it, parse its JSON; fio's own error is shown on failure.
+    json+ is fio's JSON plus the completion-latency histogram bins (kept in the store)."""
     job_path.write_text(job_text)
     try:
-        res = runner.run(["fio", "--output-format=json", str(job_path)])
+        res = runner.run(["fio", "--output-format=json+", str(job_path)])
     except BaseException as exc:
         if not runner.dry_run:
             kill_strays(job_path)

@@ -14,6 +14,10 @@ from dataclasses import dataclass
 
 from poolbench.workloads.library import Workload
 
+# Completion-latency percentiles every measurement asks fio for (fio's default list, written
+# out so a fio with another default still reports p50/p90/p99/p99.9; at most 20 entries).
+PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99)
+
 
 @dataclass(frozen=True)
 class JobParams:
@@ -69,6 +73,28 @@ def _render(sections: list[tuple[str, dict[str, str]]]) -> str:
     return "\n".join(lines)
 
 
+def _many_files(workload: Workload, params: JobParams) -> dict[str, str]:
+    """smallfile-*: writes carry fresh random data (never zeros, as every write); reads
+    must find the files laid out whole, never create or extend them."""
+    if workload.direction == "write":  # durable: fio's end_fsync, then the timed syncfs
+        return data_pattern(params.compressibility) | {"end_fsync": "1"}
+    return {"create_on_open": "0", "allow_file_create": "0"}
+
+
+def _timed(workload: Workload, params: JobParams) -> dict[str, str]:
+    """A time-based job's run time and load; a workload that names its load
+    (rand-read-4k-qd8-j4, sync-write-4k) overrides the study's iodepth and jobs."""
+    g = {"time_based": "1", "runtime": str(params.runtime_s)}
+    iodepth = workload.iodepth or params.iodepth
+    numjobs = workload.jobs or params.numjobs
+    if iodepth > 1:
+        # Queue depth only means something with async, direct I/O.
+        g.update({"ioengine": "libaio", "iodepth": str(iodepth), "direct": "1"})
+    if numjobs > 1:
+        g["numjobs"] = str(numjobs)
+    return g
+
+
 def render(workload: Workload, params: JobParams) -> str:
     """The complete job file for one measurement of `workload`."""
     g: dict[str, str] = {
@@ -78,9 +104,11 @@ def render(workload: Workload, params: JobParams) -> str:
         "fallocate": "none",
         # Never let fio lay out (write) a file it was asked to read: the caller prepares data.
         "allow_file_create": "1" if workload.direction != "read" else "0",
+        # Completion latency percentiles (fioparse.Latency); the bins come with json+.
+        "clat_percentiles": "1",
+        "percentile_list": ":".join(format(q, "g") for q in PERCENTILES),
     }
     if workload.is_metadata:
-        g.update(workload.fio)
         g.update(
             {
                 "nrfiles": str(params.metadata_files),
@@ -92,6 +120,9 @@ def render(workload: Workload, params: JobParams) -> str:
                 "allow_file_create": "1",
             }
         )
+        g.update(workload.fio)  # smallfile-*: its own file size and rw
+        if workload.many_files:
+            g.update(_many_files(workload, params))
         return _render([("global", g), (workload.name, {})])
 
     g.update(workload.fio)
@@ -102,16 +133,11 @@ def render(workload: Workload, params: JobParams) -> str:
         g["invalidate"] = "0"
     if params.randseed is not None and "rand" in g.get("rw", ""):
         g["randseed"] = str(params.randseed)
-    if workload.direction == "write":
+    if workload.direction in ("write", "mixed"):
         g["end_fsync"] = "1"  # durable: fio's runtime includes this fsync
     bs = int(workload.fio["bs"])
     if workload.time_based:
-        g.update({"time_based": "1", "runtime": str(params.runtime_s)})
-        if params.iodepth > 1:
-            # Queue depth only means something with async, direct I/O.
-            g.update({"ioengine": "libaio", "iodepth": str(params.iodepth), "direct": "1"})
-        if params.numjobs > 1:
-            g["numjobs"] = str(params.numjobs)
+        g.update(_timed(workload, params))
     per_file = file_bytes(workload, params)
     if workload.tail_record:
         g["size"] = str(per_file)

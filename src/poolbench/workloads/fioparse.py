@@ -9,8 +9,10 @@ figure.
 from __future__ import annotations
 
 import json
+import math
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from poolbench.errors import PoolbenchError
@@ -22,6 +24,123 @@ class FioOutputError(PoolbenchError):
 
 class FioJobFailed(PoolbenchError):
     """fio ran, but a job reported an error."""
+
+
+def percentile_key(q: float | str) -> str:
+    """fio's "99.900000" (or 99.9) as the key poolbench stores: "99.9", "50"."""
+    return format(float(q), "g")
+
+
+@dataclass(frozen=True)
+class Latency:
+    """fio's completion latency (clat: submission to completion) of one run, in ns."""
+
+    direction: str  # the section it came from: read | write
+    samples: int  # completions fio timed (its N)
+    mean_ns: float
+    min_ns: float
+    max_ns: float
+    stddev_ns: float
+    percentiles: Mapping[str, float]  # percentile_key → ns, every one fio reported
+    bins: Mapping[int, int] = field(default_factory=dict)  # bin value (ns) → completions
+
+    def p(self, q: float) -> float | None:
+        """The q-th percentile in ns, or None when fio did not report it."""
+        return self.percentiles.get(percentile_key(q))
+
+    def beyond(self, q: float) -> float:
+        """How many completions lie above the q-th percentile: a p99.9 resting on 3 slow
+        completions is a fact about those 3, not about the tail."""
+        return self.samples * (100.0 - q) / 100.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "direction": self.direction,
+            "samples": self.samples,
+            "mean_ns": self.mean_ns,
+            "min_ns": self.min_ns,
+            "max_ns": self.max_ns,
+            "stddev_ns": self.stddev_ns,
+            "percentiles": dict(self.percentiles),
+            "bins": {str(k): v for k, v in sorted(self.bins.items())},
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Latency:
+        pct = d.get("percentiles") or {}
+        bins = d.get("bins") or {}
+        return cls(
+            direction=str(d.get("direction", "")),
+            samples=int(d.get("samples") or 0),
+            mean_ns=float(d.get("mean_ns") or 0.0),
+            min_ns=float(d.get("min_ns") or 0.0),
+            max_ns=float(d.get("max_ns") or 0.0),
+            stddev_ns=float(d.get("stddev_ns") or 0.0),
+            percentiles={percentile_key(k): float(v) for k, v in pct.items()},
+            bins={int(k): int(v) for k, v in bins.items()},
+        )
+
+
+def percentile_from_bins(bins: Mapping[int, int], q: float) -> float | None:
+    """The q-th percentile of a fio histogram as fio computes it (stat.c,
+    calc_clat_percentiles): the value of the first bin at which the running count reaches
+    q% of all completions."""
+    total = sum(bins.values())
+    if total <= 0:
+        return None
+    need = q / 100.0 * total
+    running = 0
+    for value in sorted(bins):
+        running += bins[value]
+        if running >= need:
+            return float(value)
+    return float(max(bins))
+
+
+def _clat(section: Mapping[str, Any], direction: str) -> Latency | None:
+    """One job entry's completion latency, or None when it timed no completion."""
+    c = section.get("clat_ns")
+    if not isinstance(c, Mapping) or not int(c.get("N", 0) or 0):
+        return None
+    pct = c.get("percentile") or {}
+    bins = c.get("bins") or {}
+    return Latency(
+        direction=direction,
+        samples=int(c["N"]),
+        mean_ns=float(c.get("mean", 0.0)),
+        min_ns=float(c.get("min", 0.0)),
+        max_ns=float(c.get("max", 0.0)),
+        stddev_ns=float(c.get("stddev", 0.0)),
+        percentiles={percentile_key(k): float(v) for k, v in pct.items()},
+        bins={int(k): int(v) for k, v in bins.items()},
+    )
+
+
+def latency(jobs: list[Mapping[str, Any]], direction: str) -> Latency | None:
+    """The completion latency of a run. One job entry (group_reporting): fio's own figures.
+    Several entries (jobs reported apart): their histograms merged and the percentiles
+    computed from the merged bins as fio would; without bins nothing honest can be merged
+    (a percentile of percentiles is not a percentile), so None."""
+    # A read/write mix: both halves' completions, merged by their histograms like jobs.
+    sections = ("read", "write") if direction == "mixed" else (direction,)
+    found = [lat for j in jobs for s in sections if (lat := _clat(j.get(s) or {}, s))]
+    if len(found) <= 1:
+        return found[0] if found else None
+    if not all(lat.bins for lat in found):
+        return None
+    bins: dict[int, int] = {}
+    for lat in found:
+        for k, v in lat.bins.items():
+            bins[k] = bins.get(k, 0) + v
+    n = sum(lat.samples for lat in found)
+    mean = sum(lat.mean_ns * lat.samples for lat in found) / n
+    var = sum(lat.samples * (lat.stddev_ns**2 + (lat.mean_ns - mean) ** 2) for lat in found) / n
+    keys = {k for lat in found for k in lat.percentiles}
+    pct = {k: percentile_from_bins(bins, float(k)) for k in keys}
+    return Latency(
+        direction, n, mean, min(lat.min_ns for lat in found), max(lat.max_ns for lat in found),
+        math.sqrt(var), {k: v for k, v in pct.items() if v is not None}, bins,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -40,6 +159,7 @@ class FioResult:
     lat_mean_ns: float
     fio_version: str
     jobs: int
+    latency: Latency | None = None  # completion latency; None when fio reported none
 
     @property
     def mib_s(self) -> float:
@@ -86,18 +206,21 @@ def parse(text: str, direction: str) -> FioResult:
                 "with the run for inspection.",
             )
     section = "read" if direction in ("read", "meta") else "write"
-    io_bytes = sum(int(j[section]["io_bytes"]) for j in jobs)
-    total_ios = sum(int(j[section]["total_ios"]) for j in jobs)
+    # A read/write mix (randrw) reports each half in its own section: the figure is both.
+    sections = ("read", "write") if direction == "mixed" else (section,)
+    parts = [j[s] for j in jobs for s in sections]
+    io_bytes = sum(int(p["io_bytes"]) for p in parts)
+    total_ios = sum(int(p["total_ios"]) for p in parts)
     # With group_reporting there is one entry; otherwise jobs ran concurrently, so the
     # elapsed time is the longest job's.
-    runtime_ms = max(float(j[section]["runtime"]) for j in jobs)
+    runtime_ms = max(float(p["runtime"]) for p in parts)
     runtime_s = runtime_ms / 1000.0
-    bw = sum(float(j[section]["bw_bytes"]) for j in jobs)
-    iops = sum(float(j[section]["iops"]) for j in jobs)
-    dev_kib = max(float(j[section].get("bw_dev", 0.0)) for j in jobs)
-    lat = jobs[0][section].get("lat_ns", {}).get("mean", 0.0)
+    bw = sum(float(p["bw_bytes"]) for p in parts)
+    iops = sum(float(p["iops"]) for p in parts)
+    dev_kib = max(float(p.get("bw_dev", 0.0)) for p in parts)
+    lat = _mean_latency(jobs[0], sections)
     return FioResult(
-        direction=section,
+        direction="mixed" if direction == "mixed" else section,
         io_bytes=io_bytes,
         total_ios=total_ios,
         runtime_s=runtime_s,
@@ -109,4 +232,17 @@ def parse(text: str, direction: str) -> FioResult:
         jobs=int(jobs[0].get("job options", {}).get("numjobs", 1) or 1)
         if len(jobs) == 1
         else len(jobs),
+        latency=latency(jobs, "mixed" if direction == "mixed" else section),
     )
+
+
+def _mean_latency(job: dict[str, Any], sections: tuple[str, ...]) -> float:
+    """Mean completion latency over the sections, weighted by their I/O counts."""
+    pairs = [
+        (float(job[s].get("lat_ns", {}).get("mean", 0.0)), int(job[s].get("total_ios", 0)))
+        for s in sections
+    ]
+    if len(pairs) == 1:
+        return pairs[0][0]
+    n = sum(c for _m, c in pairs)
+    return sum(m * c for m, c in pairs) / n if n else 0.0

@@ -16,7 +16,8 @@ from typing import Literal
 
 from poolbench.errors import UsageError
 
-Direction = Literal["read", "write", "meta"]
+# mixed: a random read/write mix (rand-mix70-4k); its figure counts the reads and the writes.
+Direction = Literal["read", "write", "meta", "mixed"]
 Unit = Literal["MiB/s", "IOPS", "ops/s", "GiB"]
 # fio: a fio job. untar: `tar -x` of a real tarball through the Runner, then a syncfs.
 # pool: an operation on the pool itself (capacity read-back, resilver), done by the trial loop.
@@ -87,10 +88,17 @@ class Workload:
     kind: Kind = "fio"
     # The pool state the workload runs in: "" (as built) or "degraded" (one member offline).
     pool_state: str = ""
+    # Queue depth and concurrent jobs the workload itself asks for (rand-read-4k-qd8-j4,
+    # sync-write-4k-j16); 0 = the study's [workloads] iodepth / jobs.
+    iodepth: int = 0
+    jobs: int = 0
+    # Many small files (smallfile-write-16k): the metadata workspace, one I/O per file.
+    many_files: bool = False
 
     @property
     def is_metadata(self) -> bool:
-        return self.direction == "meta"
+        """Works on many small files in the metadata directory (meta-*, smallfile-*)."""
+        return self.direction == "meta" or self.many_files
 
 
 def streaming(direction: Literal["read", "write"]) -> Workload:
@@ -118,26 +126,99 @@ def streaming(direction: Literal["read", "write"]) -> Workload:
     )
 
 
-def random_io(direction: Literal["read", "write"], bs: int) -> Workload:
+def random_io(
+    direction: Literal["read", "write"], bs: int, iodepth: int = 0, jobs: int = 0
+) -> Workload:
     size = format_size(bs)
     rw = "randread" if direction == "read" else "randwrite"
     if direction == "read":
-        summary = f"Random {size} reads over the working set for the run time, cold caches."
+        summary = f"Random {size} reads over the working set for the run time, cold caches"
     else:
         summary = (
-            f"Random {size} writes in place over the working set for the run time, fsync counted."
+            f"Random {size} writes in place over the working set for the run time, fsync counted"
         )
     return Workload(
-        name=f"rand-{direction}-{size}",
+        name=f"rand-{direction}-{size}{_load_suffix(iodepth, jobs)}",
         family="random",
-        summary=summary,
+        summary=summary + _load_text(iodepth, jobs) + ".",
         direction=direction,
         unit="IOPS",
         fio={"rw": rw, "bs": str(bs), "ioengine": "psync", "randrepeat": "0"},
         needs_data=True,
         cold=direction == "read",
         time_based=True,
+        iodepth=iodepth,
+        jobs=jobs,
     )
+
+
+def random_mix(read_percent: int, bs: int, iodepth: int = 0, jobs: int = 0) -> Workload:
+    """Random reads and writes mixed in one job (rwmixread): the database / VM image pattern.
+    The figure is reads + writes per second; the writes are made durable like any write."""
+    if not 1 <= read_percent <= 99:
+        raise UsageError(
+            f"rand-mix{read_percent}: the read share must be 1 to 99 percent.",
+            "Use e.g. rand-mix70-4k (70% reads, 30% writes).",
+        )
+    size = format_size(bs)
+    return Workload(
+        name=f"rand-mix{read_percent}-{size}{_load_suffix(iodepth, jobs)}",
+        family="random",
+        summary=f"Random {size} I/O, {read_percent}% reads and {100 - read_percent}% writes "
+        "in place over the working set for the run time, cold caches, fsync counted; IOPS "
+        "of reads and writes together" + _load_text(iodepth, jobs) + ".",
+        direction="mixed",
+        unit="IOPS",
+        fio={
+            "rw": "randrw",
+            "rwmixread": str(read_percent),
+            "bs": str(bs),
+            "ioengine": "psync",
+            "randrepeat": "0",
+        },
+        needs_data=True,
+        cold=True,
+        time_based=True,
+        iodepth=iodepth,
+        jobs=jobs,
+    )
+
+
+SyncKind = Literal["sync", "dsync"]
+
+
+def sync_write(kind: SyncKind, bs: int, jobs: int = 0) -> Workload:
+    """Synchronous random writes, the database-commit / NFS / VM pattern that a SLOG serves:
+    `sync` calls fsync after every write (fio fsync=1); `dsync` opens the file O_DSYNC (fio
+    sync=dsync), so every write returns only once it is on stable storage."""
+    size = format_size(bs)
+    how = "fsync after every write" if kind == "sync" else "file opened O_DSYNC"
+    opts = {"rw": "randwrite", "bs": str(bs), "ioengine": "psync", "randrepeat": "0"}
+    opts |= {"fsync": "1"} if kind == "sync" else {"sync": "dsync"}
+    return Workload(
+        name=f"{kind}-write-{size}{_load_suffix(0, jobs)}",
+        family="sync",
+        summary=f"Synchronous random {size} writes in place ({how}) for the run time"
+        + _load_text(0, jobs)
+        + "; every write waits for stable storage (the ZIL, or a SLOG).",
+        direction="write",
+        unit="IOPS",
+        fio=opts,
+        needs_data=True,
+        time_based=True,
+        iodepth=1,  # one synchronous write at a time per job, whatever the study's iodepth
+        jobs=jobs,
+    )
+
+
+def _load_suffix(iodepth: int, jobs: int) -> str:
+    return (f"-qd{iodepth}" if iodepth else "") + (f"-j{jobs}" if jobs else "")
+
+
+def _load_text(iodepth: int, jobs: int) -> str:
+    parts = [f"queue depth {iodepth} (libaio, direct)"] if iodepth else []
+    parts += [f"{jobs} concurrent jobs"] if jobs else []
+    return ", " + " and ".join(parts) if parts else ""
 
 
 # The iozone set. iozone's f* tests use stdio (fwrite/fread); fio has no stdio engine. glibc's
@@ -263,6 +344,35 @@ def metadata(op: Literal["create", "stat", "delete"], order: Literal["seq", "ran
     )
 
 
+def smallfile(direction: Literal["read", "write"], bs: int) -> Workload:
+    """Small files at scale ([workloads] metadata_files of them, `bs` bytes each, written
+    or read whole in one I/O, in one directory): mail spools, source trees, thumbnails.
+    The figure is files per second; writes end with a timed syncfs, reads run cold."""
+    size = format_size(bs)
+    how = (
+        "Create and write {n} files of {size} each (fresh random data), one directory; a "
+        "syncfs after the last one is counted."
+        if direction == "write"
+        else "Read {n} files of {size} each, whole, one directory; cold caches."
+    )
+    return Workload(
+        name=f"smallfile-{direction}-{size}",
+        family="smallfile",
+        summary=how.format(n="[workloads] metadata_files", size=size) + " Files per second.",
+        direction=direction,
+        unit="ops/s",
+        fio={
+            "rw": direction,
+            "bs": str(bs),
+            "filesize": str(bs),
+            "ioengine": "psync",
+            "file_service_type": "sequential",
+        },  # fmt: skip
+        cold=direction == "read",
+        many_files=True,
+    )
+
+
 def streams(direction: Literal["read", "write"], count: int) -> Workload:
     if not 1 <= count <= 256:
         raise UsageError(f"streams-{direction}-{count}: the stream count must be 1 to 256.")
@@ -347,12 +457,38 @@ def reread() -> Workload:
     return Workload(**{**w.__dict__, "name": "reread", "family": "streaming"})
 
 
+_LOAD = r"(?:-qd(\d+))?(?:-j(\d+))?$"  # optional queue depth and job count
 _FAMILIES: list[tuple[re.Pattern[str], str, str]] = [
-    (re.compile(r"^rand-(read|write)-(\d+[kmg])$"), "rand-{read|write}-SIZE", "rand-read-64k"),
+    (
+        re.compile(r"^rand-(read|write|mix\d+)-(\d+[kmg])" + _LOAD),
+        "rand-{read|write|mixPCT}-SIZE[-qdN][-jN]",
+        "rand-read-4k-qd8-j4",
+    ),
+    (
+        re.compile(r"^(sync|dsync)-write-(\d+[kmg])(?:-j(\d+))?$"),
+        "{sync|dsync}-write-SIZE[-jN]",
+        "sync-write-4k-j4",
+    ),
     (re.compile(r"^iozone-([a-z]+)-(\d+[kmg])$"), "iozone-TEST-RECORD", "iozone-bread-512k"),
     (re.compile(r"^meta-(create|stat|delete)-(seq|rand)$"), "meta-OP-ORDER", "meta-create-rand"),
     (re.compile(r"^streams-(read|write)-(\d+)$"), "streams-{read|write}-N", "streams-write-6"),
+    (
+        re.compile(r"^smallfile-(read|write)-(\d+[kmg])$"),
+        "smallfile-{read|write}-SIZE",
+        "smallfile-write-16k",
+    ),
 ]
+
+
+def _load(name: str, qd: str | None, jobs: str | None) -> tuple[int, int]:
+    """The -qdN / -jN parts of a workload name: queue depth 1..1024, jobs 1..256."""
+    depth, count = int(qd or 0), int(jobs or 0)
+    if (qd is not None and not 1 <= depth <= 1024) or (jobs is not None and not 1 <= count <= 256):
+        raise UsageError(
+            f"{name}: the queue depth must be 1 to 1024 (-qdN) and the jobs 1 to 256 (-jN).",
+            "Use e.g. rand-read-4k-qd16-j4.",
+        )
+    return depth, count
 
 
 def get(name: str) -> Workload:
@@ -374,9 +510,16 @@ def get(name: str) -> Workload:
             continue
         a, b = m.group(1), m.group(2)
         if pattern.pattern.startswith("^rand"):
-            return random_io(a, parse_record_size(b))  # type: ignore[arg-type]
+            qd, jobs = _load(name, m.group(3), m.group(4))
+            if a.startswith("mix"):
+                return random_mix(int(a[3:]), parse_record_size(b), qd, jobs)
+            return random_io(a, parse_record_size(b), qd, jobs)  # type: ignore[arg-type]
+        if pattern.pattern.startswith("^(sync"):
+            return sync_write(a, parse_record_size(b), _load(name, None, m.group(3))[1])  # type: ignore[arg-type]
         if pattern.pattern.startswith("^iozone"):
             return iozone(a, parse_record_size(b))
+        if pattern.pattern.startswith("^smallfile"):
+            return smallfile(a, parse_record_size(b))  # type: ignore[arg-type]
         if pattern.pattern.startswith("^meta"):
             return metadata(a, b)  # type: ignore[arg-type]
         return streams(a, int(b))  # type: ignore[arg-type]
@@ -405,9 +548,12 @@ def catalogue(record: int = 128 * 1024) -> list[Workload]:
     items = [streaming("write"), streaming("read"), reread()]
     items += [random_io("read", 4096), random_io("write", 4096)]
     items += [random_io("read", 64 * 1024), random_io("write", 64 * 1024)]
+    items += [random_mix(70, 4096), random_io("read", 4096, iodepth=16, jobs=4)]
+    items += [sync_write("sync", 4096), sync_write("dsync", 16 * 1024, jobs=4)]
     items += [iozone(t, record) for t in IOZONE_TESTS]
     items += [metadata(op, o) for op in ("create", "stat", "delete") for o in ("seq", "rand")]  # type: ignore[arg-type]
     items += [streams("write", n) for n in (1, 2, 6)] + [streams("read", n) for n in (1, 2, 6)]
+    items += [smallfile("write", 16 * 1024), smallfile("read", 16 * 1024)]
     return items
 
 

@@ -39,6 +39,8 @@ class PoolStatus:
     tops: list[TopVdev] = field(default_factory=list)
     leaves: list[str] = field(default_factory=list)
     scan: str = ""  # the scan:/scrub: line (resilver progress)
+    # the leaves of each class section, by its header: logs, cache, spares, special, dedup
+    class_leaves: dict[str, list[str]] = field(default_factory=dict)
 
 
 def top_kind(name: str) -> str | None:
@@ -81,6 +83,7 @@ def read_status(text: str, pool: str) -> PoolStatus:
     status = PoolStatus()
     pool_indent = -1
     in_data = True  # below the pool line, before a logs/cache/spares/special section
+    section = ""
     cur: tuple[str, str, list[str]] | None = None
 
     def close() -> None:
@@ -93,11 +96,14 @@ def read_status(text: str, pool: str) -> PoolStatus:
             continue
         if indent <= pool_indent:  # a section header: logs, cache, spares, special, dedup
             close()
-            cur, in_data = None, False
+            cur, in_data, section = None, False, word
+            status.class_leaves.setdefault(section, [])
             continue
         kind = top_kind(word) if indent == pool_indent + 2 else None
         if kind is None and not _NESTED_INTERIOR.match(word):
             status.leaves.append(word)
+            if not in_data:
+                status.class_leaves[section].append(word)
         if not in_data:
             continue
         if indent == pool_indent + 2:

@@ -12,10 +12,13 @@ from poolbench.study.builtin import (
     concurrency,
     fill,
     fs_compare,
+    geometry,
     mirror,
     parity,
+    qd_curve,
     recordsize,
     resilver,
+    sync_slog,
     vdev_source,
     width,
 )
@@ -38,6 +41,9 @@ STUDIES: dict[str, Builtin] = {
         resilver.BUILTIN,
         width.BUILTIN,
         capacity.BUILTIN,
+        sync_slog.BUILTIN,
+        geometry.BUILTIN,
+        qd_curve.BUILTIN,
     )
 }
 

@@ -1,0 +1,177 @@
+"""Which figure of a measurement a table shows (pure): the workload's own figure (MiB/s,
+IOPS, ops/s) or a completion-latency percentile (p50, p90, p99, p99.9), each summarised
+across replicates and compared the way that is honest for it.
+
+- `value`: the arithmetic mean with Stein's interval, ratios by Fieller
+  (`ReplicatePolicy`, docs/statistics.md §1–3);
+- a latency percentile: one value per replicate (fio's percentile of that run), summarised
+  on the log scale — the geometric mean with Stein's interval on the logs, ratios of
+  geometric means (`poolbench.stats.logscale`, docs/statistics.md §7). Latencies are shown
+  in µs; fio stores them in ns.
+
+A percentile resting on few completions beyond it (p99.9 of 3,000 I/Os is the 3 slowest) is
+flagged: `tail_warning`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from poolbench.errors import UsageError
+from poolbench.stats import logscale
+from poolbench.stats.compare import Ratio, compare_family
+from poolbench.stats.policy import ReplicatePolicy
+
+# A tail percentile needs this many completions beyond it to be a figure about the tail
+# rather than about a handful of I/Os.
+MIN_BEYOND = 10
+LATENCY_UNIT = "µs"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of one cell across its replicates: centre, interval, or why there is none."""
+
+    center: float  # the mean (value) or the geometric mean (latency)
+    low: float  # nan when undetermined
+    high: float
+    n: int
+    reason: str  # why there is no interval ("" when there is one)
+    outliers: tuple[int, ...]
+    log_scale: bool
+
+    @property
+    def determined(self) -> bool:
+        return not self.reason
+
+    def text(self) -> str:
+        """'1,234 ± 56' (mean ± half-width) or '1,234 (1,100–1,390)' (asymmetric, latency)."""
+        from poolbench.report.data import fmt_value
+
+        if math.isnan(self.low):
+            return fmt_value(self.center)
+        if self.log_scale:
+            return f"{fmt_value(self.center)} ({fmt_value(self.low)}–{fmt_value(self.high)})"
+        return f"{fmt_value(self.center)} ± {fmt_value((self.high - self.low) / 2)}"
+
+    def as_dict(self) -> dict[str, object]:
+        def num(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
+        return {
+            "center": num(self.center),
+            "statistic": "geometric mean" if self.log_scale else "mean",
+            "ci_low": num(self.low),
+            "ci_high": num(self.high),
+            "n": self.n,
+            "reason": self.reason or None,
+        }
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str  # as `--metric` names it: value, p50, p90, p99, p99.9
+    percentile: str | None  # fio's percentile ("99.9"); None: the workload's own figure
+
+    @property
+    def is_latency(self) -> bool:
+        return self.percentile is not None
+
+    @property
+    def title(self) -> str:
+        return f"{self.key} completion latency" if self.is_latency else "figure"
+
+    @property
+    def statistic(self) -> str:
+        return "geometric mean (95% CI)" if self.is_latency else "mean ± 95% CI"
+
+    def unit(self, workload_unit: str) -> str:
+        return LATENCY_UNIT if self.is_latency else workload_unit
+
+    def values(
+        self, values: Sequence[float], clats: Sequence[Mapping[str, Any] | None]
+    ) -> list[float]:
+        """Per replicate: the figures themselves, or each run's percentile in µs (replicates
+        without one are left out; see `missing`)."""
+        if not self.is_latency:
+            return list(values)
+        return [v / 1000.0 for v in (percentile_ns(c, self.percentile) for c in clats) if v]
+
+    def summarize(self, policy: ReplicatePolicy, xs: Sequence[float]) -> Figure:
+        if self.is_latency:
+            g = logscale.summarize(policy, xs)
+            return Figure(g.gmean, g.ci_low, g.ci_high, g.n, g.reason, g.outliers, True)
+        s = policy.summarize(xs)
+        return Figure(s.mean, s.ci_low, s.ci_high, s.n, s.reason, s.outliers, False)
+
+    def compare(
+        self, pairs: Sequence[tuple[Sequence[float], Sequence[float]]], first_stage: int
+    ) -> list[Ratio]:
+        """A family of comparisons against baselines (Holm), on this metric's scale."""
+        if self.is_latency:
+            return logscale.compare_family(pairs, first_stage=first_stage)
+        return compare_family(pairs, first_stage=first_stage)
+
+
+VALUE = Metric("value", None)
+LATENCY = {k: Metric(k, k[1:]) for k in ("p50", "p90", "p99", "p99.9")}
+METRICS = {"value": VALUE, **LATENCY}
+DEFAULT_LATENCY = LATENCY["p99"]  # shown beside the figure where latency matters
+
+
+def parse_metrics(text: str | None) -> list[Metric]:
+    """'p99' or 'value,p50,p99.9' → metrics, in the order given."""
+    if text is None:
+        return [VALUE]
+    names = [n.strip().lower() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in METRICS]
+    if bad or not names:
+        raise UsageError(
+            f"--metric '{text}' names no figure poolbench keeps"
+            + (f" ({', '.join(bad)})." if bad else "."),
+            f"Use one or more of {', '.join(METRICS)}, comma-separated (e.g. --metric p99).",
+        )
+    return [METRICS[n] for n in dict.fromkeys(names)]
+
+
+def percentile_ns(clat: Mapping[str, Any] | None, percentile: str | None) -> float | None:
+    """One run's stored percentile in ns (store 0005_latency's `clat`), or None."""
+    if not isinstance(clat, Mapping) or percentile is None:
+        return None
+    pct = clat.get("percentiles")
+    v = pct.get(percentile) if isinstance(pct, Mapping) else None
+    return float(v) if isinstance(v, int | float) and v > 0 else None
+
+
+def latency_matters(workload_def: Mapping[str, Any]) -> bool:
+    """Random I/O and synchronous writes are chosen on their latency: their tables show p99
+    by default. Synchronous = every write waits for stable storage (fio sync/dsync, or an
+    fsync/fdatasync every N writes), the I/O of databases and of NFS/VM hosts."""
+    fio = workload_def.get("fio")
+    opts = fio if isinstance(fio, Mapping) else {}
+    if str(opts.get("rw", "")).startswith("rand"):
+        return True
+    return any(str(opts.get(k, "0")) not in ("0", "") for k in ("sync", "fsync", "fdatasync"))
+
+
+def tail_warning(metric: Metric, clats: Sequence[Mapping[str, Any] | None]) -> str:
+    """Why a tail percentile of these runs is a figure about a few I/Os, or ""."""
+    if metric.percentile is None:
+        return ""
+    q = float(metric.percentile)
+    few = []
+    for i, c in enumerate(clats):
+        n = c.get("samples") if isinstance(c, Mapping) else None
+        if isinstance(n, int) and n * (100 - q) / 100 < MIN_BEYOND:
+            few.append((i + 1, n))
+    if not few:
+        return ""
+    runs = ", ".join(f"{i} ({n:,} I/Os)" for i, n in few)
+    return (
+        f"{metric.key}: run(s) {runs} timed too few I/Os for it — fewer than {MIN_BEYOND} "
+        f"lie beyond the {metric.key}, so it is the slowest handful, not the tail; run "
+        "longer (--runtime, [workloads] runtime) for a trustworthy figure"
+    )

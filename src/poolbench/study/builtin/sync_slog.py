@@ -1,0 +1,209 @@
+"""sync-slog: what synchronous writes cost, when a separate log device (SLOG) pays, and what
+`sync=disabled` "gains" and risks: sync=standard/always/disabled × log none/single/mirror ×
+jobs; synchronous random writes (fsync after each) beside plain random writes.
+
+zfs-fuse (pool version 23) has no `sync` property (pool version 28 added it): there the study
+measures sync=standard only, and refuses --levels. Log devices use the layout grammar's log
+class (`raidz1:3 + log mirror:2`); where this build's grammar lacks it, asking for a log
+level is refused before anything is created.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from poolbench.errors import Unsupported, UsageError
+from poolbench.study.builtin.base import Builtin, StudyDict, need, study_file, working_set
+from poolbench.study.builtin.context import Context
+from poolbench.study.builtin.headline import Figure, figure, ratio_text
+from poolbench.workloads.library import format_size, parse_record_size
+
+if TYPE_CHECKING:
+    from poolbench.store.facts import ConfigFacts, StudyFacts
+
+SYNC_LEVELS = ["standard", "always", "disabled"]
+LOG_DISKS = {"none": 0, "single": 1, "mirror": 2}
+PAYS = 1.10  # a SLOG "pays" when sync writes are at least this much faster with it
+
+DISABLED_RISK = (
+    "sync=disabled acknowledges every fsync/O_DSYNC write before it is on disk: after a crash "
+    "or power cut the last few seconds of writes the application was told are durable (up "
+    "to a transaction group or two, zfs_txg_timeout = 5 s) are gone. The pool stays "
+    "consistent; a database, an NFS client or a VM guest that trusted those writes may not."
+)
+SAME_DEVICES = (
+    "The log devices here are the same kind of device as the pool's members (sparse files on "
+    "one filesystem): a SLOG helps on real hardware when it completes sync writes faster "
+    "than the pool does (a low-latency SSD with power-loss protection); measure yours."
+)
+
+
+def log_layout(base: str, log: str) -> str:
+    """The layout of the pool `base` with a log of kind `log` (none, single, mirror)."""
+    if log == "none":
+        return base
+    return f"{base} + log " + ("mirror:2" if log == "mirror" else "stripe:1")
+
+
+def _check_log_grammar(layout: str) -> None:
+    """Refuse a log level this build's layout grammar cannot express (before any pool)."""
+    from poolbench.planner.layout import check_widths
+
+    try:
+        check_widths(layout)
+    except UsageError:
+        raise Unsupported(
+            f"The sync-slog study needs a log device ('{layout}'), but this build's layout "
+            "grammar has no log class yet, so it cannot build that pool; nothing was created.",
+            "Run with --logs none (the ZIL in the pool only), or use a poolbench whose layout "
+            "grammar has vdev classes (`+ log mirror:2`).",
+        ) from None
+
+
+def _sync_levels(ctx: Context) -> list[str]:
+    if ctx.dialect != "zfs-fuse":
+        return ctx.opt_list("levels", SYNC_LEVELS)
+    if "levels" in ctx.options:
+        raise Unsupported(
+            "The sync-slog study was given --levels (sync=...), but this machine's ZFS is "
+            "zfs-fuse (pool version 23), which has no sync property: it always behaves as "
+            "sync=standard. Nothing was created.",
+            "Drop --levels to measure sync=standard here, or run the study on OpenZFS for "
+            "always and disabled (the guest tier: vm/run-openzfs-tier.sh).",
+        )
+    return []
+
+
+def build(ctx: Context) -> StudyDict:
+    logs = ctx.opt_list("logs", list(LOG_DISKS))
+    bad = [x for x in logs if x not in LOG_DISKS]
+    if bad:
+        raise UsageError(
+            f"--logs {bad[0]} is not none, single or mirror.", "e.g. --logs none,mirror"
+        )
+    need(ctx, 2 + max(LOG_DISKS[x] for x in logs), "sync-slog study (a mirror and its logs)")
+    base = ctx.options.get("base", "mirror:2")
+    layouts = [log_layout(base, x) for x in logs]
+    for layout in layouts:
+        if layout != base:
+            _check_log_grammar(layout)
+    records = [format_size(parse_record_size(r)) for r in ctx.opt_list("records", ["4k"])]
+    jobs = ctx.opt_ints("jobs", [1, 4, 16])
+    names = [
+        f"{kind}-{r}-j{j}" for r in records for j in jobs for kind in ("rand-write", "sync-write")
+    ]
+    factors: dict[str, list[str | int]] = {"backend": ["zfs"], "layout": list(layouts)}
+    sync = _sync_levels(ctx)
+    if sync:
+        factors["sync"] = list(sync)
+    return study_file(
+        ctx,
+        "sync-slog",
+        "synchronous random writes (fsync after each) beside plain random writes, per sync "
+        "setting, log device and job count: what sync costs, when a SLOG pays, what "
+        "sync=disabled risks",
+        factors | {"ashift": [12]},
+        {"names": names, "size": working_set(ctx, 0.15, cap="256M"), "runtime": 10},
+    )
+
+
+def log_kind(layout: str) -> str:
+    if "+ log" not in layout:
+        return "none"
+    return "mirror" if "log mirror" in layout else "single"
+
+
+def _find(facts: StudyFacts, log: str, sync: str) -> ConfigFacts | None:
+    return next(
+        (
+            c
+            for c in facts.configs
+            if log_kind(c.level("layout")) == log and c.level("sync", "standard") == sync
+        ),
+        None,
+    )
+
+
+def _sync_cost(facts: StudyFacts) -> list[str]:
+    """Under sync=standard without a log: synchronous writes against plain ones."""
+    c = _find(facts, "none", "standard")
+    lines: list[str] = []
+    for w in c.figures if c is not None else ():
+        s = figure(c, w) if w.startswith("sync-write-") and c is not None else None
+        a = figure(c, "rand-write-" + w.removeprefix("sync-write-")) if c is not None else None
+        if s and a:
+            lines.append(
+                f"  {w}: {s.text()} vs plain writes {a.text()}: "
+                f"sync is {ratio_text(s.iops, a.iops)}"
+            )
+    return ["what sync writes cost (sync=standard, no log):", *lines] if lines else []
+
+
+def _sync_pairs(a: ConfigFacts | None, b: ConfigFacts | None) -> list[tuple[str, Figure, Figure]]:
+    """The sync-write workloads measured on both a and b: (workload, a's, b's figure)."""
+    if a is None or b is None:
+        return []
+    out = []
+    for w in a.figures:
+        fa, fb = figure(a, w), figure(b, w)
+        if w.startswith("sync-write-") and fa and fb:
+            out.append((w, fa, fb))
+    return out
+
+
+def _verdict(with_log: Figure, without: Figure) -> str:
+    """A SLOG pays when sync writes get ≥ 10% more IOPS with it (and a lower p99, if known)."""
+    r = with_log.iops / without.iops if without.iops > 0 else 0.0
+    faster = r >= PAYS
+    if with_log.p99_ms is not None and without.p99_ms is not None:
+        faster = faster and with_log.p99_ms < without.p99_ms
+    return "the SLOG pays" if faster else "the SLOG does not pay here"
+
+
+def _slog_pays(facts: StudyFacts) -> list[str]:
+    lines = [
+        f"  sync={sync}, {w}: log {log} {a.text()} vs no log {b.text()}: "
+        f"{ratio_text(a.iops, b.iops)}; {_verdict(a, b)}"
+        for sync in ("standard", "always")
+        for log in ("single", "mirror")
+        for w, a, b in _sync_pairs(_find(facts, log, sync), _find(facts, "none", sync))
+    ]
+    if not lines:
+        return []
+    return ["when a SLOG pays (synchronous writes, with a log vs without):", *lines, SAME_DEVICES]
+
+
+def _disabled(facts: StudyFacts) -> list[str]:
+    lines = [
+        f"  log {log}, {w}: sync=disabled {a.text()} vs standard {b.text()}: "
+        f"{ratio_text(a.iops, b.iops)}"
+        for log in LOG_DISKS
+        for w, a, b in _sync_pairs(_find(facts, log, "disabled"), _find(facts, log, "standard"))
+    ]
+    return ["what sync=disabled 'helps':", *lines, DISABLED_RISK] if lines else []
+
+
+def notes(ctx: Context, facts: StudyFacts) -> list[str]:
+    out = _sync_cost(facts) + _slog_pays(facts) + _disabled(facts)
+    if not any(c.level("sync") for c in facts.configs):
+        out.append(
+            "only sync=standard was measured (this ZFS has no sync property, or --levels "
+            "left it out): what sync=always and sync=disabled do is not known from this run."
+        )
+    return out
+
+
+BUILTIN = Builtin(
+    "sync-slog",
+    "What do sync writes cost, when does a SLOG pay, and what does sync=disabled risk?",
+    (4, "1G"),
+    build,
+    {
+        "levels": "sync settings, e.g. standard,always,disabled (OpenZFS)",
+        "logs": "log devices: none, single, mirror",
+        "jobs": "concurrent jobs per point, e.g. 1,4,16",
+        "records": "write sizes, e.g. 4k,16k,128k",
+        "base": "the pool's layout without its log, e.g. mirror:2 or raidz1:3",
+    },
+    notes=notes,
+)
