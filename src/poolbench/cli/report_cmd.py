@@ -72,8 +72,10 @@ def report(
     metric_text: str | None, db: Path | None,
 ) -> None:  # fmt: skip
     """Tables of a run: each configuration's mean ± 95% CI and its change against a
-    baseline level with significance (p99 latency beside random and sync workloads); with
-    --html, a self-contained page with charts, latency charts included.
+    baseline level with significance; with --html, a self-contained page with charts.
+
+    Random and sync workloads show p99 completion latency beside the figure; --metric p99
+    (p50, p90, p99.9) makes tables of latency instead, and the page has latency charts.
 
     RUN is a run id (see 'poolbench runs') or 'latest'.
 

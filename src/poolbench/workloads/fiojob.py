@@ -73,9 +73,9 @@ def _render(sections: list[tuple[str, dict[str, str]]]) -> str:
     return "\n".join(lines)
 
 
-def render(workload: Workload, params: JobParams) -> str:
-    """The complete job file for one measurement of `workload`."""
-    g: dict[str, str] = {
+def _global_options(workload: Workload, params: JobParams) -> dict[str, str]:
+    """The options every measurement's job starts from."""
+    return {
         "directory": params.directory,
         "group_reporting": "1",
         # No posix_fallocate: a write must allocate as an application's write does.
@@ -86,6 +86,11 @@ def render(workload: Workload, params: JobParams) -> str:
         "clat_percentiles": "1",
         "percentile_list": ":".join(format(q, "g") for q in PERCENTILES),
     }
+
+
+def render(workload: Workload, params: JobParams) -> str:
+    """The complete job file for one measurement of `workload`."""
+    g = _global_options(workload, params)
     if workload.is_metadata:
         g.update(workload.fio)
         g.update(
