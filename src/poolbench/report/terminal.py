@@ -90,7 +90,8 @@ def _latency_column(wt: WorkloadTable) -> Column | None:
         Text(r.cell.figure(DEFAULT_LATENCY).text() if r.cell.has(DEFAULT_LATENCY) else "–")
         for r in rows
     ]
-    return Column("p99", f"{DEFAULT_LATENCY.key} {LATENCY_UNIT}", cells, "right", optional=3)
+    header = f"{DEFAULT_LATENCY.key} {LATENCY_UNIT}\n(95% CI)"
+    return Column("p99", header, cells, "right", optional=3)
 
 
 def workload_columns(run: RunData, wt: WorkloadTable, baseline: Baseline | None) -> list[Column]:
