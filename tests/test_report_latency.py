@@ -221,3 +221,14 @@ def test_html_has_a_latency_chart_per_latency_workload(store: Store) -> None:
     chart = re.search(r'<svg id="chart-latency-rand-read-4k".*?</svg>', page, re.S)
     assert chart is not None
     assert chart.group(0).count('class="lat"') == 8 * 4  # 8 configurations × 4 percentiles
+
+
+def test_latency_decides_for_random_and_synchronous_io() -> None:
+    from poolbench.report.metrics import latency_matters
+    from poolbench.workloads import library
+
+    assert latency_matters({"fio": library.get("rand-write-4k").fio})
+    assert latency_matters({"fio": {"rw": "write", "bs": "4096", "fsync": "1"}})
+    assert latency_matters({"fio": {"rw": "write", "bs": "8192", "sync": "1"}})
+    for name in ("seq-write", "seq-read", "iozone-read-128k", "meta-create-seq"):
+        assert not latency_matters({"fio": library.get(name).fio}), name
