@@ -101,7 +101,8 @@ def render(
         t = Text()
         if r.workload.cached_by_design:
             t.append("cached by design ", style="cyan")
-        extra = [w for m in lat if (w := tail_warning(m, r.clats))]
+        shown = [m for m in lat if _latency_text(r, m, metrics) != "–"]
+        extra = [w for m in shown if (w := tail_warning(m, r.clats))]
         for w in [*r.warnings, *extra]:
             footnotes.append(w)
             t.append(f"⚠{len(footnotes)} ", style="yellow")
