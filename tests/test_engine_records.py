@@ -132,6 +132,30 @@ def test_measurement_round_trips_through_the_store(store: Store) -> None:
     for column in ("warnings", "guards", "workload_def"):
         decoded[column] = json.loads(row[column])
     assert decoded["guards"] == STUDY_READ
+    assert decoded["clat"] is None and decoded["clat_p99_ns"] is None  # no latency given
+    decoded["clat"] = None
+    assert Measurement.from_json(decoded) == m
+
+
+def test_latency_round_trips_through_the_store(store: Store) -> None:
+    """fio's completion latency: the percentile columns and everything else in `clat`."""
+    from dataclasses import replace
+
+    from poolbench.workloads.fioparse import parse
+
+    text = (Path(__file__).parent / "data" / "fio-rand-read-4k.jsonplus.json").read_text()
+    lat = parse(text, "read").latency
+    assert lat is not None
+    run = store.start_run("study", "s", ["poolbench"], {})
+    m = replace(_measurement("c", "rand-read-4k", 0, 9.0), latency=lat)
+    store.add_measurement(run, m.to_row())
+    (row,) = store.measurements(run)
+    assert (row["clat_p50_ns"], row["clat_p90_ns"]) == (35072, 44800)
+    assert (row["clat_p99_ns"], row["clat_p999_ns"]) == (77312, 177152)
+    decoded = dict(row)
+    for column in ("warnings", "guards", "workload_def", "clat"):
+        decoded[column] = json.loads(row[column])
+    assert sum(int(v) for v in decoded["clat"]["bins"].values()) == 25122
     assert Measurement.from_json(decoded) == m
 
 

@@ -140,6 +140,20 @@ def test_per_host_figures_all_clients_ignored_disks_attributed() -> None:
     assert out.figures["10.0.0.1"].runtime_s == 2.0
     assert out.figures["10.0.0.3"].io_bytes == 2 * 2**20  # not the "All clients" sum
     assert out.disks == {"10.0.0.1": [clientout.DiskUtil("sda", 7, 0, 50.0)]}
+    assert out.figures["10.0.0.1"].latency is None  # these entries carry no clat_ns
+
+
+def test_per_host_latency_is_that_hosts_clat() -> None:
+    entries = [_entry("10.0.0.1", "rr", 4 * 2**20, 2000), _entry("10.0.0.2", "rr", 2**20, 1000)]
+    for i, e in enumerate(entries):
+        pct = {"50.000000": 1000 * (i + 1), "99.000000": 9000 * (i + 1), "99.900000": 20000}
+        e["read"]["clat_ns"] = {"N": 1024, "min": 1, "max": 30000, "mean": 2000.0,
+                                "stddev": 10.0, "percentile": pct}  # fmt: skip
+    out = clientout.parse(_stdout(entries), "", FLEET[:2], "read")
+    lat1, lat2 = out.figures["10.0.0.1"].latency, out.figures["10.0.0.2"].latency
+    assert lat1 is not None and lat2 is not None
+    assert (lat1.p(50), lat1.p(99), lat2.p(99)) == (1000, 9000, 18000)
+    assert lat1.samples == 1024 and lat1.bins == {}  # plain json: percentiles, no bins
 
 
 def test_missing_hosts_are_named_with_what_fio_said() -> None:

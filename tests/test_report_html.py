@@ -158,3 +158,20 @@ def test_real_bench_run_report_in_chromium(tmp_path: Path) -> None:
     dom = _check_page(page, tmp_path, {"chart-bar-seq-write", "chart-bar-seq-read"})
     assert HOSTILE.replace("<", "&lt;").replace(">", "&gt;") in dom
     assert "fio" in dom and "Commands run" in dom
+
+
+def test_latency_chart_in_chromium(tmp_path: Path) -> None:
+    """The completion-latency chart (p50/p90/p99/p99.9 per configuration, log axis) renders."""
+    from test_report_latency import _run
+
+    store = Store(tmp_path / "lat.db")
+    _run(store)
+    run = load_run(store, "1")
+    page = tmp_path / "latency.html"
+    page.write_text(html.render(run, choose_baseline(run)))
+    dom = _check_page(
+        page,
+        tmp_path,
+        {"chart-bar-rand-read-4k", "chart-bar-seq-write", "chart-latency-rand-read-4k"},
+    )
+    assert "completion latency (log scale)" in dom and "p99.9 µs" in dom

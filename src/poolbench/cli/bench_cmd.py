@@ -16,6 +16,7 @@ from poolbench.engine.replicates import policy
 from poolbench.engine.session import Options
 from poolbench.errors import UsageError
 from poolbench.report import bench_table
+from poolbench.report.metrics import Metric, parse_metrics
 from poolbench.store.db import Store
 from poolbench.system.runner import LocalRunner
 from poolbench.units import MiB
@@ -132,6 +133,14 @@ def _check_args(
     help="Seed of the workload order per round and of fio's random offsets: the same seed "
     "replays them (default: random; recorded in the run either way).",
 )
+@click.option(
+    "--metric",
+    "metric_text",
+    default=None,
+    metavar="pNN[,pNN]",
+    help="Completion-latency percentiles shown beside each figure: p50, p90, p99, p99.9 "
+    "(default: p99 for random and synchronous workloads). --json always has all four.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON on stdout.")
 @click.option("--dry-run", is_flag=True, help="Print the commands and jobs; change nothing.")
 @click.option(
@@ -159,6 +168,7 @@ def bench(
     max_runs: int,
     ci_target: float,
     seed: int | None,
+    metric_text: str | None,
     as_json: bool,
     dry_run: bool,
     hosts_spec: str | None,
@@ -180,6 +190,7 @@ def bench(
         bench_fleet(click.get_current_context().params)
         return
     _check_args(path, scratch_size, min_runs, max_runs, ci_target, dry_run)
+    metrics = _latency_metrics(metric_text)
     options = Options(
         workloads=parse_list(workload_names),
         size=cli_size(size, "--size") if size else None,
@@ -191,7 +202,7 @@ def bench(
         stop=policy(min_runs, max_runs, ci_target / 100),
         seed=seed,
     )
-    _measure(path, scratch_size, options, dry_run=dry_run, as_json=as_json, db=db)
+    _measure(path, scratch_size, options, dry_run=dry_run, as_json=as_json, db=db, metrics=metrics)
 
 
 def _measure(
@@ -202,6 +213,7 @@ def _measure(
     dry_run: bool,
     as_json: bool,
     db: Path | None,
+    metrics: list[Metric] | None = None,
 ) -> None:
     err = Console(stderr=True)
     runner = LocalRunner(
@@ -234,10 +246,26 @@ def _measure(
             )
         )
         return
-    _render(done, bench_run.options, store)
+    _render(done, bench_run.options, store, metrics)
 
 
-def _render(done: BenchResult, options: Options, store: Store) -> None:
+def _latency_metrics(text: str | None) -> list[Metric] | None:
+    """--metric for bench: latency percentiles only (the figure itself is always shown)."""
+    if text is None:
+        return None
+    metrics = parse_metrics(text)
+    if not all(m.is_latency for m in metrics):
+        raise UsageError(
+            f"--metric '{text}': bench always shows each workload's own figure; --metric "
+            "chooses the latency percentiles beside it.",
+            "Use p50, p90, p99 or p99.9, comma-separated (e.g. --metric p50,p99.9).",
+        )
+    return metrics
+
+
+def _render(
+    done: BenchResult, options: Options, store: Store, metrics: list[Metric] | None
+) -> None:
     session = done.session
     ws = session.working_set
     tgt = session.device_target
@@ -253,7 +281,7 @@ def _render(done: BenchResult, options: Options, store: Store) -> None:
         f"to a 95% CI within ±{stop.ci_target:.0%}; fio {session.fio_version}"
     )
     console = Console(width=None if sys.stdout.isatty() else 110)
-    bench_table.render(console, done.results, head)
+    bench_table.render(console, done.results, head, metrics)
     if ws.below_cold_rule:
         console.print(
             f"note: the working set is below 2× RAM ({ws.ratio_to_ram:.2f}×); cold reads rely "

@@ -13,7 +13,14 @@ from poolbench.errors import UsageError
 from poolbench.report import compare_runs, html, predicted, terminal
 from poolbench.report import export as export_mod
 from poolbench.report.data import load_run
+from poolbench.report.metrics import METRICS, parse_metrics
 from poolbench.report.tables import choose_baseline
+
+METRIC_HELP = (
+    f"The figure(s) the tables show, comma-separated: {', '.join(METRICS)}. value = the "
+    "workload's own figure (MiB/s, IOPS, ops/s; default); pNN = completion-latency "
+    "percentile, the geometric mean of the runs' percentiles with its 95% CI, in µs."
+)
 
 
 def _write(path: Path, text: str) -> None:
@@ -58,23 +65,28 @@ def _write(path: Path, text: str) -> None:
     help="Show the speed model's figures beside the measured ones, for disks as a stored "
     "`poolbench bench` run measured one: a run id, 'latest', or model:NAME.",
 )
+@click.option("--metric", "metric_text", default=None, metavar="METRIC[,METRIC]", help=METRIC_HELP)
 @db_option
 def report(
     run_ref: str, html_file: Path | None, baseline: str | None, disk_ref: str | None,
-    db: Path | None,
+    metric_text: str | None, db: Path | None,
 ) -> None:  # fmt: skip
     """Tables of a run: each configuration's mean ± 95% CI and its change against a
     baseline level with significance; with --html, a self-contained page with charts.
 
+    Random and sync workloads show p99 completion latency beside the figure; --metric p99
+    (p50, p90, p99.9) makes tables of latency instead, and the page has latency charts.
+
     RUN is a run id (see 'poolbench runs') or 'latest'.
 
-    Example: poolbench report latest --baseline layout=raidz1 --html parity.html
+    Example: poolbench report latest --baseline layout=raidz1 --metric value,p99
     """
+    metrics = parse_metrics(metric_text)
     store = open_store(db, "read")
     run = load_run(store, run_ref)
     base = choose_baseline(run, baseline)
     disk = predicted.report_disk(store, disk_ref) if disk_ref else None
-    terminal.render_run(Console(), run, base, disk)
+    terminal.render_run(Console(), run, base, disk, metrics)
     if html_file is not None:
         _write(html_file, html.render(run, base, disk))
         click.echo(f"HTML report written to {html_file}", err=True)
@@ -89,17 +101,21 @@ def report(
     help="Compare even when the workload definition, data "
     "compressibility or working set differ (the differences are printed).",
 )
+@click.option("--metric", "metric_text", default=None, metavar="METRIC[,METRIC]", help=METRIC_HELP)
 @db_option
-def compare(run_a: str, run_b: str, force: bool, db: Path | None) -> None:
+def compare(run_a: str, run_b: str, force: bool, metric_text: str | None, db: Path | None) -> None:
     """Two runs side by side (two machines, two dates, before/after a tuning): the change
     of B against A for each matching workload, with its 95% interval or "no significant
     difference". Runs that measured different things are refused unless --force.
 
-    Example: poolbench compare 3 7
+    Example: poolbench compare 3 7 --metric p99
     """
+    metrics = parse_metrics(metric_text)
     store = open_store(db, "read")
-    cmp = compare_runs.compare(load_run(store, run_a), load_run(store, run_b), force=force)
-    terminal.render_comparison(Console(), cmp)
+    a, b = load_run(store, run_a), load_run(store, run_b)
+    for metric in metrics:
+        cmp = compare_runs.compare(a, b, force=force, metric=metric)
+        terminal.render_comparison(Console(), cmp)
 
 
 @click.command()

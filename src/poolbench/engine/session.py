@@ -67,6 +67,8 @@ class WorkloadResult:
     device_mib_s: list[float] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)
+    # Per replicate, fio's completion latency as stored (Latency.to_json), None without.
+    clats: list[dict[str, Any] | None] = field(default_factory=list)
 
     @property
     def summary(self) -> MeanCI:
@@ -392,6 +394,7 @@ class Session:
     def _record(self, res: WorkloadResult, m: Measurement) -> None:
         """Keep the figure for the summary and commit it to the store at once."""
         res.values.append(m.value)
+        res.clats.append(m.latency.to_json() if m.latency is not None else None)
         if m.device_mib_s is not None:
             res.device_mib_s.append(m.device_mib_s)
         for text in m.warnings:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from poolbench.fleet.hosts import Host
+from poolbench.workloads.fioparse import Latency, latency
 
 ALL_CLIENTS = "All clients"
 
@@ -41,6 +42,7 @@ class HostFigures:
     iops: float
     within_run_bw_dev: float
     lat_mean_ns: float
+    latency: Latency | None = None  # fio's completion latency on that host (clat percentiles)
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ def _figures(entries: list[dict[str, Any]], section: str) -> HostFigures:
         iops=sum(float(e[section]["iops"]) for e in entries),
         within_run_bw_dev=max(float(e[section].get("bw_dev", 0.0)) for e in entries) * 1024.0,
         lat_mean_ns=float(entries[0][section].get("lat_ns", {}).get("mean", 0.0)),
+        latency=latency(entries, section),
     )
 
 

@@ -409,7 +409,7 @@ class FleetSession:
         m = Measurement(
             f"{label}:{self.targets[label]}", w.name, rep, value, w.unit, figs.io_bytes,
             figs.total_ios, figs.runtime_s, None, None, warnings, findings,
-            dataclasses.asdict(w), job, host=label,
+            dataclasses.asdict(w), job, host=label, latency=figs.latency,
         )  # fmt: skip
         self.store.add_measurement(self.run_id, m.to_row())
         return value

@@ -1,22 +1,48 @@
-"""The result of one `poolbench bench`: a rich table for people, JSON for scripts."""
+"""The result of one `poolbench bench`: a rich table for people, JSON for scripts.
+
+Beside each workload's figure the table shows completion-latency percentiles: p99 for the
+workloads chosen on latency (random I/O, synchronous writes) unless `--metric` names others;
+each is the geometric mean of the replicates' percentiles with its 95% interval
+(report/metrics.py). The JSON carries all four percentiles for every fio workload.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from poolbench.engine.session import WorkloadResult
+from poolbench.report.layout import Column, print_fitted
+from poolbench.report.metrics import (
+    DEFAULT_LATENCY,
+    LATENCY,
+    LATENCY_UNIT,
+    Metric,
+    latency_matters,
+    tail_warning,
+)
 
 
 def _fmt(v: float) -> str:
     if math.isnan(v):
         return "–"
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
+
+
+def latency_json(r: WorkloadResult) -> dict[str, Any] | None:
+    """Every percentile across the replicates (µs), or None when fio timed no completion."""
+    out: dict[str, Any] = {}
+    for key, m in LATENCY.items():
+        xs = m.values(r.values, r.clats)
+        if xs:
+            out[key] = {**m.summarize(r.policy, xs).as_dict(), "values": xs}
+    if not out:
+        return None
+    return {"unit": LATENCY_UNIT, "kind": "completion latency (fio clat)", **out}
 
 
 def as_json(results: list[WorkloadResult]) -> list[dict[str, Any]]:
@@ -39,35 +65,85 @@ def as_json(results: list[WorkloadResult]) -> list[dict[str, Any]]:
                 "device_mean": dev,
                 "device_unit": "MiB/s",
                 "cached_by_design": r.workload.cached_by_design,
+                "latency": latency_json(r),
                 "warnings": list(r.warnings),
             }
         )
     return out
 
 
-def render(console: Console, results: list[WorkloadResult], header: str) -> None:
-    table = Table(title=Text(header), title_justify="left", show_lines=False)
-    table.add_column("workload", no_wrap=True)
-    table.add_column("mean", justify="right", no_wrap=True)
-    table.add_column("unit", no_wrap=True)
-    table.add_column("95% CI", justify="right", no_wrap=True)
-    table.add_column("runs", justify="right")
-    table.add_column("device MiB/s", justify="right", no_wrap=True)
-    table.add_column("notes")
+def _shown(results: list[WorkloadResult], metrics: Sequence[Metric] | None) -> list[Metric]:
+    """The latency columns: those asked for, else p99 when a workload is chosen on latency."""
+    if metrics is not None:
+        return [m for m in metrics if m.is_latency]
+    wanted = any(latency_matters({"fio": r.workload.fio}) and any(r.clats) for r in results)
+    return [DEFAULT_LATENCY] if wanted else []
+
+
+def _latency_text(r: WorkloadResult, m: Metric, metrics: Sequence[Metric] | None) -> str:
+    xs = m.values(r.values, r.clats)
+    if not xs or (metrics is None and not latency_matters({"fio": r.workload.fio})):
+        return "–"
+    return m.summarize(r.policy, xs).text()
+
+
+def render(
+    console: Console,
+    results: list[WorkloadResult],
+    header: str,
+    metrics: Sequence[Metric] | None = None,
+) -> None:
+    """The table; `metrics`: the latency percentiles to show (None: p99 where it matters)."""
     footnotes: list[str] = []
+    notes: list[Text] = []
+    lat = _shown(results, metrics)
     for r in results:
-        s = r.summary
-        ci = "–" if math.isinf(s.rel_halfwidth) else f"±{s.rel_halfwidth:.1%}"
-        dev = _fmt(sum(r.device_mib_s) / len(r.device_mib_s)) if r.device_mib_s else "unverified"
-        notes = []
+        t = Text()
         if r.workload.cached_by_design:
-            notes.append("[cyan]cached by design[/]")
-        for w in r.warnings:
+            t.append("cached by design ", style="cyan")
+        shown = [m for m in lat if _latency_text(r, m, metrics) != "–"]
+        extra = [w for m in shown if (w := tail_warning(m, r.clats))]
+        for w in [*r.warnings, *extra]:
             footnotes.append(w)
-            notes.append(f"[yellow]⚠ {len(footnotes)}[/]")
-        table.add_row(
-            r.workload.name, _fmt(s.mean), r.workload.unit, ci, str(s.n), dev, " ".join(notes)
-        )
-    console.print(table)
+            t.append(f"⚠{len(footnotes)} ", style="yellow")
+        notes.append(t)
+    cols = _columns(results, lat, metrics, notes)
+    print_fitted(console, Text(header), cols, lambda: "see --json, or widen the terminal")
     for i, text in enumerate(footnotes, 1):
-        console.print(f"[yellow]⚠ {i}[/] {escape(text)}", highlight=False)
+        line = Text(f"⚠{i} ", style="yellow")
+        line.append(text)
+        console.print(line)
+
+
+def _columns(
+    results: list[WorkloadResult],
+    lat: list[Metric],
+    metrics: Sequence[Metric] | None,
+    notes: list[Text],
+) -> list[Column]:
+    def col(key: str, header: str, texts: list[str], **kw: Any) -> Column:
+        return Column(key, header, [Text(x) for x in texts], **kw)
+
+    sums = [r.summary for r in results]
+    dev = [
+        _fmt(sum(r.device_mib_s) / len(r.device_mib_s)) if r.device_mib_s else "unverified"
+        for r in results
+    ]
+    cols = [
+        col("workload", "workload", [r.workload.name for r in results]),
+        col("mean", "mean", [_fmt(s.mean) for s in sums], justify="right"),
+        col("unit", "unit", [r.workload.unit for r in results]),
+        col(
+            "ci",
+            "95% CI",
+            ["–" if math.isinf(s.rel_halfwidth) else f"±{s.rel_halfwidth:.1%}" for s in sums],
+            justify="right",
+        ),  # fmt: skip
+        col("runs", "runs", [str(s.n) for s in sums], justify="right", optional=1),
+        col("device", "device\nMiB/s", dev, justify="right", optional=2),
+    ]
+    for m in lat:
+        texts = [_latency_text(r, m, metrics) for r in results]
+        cols.append(col(m.key, f"{m.key} {LATENCY_UNIT}\n(95% CI)", texts, justify="right"))
+    cols.append(Column("notes", "notes", notes, prose=True))
+    return cols

@@ -157,6 +157,6 @@ def compare(
     ]
     seen_a = {(p.cell_a.config, p.workload) for p in pairs}
     seen_b = {(p.cell_b.config, p.workload) for p in pairs}
-    only_a = [k for k in a.cells if k not in seen_a]
-    only_b = [k for k in b.cells if k not in seen_b]
+    only_a = [k for k, c in a.cells.items() if k not in seen_a and c.has(metric)]
+    only_b = [k for k, c in b.cells.items() if k not in seen_b and c.has(metric)]
     return RunComparison(a, b, pairs, problems, _metadata_differences(a, b), only_a, only_b, metric)

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from poolbench.report.data import RunData, parse_config
+from poolbench.report.metrics import percentile_ns
 
 EXPORT_VERSION = 1
 
@@ -50,8 +51,18 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("job_file", "the exact fio job file run"),
     ("measured_at", "when the measurement was stored, ISO 8601 UTC"),
     ("host", "the host that measured, for a run measured on many hosts (else empty)"),
+    ("clat_p50_ns", "completion latency (fio clat) 50th percentile of this run, ns (empty: none)"),
+    ("clat_p90_ns", "completion latency 90th percentile, ns"),
+    ("clat_p99_ns", "completion latency 99th percentile, ns"),
+    ("clat_p999_ns", "completion latency 99.9th percentile, ns"),
+    (
+        "clat",
+        "JSON object: fio's completion latency of this run (samples, mean/min/max/stddev, "
+        "every percentile, histogram bins {ns: count}), null when none",
+    ),
 )
-JSON_COLUMNS = {"config_levels", "warnings", "pool", "guards", "workload_def"}
+JSON_COLUMNS = {"config_levels", "warnings", "pool", "guards", "workload_def", "clat"}
+_CLAT = {"clat_p50_ns": "50", "clat_p90_ns": "90", "clat_p99_ns": "99", "clat_p999_ns": "99.9"}
 
 
 def _iso(ts: float | None) -> str | None:
@@ -105,6 +116,8 @@ def rows(run: RunData) -> list[dict[str, Any]]:
                 "job_file": m["job_file"],
                 "measured_at": _iso(m.get("created_at")),
                 "host": m.get("host"),
+                **{col: percentile_ns(m.get("clat"), q) for col, q in _CLAT.items()},
+                "clat": m.get("clat"),
             }
         )
     return out

@@ -13,8 +13,9 @@ Chart ids (stable, for tests and links): `chart-bar-<workload>` per workload,
 `chart-record-<family>` when workloads of one family differ by application record size
 (the mirror study's iozone set), `chart-fill-<workload>` when a factor is `fill`,
 `chart-space` when the pool descriptions carry `usable_bytes`, `chart-latency-<workload>`
-per workload whose runs recorded completion latency (p50/p90/p99/p99.9 per configuration),
-`chart-qd-<workload base>` when workloads sweep the queue depth (report/qdcurve.py).
+per random or synchronous workload whose runs recorded completion latency (p50/p90/p99/p99.9
+per configuration), `chart-qd-<workload base>` when workloads sweep the queue depth
+(report/qdcurve.py).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from poolbench.errors import PoolbenchError
 from poolbench.planner.performance import DiskSpeed
 from poolbench.report import header, predicted, qdcurve
 from poolbench.report.data import Cell, RunData, fmt_value, parse_config, without
-from poolbench.report.metrics import LATENCY
+from poolbench.report.metrics import LATENCY, latency_matters
 from poolbench.report.svg import (
     Bar,
     LatencyRow,
@@ -170,11 +171,12 @@ def _notes_cell(numbers: list[int]) -> Safe:
 
 def _latency(run: RunData, workload: str, chart_id: str, notes: Footnotes) -> list[Safe]:
     """The workload's completion-latency chart and table (every percentile, per configuration,
-    geometric mean of the runs with its 95% CI), or nothing when no latency was recorded."""
+    geometric mean of the runs with its 95% CI), for random and synchronous workloads; the
+    other workloads' latency is in the export."""
     cells = [c for c in (run.cell(cfg, workload) for cfg in run.configs) if c is not None]
     cells = [c for c in cells if any(c.has(m) for m in LATENCY.values())]
-    if not cells:
-        return []
+    if not cells or not latency_matters(cells[0].workload_def):
+        return []  # shown where latency decides (random I/O, sync writes), as in the tables
     rows, trs = [], []
     for c in cells:
         figs = {k: c.figure(m) for k, m in LATENCY.items() if c.has(m)}

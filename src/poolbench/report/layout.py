@@ -2,15 +2,17 @@
 
 A study's configuration is shown as one column per factor that varies, each level one
 unbroken word, instead of a "compression=lz4 compressibility=50" string that a narrow
-terminal folds mid-word. A table is measured with rich's own measurement before it is
-printed: when its narrowest rendering (every column at its longest word) is wider than the
-terminal, long factor names are first set on two lines, then optional columns are dropped in
-their order of priority, and the table says which (`hidden`), so no value is ever cut.
+terminal folds mid-word. Every cell is measured with rich's own measurement and the column
+widths are set here (rich's own shrinking ignores words and folds them): each column gets at
+least its longest word, figures and levels their whole width, prose (a change with its
+interval, notes) what is left. When that does not fit, long factor names are set on two
+lines, then optional columns are dropped in their order of priority (figures wrap at their
+spaces before a latency column goes), and the table says which (`hidden`); no value is cut.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from rich import box
@@ -65,7 +67,14 @@ def _headers(columns: Sequence[Column], split: bool) -> list[str]:
 
 
 def _table(title: Text, columns: Sequence[Column], headers: list[str], widths: list[int]) -> Table:
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    t = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1, 0, 0),
+        pad_edge=False,
+        show_edge=False,
+    )  # a gap of two between columns: one of padding, one of rule
     for c, h, w in zip(columns, headers, widths, strict=True):
         t.add_column(h, justify=c.justify, overflow="fold", width=w)  # type: ignore[arg-type]
     for i in range(len(columns[0].cells) if columns else 0):
@@ -80,9 +89,9 @@ def _range(console: Console, column: Column, header: str) -> tuple[int, int]:
     return max(m.minimum for m in found), max(m.maximum for m in found)
 
 
-def _overhead(console: Console, title: Text, columns: Sequence[Column], headers: list[str]) -> int:
+def _overhead(console: Console, columns: Sequence[Column]) -> int:
     """Width the table's padding and rules add to its columns."""
-    bare = _table(title, [Column(c.key, "", [Text("")] * len(c.cells)) for c in columns],
+    bare = _table(Text(""), [Column(c.key, "", [Text("")] * len(c.cells)) for c in columns],
                   [""] * len(columns), [1] * len(columns))  # fmt: skip
     return Measurement.get(console, console.options, bare).maximum - len(columns)
 
@@ -113,33 +122,41 @@ def _widths(
     return widths
 
 
-def fit(console: Console, title: Text, columns: Sequence[Column]) -> tuple[Table, list[str]]:
-    """The table as wide as the terminal allows without cutting a word, and the headers of
-    the columns that had to be left out (to say so under it). Tried in turn until one fits:
-    everything on one line; long factor names on two; then without each optional column in
-    its order; then figures wrapped at their spaces; last, rich folds what it must."""
+# Optional columns ranked at least this are worth wrapping the figures for before they go
+# (a latency percentile beside random I/O); lower ranks (runs, device MiB/s) go first.
+KEEP_RANK = 3
+
+
+def _attempts(columns: Sequence[Column]) -> Iterator[tuple[list[Column], bool, bool]]:
+    """(columns shown, long factor names split, figures kept on one line), in the order
+    tried: everything on one line; long factor names on two; then without each optional
+    column in turn, except that before one ranked KEEP_RANK or higher is given up, figures
+    may wrap at their spaces; last, with figures wrapped and nothing optional."""
     shown = list(columns)
-    droppable = sorted(
+    yield shown, False, True
+    yield shown, True, True
+    for gone in sorted(
         (c for c in columns if c.optional is not None), key=lambda c: c.optional or 0
-    )
-    split, strict = False, True
-    while True:
+    ):
+        if (gone.optional or 0) >= KEEP_RANK:
+            yield shown, True, False
+        shown = [c for c in shown if c.key != gone.key]
+        yield shown, True, True
+    yield shown, True, False
+
+
+def fit(console: Console, title: Text, columns: Sequence[Column]) -> tuple[Table, list[str]]:
+    """The table as wide as the terminal allows without cutting a word (`_attempts` in
+    turn), and the headers of the columns that had to be left out (to say so under it)."""
+    for shown, split, strict in _attempts(columns):
         headers = _headers(shown, split)
-        room = console.width - _overhead(console, title, shown, headers)
+        room = console.width - _overhead(console, shown)
         ranges = [_range(console, c, h) for c, h in zip(shown, headers, strict=True)]
         widths = _widths(shown, ranges, room, strict)
         if widths is not None:
             break
-        if not split:
-            split = True
-        elif droppable:
-            gone = droppable.pop(0)
-            shown = [c for c in shown if c.key != gone.key]
-        elif strict:
-            strict = False
-        else:
-            widths = [lo for lo, _hi in ranges]
-            break
+    else:  # even the longest words do not fit: rich folds what it must
+        widths = [lo for lo, _hi in ranges]
     hidden = [c.header.replace("\n", " ") for c in columns if c not in shown]
     return _table(title, shown, headers, widths), hidden
 

@@ -428,9 +428,11 @@ class LatencyRow:
 
 
 def _decade_ticks(lo: float, hi: float) -> list[float]:
-    """1-2-5 ticks from the decade at or below lo to the one at or above hi."""
+    """Ticks from the decade at or below lo to the one at or above hi: every decade, and
+    2 and 5 between them when there are at most two decades (else their labels collide)."""
     first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-    ticks = [m * 10.0**e for e in range(first, last + 1) for m in (1, 2, 5)]
+    steps = (1, 2, 5) if last - first <= 2 else (1,)
+    ticks = [m * 10.0**e for e in range(first, last + 1) for m in steps]
     return [t for t in ticks if 10.0**first <= t <= 10.0**last]
 
 
@@ -479,7 +481,7 @@ def _latency_row(
     y = frame.top + i * frame.row_h
     parts = [
         fmt('<text x="{}" y="{}" class="lbl" text-anchor="end">{}</text>',
-            frame.label_w - 6, _num(y + frame.row_h * 0.6), _short(row.label, 46))
+            frame.label_w - 6, _num(y + frame.row_h * 0.6), _short(row.label, 40))
     ]  # fmt: skip
     for name, c, lo, hi in row.marks:
         k = names.index(name)

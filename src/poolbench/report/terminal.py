@@ -14,7 +14,7 @@ from rich.text import Text
 
 from poolbench.planner.performance import DiskSpeed
 from poolbench.report import header, predicted
-from poolbench.report.compare_runs import RunComparison
+from poolbench.report.compare_runs import Pair, RunComparison
 from poolbench.report.data import RunData, fmt_value, load_run, parse_config
 from poolbench.report.layout import Column, print_fitted
 from poolbench.report.metrics import (
@@ -90,7 +90,8 @@ def _latency_column(wt: WorkloadTable) -> Column | None:
         Text(r.cell.figure(DEFAULT_LATENCY).text() if r.cell.has(DEFAULT_LATENCY) else "–")
         for r in rows
     ]
-    return Column("p99", f"{DEFAULT_LATENCY.key} {LATENCY_UNIT}", cells, "right", optional=3)
+    header = f"{DEFAULT_LATENCY.key} {LATENCY_UNIT}\n(95% CI)"
+    return Column("p99", header, cells, "right", optional=3)
 
 
 def workload_columns(run: RunData, wt: WorkloadTable, baseline: Baseline | None) -> list[Column]:
@@ -142,11 +143,10 @@ def render_run(
     predicted.render_terminal(console, run, disk)  # the model beside the measured figures
 
 
-def comparison_columns(cmp: RunComparison, notes: Footnotes) -> list[Column]:
-    """Workload (with its unit), the factors (or A → B targets), both figures, the change."""
-    a, b, pairs, m = cmp.a, cmp.b, cmp.pairs, cmp.metric
-    names = [Text(f"{p.workload} {m.unit(p.cell_a.unit)}") for p in pairs]
-    cols = [Column("workload", "workload", names, prose=True)]
+def comparison_columns(cmp: RunComparison, pairs: list[Pair], notes: Footnotes) -> list[Column]:
+    """One workload's pairs: the factors (or A → B targets), both figures, the change."""
+    a, b, m = cmp.a, cmp.b, cmp.metric
+    cols: list[Column] = []
     if any(p.cell_a.config != p.cell_b.config for p in pairs):
         texts = [f"{a.label(p.cell_a.config)} → {b.label(p.cell_b.config)}" for p in pairs]
         cols.append(Column("configuration", "configuration", [Text(t) for t in texts], prose=True))
@@ -155,13 +155,8 @@ def comparison_columns(cmp: RunComparison, notes: Footnotes) -> list[Column]:
     for side, run in (("A", "cell_a"), ("B", "cell_b")):
         figs = [Text(getattr(p, run).figure(m).text()) for p in pairs]
         cols.append(Column(f"fig{side}", side, figs, "right"))
-    cols.append(
-        Column(
-            "change",
-            "change B vs A",
-            [_change(p.change.full_text(), p.change.significant) for p in pairs],
-        )
-    )
+    changes = [_change(p.change.full_text(), p.change.significant) for p in pairs]
+    cols.append(Column("change", "change B vs A", changes, prose=True))
     runs = [f"{len(p.cell_a.metric_values(m))}/{len(p.cell_b.metric_values(m))}" for p in pairs]
     cols.append(Column("runs", "runs A/B", [Text(r) for r in runs], "right", optional=1))
     numbers = [
@@ -197,9 +192,15 @@ def render_comparison(console: Console, cmp: RunComparison) -> None:
         highlight=False,
     )
     notes = Footnotes()
-    title = f"matching workloads: {cmp.metric.title}, {cmp.metric.statistic} in A and B"
-    print_fitted(console, Text(title),
-                 comparison_columns(cmp, notes), lambda: WIDER)  # fmt: skip
+    by_workload: dict[str, list[Pair]] = {}
+    for p in cmp.pairs:
+        by_workload.setdefault(p.workload, []).append(p)
+    m = cmp.metric
+    for workload, pairs in by_workload.items():
+        unit = m.unit(pairs[0].cell_a.unit)
+        what = f"{m.title}, " if m.is_latency else ""
+        title = Text(f"{workload} ({unit}): {what}{m.statistic} in A and B")
+        print_fitted(console, title, comparison_columns(cmp, pairs, notes), lambda: WIDER)
     for side, items in (("A", cmp.only_a), ("B", cmp.only_b)):
         if items:
             t2 = Text(f"only in {side}: ", style="bold")

@@ -95,9 +95,9 @@ def _timed(workload: Workload, params: JobParams) -> dict[str, str]:
     return g
 
 
-def render(workload: Workload, params: JobParams) -> str:
-    """The complete job file for one measurement of `workload`."""
-    g: dict[str, str] = {
+def _global_options(workload: Workload, params: JobParams) -> dict[str, str]:
+    """The options every measurement's job starts from."""
+    return {
         "directory": params.directory,
         "group_reporting": "1",
         # No posix_fallocate: a write must allocate as an application's write does.
@@ -108,6 +108,11 @@ def render(workload: Workload, params: JobParams) -> str:
         "clat_percentiles": "1",
         "percentile_list": ":".join(format(q, "g") for q in PERCENTILES),
     }
+
+
+def render(workload: Workload, params: JobParams) -> str:
+    """The complete job file for one measurement of `workload`."""
+    g = _global_options(workload, params)
     if workload.is_metadata:
         g.update(
             {

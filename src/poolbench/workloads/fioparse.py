@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,7 +116,7 @@ def _clat(section: Mapping[str, Any], direction: str) -> Latency | None:
     )
 
 
-def latency(jobs: list[Mapping[str, Any]], direction: str) -> Latency | None:
+def latency(jobs: Sequence[Mapping[str, Any]], direction: str) -> Latency | None:
     """The completion latency of a run. One job entry (group_reporting): fio's own figures.
     Several entries (jobs reported apart): their histograms merged and the percentiles
     computed from the merged bins as fio would; without bins nothing honest can be merged
