@@ -145,14 +145,12 @@ class ColumnWork:
     total_written: int  # sectors written on all members: blocks × the allocation table's asize
 
 
-@lru_cache(maxsize=512)
-def raidz_work(width: int, parity: int, ashift: int, psize: int) -> ColumnWork:
-    """Lay blocks of `psize` out back to back from offset 0 as the raidz map does
-    (vdev_raidz_map_alloc; learnt from the OpenZFS and zfs-fuse source, re-stated here) and
-    count each member's sectors over at least 8 MiB of the vdev (eight 1 MiB parity swaps).
+def raidz_columns(width: int, parity: int, ashift: int, offset: int, psize: int) -> RaidzBlock:
+    """Where one block of `psize` bytes at vdev `offset` (bytes) puts its sectors, as the raidz
+    map does (vdev_raidz_map_alloc; learnt from the OpenZFS and zfs-fuse source, re-stated).
 
-    Per block: s sectors; q = s // (W − P) full rows, r = s mod (W − P); bc = r + P columns
-    (0 when r = 0) carry q + 1 sectors, the rest q; the first column (parity) sits on member
+    s sectors; q = s // (W − P) full rows, r = s mod (W − P); bc = r + P columns (0 when
+    r = 0) carry q + 1 sectors, the rest q; the first column (parity) sits on member
     (offset / sector) mod W; the allocation is rounded up to P + 1 sectors and the padding
     sectors follow column bc; raidz1 swaps columns 0 and 1 where offset bit 20 is set.
     """
@@ -163,22 +161,46 @@ def raidz_work(width: int, parity: int, ashift: int, psize: int) -> ColumnWork:
     tot = s + parity * (q + (1 if r else 0))
     acols = width if q else bc
     asize = -(-tot // (parity + 1)) * (parity + 1)
+    first = offset // sector
+    devs = [(first + c) % width for c in range(acols)]
+    if parity == 1 and offset & (1 << 20):
+        devs[0], devs[1] = devs[1], devs[0]
+    read, written = [0] * width, [0] * width
+    for c, dev in enumerate(devs):
+        size = q + (1 if c < bc else 0)
+        written[dev] += size
+        if c >= parity:
+            read[dev] += size
+    for k in range(asize - tot):
+        written[devs[(bc + k) % acols]] += 1
+    return RaidzBlock(asize, tuple(read), tuple(written))
+
+
+@dataclass(frozen=True)
+class RaidzBlock:
+    """One raidz block: its allocated sectors and each member's data and written sectors."""
+
+    asize: int
+    read: tuple[int, ...]  # data sectors per member (what a healthy read fetches)
+    written: tuple[int, ...]  # data, parity and padding sectors per member
+
+
+@lru_cache(maxsize=512)
+def raidz_work(width: int, parity: int, ashift: int, psize: int) -> ColumnWork:
+    """Lay blocks of `psize` out back to back from offset 0 (`raidz_columns` for each) and
+    count each member's sectors over at least 8 MiB of the vdev (eight 1 MiB parity swaps)."""
+    sector = 1 << ashift
     read, written, ios = [0] * width, [0] * width, [0] * width
     offset = blocks = 0
     while offset * sector < 8 << 20 or blocks < 64:
-        devs = [(offset + c) % width for c in range(acols)]
-        if parity == 1 and (offset * sector) & (1 << 20):
-            devs[0], devs[1] = devs[1], devs[0]
-        for c, dev in enumerate(devs):
-            size = q + (1 if c < bc else 0)
-            written[dev] += size
-            if c >= parity and size:
-                read[dev] += size
-                ios[dev] += 1
-        for k in range(asize - tot):
-            written[devs[(bc + k) % acols]] += 1
-        offset += asize
+        blk = raidz_columns(width, parity, ashift, offset * sector, psize)
+        for dev in range(width):
+            read[dev] += blk.read[dev]
+            written[dev] += blk.written[dev]
+            ios[dev] += 1 if blk.read[dev] else 0
+        offset += blk.asize
         blocks += 1
+    s = -(-psize // sector)
     return ColumnWork(s * blocks, max(read), max(written), blocks, max(ios), sum(written))
 
 
