@@ -23,6 +23,7 @@ import argparse
 import json
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -62,27 +63,41 @@ def fio(env: Env, path: Path, rw: str, size: str) -> float:
     return float(job["read" if rw == "read" else "write"]["bw_bytes"]) / MiB
 
 
-def blocks(env: Env, links: Path, obj: int) -> list[tuple[int, int, int]]:
-    """(file offset, vdev, vdev offset) of every L0 block of object `obj`, in file order."""
+def blocks(env: Env, links: Path, obj: int) -> list[tuple[int, int, int, int]]:
+    """(file offset, vdev, vdev offset, asize) of every L0 block of `obj`, in file order."""
     out = run(env, ["zdb", "-e", "-p", str(links), "-ddddd", f"{POOL}/", str(obj)], check=False)
     if "L0" not in out:
         out = run(env, ["zdb", "-e", "-p", str(links), "-ddddd", POOL, str(obj)])
     found = [
-        (int(m[1], 16), int(m[2]), int(m[3], 16)) for m in map(BP.match, out.splitlines()) if m
+        (int(m[1], 16), int(m[2]), int(m[3], 16), int(m[4], 16))
+        for m in map(BP.match, out.splitlines())
+        if m
     ]
     if not found:
         raise RuntimeError(f"no L0 block pointers in zdb's output:\n{out[-2000:]}")
     return sorted(found)
 
 
-def analyse(layout: str, bps: list[tuple[int, int, int]], recordsize: int) -> dict[str, Any]:
+def gaps(bps: list[tuple[int, int, int, int]]) -> list[tuple[int, int]]:
+    """(block index, sectors) wherever a block does not start where the vdev's previous block
+    of the file ended: the room other allocations (metadata, a metaslab's end) took."""
+    end: dict[int, int] = {}
+    out = []
+    for i, (_, vd, off, asize) in enumerate(bps):
+        if vd in end and off != end[vd]:
+            out.append((i, (off - end[vd]) >> ASHIFT))
+        end[vd] = off + asize
+    return out
+
+
+def analyse(layout: str, bps: list[tuple[int, int, int, int]], recordsize: int) -> dict[str, Any]:
     spec = parse_layout(layout, (768 * MiB,) * sum(int(p.split(":")[1]) for p in layout.split("+")))
     widths = [v.width for v in spec.vdevs]
     parities = [v.parity for v in spec.vdevs]
     base = [sum(widths[:i]) for i in range(len(widths))]
     loads: list[list[int]] = []
     runs, last = 0, {}
-    for _, vd, off in bps:
+    for _, vd, off, _ in bps:
         blk = raidz_columns(widths[vd], parities[vd], ASHIFT, off, recordsize)
         row = [0] * sum(widths)
         for m, n in enumerate(blk.read):
@@ -92,7 +107,7 @@ def analyse(layout: str, bps: list[tuple[int, int, int]], recordsize: int) -> di
         runs += 1 if last.get(vd) != first else 0
         last[vd] = first
     data = sum(map(sum, loads))
-    out: dict[str, Any] = {"blocks": len(bps), "runs": runs}
+    out: dict[str, Any] = {"blocks": len(bps), "runs": runs, "gaps": gaps(bps)}
     for k in (1, 8, 32, 128, 256, len(loads)):
         busy = sum(
             max(map(sum, zip(*loads[i : i + k], strict=True))) for i in range(0, len(loads), k)
@@ -131,8 +146,20 @@ def one(env: Env, layout: str, args: argparse.Namespace) -> dict[str, Any]:
             result[f"cycle{cycle}"] = got
             print(layout, json.dumps(got), flush=True)
     finally:
-        run(env, ["zpool", "destroy", POOL], check=False)
+        destroy(env)
     return result
+
+
+def destroy(env: Env) -> None:
+    """Destroy the pool before its loops go; a busy mount can refuse once, so try again."""
+    for _ in range(10):
+        res = env.runner.run(["zpool", "destroy", "-f", POOL], check=False, timeout=120)
+        listed = env.runner.run(["zpool", "list", "-H", POOL], check=False, mutates=False)
+        if listed.returncode != 0:
+            return
+        print(f"zpool destroy {POOL}: {res.stderr.strip()}; trying again", file=sys.stderr)
+        time.sleep(2)
+    raise RuntimeError(f"could not destroy {POOL}: destroy it by hand before its loops go")
 
 
 def main(argv: list[str]) -> int:
