@@ -90,6 +90,20 @@ def gaps(bps: list[tuple[int, int, int, int]]) -> list[tuple[int, int]]:
     return out
 
 
+def windowed_time(loads: list[list[int]], k: int) -> float:
+    """Sector-times to read blocks in order with at most k blocks in flight (prefetch): each
+    member serves its parts in block order; block i is issued when block i - k is done."""
+    free = [0.0] * len(loads[0])
+    done: list[float] = []
+    for i, row in enumerate(loads):
+        issue = done[i - k] if i >= k else 0.0
+        for m, n in enumerate(row):
+            if n:
+                free[m] = max(free[m], issue) + n
+        done.append(max(free[m] for m, n in enumerate(row) if n))
+    return max(done)
+
+
 def analyse(layout: str, bps: list[tuple[int, int, int, int]], recordsize: int) -> dict[str, Any]:
     spec = parse_layout(layout, (768 * MiB,) * sum(int(p.split(":")[1]) for p in layout.split("+")))
     widths = [v.width for v in spec.vdevs]
@@ -108,6 +122,8 @@ def analyse(layout: str, bps: list[tuple[int, int, int, int]], recordsize: int) 
         last[vd] = first
     data = sum(map(sum, loads))
     out: dict[str, Any] = {"blocks": len(bps), "runs": runs, "gaps": gaps(bps)}
+    for k in (16, 64, 256):
+        out[f"window_{k}"] = round(data / windowed_time(loads, k), 2)
     for k in (1, 8, 32, 128, 256, len(loads)):
         busy = sum(
             max(map(sum, zip(*loads[i : i + k], strict=True))) for i in range(0, len(loads), k)
@@ -141,10 +157,11 @@ def one(env: Env, layout: str, args: argparse.Namespace) -> dict[str, Any]:
             run(env, ["zpool", "import", "-d", str(links), POOL])
             r = fio(env, f, "read", args.size)
             got = analyse(layout, bps, 128 * 1024)
+            got["bps"] = bps
             got.update(write_mibs=round(w, 1), read_mibs=round(r, 1),
                        read_disks=round(r / args.mibps, 2), cycle=cycle)  # fmt: skip
             result[f"cycle{cycle}"] = got
-            print(layout, json.dumps(got), flush=True)
+            print(layout, json.dumps({k: v for k, v in got.items() if k != "bps"}), flush=True)
     finally:
         destroy(env)
     return result
