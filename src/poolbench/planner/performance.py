@@ -27,6 +27,7 @@ fragmentation or fill: `predict_detailed` says so beside each figure.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -143,7 +144,8 @@ class ColumnWork:
     blocks: int
     max_read_ios: int  # block reads the busiest member takes part in
     total_written: int  # sectors written on all members: blocks × the allocation table's asize
-    total_read_ios: int  # member reads for all blocks (a block reads each data column once)
+    read_by_member: tuple[int, ...]  # data sectors each member reads
+    ios_by_member: tuple[int, ...]  # block reads each member takes part in
 
 
 def raidz_columns(width: int, parity: int, ashift: int, offset: int, psize: int) -> RaidzBlock:
@@ -187,13 +189,13 @@ class RaidzBlock:
 
 
 @lru_cache(maxsize=512)
-def raidz_work(width: int, parity: int, ashift: int, psize: int) -> ColumnWork:
-    """Lay blocks of `psize` out back to back from offset 0 (`raidz_columns` for each) and
-    count each member's sectors over at least 8 MiB of the vdev (eight 1 MiB parity swaps)."""
+def raidz_work(width: int, parity: int, ashift: int, psize: int, start: int = 0) -> ColumnWork:
+    """Lay blocks of `psize` out back to back from sector `start` (`raidz_columns` for each)
+    and count each member's sectors over at least 8 MiB of the vdev (eight 1 MiB swaps)."""
     sector = 1 << ashift
     read, written, ios = [0] * width, [0] * width, [0] * width
-    offset = blocks = 0
-    while offset * sector < 8 << 20 or blocks < 64:
+    offset, blocks = start, 0
+    while (offset - start) * sector < 8 << 20 or blocks < 64:
         blk = raidz_columns(width, parity, ashift, offset * sector, psize)
         for dev in range(width):
             read[dev] += blk.read[dev]
@@ -202,7 +204,35 @@ def raidz_work(width: int, parity: int, ashift: int, psize: int) -> ColumnWork:
         offset += blk.asize
         blocks += 1
     s = -(-psize // sector)
-    return ColumnWork(s * blocks, max(read), max(written), blocks, max(ios), sum(written), sum(ios))
+    return ColumnWork(
+        s * blocks, max(read), max(written), blocks, max(ios), sum(written), tuple(read),
+        tuple(ios),
+    )  # fmt: skip
+
+
+def first_column_step(width: int, parity: int) -> int:
+    """Runs of blocks on a real pool start wherever other allocations left off, but only on
+    some members: every raidz allocation is a multiple of P + 1 sectors and every metaslab
+    starts at a power-of-two offset, so run starts differ by multiples of the largest power
+    of two dividing P + 1, and their first columns (start mod W) by multiples of its gcd
+    with W: 2 for raidz1 of even width, 2 for raidz3 of width 6, 1 for every raidz2."""
+    p1 = parity + 1
+    return math.gcd(p1 & -p1, width)
+
+
+@lru_cache(maxsize=512)
+def raidz_mixed(width: int, parity: int, ashift: int, psize: int) -> tuple[float, float]:
+    """(stream read, random read) in disks when runs of blocks start on every first column a
+    real pool allows (`first_column_step`), equally often: what a read of a whole working set
+    draws on. Correction 8 in docs/planner.md."""
+    read, ios = [0] * width, [0] * width
+    data = blocks = 0
+    for start in range(0, width, first_column_step(width, parity)):
+        w = raidz_work(width, parity, ashift, psize, start)
+        read = [a + b for a, b in zip(read, w.read_by_member, strict=True)]
+        ios = [a + b for a, b in zip(ios, w.ios_by_member, strict=True)]
+        data, blocks = data + w.data_sectors, blocks + w.blocks
+    return data / max(read), blocks / max(ios)
 
 
 def vdev_multipliers(
@@ -223,9 +253,8 @@ def vdev_multipliers(
         write = work.data_sectors / work.max_written
         read = write if medium == "media" else work.data_sectors / work.max_read
         # Random reads sample the whole working set, whose runs of blocks start on every
-        # member (other allocations between them move the first column; docs/planner.md,
-        # correction 8): the member reads spread evenly over all W members.
-        rand = spec.width * work.blocks / work.total_read_ios
+        # first column the pool allows (correction 8, docs/planner.md).
+        rand = raidz_mixed(spec.width, spec.parity, ashift, recordsize)[1]
         return (read, write, rand, 1.0)
     children = spec.width - spec.draid_spares
     group = spec.draid_data + spec.parity
@@ -366,7 +395,9 @@ def raidz_read_basis(
     the streaming tolerance of that ceiling it stands as validated, elsewhere it is a lower
     bound and the ceiling is printed."""
     upper = sum(
-        v.width if v.kind == "raidz" else vdev_multipliers(v, recordsize, ashift, "transfer")[0]
+        raidz_mixed(v.width, v.parity, ashift, recordsize)[0]
+        if v.kind == "raidz"
+        else vdev_multipliers(v, recordsize, ashift, "transfer")[0]
         for v in layout.vdevs
     )
     lower = speed.read_bps / disk.read_bps
@@ -376,7 +407,8 @@ def raidz_read_basis(
         "outside the validated range: a lower bound (data blocks back to back); other blocks "
         "allocated between runs of data blocks move the parity, by how much depends on the "
         "transaction groups (measured 1.00-1.42 × this, docs/planner.md); at most "
-        f"{upper * disk.read_bps / 2**20:,.0f} MiB/s (every member delivering data)"
+        f"{upper * disk.read_bps / 2**20:,.0f} MiB/s (runs of blocks starting on every member "
+        "the allocation allows)"
     )
 
 
