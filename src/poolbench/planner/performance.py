@@ -358,7 +358,7 @@ def predict_detailed(
     speed = predict(layout, disk, recordsize, ashift, outstanding)
     kinds = {v.kind for v in layout.vdevs}
     if "draid" in kinds:
-        stream = "model: dRAID is not measured here (zfs-fuse has no dRAID)"
+        stream = draid_stream_basis(layout, disk, recordsize, ashift)
     elif disk.medium == "media":
         stream = (
             "model for spinning disks (the head passes parity sectors too), not measured "
@@ -381,6 +381,27 @@ def predict_detailed(
         Figure(speed.read_iops, rand),
         Figure(speed.write_iops, COW_WRITES),
         NOTES,
+    )
+
+
+def draid_stream_basis(layout: Layout, disk: DiskSpeed, recordsize: int, ashift: int) -> str:
+    """dRAID's streaming figures spread a stream over all C − S children. dRAID fills one
+    redundancy group (D + P children, 16 MiB deep) before the next (vdev_draid.c), and every
+    block starts on the group's first column, so one stream can see only its group: each
+    child of it moves ⌈s/D⌉ sectors per block of s, a stream s/⌈s/D⌉ disks (at most D)."""
+    sectors = -(-recordsize // (1 << ashift))
+    low = sum(
+        sectors / -(-sectors // v.draid_data)
+        if v.kind == "draid"
+        else min(vdev_multipliers(v, recordsize, ashift, disk.medium)[:2])
+        for v in layout.vdevs
+    )
+    rate = min(disk.read_bps, disk.write_bps) / 2**20
+    return (
+        "model only: dRAID is not measured (zfs-fuse has none, and the OpenZFS guest runs "
+        "under software emulation; docs/planner.md); the figure spreads a stream over every "
+        "child, but dRAID fills one redundancy group at a time, so a single stream may see "
+        f"as little as {low * rate:,.0f} MiB/s"
     )
 
 
