@@ -370,7 +370,13 @@ def predict_detailed(
     if "raidz" in kinds and disk.medium == "transfer":
         read = raidz_read_basis(layout, disk, speed, recordsize, ashift)
     rand = "model: OpenZFS dRAID documentation" if "draid" in kinds else VALIDATED
-    if outstanding is None and "draid" not in kinds:
+    if outstanding is not None and "draid" not in kinds:
+        rand = (
+            "model: Q/(Q + K - 1) of K members busy with Q requests in flight, for disks "
+            "with a service time; it erred low by up to 1.39 x on rate-capped devices "
+            "(docs/planner.md, correction 4)"
+        )
+    elif "draid" not in kinds:
         rand = (
             "many requests in flight, every member busy; rate-capped devices gave 0.70-0.94 "
             "of this with 8 in flight (docs/planner.md)"
