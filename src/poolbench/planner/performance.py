@@ -433,7 +433,7 @@ def raidz_read_basis(
     return (
         "outside the validated range: a lower bound (data blocks back to back); other blocks "
         "allocated between runs of data blocks move the parity, by how much depends on the "
-        "transaction groups (measured 1.00-1.42 × this, docs/planner.md); at most "
+        "transaction groups (measured 1.03-1.42 × this, docs/planner.md); at most "
         f"{upper * disk.read_bps / 2**20:,.0f} MiB/s (runs of blocks starting on every member "
         "the allocation allows)"
     )
