@@ -148,10 +148,11 @@ def test_draid_random_iops_take_whole_groups_only() -> None:
     # draid1:8d:1s of 20: 19 / 9 → 2.
     s = predict(parse_layout("draid1:8d:1s:20x1T"), HDD)
     assert s.read_iops == 200
-    # Streaming: 128K = 32 sectors = 8 rows of 4 data sectors, 8 × 6 sectors written:
-    # 13 children × 32/48 of a disk each.
+    # Streaming: 128K = 32 sectors = 8 rows of 4 data sectors; a stream sees one group of
+    # 6 children, each writing 8 sectors per block: 32/8 = 4 disks (not 13 × 32/48 = 8.67,
+    # the figure spread over every child, which the basis gives as the ceiling).
     s = predict(parse_layout("draid2:4d:0s:13x1T"), HDD)
-    assert s.write_bps == pytest.approx(13 * 32 / 48 * 100 * MiB)
+    assert s.write_bps == pytest.approx(4 * 100 * MiB)
 
 
 def test_detail_says_what_the_model_cannot_know() -> None:
@@ -195,11 +196,11 @@ def test_raidz_stream_read_is_marked_a_lower_bound_on_transfer_bound_disks() -> 
 
 
 def test_draid_stream_says_one_group_at_a_time() -> None:
-    # draid1:8d:1s of 14: the figure spreads a stream over the 13 non-spare children, but
-    # dRAID fills one group of D + P = 9 children at a time: a 128K block (32 sectors) is
-    # 4 rows of 8 data sectors, so each child of the group moves 4 sectors per block and a
-    # stream gets 32/4 = 8 disks: 800 MiB/s of 100 MiB/s disks, less than the figure.
+    # draid1:8d:1s of 14: dRAID fills one group of D + P = 9 children at a time; a 128K
+    # block (32 sectors) is 4 rows of 8 data sectors, so each child of the group moves 4
+    # sectors per block: 32/4 = 8 disks, 800 MiB/s of 100 MiB/s disks. Spread over the 13
+    # non-spare children: reads 13 × 32/(4 × 8) = 13 disks, the ceiling the basis prints.
     d = predict_detailed(parse_layout("draid1:8d:1s:14x1T"), SSD)
-    assert d.write_bps.basis.startswith("model only")
-    assert "as little as 800 MiB/s" in d.write_bps.basis
-    assert d.write_bps.value > 800 * MiB
+    assert d.write_bps.value == d.read_bps.value == pytest.approx(800 * MiB)
+    assert d.read_bps.basis.startswith("model, a lower bound")
+    assert "at most 1,300 MiB/s" in d.read_bps.basis
