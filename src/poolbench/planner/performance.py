@@ -15,7 +15,9 @@ them out:
   as its busiest member: write = s·n / max(sectors a member writes), read = s·n / max(data
   sectors a member reads) on a disk whose speed is its transfer rate (SSD, NVMe, a capped
   device), or the write figure on a spinning disk (its head passes over the parity sectors
-  too). Random reads of whole blocks: n / max(reads a member serves);
+  too); the transfer-bound read is a lower bound where runs of blocks starting elsewhere
+  would lift it. Random reads of whole blocks: n / max(reads a member serves), averaged
+  over the first columns a real pool's runs of blocks can start on (`first_column_step`);
 - dRAID: fixed rows of D data + P parity sectors; groups of D + P children are filled one
   at a time, so a stream sees one group: s / ⌈s/D⌉ disks for blocks of s sectors (a lower
   bound; spread over all C − S children is the ceiling); random IOPS floor((C − S)/(D + P))
