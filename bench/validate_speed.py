@@ -226,9 +226,12 @@ def _warnings(m: dict[str, Any]) -> list[str]:
     return [str(x) for x in (json.loads(w) if isinstance(w, str) else w)]
 
 
-def predicted(name: str, args: argparse.Namespace) -> dict[str, tuple[Prediction, float]]:
-    """Per workload: the model's figure (its unit as stored) and the planner's write
-    amplification for the pass's record size (raw bytes on the members / block)."""
+def predicted(
+    name: str, args: argparse.Namespace
+) -> dict[str, tuple[Prediction, float, Prediction]]:
+    """Per workload: the model's figure (its unit as stored), the planner's write
+    amplification for the pass's record size (raw bytes on the members / block), and the
+    figure with the queueing rule for `jobs` requests in flight (for comparison)."""
     layout, n = LAYOUTS[name]
     spec = parse_layout(layout, (768 * MiB,) * n)
     mib = args.mibps * MiB
@@ -237,20 +240,24 @@ def predicted(name: str, args: argparse.Namespace) -> dict[str, tuple[Prediction
     out = {}
     for workloads, recordsize, _ in PASSES.values():
         rs = 128 * 1024 if recordsize == "128K" else 4096
-        # The random pass runs `jobs` requests at a time: the model is told so.
-        pred = predict_detailed(spec, disk, recordsize=rs, ashift=ASHIFT, outstanding=args.jobs)
+        # The plan's figure (every member busy) and the queueing rule for `jobs` in flight.
+        pred = predict_detailed(spec, disk, recordsize=rs, ashift=ASHIFT)
+        queued = predict_detailed(spec, disk, recordsize=rs, ashift=ASHIFT, outstanding=args.jobs)
         raw = sum(
             psize_to_asize(v.spec, rs, ASHIFT) * (v.spec.width if v.spec.kind == "mirror" else 1)
             for v in plan.vdevs
         ) / len(plan.vdevs)
         for wl in workloads:
-            out[wl] = (pred, raw / rs)
+            out[wl] = (pred, raw / rs, queued)
     return out
 
 
-def row(name: str, wl: str, got: dict[str, Any], pred: tuple[Prediction, float]) -> dict[str, Any]:
+def row(
+    name: str, wl: str, got: dict[str, Any], pred: tuple[Prediction, float, Prediction]
+) -> dict[str, Any]:
     attr, unit = FIGURE[wl]
-    p, amp = pred
+    p, amp, q = pred
+    q_value = getattr(q, attr).value / unit
     figure = getattr(p, attr)
     value = figure.value / unit
     tol = STREAM_TOL if wl.startswith("seq") else RANDOM_TOL
@@ -262,6 +269,7 @@ def row(name: str, wl: str, got: dict[str, Any], pred: tuple[Prediction, float])
         "measured": round(got["mean"], 1),
         "ratio": round(ratio, 3) if ratio else None,
         "within": ratio is not None and abs(ratio - 1) <= tol,
+        "ratio_queued": round(got["mean"] / q_value, 3) if q_value else None,
         "basis": figure.basis,
         "device_per_app": round(got["device_per_app"], 3) if got["device_per_app"] else None,
         "planner_write_amp": round(amp, 3) if wl.startswith(("seq-write", "rand-write")) else None,
@@ -271,15 +279,20 @@ def row(name: str, wl: str, got: dict[str, Any], pred: tuple[Prediction, float])
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     head = f"{'layout':<11} {'workload':<14} {'pred':>8} {'meas':>8} {'ratio':>6} ok  "
-    print(head + f"{'dev/app':>7} {'plan amp':>8}  model")
+    print(head + f"{'queued':>6} {'dev/app':>7} {'plan amp':>8}  model")
     for r in rows:
         ok = "yes" if r["within"] else "NO "
         amp = f"{r['planner_write_amp']:.3f}" if r["planner_write_amp"] else "-"
         dpa = f"{r['device_per_app']:.3f}" if r["device_per_app"] else "-"
         ratio = f"{r['ratio']:.2f}" if r["ratio"] else "-"
+        queued = (
+            f"{r['ratio_queued']:.2f}"
+            if r["ratio_queued"] and "rand-read" in r["workload"]
+            else "-"
+        )
         print(
             f"{r['layout']:<11} {r['workload']:<14} {r['predicted']:>8.1f} {r['measured']:>8.1f} "
-            f"{ratio:>6} {ok} {dpa:>7} {amp:>8}  {r['basis']}"
+            f"{ratio:>6} {ok} {queued:>6} {dpa:>7} {amp:>8}  {r['basis']}"
         )
         for w in r["warnings"]:
             print(f"{'':<11} warning: {w[:150]}")
