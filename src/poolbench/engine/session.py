@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from poolbench.engine import replicates
+from poolbench.engine import cold_read, replicates
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.hooks import TrialHooks
 from poolbench.engine.lifecycle import CommandLog
@@ -127,6 +127,7 @@ class Session:
         self.fio_version = ""
         self.commands = CommandLog(runner, store, run_id)
         self._untar = Untar(runner, options.tarball) if options.tarball else None
+        self._zfs: str | None = None  # "openzfs" / "zfs-fuse": whose ARC a cold read checks
 
     # -- preflight -------------------------------------------------------------------------
     def preflight(self) -> dict[str, Any]:
@@ -140,6 +141,7 @@ class Session:
         self.working_set = workingset.choose(self.target, self.options.size, meta_bytes)
         if self.device_target is None:
             self.device_target = devices.resolve(self.target, self.runner)
+        self._zfs = None if self.runner.dry_run else cache.zfs_flavour(self.target)
         from poolbench.system.probes import device_info
 
         return {
@@ -308,6 +310,8 @@ class Session:
         elif w.cold:
             findings.cache = self._defeat_cache(self.workspace.data_files(w, params), warnings)
         assert self.device_target is not None
+        files = self.workspace.data_files(w, params) if w.cold else []
+        arc = cache.ArcWindow(self._zfs if w.cold and not w.cached_by_design else None, files)
         window = DeviceWindow(self.device_target)
         result = fio.run_job(self.runner, job, jobs / f"{w.name}.{replicate}.fio", w.direction)
         seconds = result.runtime_s + self._sync_metadata(w)
@@ -320,7 +324,8 @@ class Session:
             warn_unverified=not w.is_metadata,
         )
         findings.device = dev.finding
-        warnings += dev.warnings + self._cold_rule_warning(w, findings)
+        warnings += dev.warnings + self._settle_cold(w, findings, arc.close(result.io_bytes))
+        warnings += self._cold_rule_warning(w, findings)
         findings.fio = FioFinding(result.fio_version, result.within_run_bw_dev, result.lat_mean_ns)
         self._read_back(w, findings)
         value = figure(w, result.io_bytes, result.total_ios, seconds)
@@ -337,6 +342,16 @@ class Session:
         t0 = time.monotonic()
         self.runner.run(["sync", "--file-system", str(self.workspace.meta_dir)])
         return time.monotonic() - t0
+
+    def _settle_cold(
+        self, w: Workload, findings: Findings, arc: dict[str, Any] | None
+    ) -> list[str]:
+        """After a cold read: what the ARC and (metadata) the devices say about the drop."""
+        if not w.cold or findings.cache is None or self.runner.dry_run:
+            return []
+        meta = self.options.metadata_files if w.is_metadata else None
+        findings.cache, warnings = cold_read.settle(findings.cache, arc, findings.device, meta)
+        return warnings
 
     def _cold_rule_warning(self, w: Workload, findings: Findings) -> list[str]:
         ws = self.working_set
@@ -399,7 +414,7 @@ class Session:
             record = CacheFinding.from_json(self.subject.cache_defeat(files))
         else:
             record = CacheFinding.from_json(cache.drop(self.runner, files).as_dict())
-        if not record.verified:
+        if record.verified is False:
             warnings.append(
                 f"the cache drop before this cold read could not be verified ({record.why})"
             )
