@@ -402,9 +402,9 @@ class ZfsBackend:
     # -- cold cache --------------------------------------------------------------------------
     def drop_cache(self, pool: Pool) -> dict[str, Any]:
         """Export and import the pool (which evicts its ARC), and drop the page cache of its
-        member files/devices in between; verify each step. On OpenZFS the ARC's data size is
-        checked once the pool is exported; zfs-fuse's cache cannot be seen, so its drop is
-        never "verified" (None): the device byte check decides."""
+        member files/devices in between; verify each step. The ARC's data size is checked once
+        the pool is exported (OpenZFS; zfs-fuse where it publishes /zfs-kstat); where it
+        cannot be seen the drop is never "verified" (None): the device byte check decides."""
         name = pool.spec.name
         _, link_dir = self.paths(pool.spec)
         if self.runner.dry_run:
@@ -414,12 +414,13 @@ class ZfsBackend:
         t0 = time.monotonic()
         guid = pool.described.get("guid") or pools.pool_guid(self.runner, name)
         backing = [Path(p) for p in pool.described.get("leaves", [])]
-        arc_before = cache.read_arcstats()
+        stats = cache.arcstats_path(pool.described.get("dialect") or "openzfs")
+        arc_before = cache.read_arcstats(stats)
         pools.export(self.runner, name)
         exported = pools.pool_guid(self.runner, name) is None and wait_for(
             lambda: mount_at(pool.mountpoint, self.mountinfo) is None
         )
-        arc_exported = cache.read_arcstats()
+        arc_exported = cache.read_arcstats(stats)
         arc_ok, arc_said = cache.arc_after_export(
             arc_exported, len(pools.imported(self.runner)) if arc_exported else 0
         )

@@ -26,7 +26,7 @@ from poolbench.engine.records import CacheFinding, DataFinding, Findings, FioFin
 from poolbench.engine.untar import Untar
 from poolbench.engine.workspace import Workspace
 from poolbench.errors import PoolbenchError, UsageError
-from poolbench.guards import cache, devices, workingset
+from poolbench.guards import cache, cpu, devices, workingset
 from poolbench.guards.devices import Target
 from poolbench.stats import outliers
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
@@ -65,6 +65,7 @@ class WorkloadResult:
     workload: Workload
     values: list[float] = field(default_factory=list)
     device_mib_s: list[float] = field(default_factory=list)
+    cpu_s_per_gib: list[float] = field(default_factory=list)  # guards/cpu.py, per replicate
     warnings: list[str] = field(default_factory=list)
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)
 
@@ -312,9 +313,10 @@ class Session:
         assert self.device_target is not None
         files = self.workspace.data_files(w, params) if w.cold else []
         arc = cache.ArcWindow(self._zfs if w.cold and not w.cached_by_design else None, files)
-        window = DeviceWindow(self.device_target)
+        window, clock = DeviceWindow(self.device_target), cpu.CpuWindow(self._zfs)
         result = fio.run_job(self.runner, job, jobs / f"{w.name}.{replicate}.fio", w.direction)
         seconds = result.runtime_s + self._sync_metadata(w)
+        findings.other["cpu"] = clock.close(result.cpu_usr_s, result.cpu_sys_s, result.io_bytes)
         dev = window.close(
             w.direction if not w.is_metadata else "meta",
             result.io_bytes,
@@ -404,6 +406,9 @@ class Session:
         res.values.append(m.value)
         if m.device_mib_s is not None:
             res.device_mib_s.append(m.device_mib_s)
+        per_gib = cpu.per_gib(m.findings.other.get("cpu"))
+        if per_gib is not None:
+            res.cpu_s_per_gib.append(per_gib)
         for text in m.warnings:
             res.add_warning(text)
         self.store.add_measurement(self.run_id, m.to_row())

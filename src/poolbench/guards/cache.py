@@ -97,23 +97,40 @@ def drop(runner: Runner, files: Sequence[Path]) -> CacheDrop:
 
 # -- the ARC (ZFS's own cache, which fincore cannot see) ----------------------------------------
 ARCSTATS = Path("/proc/spl/kstat/zfs/arcstats")
-# More than this share of a cold read's demand data reads served from the ARC: the figure
-# measures RAM in part. A cold read after export/import serves ~0%; a partly warm ARC more.
+# zfs-fuse keeps its ARC in its daemon and publishes the counters as one file per name in
+# a FUSE mount of its own (unless started with --no-kstat-mount).
+FUSE_ARCSTATS = Path("/zfs-kstat/zfs/arcstats")
+_FUSE_KEYS = (
+    "size", "data_size", "demand_data_hits", "demand_data_misses", "prefetch_data_misses",
+)  # fmt: skip
+# More than this share of a cold read served from RAM: the figure measures RAM in part. A
+# cold read after export/import serves ~0% from RAM; a partly warm ARC more.
 ARC_SERVED_LIMIT = 0.25
 # Data the ARC may still hold after the only imported pool was exported (anonymous buffers
 # in flight); anything above this means the export did not empty it.
 ARC_EMPTY_SLACK = 8 * 1024 * 1024
 UNOBSERVABLE = (
-    "unobservable: zfs-fuse keeps its own cache inside its daemon, which poolbench cannot "
-    "see or count; the device byte check decides whether the disks served the read"
+    "unobservable: this zfs-fuse publishes no ARC counters (/zfs-kstat is not mounted: "
+    "--no-kstat-mount, or the daemon restarted), and its cache lives inside the daemon; the "
+    "device byte check decides whether the disks served the read"
 )
 
 
-def read_arcstats(path: Path = ARCSTATS) -> dict[str, int] | None:
-    """OpenZFS's ARC counters (name -> value); None where there are none (zfs-fuse, no ZFS)."""
+def arcstats_path(flavour: str | None) -> Path | None:
+    """Where this ZFS publishes its ARC counters ('openzfs' or 'zfs-fuse'); None: not ZFS."""
+    return {"openzfs": ARCSTATS, "zfs-fuse": FUSE_ARCSTATS}.get(flavour or "")
+
+
+def read_arcstats(path: Path | None = ARCSTATS) -> dict[str, int] | None:
+    """The ARC's counters (name -> value) from OpenZFS's kstat file or zfs-fuse's kstat
+    directory; None where there are none."""
+    if path is None:
+        return None
     try:
+        if path.is_dir():
+            return {k: int((path / k).read_text().split()[0]) for k in _FUSE_KEYS}
         text = path.read_text()
-    except OSError:
+    except (OSError, ValueError, IndexError):
         return None
     out: dict[str, int] = {}
     for line in text.splitlines():
@@ -220,27 +237,27 @@ def block_size_of(files: Sequence[Path]) -> int:
 
 
 class ArcWindow:
-    """Open just before a cold read, close right after: on OpenZFS, what the ARC served; on
-    zfs-fuse, that it cannot be seen; elsewhere nothing (None)."""
+    """Open just before a cold read, close right after: what the ARC served (OpenZFS, and
+    zfs-fuse where it publishes its counters), that it cannot be seen, or nothing (not ZFS)."""
 
     def __init__(
-        self, flavour: str | None, files: Sequence[Path] = (), arcstats: Path = ARCSTATS
+        self, flavour: str | None, files: Sequence[Path] = (), arcstats: Path | None = None
     ) -> None:
         self.flavour = flavour
-        self.arcstats = arcstats
-        self.block_size = block_size_of(files) if flavour == "openzfs" else 0
-        self.before = read_arcstats(arcstats) if flavour == "openzfs" else None
+        self.arcstats = arcstats or arcstats_path(flavour)
+        self.before = read_arcstats(self.arcstats)
+        self.block_size = block_size_of(files) if self.before else 0
 
     def close(self, app_bytes: int) -> dict[str, Any] | None:
         if self.flavour is None:
             return None
-        if self.flavour == "zfs-fuse":
-            return {"observable": False, "note": UNOBSERVABLE}
         after = read_arcstats(self.arcstats)
         if self.before is None or after is None:
-            return {"observable": False, "note": f"{self.arcstats} could not be read"}
+            note = UNOBSERVABLE if self.flavour == "zfs-fuse" else f"{self.arcstats} unreadable"
+            return {"observable": False, "note": note}
         read = arc_read(self.before, after, self.block_size, app_bytes)
-        return {"observable": True, **read.as_dict(), "warning": read.warning()}
+        return {"observable": True, "source": str(self.arcstats), **read.as_dict(),
+                "warning": read.warning()}  # fmt: skip
 
 
 def arc_after_export(exported: dict[str, int] | None, other_pools: int) -> tuple[bool | None, str]:

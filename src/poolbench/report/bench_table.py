@@ -19,6 +19,10 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
 
 
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
 def as_json(results: list[WorkloadResult]) -> list[dict[str, Any]]:
     out = []
     for r in results:
@@ -38,6 +42,8 @@ def as_json(results: list[WorkloadResult]) -> list[dict[str, Any]]:
                 "outliers": list(s.outliers),
                 "device_mean": dev,
                 "device_unit": "MiB/s",
+                # fio's CPU + the filesystem's (guards/cpu.py), seconds per GiB moved
+                "cpu_s_per_gib": _mean(r.cpu_s_per_gib),
                 "cached_by_design": r.workload.cached_by_design,
                 "warnings": list(r.warnings),
             }

@@ -63,6 +63,10 @@ class ConfigFacts:
     compressratios: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # per workload
     fill: Fill | None = None
     resilvers: tuple[Resilver, ...] = ()
+    # CPU seconds per GiB moved (fio's + the filesystem's: guards/cpu.py), per workload,
+    # and whose CPU counted as the filesystem's
+    cpu_s_per_gib: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    cpu_scope: str = ""
 
     def level(self, factor: str, default: str = "") -> str:
         return self.levels.get(factor, default)
@@ -155,6 +159,8 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
     measured: list[int] = []  # the capacity workload's figure
     described: list[int] = []  # the pool as read back when it was built
     version, fill, resilvers = "", None, []
+    cpu: dict[str, list[float]] = {}
+    scope = ""
     for r in rows:
         g: dict[str, Any] = r["guards"]
         pool = _section(g, "pool")
@@ -166,6 +172,10 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
         if ratio is not None:
             ratios.setdefault(r["workload"], []).append(ratio)
         fill = fill or _fill(g.get("fill"))
+        spent = _section(g, "cpu")
+        if isinstance(spent.get("s_per_gib"), int | float):
+            cpu.setdefault(r["workload"], []).append(float(spent["s_per_gib"]))
+            scope = scope or str(spent.get("fs_scope") or "")
         rs = _resilver(g.get("resilver"), int(r["replicate"]))
         resilvers += [rs] if rs else []
     return ConfigFacts(
@@ -177,6 +187,8 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
         compressratios={w: tuple(v) for w, v in ratios.items()},
         fill=fill,
         resilvers=tuple(sorted(resilvers, key=lambda x: x.replicate)),
+        cpu_s_per_gib={w: tuple(v) for w, v in cpu.items()},
+        cpu_scope=scope,
     )
 
 

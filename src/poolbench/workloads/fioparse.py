@@ -40,6 +40,8 @@ class FioResult:
     lat_mean_ns: float
     fio_version: str
     jobs: int
+    cpu_usr_s: float = 0.0  # fio's own CPU seconds, summed over its jobs (guards/cpu.py)
+    cpu_sys_s: float = 0.0
 
     @property
     def mib_s(self) -> float:
@@ -109,4 +111,14 @@ def parse(text: str, direction: str) -> FioResult:
         jobs=int(jobs[0].get("job options", {}).get("numjobs", 1) or 1)
         if len(jobs) == 1
         else len(jobs),
+        cpu_usr_s=_cpu_seconds(jobs, "usr_cpu"),
+        cpu_sys_s=_cpu_seconds(jobs, "sys_cpu"),
+    )
+
+
+def _cpu_seconds(jobs: list[dict[str, Any]], key: str) -> float:
+    """CPU seconds from fio's usr_cpu / sys_cpu, which are percent of each job's job_runtime
+    (milliseconds; with group_reporting both are summed over the job's processes)."""
+    return sum(
+        float(j.get(key) or 0.0) / 100.0 * float(j.get("job_runtime") or 0) / 1000.0 for j in jobs
     )
