@@ -50,7 +50,11 @@ def kernel_seconds(proc: Path = PROC) -> float | None:
 
 def daemon_pid(name: str = "zfs-fuse", proc: Path = PROC) -> int | None:
     """The pid of the running process called `name` (the zfs-fuse daemon), or None."""
-    for entry in proc.iterdir():
+    try:
+        entries = list(proc.iterdir())
+    except OSError:
+        return None
+    for entry in entries:
         if entry.name.isdigit():
             try:
                 if (entry / "comm").read_text().strip() == name:
