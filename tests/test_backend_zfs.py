@@ -83,8 +83,8 @@ def short_fio(runner: LocalRunner, pool: Pool, backend: ZfsBackend) -> None:
     w = fio.run_job(runner, fiojob.render(library.streaming("write"), params), job, "write")
     assert w.io_bytes == 16 * MiB
     drop = backend.drop_cache(pool)
-    # The ARC decides: its data once the pool is exported (zfs-fuse's /zfs-kstat counters),
-    # which only says "emptied" when no other pool is imported; else the read's counters do.
+    # The ARC decides: its data once the pool is exported (zfs-fuse's /zfs-kstat counters);
+    # data of other imported pools can leave it undecided, then the read's counters decide.
     assert drop["verified"] is not False, drop
     if cache.read_arcstats(cache.FUSE_ARCSTATS) is None:
         assert drop["verified"] is None and drop["arc"] == cache.UNOBSERVABLE, drop

@@ -28,8 +28,9 @@ __all__ = [
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 MAX_RESIDENT_FRACTION = 0.01
 ZERO_BYTES = (
-    "the files hold no data, so the page cache check proves nothing about the metadata "
-    "caches: the device reads of the cold read decide"
+    "no file data to count (empty files, or block devices, whose size fincore cannot use), "
+    "so the page cache check proves nothing here: the read's device bytes (on ZFS, the "
+    "ARC's counters) decide"
 )
 
 
@@ -83,8 +84,8 @@ def drop(runner: Runner, files: Sequence[Path]) -> CacheDrop:
             method, before, None, total, False, detail + "fincore unavailable: drop unverified"
         )
     if total == 0:
-        # Empty files (metadata workloads): fincore has no page to count, so it proves
-        # nothing about the inode and dentry caches; the cold stat's device reads decide.
+        # Empty files (metadata workloads) or block devices: fincore has no page to count,
+        # so it proves nothing (e.g. about inode caches); what the read does decides.
         return CacheDrop(method, before, after, total, None, detail + ZERO_BYTES)
     verified = after <= MAX_RESIDENT_FRACTION * total
     if not verified:
@@ -266,13 +267,13 @@ def arc_after_export(exported: dict[str, int] | None, other_pools: int) -> tuple
     if exported is None:
         return None, UNOBSERVABLE
     left = exported.get("data_size", exported.get("size", 0))
+    if left <= ARC_EMPTY_SLACK:  # whatever else is imported, this pool's data is not there
+        return True, f"the ARC holds {left} bytes of data after the export"
     if other_pools:
         return None, (
             f"the ARC holds {left} bytes of data after the export, of {other_pools} other "
             "imported pool(s) or of this one: the read's hit counters decide"
         )
-    if left <= ARC_EMPTY_SLACK:
-        return True, f"the ARC holds {left} bytes of data after the export (no pool imported)"
     return False, (
         f"the ARC still holds {left} bytes of data after the export with no pool imported: "
         "the export did not empty it"
