@@ -51,7 +51,7 @@ def test_arc_read_counts_blocks_fetched_against_bytes_read() -> None:
     after = {**before, "demand_data_hits": 130, "demand_data_misses": 13,
              "prefetch_data_misses": 120, "demand_hit_predictive_prefetch": 120}  # fmt: skip
     cold = cache.arc_read(before, after, REC, 16 * MiB)
-    assert (cold.blocks_from_pool, cold.demand_reads, cold.demand_hits) == (128, 128, 0)
+    assert (cold.blocks_from_pool, cold.demand_reads, cold.demand_hits) == (128, 128, 120)
     assert cold.served_fraction == 0.0 and cold.warning() == ""
     assert (cold.size_at_start, cold.data_size_at_start) == (900, 800)
     # Warm: only 32 of the 128 blocks came from the pool: 3/4 of the bytes from RAM.

@@ -103,6 +103,15 @@ def test_bench_on_ext4_loop_is_device_verified(make_loop_fs, tmp_path: Path) -> 
         con.execute("SELECT guards FROM measurements WHERE workload='seq-read'").fetchone()[0]
     )
     assert guards["cache"]["method"] == "drop_caches" and guards["cache"]["verified"] is True
+    assert "arc_during_read" not in guards["cache"]  # ext4: no ARC to ask
+    # in-kernel filesystem: fio's CPU plus the whole machine's kernel time, labelled so
+    assert guards["cpu"]["fs_scope"] == "whole machine kernel" and guards["cpu"]["s_per_gib"] > 0
+    # The cold stat of 1000 empty files: fincore has nothing to count; the device reads
+    # (≥ 16 bytes per file: ext4 re-reads its 256-byte inodes) verify it.
+    for (text,) in con.execute("SELECT guards FROM measurements WHERE workload='meta-stat-rand'"):
+        drop = json.loads(text)["cache"]
+        assert drop["verified"] is True, drop
+        assert drop["metadata_read"].startswith("verified by device reads"), drop
     assert guards["device"]["devices"] == [fs.name]
     fio_cmds = con.execute("SELECT count(*) FROM commands WHERE argv LIKE '%fio%'").fetchone()[0]
     assert fio_cmds >= 22

@@ -164,13 +164,15 @@ class ArcRead:
     Every data block the ARC fetched from the pool is one miss, by a demand read or by
     prefetch, so blocks fetched × the file's block size is what the pool delivered; the rest
     of the bytes the application read came from RAM (the ARC, or the dbuf cache above it,
-    which the ARC's hit counters never see). Demand hits on blocks that prefetch fetched for
-    this read are disk reads too, so the hit ratio (kept for the record) excludes them."""
+    which the ARC's hit counters never see). Hit counts are kept for the record only: a demand
+    hit may be on a block prefetch fetched from the disks a moment before, and OpenZFS 2.3's
+    own split of those (demand_hit_predictive_prefetch) also counts blocks prefetch merely
+    touched in the ARC (seen in the guest: a fully cached read had a 10% "hit ratio")."""
 
     size_at_start: int  # ARC size when the read began (after the drop)
     data_size_at_start: int
     demand_reads: int  # demand data hits + I/O hits (OpenZFS ≥ 2.2) + misses
-    demand_hits: int  # of them, hits on blocks that no prefetch fetched for this read
+    demand_hits: int  # of them, hits (for the record: see above)
     blocks_from_pool: int  # demand + prefetch data misses
     block_size: int  # the read file's data block size (st_blksize: its recordsize)
     app_bytes: int
@@ -182,17 +184,9 @@ class ArcRead:
             return None
         return max(0.0, 1.0 - self.blocks_from_pool * self.block_size / self.app_bytes)
 
-    @property
-    def hit_ratio(self) -> float | None:
-        return self.demand_hits / self.demand_reads if self.demand_reads > 0 else None
-
     def as_dict(self) -> dict[str, object]:
-        served, hits = self.served_fraction, self.hit_ratio
-        return {
-            **asdict(self),
-            "served_fraction": None if served is None else round(served, 4),
-            "hit_ratio": None if hits is None else round(hits, 4),
-        }
+        served = self.served_fraction
+        return {**asdict(self), "served_fraction": None if served is None else round(served, 4)}
 
     def warning(self) -> str:
         served = self.served_fraction
@@ -215,12 +209,11 @@ def arc_read(
 
     hits = d("demand_data_hits")
     misses = d("demand_data_misses")
-    prefetched = d("demand_hit_predictive_prefetch") + d("demand_hit_prescient_prefetch")
     return ArcRead(
         size_at_start=before.get("size", 0),
         data_size_at_start=before.get("data_size", 0),
         demand_reads=hits + d("demand_data_iohits") + misses,
-        demand_hits=max(0, hits - prefetched),
+        demand_hits=hits,
         blocks_from_pool=misses + d("prefetch_data_misses"),
         block_size=block_size,
         app_bytes=app_bytes,
