@@ -5,8 +5,14 @@ can be dropped), done by opening the file — not by a command line, which is ho
 `["echo", "3", ">", ...]` bug dropped nothing. Without root, poolbench falls back to
 posix_fadvise(DONTNEED) on its own files. Either way the effect is verified: `fincore` counts
 the pages of the data files still resident, and more than 1% resident fails the guard.
-Caches the kernel cannot see (ZFS's ARC) are defeated by the backend (export/import) and
-caught afterwards by the device byte check.
+
+fincore cannot see ZFS's ARC, so on ZFS it proves nothing: the ARC is emptied by the backend
+(export/import, whose ARC data size is checked here: `arc_after_export`) and the ARC's own
+counters are read around every cold read (`ArcWindow`: OpenZFS's arcstats, or zfs-fuse's
+/zfs-kstat where it publishes them). Where they cannot be read the record says so and is
+never "verified"; the device byte check then decides. Empty files (metadata workloads) give
+fincore nothing to count either: their cold reads are judged by device reads
+(`cold_stat_check`).
 """
 
 from __future__ import annotations
