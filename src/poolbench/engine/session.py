@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from poolbench.engine import replicates
+from poolbench.engine import cold_read, replicates
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.hooks import TrialHooks
 from poolbench.engine.lifecycle import CommandLog
@@ -26,7 +26,7 @@ from poolbench.engine.records import CacheFinding, DataFinding, Findings, FioFin
 from poolbench.engine.untar import Untar
 from poolbench.engine.workspace import Workspace
 from poolbench.errors import PoolbenchError, UsageError
-from poolbench.guards import cache, devices, workingset
+from poolbench.guards import cache, cpu, devices, workingset
 from poolbench.guards.devices import Target
 from poolbench.stats import outliers
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
@@ -65,6 +65,7 @@ class WorkloadResult:
     workload: Workload
     values: list[float] = field(default_factory=list)
     device_mib_s: list[float] = field(default_factory=list)
+    cpu_s_per_gib: list[float] = field(default_factory=list)  # guards/cpu.py, per replicate
     warnings: list[str] = field(default_factory=list)
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)
     # Per replicate, fio's completion latency as stored (Latency.to_json), None without.
@@ -132,6 +133,7 @@ class Session:
         # commands an earlier trial (or the pool steps around it) already stored.
         self.commands = commands if commands is not None else CommandLog(runner, store, run_id)
         self._untar = Untar(runner, options.tarball) if options.tarball else None
+        self._zfs: str | None = None  # "openzfs" / "zfs-fuse": whose ARC a cold read checks
 
     # -- preflight -------------------------------------------------------------------------
     def preflight(self) -> dict[str, Any]:
@@ -147,6 +149,7 @@ class Session:
         self.working_set = workingset.choose(self.target, self.options.size, meta_bytes)
         if self.device_target is None:
             self.device_target = devices.resolve(self.target, self.runner)
+        self._zfs = None if self.runner.dry_run else cache.zfs_flavour(self.target)
         from poolbench.system.probes import device_info
 
         return {
@@ -315,9 +318,12 @@ class Session:
         elif w.cold:
             findings.cache = self._defeat_cache(self.workspace.data_files(w, params), warnings)
         assert self.device_target is not None
-        window = DeviceWindow(self.device_target)
+        files = self.workspace.data_files(w, params) if w.cold else []
+        arc = cache.ArcWindow(self._zfs if w.cold and not w.cached_by_design else None, files)
+        window, clock = DeviceWindow(self.device_target), cpu.CpuWindow(self._zfs)
         result = fio.run_job(self.runner, job, jobs / f"{w.name}.{replicate}.fio", w.direction)
         seconds = result.runtime_s + self._sync_metadata(w)
+        findings.other["cpu"] = clock.close(result.cpu_usr_s, result.cpu_sys_s, result.io_bytes)
         dev = window.close(
             w.direction if not w.is_metadata else "meta",
             result.io_bytes,
@@ -327,7 +333,8 @@ class Session:
             warn_unverified=not w.is_metadata,
         )
         findings.device = dev.finding
-        warnings += dev.warnings + self._cold_rule_warning(w, findings)
+        warnings += dev.warnings + self._settle_cold(w, findings, arc.close(result.io_bytes))
+        warnings += self._cold_rule_warning(w, findings)
         findings.fio = FioFinding(result.fio_version, result.within_run_bw_dev, result.lat_mean_ns)
         self._read_back(w, findings)
         value = figure(w, result.io_bytes, result.total_ios, seconds)
@@ -344,6 +351,16 @@ class Session:
         t0 = time.monotonic()
         self.runner.run(["sync", "--file-system", str(self.workspace.meta_dir)])
         return time.monotonic() - t0
+
+    def _settle_cold(
+        self, w: Workload, findings: Findings, arc: dict[str, Any] | None
+    ) -> list[str]:
+        """After a cold read: what the ARC and (metadata) the devices say about the drop."""
+        if not w.cold or findings.cache is None or self.runner.dry_run:
+            return []
+        meta = self.options.metadata_files if w.is_metadata else None
+        findings.cache, warnings = cold_read.settle(findings.cache, arc, findings.device, meta)
+        return warnings
 
     def _cold_rule_warning(self, w: Workload, findings: Findings) -> list[str]:
         ws = self.working_set
@@ -397,6 +414,9 @@ class Session:
         res.clats.append(m.latency.to_json() if m.latency is not None else None)
         if m.device_mib_s is not None:
             res.device_mib_s.append(m.device_mib_s)
+        per_gib = cpu.per_gib(m.findings.other.get("cpu"))
+        if per_gib is not None:
+            res.cpu_s_per_gib.append(per_gib)
         for text in m.warnings:
             res.add_warning(text)
         self.store.add_measurement(self.run_id, m.to_row())
@@ -407,7 +427,7 @@ class Session:
             record = CacheFinding.from_json(self.subject.cache_defeat(files))
         else:
             record = CacheFinding.from_json(cache.drop(self.runner, files).as_dict())
-        if not record.verified:
+        if record.verified is False:
             warnings.append(
                 f"the cache drop before this cold read could not be verified ({record.why})"
             )

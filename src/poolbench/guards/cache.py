@@ -5,8 +5,14 @@ can be dropped), done by opening the file — not by a command line, which is ho
 `["echo", "3", ">", ...]` bug dropped nothing. Without root, poolbench falls back to
 posix_fadvise(DONTNEED) on its own files. Either way the effect is verified: `fincore` counts
 the pages of the data files still resident, and more than 1% resident fails the guard.
-Caches the kernel cannot see (ZFS's ARC) are defeated by the backend (export/import) and
-caught afterwards by the device byte check.
+
+fincore cannot see ZFS's ARC, so on ZFS it proves nothing: the ARC is emptied by the backend
+(export/import, whose ARC data size is checked here: `arc_after_export`) and the ARC's own
+counters are read around every cold read (`ArcWindow`: OpenZFS's arcstats, or zfs-fuse's
+/zfs-kstat where it publishes them). Where they cannot be read the record says so and is
+never "verified"; the device byte check then decides. Empty files (metadata workloads) give
+fincore nothing to count either: their cold reads are judged by device reads
+(`cold_stat_check`).
 """
 
 from __future__ import annotations
@@ -15,14 +21,23 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from poolbench.system.probes import resident_bytes
 from poolbench.system.runner import Runner
 
-__all__ = ["CacheDrop", "drop", "resident_bytes"]
+__all__ = [
+    "ArcRead", "ArcWindow", "CacheDrop", "arc_after_export", "arc_read", "drop", "read_arcstats",
+    "resident_bytes", "zfs_flavour",
+]  # fmt: skip
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 MAX_RESIDENT_FRACTION = 0.01
+ZERO_BYTES = (
+    "no file data to count (empty files, or block devices, whose size fincore cannot use), "
+    "so the page cache check proves nothing here: the read's device bytes (on ZFS, the "
+    "ARC's counters) decide"
+)
 
 
 @dataclass(frozen=True)
@@ -31,7 +46,7 @@ class CacheDrop:
     resident_before: int | None
     resident_after: int | None
     file_bytes: int
-    verified: bool
+    verified: bool | None  # None: nothing the page cache check could prove (empty files)
     detail: str
 
     def as_dict(self) -> dict[str, object]:
@@ -74,10 +89,213 @@ def drop(runner: Runner, files: Sequence[Path]) -> CacheDrop:
         return CacheDrop(
             method, before, None, total, False, detail + "fincore unavailable: drop unverified"
         )
-    verified = total == 0 or after <= MAX_RESIDENT_FRACTION * total
+    if total == 0:
+        # Empty files (metadata workloads) or block devices: fincore has no page to count,
+        # so it proves nothing (e.g. about inode caches); what the read does decides.
+        return CacheDrop(method, before, after, total, None, detail + ZERO_BYTES)
+    verified = after <= MAX_RESIDENT_FRACTION * total
     if not verified:
         detail += (
             f"{after} of {total} bytes still in the page cache after the drop "
             "(another process may hold them, or the filesystem ignores the drop)"
         )
     return CacheDrop(method, before, after, total, verified, detail.strip())
+
+
+# -- the ARC (ZFS's own cache, which fincore cannot see) ----------------------------------------
+ARCSTATS = Path("/proc/spl/kstat/zfs/arcstats")
+# zfs-fuse keeps its ARC in its daemon and publishes the counters as one file per name in
+# a FUSE mount of its own (unless started with --no-kstat-mount).
+FUSE_ARCSTATS = Path("/zfs-kstat/zfs/arcstats")
+_FUSE_KEYS = (
+    "size", "data_size", "demand_data_hits", "demand_data_misses", "prefetch_data_misses",
+)  # fmt: skip
+# More than this share of a cold read served from RAM: the figure measures RAM in part. A
+# cold read after export/import serves ~0% from RAM; a partly warm ARC more.
+ARC_SERVED_LIMIT = 0.25
+# Data the ARC may still hold after the only imported pool was exported (anonymous buffers
+# in flight); anything above this means the export did not empty it.
+ARC_EMPTY_SLACK = 8 * 1024 * 1024
+UNOBSERVABLE = (
+    "unobservable: this zfs-fuse publishes no ARC counters (/zfs-kstat is not mounted: "
+    "--no-kstat-mount, or the daemon restarted), and its cache lives inside the daemon; the "
+    "device byte check decides whether the disks served the read"
+)
+
+
+def arcstats_path(flavour: str | None) -> Path | None:
+    """Where this ZFS publishes its ARC counters ('openzfs' or 'zfs-fuse'); None: not ZFS."""
+    return {"openzfs": ARCSTATS, "zfs-fuse": FUSE_ARCSTATS}.get(flavour or "")
+
+
+def read_arcstats(path: Path | None = ARCSTATS) -> dict[str, int] | None:
+    """The ARC's counters (name -> value) from OpenZFS's kstat file or zfs-fuse's kstat
+    directory; None where there are none."""
+    if path is None:
+        return None
+    try:
+        if path.is_dir():
+            return {k: int((path / k).read_text().split()[0]) for k in _FUSE_KEYS}
+        text = path.read_text()
+    except (OSError, ValueError, IndexError):
+        return None
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 3 and words[2].isdigit():
+            out[words[0]] = int(words[2])
+    return out or None
+
+
+def zfs_flavour(path: Path) -> str | None:
+    """'openzfs' or 'zfs-fuse' for a path on ZFS (from the mount that holds it), else None."""
+    from poolbench.guards.devices import mount_of
+
+    try:
+        m = mount_of(path)
+    except (OSError, ValueError):
+        return None
+    if m.fstype == "zfs":
+        return "openzfs"
+    # zfs-fuse mounts as FUSE with the dataset name as its source (as devices.resolve reads it)
+    if m.fstype in ("fuse", "fuse.zfs") and not m.source.startswith("/"):
+        return "zfs-fuse"
+    return None
+
+
+@dataclass(frozen=True)
+class ArcRead:
+    """What the ARC did during one read (arcstats deltas).
+
+    Every data block the ARC fetched from the pool is one miss, by a demand read or by
+    prefetch, so blocks fetched × the file's block size is what the pool delivered; the rest
+    of the bytes the application read came from RAM (the ARC, or the dbuf cache above it,
+    which the ARC's hit counters never see). Hit counts are kept for the record only: a demand
+    hit may be on a block prefetch fetched from the disks a moment before, and OpenZFS 2.3's
+    own split of those (demand_hit_predictive_prefetch) also counts blocks prefetch merely
+    touched in the ARC (seen in the guest: a fully cached read had a 10% "hit ratio")."""
+
+    size_at_start: int  # ARC size when the read began (after the drop)
+    data_size_at_start: int
+    demand_reads: int  # demand data hits + I/O hits (OpenZFS ≥ 2.2) + misses
+    demand_hits: int  # of them, hits (for the record: see above)
+    blocks_from_pool: int  # demand + prefetch data misses
+    block_size: int  # the read file's data block size (st_blksize: its recordsize)
+    app_bytes: int
+
+    @property
+    def served_fraction(self) -> float | None:
+        """Share of the application's bytes that the pool did not deliver (None: unknown)."""
+        if self.app_bytes <= 0 or self.block_size <= 0:
+            return None
+        return max(0.0, 1.0 - self.blocks_from_pool * self.block_size / self.app_bytes)
+
+    def as_dict(self) -> dict[str, object]:
+        served = self.served_fraction
+        return {**asdict(self), "served_fraction": None if served is None else round(served, 4)}
+
+    def warning(self) -> str:
+        served = self.served_fraction
+        if served is None or served <= ARC_SERVED_LIMIT:
+            return ""
+        return (
+            f"the ARC served ~{served:.0%} of this read from RAM (arcstats: "
+            f"{self.blocks_from_pool} blocks of {self.block_size} bytes fetched from the pool "
+            f"for {self.app_bytes} bytes read), so this figure measures RAM, not the disks: "
+            "use a working set ≥ 2× the ARC, or a study (`poolbench run`), which exports and "
+            "imports the pool."
+        )
+
+
+def arc_read(
+    before: dict[str, int], after: dict[str, int], block_size: int, app_bytes: int
+) -> ArcRead:
+    def d(key: str) -> int:
+        return max(0, after.get(key, 0) - before.get(key, 0))
+
+    hits = d("demand_data_hits")
+    misses = d("demand_data_misses")
+    return ArcRead(
+        size_at_start=before.get("size", 0),
+        data_size_at_start=before.get("data_size", 0),
+        demand_reads=hits + d("demand_data_iohits") + misses,
+        demand_hits=hits,
+        blocks_from_pool=misses + d("prefetch_data_misses"),
+        block_size=block_size,
+        app_bytes=app_bytes,
+    )
+
+
+def block_size_of(files: Sequence[Path]) -> int:
+    """The data block size ZFS reports for the first readable file (0: none)."""
+    for f in files:
+        try:
+            return os.stat(f).st_blksize
+        except OSError:
+            continue
+    return 0
+
+
+class ArcWindow:
+    """Open just before a cold read, close right after: what the ARC served (OpenZFS, and
+    zfs-fuse where it publishes its counters), that it cannot be seen, or nothing (not ZFS)."""
+
+    def __init__(
+        self, flavour: str | None, files: Sequence[Path] = (), arcstats: Path | None = None
+    ) -> None:
+        self.flavour = flavour
+        self.arcstats = arcstats or arcstats_path(flavour)
+        self.before = read_arcstats(self.arcstats)
+        self.block_size = block_size_of(files) if self.before else 0
+
+    def close(self, app_bytes: int) -> dict[str, Any] | None:
+        if self.flavour is None:
+            return None
+        after = read_arcstats(self.arcstats)
+        if self.before is None or after is None:
+            note = UNOBSERVABLE if self.flavour == "zfs-fuse" else f"{self.arcstats} unreadable"
+            return {"observable": False, "note": note}
+        read = arc_read(self.before, after, self.block_size, app_bytes)
+        return {"observable": True, "source": str(self.arcstats), **read.as_dict(),
+                "warning": read.warning()}  # fmt: skip
+
+
+def arc_after_export(exported: dict[str, int] | None, other_pools: int) -> tuple[bool | None, str]:
+    """Check the ARC once the pool is exported: (True/False, what was seen), or None when the
+    size alone cannot tell (no arcstats; other pools' data legitimately stays)."""
+    if exported is None:
+        return None, UNOBSERVABLE
+    left = exported.get("data_size", exported.get("size", 0))
+    if left <= ARC_EMPTY_SLACK:  # whatever else is imported, this pool's data is not there
+        return True, f"the ARC holds {left} bytes of data after the export"
+    if other_pools:
+        return None, (
+            f"the ARC holds {left} bytes of data after the export, of {other_pools} other "
+            "imported pool(s) or of this one: the read's hit counters decide"
+        )
+    return False, (
+        f"the ARC still holds {left} bytes of data after the export with no pool imported: "
+        "the export did not empty it"
+    )
+
+
+# -- cold metadata reads ---------------------------------------------------------------------
+# A cold stat must read each file's metadata from the disks. 16 bytes per file is far below
+# any filesystem's on-disk inode (ext4 256 B, a ZFS dnode 512 B before compression, a btrfs
+# inode item 160 B), so fewer device bytes than this mean a cache answered.
+MIN_META_BYTES_PER_FILE = 16
+
+
+def cold_stat_check(device_read_bytes: int | None, files: int) -> tuple[bool | None, str]:
+    """Whether a cold metadata read was served by the disks, judged by their read bytes."""
+    if device_read_bytes is None:
+        return None, "unverified: no device bytes were counted to show the metadata was read"
+    need = MIN_META_BYTES_PER_FILE * files
+    if device_read_bytes >= need:
+        return True, (
+            f"verified by device reads: {device_read_bytes} bytes for {files} files' metadata"
+        )
+    return False, (
+        f"the devices read only {device_read_bytes} bytes for {files} files' metadata (a cold "
+        f"read needs ≥ {need}): the metadata came from a cache, so this figure measures RAM"
+    )

@@ -45,6 +45,10 @@ def latency_json(r: WorkloadResult) -> dict[str, Any] | None:
     return {"unit": LATENCY_UNIT, "kind": "completion latency (fio clat)", **out}
 
 
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
 def as_json(results: list[WorkloadResult]) -> list[dict[str, Any]]:
     out = []
     for r in results:
@@ -64,6 +68,8 @@ def as_json(results: list[WorkloadResult]) -> list[dict[str, Any]]:
                 "outliers": list(s.outliers),
                 "device_mean": dev,
                 "device_unit": "MiB/s",
+                # fio's CPU + the filesystem's (guards/cpu.py), seconds per GiB moved
+                "cpu_s_per_gib": _mean(r.cpu_s_per_gib),
                 "cached_by_design": r.workload.cached_by_design,
                 "latency": latency_json(r),
                 "warnings": list(r.warnings),

@@ -45,6 +45,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("fio_version", "fio version that measured"),
     ("cache_method", "how caches were emptied before a cold read (empty: not a cold read)"),
     ("cache_verified", "true | false | empty: whether the cache drop was verified"),
+    ("cpu_s_per_gib", "CPU seconds per GiB moved: fio's user + system and the filesystem's own"),
+    ("cpu_fs_scope", "whose CPU was the filesystem's: zfs-fuse daemon | whole machine kernel"),
     ("pool", "JSON object: the pool as read back from the stack (studies), else {}"),
     ("guards", "JSON object: everything each guard did and found"),
     ("workload_def", "JSON object: the workload definition"),
@@ -81,6 +83,7 @@ def rows(run: RunData) -> list[dict[str, Any]]:
         fio = g.get("fio") if isinstance(g.get("fio"), dict) else {}
         pool = g.get("pool") if isinstance(g.get("pool"), dict) else {}
         data = g.get("data") if isinstance(g.get("data"), dict) else {}
+        cpu = g.get("cpu") if isinstance(g.get("cpu"), dict) else {}
         comp = data.get("compressibility_percent", run.compressibility())
         out.append(
             {
@@ -110,6 +113,8 @@ def rows(run: RunData) -> list[dict[str, Any]]:
                 "fio_version": fio.get("version") or run.metadata.get("fio_version"),
                 "cache_method": cache.get("method"),
                 "cache_verified": cache.get("verified"),
+                "cpu_s_per_gib": cpu.get("s_per_gib"),
+                "cpu_fs_scope": cpu.get("fs_scope"),
                 "pool": pool,
                 "guards": g,
                 "workload_def": m["workload_def"],

@@ -66,6 +66,10 @@ class ConfigFacts:
     # workload → percentile ("50", "99", "99.9") → completion latency in ns per replicate,
     # where fio recorded it (store 0005_latency); the notes' p99 (study/builtin/headline).
     latency: Mapping[str, Mapping[str, tuple[float, ...]]] = field(default_factory=dict)
+    # CPU seconds per GiB moved (fio's + the filesystem's: guards/cpu.py), per workload,
+    # and whose CPU counted as the filesystem's
+    cpu_s_per_gib: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    cpu_scope: str = ""
 
     def level(self, factor: str, default: str = "") -> str:
         return self.levels.get(factor, default)
@@ -160,6 +164,8 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
     described: list[int] = []  # the pool as read back when it was built
     version, fill, resilvers = "", None, []
     latency: dict[str, dict[str, list[tuple[int, float]]]] = {}
+    cpu: dict[str, list[float]] = {}
+    scope = ""
     for r in rows:
         g: dict[str, Any] = r["guards"]
         pool = _section(g, "pool")
@@ -171,6 +177,10 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
         if ratio is not None:
             ratios.setdefault(r["workload"], []).append(ratio)
         fill = fill or _fill(g.get("fill"))
+        spent = _section(g, "cpu")
+        if isinstance(spent.get("s_per_gib"), int | float):
+            cpu.setdefault(r["workload"], []).append(float(spent["s_per_gib"]))
+            scope = scope or str(spent.get("fs_scope") or "")
         rs = _resilver(g.get("resilver"), int(r["replicate"]))
         resilvers += [rs] if rs else []
         _add_latency(latency, r["workload"], int(r["replicate"]), r.get("clat"))
@@ -187,6 +197,8 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
             w: {q: tuple(v for _r, v in sorted(vals)) for q, vals in by_q.items()}
             for w, by_q in latency.items()
         },
+        cpu_s_per_gib={w: tuple(v) for w, v in cpu.items()},
+        cpu_scope=scope,
     )
 
 

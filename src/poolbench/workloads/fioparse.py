@@ -160,6 +160,8 @@ class FioResult:
     fio_version: str
     jobs: int
     latency: Latency | None = None  # completion latency; None when fio reported none
+    cpu_usr_s: float = 0.0  # fio's own CPU seconds, summed over its jobs (guards/cpu.py)
+    cpu_sys_s: float = 0.0
 
     @property
     def mib_s(self) -> float:
@@ -233,6 +235,16 @@ def parse(text: str, direction: str) -> FioResult:
         if len(jobs) == 1
         else len(jobs),
         latency=latency(jobs, "mixed" if direction == "mixed" else section),
+        cpu_usr_s=_cpu_seconds(jobs, "usr_cpu"),
+        cpu_sys_s=_cpu_seconds(jobs, "sys_cpu"),
+    )
+
+
+def _cpu_seconds(jobs: list[dict[str, Any]], key: str) -> float:
+    """CPU seconds from fio's usr_cpu / sys_cpu, which are percent of each job's job_runtime
+    (milliseconds; with group_reporting both are summed over the job's processes)."""
+    return sum(
+        float(j.get(key) or 0.0) / 100.0 * float(j.get("job_runtime") or 0) / 1000.0 for j in jobs
     )
 
 

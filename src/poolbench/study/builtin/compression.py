@@ -33,7 +33,30 @@ def build(ctx: Context) -> StudyDict:
 
 
 def notes(ctx: Context, facts: StudyFacts) -> list[str]:
-    """The compressratio ZFS reported after each write workload, per configuration."""
+    """The compressratio ZFS reported after each write, and what each configuration cost
+    in CPU per GiB (compression trades CPU for I/O)."""
+    return ratio_notes(facts) + cpu_notes(facts)
+
+
+def cpu_notes(facts: StudyFacts) -> list[str]:
+    """Mean CPU seconds per GiB of each workload, per configuration (guards/cpu.py)."""
+    lines, scopes = [], set()
+    for c in facts.configs:
+        parts = [f"{w} {sum(v) / len(v):.2f}" for w, v in c.cpu_s_per_gib.items() if v]
+        if parts:
+            lines.append(f"  {c.key}: {', '.join(parts)}")
+            scopes.add(c.cpu_scope or "not readable")
+    if not lines:
+        return []
+    return [
+        "CPU seconds per GiB moved (fio's user + system, plus the filesystem's own: "
+        + "; ".join(sorted(scopes))
+        + "): compression trades CPU for I/O, so a faster compressed pool costs CPU here:",
+        *lines,
+    ]
+
+
+def ratio_notes(facts: StudyFacts) -> list[str]:
     lines = []
     for c in facts.configs:
         got = {r for w, ratios in c.compressratios.items() if w.endswith("write") for r in ratios}

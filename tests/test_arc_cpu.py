@@ -1,0 +1,194 @@
+"""ARC truth and CPU cost as pure functions: arcstats (OpenZFS's kstat file, zfs-fuse's kstat
+directory) read and differenced, what a cold read's record says after it ran, CPU seconds from
+fio's JSON, a process's /proc/<pid>/stat and the machine's /proc/stat. No root, no pools: every
+input is written by hand and every figure is computed here and asserted."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from poolbench.engine import cold_read
+from poolbench.engine.records import CacheFinding, DeviceFinding
+from poolbench.guards import cache, cpu
+from poolbench.store.facts import facts_from_records
+from poolbench.study.builtin import compression
+from poolbench.study.builtin.context import Context
+from poolbench.workloads.fioparse import parse
+
+MiB = 1 << 20
+REC = 128 * 1024
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def kstat_file(path: Path, **values: int) -> Path:
+    """An OpenZFS kstat file: two header lines, then `name type value`."""
+    lines = ["13 1 0x01 147 39984 1 2", "name                            type data"]
+    lines += [f"{k:<32}4    {v}" for k, v in values.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# -- reading arcstats -----------------------------------------------------------------------
+def test_openzfs_and_zfs_fuse_arcstats_are_read(tmp_path: Path) -> None:
+    f = kstat_file(tmp_path / "arcstats", size=5000, data_size=4096, demand_data_hits=7)
+    assert cache.read_arcstats(f) == {"size": 5000, "data_size": 4096, "demand_data_hits": 7}
+    d = tmp_path / "fuse"
+    d.mkdir()
+    for i, k in enumerate(cache._FUSE_KEYS):
+        (d / k).write_text(f"{i * 10}\n")
+    assert cache.read_arcstats(d) == {k: i * 10 for i, k in enumerate(cache._FUSE_KEYS)}
+    (d / "size").unlink()  # a stale or partial kstat mount: nothing is trusted
+    assert cache.read_arcstats(d) is None
+    assert cache.read_arcstats(tmp_path / "absent") is None and cache.read_arcstats(None) is None
+
+
+def test_arc_read_counts_blocks_fetched_against_bytes_read() -> None:
+    before = {"size": 900, "data_size": 800, "demand_data_hits": 10, "demand_data_misses": 5}
+    # 16 MiB read, 128 KiB records: 128 blocks. Cold: prefetch fetched 120, demand 8; demand
+    # hit 120 blocks that prefetch brought in for this read.
+    after = {**before, "demand_data_hits": 130, "demand_data_misses": 13,
+             "prefetch_data_misses": 120, "demand_hit_predictive_prefetch": 120}  # fmt: skip
+    cold = cache.arc_read(before, after, REC, 16 * MiB)
+    assert (cold.blocks_from_pool, cold.demand_reads, cold.demand_hits) == (128, 128, 120)
+    assert cold.served_fraction == 0.0 and cold.warning() == ""
+    assert (cold.size_at_start, cold.data_size_at_start) == (900, 800)
+    # Warm: only 32 of the 128 blocks came from the pool: 3/4 of the bytes from RAM.
+    warm = cache.arc_read(before, {**before, "demand_data_misses": 37}, REC, 16 * MiB)
+    assert warm.blocks_from_pool == 32 and warm.served_fraction == 0.75
+    assert "the ARC served ~75% of this read from RAM" in warm.warning()
+    assert "32 blocks of 131072 bytes fetched from the pool for 16777216 bytes" in warm.warning()
+    # Just under the limit (24 of 128 blocks from RAM = 18.75%): no warning.
+    near = cache.arc_read(before, {**before, "demand_data_misses": 109}, REC, 16 * MiB)
+    assert near.served_fraction == 0.1875 and near.warning() == ""
+    # Nothing read (a stat), or an unknown block size: no figure, no warning.
+    assert cache.arc_read(before, before, REC, 0).served_fraction is None
+    assert cache.arc_read(before, before, 0, MiB).warning() == ""
+
+
+def test_arc_window_reads_before_and_after(tmp_path: Path) -> None:
+    stats = kstat_file(tmp_path / "arcstats", size=1, data_size=1, demand_data_misses=0)
+    data = tmp_path / "data.0"
+    data.write_bytes(b"x" * 100)
+    win = cache.ArcWindow("openzfs", [data], arcstats=stats)
+    assert win.block_size == os.stat(data).st_blksize
+    kstat_file(stats, size=1, data_size=1, demand_data_misses=4)
+    seen = win.close(8 * win.block_size)
+    assert seen is not None and seen["observable"] is True
+    assert seen["blocks_from_pool"] == 4 and seen["served_fraction"] == 0.5 and seen["warning"]
+    assert cache.ArcWindow(None).close(1) is None  # not ZFS: nothing to say
+    gone = cache.ArcWindow("zfs-fuse", arcstats=tmp_path / "no-kstat").close(1)
+    assert gone == {"observable": False, "note": cache.UNOBSERVABLE}
+
+
+def test_the_arc_after_an_export_is_checked() -> None:
+    emptied = (True, "the ARC holds 4096 bytes of data after the export")
+    assert cache.arc_after_export({"data_size": 4096}, 0) == emptied
+    assert cache.arc_after_export({"data_size": 4096}, 3) == emptied  # others' pools hold none
+    ok, said = cache.arc_after_export({"data_size": 64 * MiB}, 0)
+    assert ok is False and "did not empty it" in said
+    ok, said = cache.arc_after_export({"data_size": 64 * MiB}, 2)
+    assert ok is None and "2 other imported pool(s)" in said
+    assert cache.arc_after_export(None, 0) == (None, cache.UNOBSERVABLE)
+
+
+# -- settling a cold read ---------------------------------------------------------------------
+DEV = DeviceFinding(devices=("loop0",), read_bytes=0)
+
+
+def test_a_read_the_arc_served_is_not_verified_whatever_fincore_said() -> None:
+    arc = {"observable": True, "served_fraction": 0.9, "warning": "the ARC served ~90%"}
+    record, warnings = cold_read.settle(CacheFinding("drop_caches", True), arc, DEV)
+    assert record.verified is False and warnings == ["the ARC served ~90%"]
+    assert record.more["arc_during_read"] == {"observable": True, "served_fraction": 0.9}
+    cold = {"observable": True, "served_fraction": 0.0, "warning": ""}
+    record, warnings = cold_read.settle(CacheFinding("export-import", None), cold, DEV)
+    assert record.verified is True and warnings == []  # the read's counters decide
+    record, _ = cold_read.settle(CacheFinding("export-import", False, "not exported"), cold, DEV)
+    assert record.verified is False  # a failed step stays failed
+
+
+def test_an_unobservable_cache_is_never_verified() -> None:
+    arc = {"observable": False, "note": cache.UNOBSERVABLE}
+    record, warnings = cold_read.settle(CacheFinding("export-import", True), arc, DEV)
+    assert record.verified is None and record.more["arc"] == cache.UNOBSERVABLE
+    assert warnings == []  # the device byte check speaks for the disks
+    record, warnings = cold_read.settle(CacheFinding("export-import", True), arc, DeviceFinding())
+    assert record.verified is None and "nothing shows the disks served it" in warnings[0]
+    assert record.to_json()["verified"] is None
+
+
+def test_a_cold_stat_is_verified_by_device_reads_or_labelled_unverified() -> None:
+    files = 1000
+    need = cache.MIN_META_BYTES_PER_FILE * files
+    zero = CacheFinding("drop_caches", None, cache.ZERO_BYTES)
+    read = DeviceFinding(devices=("loop0",), read_bytes=need)
+    record, warnings = cold_read.settle(zero, None, read, files)
+    assert record.verified is True and warnings == []
+    said = record.more["metadata_read"]
+    assert said == f"verified by device reads: {need} bytes for 1000 files' metadata"
+    short = DeviceFinding(devices=("loop0",), read_bytes=need - 1)
+    record, warnings = cold_read.settle(zero, None, short, files)
+    assert record.verified is False and f"a cold read needs ≥ {need}" in warnings[0]
+    record, warnings = cold_read.settle(zero, None, DeviceFinding(unverified="tmpfs"), files)
+    assert record.verified is None and warnings == []
+    assert "unverified" in record.more["metadata_read"]
+
+
+# -- CPU ----------------------------------------------------------------------------------------
+def test_fio_cpu_seconds_come_from_usr_sys_percent_of_job_runtime() -> None:
+    text = (Path(__file__).parent / "data" / "fio-seq-write.json").read_text()
+    job = json.loads(text)["jobs"][0]
+    r = parse(text, "write")
+    assert r.cpu_usr_s == job["usr_cpu"] / 100 * job["job_runtime"] / 1000  # 50% of 14 ms
+    assert r.cpu_sys_s == job["sys_cpu"] / 100 * job["job_runtime"] / 1000
+
+
+def fake_proc(root: Path, pid_ticks: tuple[int, int], machine: tuple[int, int, int]) -> None:
+    (root / "4242").mkdir(parents=True, exist_ok=True)
+    (root / "4242" / "comm").write_text("zfs-fuse\n")
+    utime, stime = pid_ticks
+    # comm with spaces and parentheses: the fields are counted from the last ')'
+    (root / "4242" / "stat").write_text(
+        f"4242 (zfs (fuse) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 {utime} {stime} 0 0 20 0\n"
+    )
+    system, irq, softirq = machine
+    (root / "stat").write_text(f"cpu  500 7 {system} 9999 30 {irq} {softirq} 0 0 0\ncpu0 1\n")
+
+
+def test_cpu_window_counts_the_daemon_or_the_machine_kernel(tmp_path: Path) -> None:
+    fake_proc(tmp_path, (100, 50), (1000, 10, 20))
+    fuse, kernel = cpu.CpuWindow("zfs-fuse", tmp_path), cpu.CpuWindow(None, tmp_path)
+    fake_proc(tmp_path, (100 + 3 * TICK, 50 + TICK), (1000 + 5 * TICK, 10 + TICK, 20 + TICK))
+    got = fuse.close(0.5, 0.25, 2 << 30)  # 2 GiB moved
+    assert got["fs_scope"] == "zfs-fuse daemon" and "pid 4242" in got["fs_label"]
+    assert got["fs_s"] == 4.0 and got["total_s"] == 4.75 and got["s_per_gib"] == 2.375
+    got = kernel.close(0.5, 0.25, 1 << 30)
+    # 7 s of machine kernel time, of which fio's own 0.25 s system time: 6.75 s
+    assert got["fs_scope"] == "whole machine kernel" and "every other process" in got["fs_label"]
+    assert got["fs_s"] == 6.75 and got["total_s"] == 7.5 and got["s_per_gib"] == 7.5
+    assert cpu.CpuWindow("zfs-fuse", tmp_path / "none").clock is None
+    assert cpu.per_gib(got) == 7.5 and cpu.per_gib(None) is None
+
+
+def test_compression_notes_show_cpu_per_gib() -> None:
+    text = "\n".join([
+        'name = "compression"', "[disks]", "count = 3", 'size = "128M"', "[factors]",
+        'backend = ["zfs"]', 'layout = ["raidz1"]', 'compression = ["off", "gzip"]', "[workloads]",
+        'names = ["seq-write"]', 'size = "16M"',
+    ])  # fmt: skip
+
+    def row(comp: str, rep: int, per_gib: float) -> dict[str, object]:
+        g = {"cpu": {"s_per_gib": per_gib, "fs_scope": "zfs-fuse daemon"}}
+        return {"config": f"backend=zfs layout=raidz1 compression={comp}", "workload": "seq-write",
+                "replicate": rep, "value": 1.0, "guards": g}  # fmt: skip
+
+    rows = [row("off", 0, 1.0), row("off", 1, 2.0), row("gzip", 0, 20.0), row("gzip", 1, 30.0)]
+    facts = facts_from_records({"study_text": text}, rows)
+    assert facts.configs[1].cpu_s_per_gib == {"seq-write": (20.0, 30.0)}
+    lines = compression.notes(Context(3, "128M"), facts)
+    assert lines[0].startswith("CPU seconds per GiB moved (fio's user + system, plus the "
+                               "filesystem's own: zfs-fuse daemon)")  # fmt: skip
+    key = "  backend=zfs layout=raidz1 compression="
+    assert lines[1:] == [f"{key}off: seq-write 1.50", f"{key}gzip: seq-write 25.00"]
