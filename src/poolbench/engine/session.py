@@ -26,7 +26,7 @@ from poolbench.engine.records import CacheFinding, DataFinding, Findings, FioFin
 from poolbench.engine.untar import Untar
 from poolbench.engine.workspace import Workspace
 from poolbench.errors import PoolbenchError, UsageError
-from poolbench.guards import cache, devices, workingset
+from poolbench.guards import cache, devices, geometry, reread, workingset
 from poolbench.guards.devices import Target
 from poolbench.stats import outliers
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
@@ -65,6 +65,8 @@ class WorkloadResult:
     workload: Workload
     values: list[float] = field(default_factory=list)
     device_mib_s: list[float] = field(default_factory=list)
+    amplification: list[float] = field(default_factory=list)  # writes: device ÷ app bytes
+    served_by: list[str] = field(default_factory=list)  # cached tests: guards/reread labels
     warnings: list[str] = field(default_factory=list)
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)
 
@@ -93,6 +95,9 @@ class Subject:
     cache_defeat: CacheDefeat | None = None  # None: the page cache drop (guards/cache.py)
     hooks: TrialHooks | None = None  # pool state and pool operations (studies only)
     findings: Findings = field(default_factory=Findings)  # trial-wide, in every measurement
+    # What the layout must write per application byte (guards/geometry), or None and why;
+    # None here: read from the stack at preflight.
+    write_model: geometry.Found | None = None
 
     @classmethod
     def directory(cls, path: Path) -> Subject:
@@ -123,6 +128,7 @@ class Session:
         self._reads_disturbed = False  # a write ran since the read data was laid out
         self.workspace = Workspace(runner, subject.path, run_id)
         self.device_target = subject.devices
+        self.write_model = subject.write_model
         self.working_set: workingset.WorkingSet | None = None
         self.fio_version = ""
         self.commands = CommandLog(runner, store, run_id)
@@ -140,12 +146,16 @@ class Session:
         self.working_set = workingset.choose(self.target, self.options.size, meta_bytes)
         if self.device_target is None:
             self.device_target = devices.resolve(self.target, self.runner)
+        if self.write_model is None:
+            self.write_model = geometry.for_target(self.device_target, self.runner)
+        model, unmodelled = self.write_model
         from poolbench.system.probes import device_info
 
         return {
             "fio_version": self.fio_version,
             "working_set": self.working_set.as_dict(),
             "target": self.device_target.as_dict(),
+            "write_model": model.as_dict() if model else {"unmodelled": unmodelled},
             "devices": [device_info(d) for d in self.device_target.devices],
             "options": self.options.as_dict() | {"seed": self.seed},
         }
@@ -308,7 +318,7 @@ class Session:
         elif w.cold:
             findings.cache = self._defeat_cache(self.workspace.data_files(w, params), warnings)
         assert self.device_target is not None
-        window = DeviceWindow(self.device_target)
+        window = DeviceWindow(self.device_target, *(self.write_model or (None, "")))
         result = fio.run_job(self.runner, job, jobs / f"{w.name}.{replicate}.fio", w.direction)
         seconds = result.runtime_s + self._sync_metadata(w)
         dev = window.close(
@@ -318,8 +328,11 @@ class Session:
             compressibility=self.options.compressibility,
             cached_by_design=w.cached_by_design,
             warn_unverified=not w.is_metadata,
+            io_size=_random_io_size(w),
         )
         findings.device = dev.finding
+        if w.cached_by_design and findings.cache is not None:
+            findings.cache = _served(findings.cache, result.io_bytes, dev.finding.read_bytes)
         warnings += dev.warnings + self._cold_rule_warning(w, findings)
         findings.fio = FioFinding(result.fio_version, result.within_run_bw_dev, result.lat_mean_ns)
         self._read_back(w, findings)
@@ -389,6 +402,12 @@ class Session:
         res.values.append(m.value)
         if m.device_mib_s is not None:
             res.device_mib_s.append(m.device_mib_s)
+        dev = m.findings.device
+        amp = dev.more.get("amplification") if dev is not None else None
+        if isinstance(amp, dict) and isinstance(amp.get("amplification"), int | float):
+            res.amplification.append(float(amp["amplification"]))
+        if m.findings.cache is not None and "served_by" in m.findings.cache.more:
+            res.served_by.append(str(m.findings.cache.more["served_by"]))
         for text in m.warnings:
             res.add_warning(text)
         self.store.add_measurement(self.run_id, m.to_row())
@@ -407,6 +426,19 @@ class Session:
 
     def flush_commands(self) -> None:
         self.commands.flush()
+
+
+def _random_io_size(w: Workload) -> int | None:
+    """The size of a random write, which may rewrite a larger record (amplification's note)."""
+    bs = str(w.fio.get("bs", ""))
+    return int(bs) if "rand" in str(w.fio.get("rw", "")) and bs.isdigit() else None
+
+
+def _served(kept: CacheFinding, app_bytes: int, device_read_bytes: int | None) -> CacheFinding:
+    """A cached test's cache record with who really served it (guards/reread)."""
+    who = reread.served(app_bytes, device_read_bytes)
+    more = {**kept.more, "served_by": who.by, "device_share": who.device_share}
+    return replace(kept, more=more)
 
 
 def _durability(w: Workload) -> str:
