@@ -70,10 +70,14 @@ def test_md_levels(level: str, n: int, expected: float) -> None:
 
 
 def test_unknown_profiles_and_levels_are_refused() -> None:
-    for bad in (lambda: amp.btrfs("raid7", 3), lambda: amp.md("raid9", 3),
-                lambda: amp.md("raid6", 2), lambda: amp.zfs([("weird", 2)], 12, 128 * K)):  # fmt: skip
-        with pytest.raises(ValueError):
-            bad()
+    with pytest.raises(ValueError):
+        amp.btrfs("raid7", 3)
+    with pytest.raises(ValueError):
+        amp.md("raid9", 3)
+    with pytest.raises(ValueError):
+        amp.md("raid6", 2)  # no data column
+    with pytest.raises(ValueError):
+        amp.zfs([("weird", 2)], 12, 128 * K)
 
 
 # -- the verdict ----------------------------------------------------------------------------------

@@ -22,7 +22,15 @@ from poolbench.engine import replicates
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.hooks import TrialHooks
 from poolbench.engine.lifecycle import CommandLog
-from poolbench.engine.records import CacheFinding, DataFinding, Findings, FioFinding, Measurement
+from poolbench.engine.records import (
+    CacheFinding,
+    DataFinding,
+    Findings,
+    FioFinding,
+    Measurement,
+    modelled_amplification,
+    write_amplification,
+)
 from poolbench.engine.untar import Untar
 from poolbench.engine.workspace import Workspace
 from poolbench.errors import PoolbenchError, UsageError
@@ -66,6 +74,7 @@ class WorkloadResult:
     values: list[float] = field(default_factory=list)
     device_mib_s: list[float] = field(default_factory=list)
     amplification: list[float] = field(default_factory=list)  # writes: device ÷ app bytes
+    amplification_model: float | None = None  # what the layout must write per byte
     served_by: list[str] = field(default_factory=list)  # cached tests: guards/reread labels
     warnings: list[str] = field(default_factory=list)
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)
@@ -74,6 +83,14 @@ class WorkloadResult:
     def summary(self) -> MeanCI:
         """Stein's interval of the replicates (the policy's first-stage sd and df)."""
         return self.policy.summarize(self.values)
+
+    @property
+    def served_label(self) -> str:
+        """A cached test's note: who served its replicates, by the device bytes."""
+        kinds = set(self.served_by)
+        if len(kinds) == 1:
+            return reread.Served(kinds.pop(), None, "").label
+        return "cached by design, unverified" if not kinds else "cache and disks varied"
 
     def add_warning(self, text: str) -> None:
         if text and text not in self.warnings:
@@ -402,10 +419,11 @@ class Session:
         res.values.append(m.value)
         if m.device_mib_s is not None:
             res.device_mib_s.append(m.device_mib_s)
-        dev = m.findings.device
-        amp = dev.more.get("amplification") if dev is not None else None
-        if isinstance(amp, dict) and isinstance(amp.get("amplification"), int | float):
-            res.amplification.append(float(amp["amplification"]))
+        guards = m.findings.to_json()
+        got = write_amplification(guards)
+        if got is not None:
+            res.amplification.append(got)
+            res.amplification_model = modelled_amplification(guards)
         if m.findings.cache is not None and "served_by" in m.findings.cache.more:
             res.served_by.append(str(m.findings.cache.more["served_by"]))
         for text in m.warnings:

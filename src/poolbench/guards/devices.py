@@ -238,9 +238,7 @@ def _check_write(
     io_size: int | None,
 ) -> DeviceCheck:
     used = model or amplification.single_device("an unmodelled layout")
-    v = amplification.judge(
-        used, app_bytes, dev, compressibility=compressibility, io_size=io_size
-    )
+    v = amplification.judge(used, app_bytes, dev, compressibility=compressibility, io_size=io_size)
     record: dict[str, object] = v.as_dict()
     if model is not None:
         record["model"] = model.as_dict()

@@ -19,6 +19,18 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
 
 
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _amp_text(r: WorkloadResult) -> str:
+    got = _mean(r.amplification)
+    if got is None:
+        return ""
+    model = "?" if r.amplification_model is None else f"{r.amplification_model:.2f}"
+    return f"{got:.2f}× ({model})"
+
+
 def as_json(results: list[WorkloadResult]) -> list[dict[str, Any]]:
     out = []
     for r in results:
@@ -38,7 +50,10 @@ def as_json(results: list[WorkloadResult]) -> list[dict[str, Any]]:
                 "outliers": list(s.outliers),
                 "device_mean": dev,
                 "device_unit": "MiB/s",
+                "write_amplification": _mean(r.amplification),
+                "write_amplification_model": r.amplification_model,
                 "cached_by_design": r.workload.cached_by_design,
+                "served_by": list(r.served_by),
                 "warnings": list(r.warnings),
             }
         )
@@ -53,6 +68,9 @@ def render(console: Console, results: list[WorkloadResult], header: str) -> None
     table.add_column("95% CI", justify="right", no_wrap=True)
     table.add_column("runs", justify="right")
     table.add_column("device MiB/s", justify="right", no_wrap=True)
+    amps = any(r.amplification for r in results)
+    if amps:
+        table.add_column("write amp. (model)", justify="right", no_wrap=True)
     table.add_column("notes")
     footnotes: list[str] = []
     for r in results:
@@ -61,13 +79,15 @@ def render(console: Console, results: list[WorkloadResult], header: str) -> None
         dev = _fmt(sum(r.device_mib_s) / len(r.device_mib_s)) if r.device_mib_s else "unverified"
         notes = []
         if r.workload.cached_by_design:
-            notes.append("[cyan]cached by design[/]")
+            notes.append(f"[cyan]{r.served_label}[/]")
         for w in r.warnings:
             footnotes.append(w)
             notes.append(f"[yellow]⚠ {len(footnotes)}[/]")
+        amp = [_amp_text(r)] if amps else []
         table.add_row(
-            r.workload.name, _fmt(s.mean), r.workload.unit, ci, str(s.n), dev, " ".join(notes)
-        )
+            r.workload.name, _fmt(s.mean), r.workload.unit, ci, str(s.n), dev, *amp,
+            " ".join(notes),
+        )  # fmt: skip
     console.print(table)
     for i, text in enumerate(footnotes, 1):
         console.print(f"[yellow]⚠ {i}[/] {escape(text)}", highlight=False)

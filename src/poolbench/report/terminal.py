@@ -68,6 +68,9 @@ def render_run(
             t.add_column(Text(f"vs {baseline.label}"))
         t.add_column("runs", justify="right")
         t.add_column("device MiB/s", justify="right", no_wrap=True)
+        amps = any(row.cell.amplification is not None for row in wt.rows)
+        if amps:
+            t.add_column("write amp. (model)", justify="right", no_wrap=True)
         t.add_column("notes")
         for row in wt.rows:
             dev = row.cell.device_mean
@@ -78,6 +81,7 @@ def render_run(
             cells += [
                 Text(str(row.cell.summary.n)),
                 Text("unverified" if dev is None else fmt_value(dev)),
+                *([Text(row.cell.amplification_text())] if amps else []),
                 _notes(row.notes),
             ]
             t.add_row(*cells)
