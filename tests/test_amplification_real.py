@@ -136,3 +136,59 @@ def test_btrfs_raid1_honest_write_is_verified_and_a_half_durable_one_flagged(
     assert 1.0 < lazy["amplification"] < 1.8  # type: ignore[index, operator]
     assert "of the written data did not reach the disks" in warned
     assert "btrfs raid1 on 2 devices must write 2.00×" in warned
+
+
+MEMCG = Path("/sys/fs/cgroup/memory")
+
+
+@pytest.fixture
+def memory_capped(tmp_path: Path) -> Iterator[Path]:
+    """A cgroup v1 memory cgroup of 160 MiB: the page cache of what runs in it is held to
+    that, so a working set above it cannot stay cached."""
+    if not (MEMCG / "memory.limit_in_bytes").exists():
+        pytest.skip("no cgroup v1 memory controller at /sys/fs/cgroup/memory")
+    cg = MEMCG / f"pbamp-{tmp_path.name}"
+    cg.mkdir()
+    try:
+        (cg / "memory.limit_in_bytes").write_text(str(160 * M))
+        yield cg
+    finally:
+        for pid in (cg / "cgroup.procs").read_text().split():
+            (MEMCG / "cgroup.procs").write_text(pid)
+        cg.rmdir()
+
+
+def test_reread_is_labelled_by_the_device_bytes(
+    make_loop_fs,  # type: ignore[no-untyped-def]
+    memory_capped: Path,
+    tmp_path: Path,
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    fs = make_loop_fs("700M")
+
+    def reread(size: str, cgroup: Path | None) -> dict[str, object]:
+        def enter() -> None:
+            if cgroup is not None:
+                (cgroup / "cgroup.procs").write_text(str(os.getpid()))
+
+        p = subprocess.run(
+            [sys.executable, "-m", "poolbench", "bench", str(fs.mountpoint), "--size", size,
+             "--workloads", "reread", "--min-runs", "2", "--max-runs", "2", "--json",
+             "--db", str(tmp_path / f"{size}.db")],
+            capture_output=True, text=True, preexec_fn=enter, timeout=300,
+        )  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        (r,) = json.loads(p.stdout)["results"]
+        return r  # type: ignore[no-any-return]
+
+    # 16 MiB, no cap: the warm pass leaves it all in the page cache.
+    small = reread("16M", None)
+    assert small["served_by"] == ["cache", "cache"]
+    assert any("measures the cache" in str(w) for w in small["warnings"])  # type: ignore[attr-defined]
+    # 320 MiB through a 160 MiB cache: the warm pass evicts its own start, the disks serve it.
+    big = reread("320M", memory_capped)
+    assert big["served_by"] == ["disks", "disks"]
+    assert any("served by the disks" in str(w) for w in big["warnings"])  # type: ignore[attr-defined]
