@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from poolbench.engine.records import DeviceFinding
 from poolbench.guards import devices
+from poolbench.guards.amplification import WriteModel
 from poolbench.guards.devices import Counters, Target
 
 
@@ -19,10 +20,15 @@ class DeviceOutcome:
 
 
 class DeviceWindow:
-    """Open before the timed part of a measurement, close right after it."""
+    """Open before the timed part of a measurement, close right after it. A write is judged
+    against `model`, what the layout must write (None: not modelled, `unmodelled` says why)."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(
+        self, target: Target, model: WriteModel | None = None, unmodelled: str = ""
+    ) -> None:
         self.target = target
+        self.model = model
+        self.unmodelled = unmodelled
         self.before: dict[str, Counters] = (
             devices.read_counters(target.devices) if target.verifiable else {}
         )
@@ -36,6 +42,7 @@ class DeviceWindow:
         compressibility: int,
         cached_by_design: bool = False,
         warn_unverified: bool = True,
+        io_size: int | None = None,
     ) -> DeviceOutcome:
         """`direction`: read, write or meta. Without a countable device, the finding says why
         and (with `warn_unverified`) so does a warning."""
@@ -57,12 +64,16 @@ class DeviceWindow:
             seconds,
             cached_by_design=cached_by_design,
             compressibility=compressibility,
+            model=self.model,
+            unmodelled=self.unmodelled,
+            io_size=io_size,
         )
         finding = DeviceFinding(
             devices=tuple(target.devices),
             read_bytes=io.read_bytes,
             write_bytes=io.write_bytes,
             ratio_to_app=chk.ratio,
+            more={"amplification": chk.amplification} if chk.amplification else {},
         )
-        warnings = [chk.warning] if chk.warning else []
+        warnings = [w for w in (chk.warning, chk.note) if w]
         return DeviceOutcome(finding, chk.device_bytes, chk.device_mib_s, warnings)

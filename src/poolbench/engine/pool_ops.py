@@ -31,6 +31,7 @@ from poolbench.engine.hooks import OpResult
 from poolbench.engine.records import Findings
 from poolbench.engine.session import Subject
 from poolbench.errors import PoolbenchError, UsageError
+from poolbench.guards import geometry
 from poolbench.guards.devices import MountInfo, Target
 from poolbench.safety.journal import Journal
 from poolbench.study.model import Disks
@@ -204,6 +205,9 @@ def subject_for(
         cache_defeat=lambda _files: backend.drop_cache(pool),
         hooks=PoolHooks(runner, backend, pool),
         findings=findings,
+        write_model=geometry.for_pool(
+            spec.backend, spec.layout, len(pool.block_devices), pool.described
+        ),
     )
 
 

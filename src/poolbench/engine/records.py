@@ -317,3 +317,21 @@ class Measurement:
             host=str(d["host"]) if d.get("host") else None,
             latency=Latency.from_json(d["clat"]) if isinstance(d.get("clat"), Mapping) else None,
         )
+
+
+# -- write amplification as stored (guards → device → amplification, guards/amplification) -----
+def write_amplification(guards: dict[str, Any]) -> float | None:
+    """The measured write amplification stored in one measurement's guards, if any."""
+    dev = guards.get("device")
+    amp = dev.get("amplification") if isinstance(dev, dict) else None
+    value = amp.get("amplification") if isinstance(amp, dict) else None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def modelled_amplification(guards: dict[str, Any]) -> float | None:
+    """What the layout's model said the write must cost if any."""
+    dev = guards.get("device")
+    amp = dev.get("amplification") if isinstance(dev, dict) else None
+    model = amp.get("model") if isinstance(amp, dict) else None
+    ratio = model.get("ratio") if isinstance(model, dict) else None
+    return float(ratio) if isinstance(ratio, int | float) else None

@@ -22,11 +22,19 @@ from poolbench.engine import cold_read, replicates
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.hooks import TrialHooks
 from poolbench.engine.lifecycle import CommandLog
-from poolbench.engine.records import CacheFinding, DataFinding, Findings, FioFinding, Measurement
+from poolbench.engine.records import (
+    CacheFinding,
+    DataFinding,
+    Findings,
+    FioFinding,
+    Measurement,
+    modelled_amplification,
+    write_amplification,
+)
 from poolbench.engine.untar import Untar
 from poolbench.engine.workspace import Workspace
 from poolbench.errors import PoolbenchError, UsageError
-from poolbench.guards import cache, cpu, devices, workingset
+from poolbench.guards import cache, cpu, devices, geometry, reread, workingset
 from poolbench.guards.devices import Target
 from poolbench.stats import outliers
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
@@ -66,6 +74,9 @@ class WorkloadResult:
     values: list[float] = field(default_factory=list)
     device_mib_s: list[float] = field(default_factory=list)
     cpu_s_per_gib: list[float] = field(default_factory=list)  # guards/cpu.py, per replicate
+    amplification: list[float] = field(default_factory=list)  # writes: device ÷ app bytes
+    amplification_model: float | None = None  # what the layout must write per byte
+    served_by: list[str] = field(default_factory=list)  # cached tests: guards/reread labels
     warnings: list[str] = field(default_factory=list)
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)
     # Per replicate, fio's completion latency as stored (Latency.to_json), None without.
@@ -75,6 +86,14 @@ class WorkloadResult:
     def summary(self) -> MeanCI:
         """Stein's interval of the replicates (the policy's first-stage sd and df)."""
         return self.policy.summarize(self.values)
+
+    @property
+    def served_label(self) -> str:
+        """A cached test's note: who served its replicates, by the device bytes."""
+        kinds = set(self.served_by)
+        if len(kinds) == 1:
+            return reread.Served(kinds.pop(), None, "").label
+        return "cached by design, unverified" if not kinds else "cache and disks varied"
 
     def add_warning(self, text: str) -> None:
         if text and text not in self.warnings:
@@ -96,6 +115,9 @@ class Subject:
     cache_defeat: CacheDefeat | None = None  # None: the page cache drop (guards/cache.py)
     hooks: TrialHooks | None = None  # pool state and pool operations (studies only)
     findings: Findings = field(default_factory=Findings)  # trial-wide, in every measurement
+    # What the layout must write per application byte (guards/geometry), or None and why;
+    # None here: read from the stack at preflight.
+    write_model: geometry.Found | None = None
 
     @classmethod
     def directory(cls, path: Path) -> Subject:
@@ -127,6 +149,7 @@ class Session:
         self._reads_disturbed = False  # a write ran since the read data was laid out
         self.workspace = Workspace(runner, subject.path, run_id)
         self.device_target = subject.devices
+        self.write_model = subject.write_model
         self.working_set: workingset.WorkingSet | None = None
         self.fio_version = ""
         # A study passes its run's one log: each trial's session must not store again the
@@ -150,12 +173,16 @@ class Session:
         if self.device_target is None:
             self.device_target = devices.resolve(self.target, self.runner)
         self._zfs = None if self.runner.dry_run else cache.zfs_flavour(self.target)
+        if self.write_model is None:
+            self.write_model = geometry.for_target(self.device_target, self.runner)
+        model, unmodelled = self.write_model
         from poolbench.system.probes import device_info
 
         return {
             "fio_version": self.fio_version,
             "working_set": self.working_set.as_dict(),
             "target": self.device_target.as_dict(),
+            "write_model": model.as_dict() if model else {"unmodelled": unmodelled},
             "devices": [device_info(d) for d in self.device_target.devices],
             "options": self.options.as_dict() | {"seed": self.seed},
         }
@@ -320,7 +347,8 @@ class Session:
         assert self.device_target is not None
         files = self.workspace.data_files(w, params) if w.cold else []
         arc = cache.ArcWindow(self._zfs if w.cold and not w.cached_by_design else None, files)
-        window, clock = DeviceWindow(self.device_target), cpu.CpuWindow(self._zfs)
+        window = DeviceWindow(self.device_target, *(self.write_model or (None, "")))
+        clock = cpu.CpuWindow(self._zfs)
         result = fio.run_job(self.runner, job, jobs / f"{w.name}.{replicate}.fio", w.direction)
         seconds = result.runtime_s + self._sync_metadata(w)
         findings.other["cpu"] = clock.close(result.cpu_usr_s, result.cpu_sys_s, result.io_bytes)
@@ -331,8 +359,11 @@ class Session:
             compressibility=self.options.compressibility,
             cached_by_design=w.cached_by_design,
             warn_unverified=not w.is_metadata,
+            io_size=_random_io_size(w),
         )
         findings.device = dev.finding
+        if w.cached_by_design and findings.cache is not None:
+            findings.cache = _served(findings.cache, result.io_bytes, dev.finding.read_bytes)
         warnings += dev.warnings + self._settle_cold(w, findings, arc.close(result.io_bytes))
         warnings += self._cold_rule_warning(w, findings)
         findings.fio = FioFinding(result.fio_version, result.within_run_bw_dev, result.lat_mean_ns)
@@ -417,6 +448,13 @@ class Session:
         per_gib = cpu.per_gib(m.findings.other.get("cpu"))
         if per_gib is not None:
             res.cpu_s_per_gib.append(per_gib)
+        guards = m.findings.to_json()
+        got = write_amplification(guards)
+        if got is not None:
+            res.amplification.append(got)
+            res.amplification_model = modelled_amplification(guards)
+        if m.findings.cache is not None and "served_by" in m.findings.cache.more:
+            res.served_by.append(str(m.findings.cache.more["served_by"]))
         for text in m.warnings:
             res.add_warning(text)
         self.store.add_measurement(self.run_id, m.to_row())
@@ -435,6 +473,19 @@ class Session:
 
     def flush_commands(self) -> None:
         self.commands.flush()
+
+
+def _random_io_size(w: Workload) -> int | None:
+    """The size of a random write, which may rewrite a larger record (amplification's note)."""
+    bs = str(w.fio.get("bs", ""))
+    return int(bs) if "rand" in str(w.fio.get("rw", "")) and bs.isdigit() else None
+
+
+def _served(kept: CacheFinding, app_bytes: int, device_read_bytes: int | None) -> CacheFinding:
+    """A cached test's cache record with who really served it (guards/reread)."""
+    who = reread.served(app_bytes, device_read_bytes)
+    more = {**kept.more, "served_by": who.by, "device_share": who.device_share}
+    return replace(kept, more=more)
 
 
 def _durability(w: Workload) -> str:

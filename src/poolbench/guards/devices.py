@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from poolbench.guards import amplification, reread
+from poolbench.guards.amplification import WriteModel
 from poolbench.system.runner import CommandError, Runner
 from poolbench.zfs import commands, parse
 
@@ -188,6 +190,8 @@ class DeviceCheck:
     device_mib_s: float
     ratio: float  # device bytes / application bytes
     warning: str  # empty when the devices account for the application's bytes
+    note: str = ""  # a write that cost much more than its layout's model
+    amplification: dict[str, object] | None = None  # writes: measured vs modelled (stored)
 
 
 def check(
@@ -198,38 +202,51 @@ def check(
     *,
     cached_by_design: bool = False,
     compressibility: int = 0,
+    model: WriteModel | None = None,
+    unmodelled: str = "",
+    io_size: int | None = None,
 ) -> DeviceCheck:
+    """Device bytes against the application's. A write is judged against what its layout must
+    write (`model`, guards/amplification); without one (`unmodelled` says why), against one
+    copy, which a redundant layout passes even when much of the data never reached a disk."""
     if direction == "mixed":  # a random read/write mix: both halves reach the devices
         dev = io.read_bytes + io.write_bytes
     else:
         dev = io.read_bytes if direction == "read" else io.write_bytes
     ratio = dev / app_bytes if app_bytes else 0.0
     mib_s = dev / seconds / (1024 * 1024) if seconds > 0 else 0.0
-    warning = ""
+    if direction == "write":
+        return _check_write(dev, app_bytes, mib_s, model, unmodelled, compressibility, io_size)
+    if cached_by_design and direction == "read":  # labelled by who served it (guards/reread)
+        return DeviceCheck(dev, app_bytes, mib_s, ratio, reread.served(app_bytes, dev).warning)
     if direction == "meta" or ratio >= 1 - SHORTFALL_TOLERANCE:
-        return DeviceCheck(dev, app_bytes, mib_s, ratio, warning)
+        return DeviceCheck(dev, app_bytes, mib_s, ratio, "")
     pct = f"{ratio:.0%}"
-    if cached_by_design:
-        warning = (
-            f"the devices served only {pct} of the bytes read: this figure measures the cache, "
-            "as this cached test intends; it says nothing about the disks."
-        )
-    elif direction == "read":
-        warning = (
-            f"the devices served only {pct} of the bytes read: the rest came from a cache "
-            "or from never-written ranges, so this figure measures RAM, not the disks. Use a "
-            "working set ≥ 2× RAM (drop --size) and check the cache drop; on ZFS the ARC "
-            "survives drop_caches (a study via `poolbench run` exports and imports the pool)."
-        )
-    else:
-        cause = (
-            f"the declared {compressibility}% compressibility let the filesystem shrink it"
-            if compressibility
-            else "the data was still in a cache when the window closed (fsync not honoured?), "
-            "or the filesystem compressed or deduplicated it"
-        )
-        warning = (
-            f"the devices absorbed only {pct} of the bytes written: {cause}; the figure is "
-            "faster than the disks."
-        )
+    warning = (
+        f"the devices served only {pct} of the bytes read: the rest came from a cache "
+        "or from never-written ranges, so this figure measures RAM, not the disks. Use a "
+        "working set ≥ 2× RAM (drop --size) and check the cache drop; on ZFS the ARC "
+        "survives drop_caches (a study via `poolbench run` exports and imports the pool)."
+    )
     return DeviceCheck(dev, app_bytes, mib_s, ratio, warning)
+
+
+def _check_write(
+    dev: int,
+    app_bytes: int,
+    mib_s: float,
+    model: WriteModel | None,
+    unmodelled: str,
+    compressibility: int,
+    io_size: int | None,
+) -> DeviceCheck:
+    used = model or amplification.single_device("an unmodelled layout")
+    v = amplification.judge(used, app_bytes, dev, compressibility=compressibility, io_size=io_size)
+    record: dict[str, object] = v.as_dict()
+    if model is not None:
+        record["model"] = model.as_dict()
+        record["expected_bytes"] = model.expected_bytes(app_bytes)
+    else:
+        record["model"] = None
+        record["unmodelled"] = unmodelled or "the layout was not read"
+    return DeviceCheck(dev, app_bytes, mib_s, v.amplification, v.warning, v.note, record)

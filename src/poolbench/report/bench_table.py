@@ -49,6 +49,14 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _amp_text(r: WorkloadResult) -> str:
+    got = _mean(r.amplification)
+    if got is None:
+        return ""
+    model = "?" if r.amplification_model is None else f"{r.amplification_model:.2f}"
+    return f"{got:.2f}× ({model})"
+
+
 def as_json(results: list[WorkloadResult]) -> list[dict[str, Any]]:
     out = []
     for r in results:
@@ -70,7 +78,10 @@ def as_json(results: list[WorkloadResult]) -> list[dict[str, Any]]:
                 "device_unit": "MiB/s",
                 # fio's CPU + the filesystem's (guards/cpu.py), seconds per GiB moved
                 "cpu_s_per_gib": _mean(r.cpu_s_per_gib),
+                "write_amplification": _mean(r.amplification),
+                "write_amplification_model": r.amplification_model,
                 "cached_by_design": r.workload.cached_by_design,
+                "served_by": list(r.served_by),
                 "latency": latency_json(r),
                 "warnings": list(r.warnings),
             }
@@ -106,7 +117,7 @@ def render(
     for r in results:
         t = Text()
         if r.workload.cached_by_design:
-            t.append("cached by design ", style="cyan")
+            t.append(f"{r.served_label} ", style="cyan")
         shown = [m for m in lat if _latency_text(r, m, metrics) != "–"]
         extra = [w for m in shown if (w := tail_warning(m, r.clats))]
         for w in [*r.warnings, *extra]:
@@ -148,6 +159,9 @@ def _columns(
         col("runs", "runs", [str(s.n) for s in sums], justify="right", optional=1),
         col("device", "device\nMiB/s", dev, justify="right", optional=2),
     ]
+    if any(r.amplification for r in results):
+        amps = [_amp_text(r) for r in results]
+        cols.append(col("amp", "write amp.\n(model)", amps, justify="right", optional=3))
     for m in lat:
         texts = [_latency_text(r, m, metrics) for r in results]
         cols.append(col(m.key, f"{m.key} {LATENCY_UNIT}\n(95% CI)", texts, justify="right"))

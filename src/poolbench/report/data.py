@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from poolbench.engine.records import Findings
+from poolbench.engine.records import Findings, modelled_amplification, write_amplification
 from poolbench.errors import UsageError
 from poolbench.report.metrics import VALUE, Figure, Metric, tail_warning
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
@@ -64,6 +64,23 @@ class Cell:
     @property
     def device_mean(self) -> float | None:
         return sum(self.device_mib_s) / len(self.device_mib_s) if self.device_mib_s else None
+
+    @property
+    def amplification(self) -> float | None:
+        """Mean measured write amplification (device ÷ application bytes) of the replicates,
+        None for a read or an unverified write (guards/amplification)."""
+        got = [a for a in (write_amplification(g) for g in self.guards) if a is not None]
+        return sum(got) / len(got) if got else None
+
+    def amplification_text(self) -> str:
+        """'3.02× (3.00)': measured write amplification and, in brackets, the layout's model
+        ('?' when the layout was not modelled); '' for a read."""
+        got = self.amplification
+        if got is None:
+            return ""
+        models = {modelled_amplification(g) for g in self.guards} - {None}
+        model = f"{models.pop():.2f}" if len(models) == 1 else "?"
+        return f"{got:.2f}× ({model})"
 
     def pool(self) -> dict[str, Any]:
         """The pool description read back for this configuration (studies), else {}."""

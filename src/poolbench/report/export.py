@@ -12,6 +12,7 @@ import io
 import json
 from typing import Any
 
+from poolbench.engine.records import write_amplification
 from poolbench.report.data import RunData, parse_config
 from poolbench.report.metrics import percentile_ns
 
@@ -35,6 +36,11 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("seconds", "timed window in seconds (fsync / syncfs included)"),
     ("device_bytes", "bytes the member devices moved in the window (empty: unverified)"),
     ("device_mib_s", "device bytes per second in MiB/s (empty: unverified)"),
+    (
+        "write_amplification",
+        "writes: device bytes ÷ application bytes (the layout's model is "
+        "in guards.device.amplification; empty: a read, or unverified)",
+    ),
     ("warnings", "JSON list of the guard warnings on this measurement"),
     ("compressibility_percent", "declared data compressibility"),
     ("working_set_bytes", "working set per configuration"),
@@ -103,6 +109,7 @@ def rows(run: RunData) -> list[dict[str, Any]]:
                 "seconds": m["seconds"],
                 "device_bytes": m["device_bytes"],
                 "device_mib_s": m["device_mib_s"],
+                "write_amplification": write_amplification(g),
                 "warnings": m["warnings"],
                 "compressibility_percent": comp,
                 "working_set_bytes": run.working_set_bytes(),

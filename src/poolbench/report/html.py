@@ -139,7 +139,8 @@ def _table(run: RunData, wt: WorkloadTable, baseline: Baseline | None) -> Safe:
     head = ["configuration", "mean ± 95% CI", "unit"]
     if baseline is not None:
         head.append(f"vs {baseline.label}")
-    head += ["runs", "device MiB/s", "values", "notes"]
+    amps = any(r.cell.amplification is not None for r in wt.rows)
+    head += ["runs", "device MiB/s", *(["write amp. (model)"] if amps else []), "values", "notes"]
     rows = [fmt("<tr>{}</tr>", join([fmt("<th>{}</th>", h) for h in head]))]
     for r in wt.rows:
         tds = [
@@ -154,6 +155,7 @@ def _table(run: RunData, wt: WorkloadTable, baseline: Baseline | None) -> Safe:
         tds += [
             fmt('<td class="num">{}</td>', r.cell.summary.n),
             fmt('<td class="num">{}</td>', "unverified" if dev is None else fmt_value(dev)),
+            *([fmt('<td class="num">{}</td>', r.cell.amplification_text())] if amps else []),
             fmt('<td class="num">{}</td>', ", ".join(fmt_value(v) for v in r.cell.values)),
             fmt(
                 '<td class="warn">{}</td>',

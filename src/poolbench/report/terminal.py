@@ -112,6 +112,9 @@ def workload_columns(run: RunData, wt: WorkloadTable, baseline: Baseline | None)
         dev = [r.cell.device_mean for r in rows]
         cells = [Text("unverified" if d is None else fmt_value(d)) for d in dev]
         cols.append(Column("device", "device\nMiB/s", cells, "right", optional=2))
+        if any(r.cell.amplification is not None for r in rows):
+            amps = [Text(r.cell.amplification_text()) for r in rows]
+            cols.append(Column("amp", "write amp.\n(model)", amps, "right", optional=3))
         lat = _latency_column(wt)
         cols += [lat] if lat is not None else []
     cols.append(Column("notes", "notes", [_notes(r.notes) for r in rows], prose=True))

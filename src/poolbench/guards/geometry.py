@@ -1,0 +1,136 @@
+"""Which write model fits the devices a measurement counts (guards/amplification).
+
+A study's pool says what it is (its backend's read-back description, `for_pool`); for
+`poolbench bench` on an existing mount the layout is read from the stack (`for_target`):
+ZFS from `zpool status`, `zdb -C` (ashift) and the dataset's recordsize; btrfs from
+/sys/fs/btrfs/UUID/allocation/data (the data profile); anything else on one counted device is
+written once. The model must describe the devices that are *counted*: an md array counted as
+/dev/mdN is one device (1×), its members are the md level.
+
+Where the layout cannot be read the answer is None, with the reason: the device guard then
+compares with one copy and says the layout was not modelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from poolbench.guards import amplification as amp
+from poolbench.guards.amplification import WriteModel
+from poolbench.guards.devices import Target
+from poolbench.system.runner import CommandError, Runner
+from poolbench.zfs import commands, parse
+
+DEFAULT_RECORDSIZE = 128 * 1024
+LEAST_ASHIFT = 9  # an unreadable ashift: the least padding, so the model is a lower bound
+SYS_FS_BTRFS = Path("/sys/fs/btrfs")
+SYS_BLOCK = Path("/sys/class/block")
+
+Found = tuple[WriteModel | None, str]  # the model, or None and why not
+
+
+def zfs_model(tops: Sequence[tuple[str, int]], ashifts: Sequence[int], recordsize: int | None
+              ) -> Found:  # fmt: skip
+    if not tops:
+        return None, "the pool's vdevs could not be read"
+    ashift = max(ashifts) if ashifts else LEAST_ASHIFT
+    try:
+        model = amp.zfs(tops, ashift, recordsize or DEFAULT_RECORDSIZE)
+    except ValueError as exc:
+        return None, str(exc)
+    if not ashifts:
+        model = _relabel(model, f"{model.layout} (ashift unreadable: {LEAST_ASHIFT} assumed, the "
+                         "least padding)")  # fmt: skip
+    return model, ""
+
+
+def _relabel(model: WriteModel, layout: str) -> WriteModel:
+    return WriteModel(layout, model.ratio, model.low, model.high, model.basis, model.record_bytes)
+
+
+def _int(value: object) -> int | None:
+    text = str(value) if value is not None else ""
+    return int(text) if text.isdigit() else None
+
+
+def for_pool(backend: str, layout: str, n_devices: int, described: Mapping[str, Any]) -> Found:
+    """A study's pool, from what its backend read back after creating it."""
+    if backend == "zfs":
+        tops = [(str(t["kind"]), int(t["width"])) for t in described.get("topology") or []]
+        props = described.get("properties") or {}
+        rs = _int((props.get("recordsize") or {}).get("value"))
+        return zfs_model(tops, [int(a) for a in described.get("vdev_ashift") or []], rs)
+    try:
+        if backend == "btrfs":
+            profiles = described.get("profiles") or {}
+            return amp.btrfs(str(profiles.get("Data") or layout), n_devices), ""
+        if backend == "md":
+            level = str(described.get("level") or layout)
+            return amp.md(level, int(described.get("raid_devices") or n_devices)), ""
+    except ValueError as exc:
+        return None, str(exc)
+    return None, f"the {backend} backend has no write model"
+
+
+def for_target(target: Target, runner: Runner) -> Found:
+    """`poolbench bench`: the layout under a mount, read from the stack."""
+    m = target.mount
+    if not target.devices:
+        return None, target.unverified_reason
+    if m.fstype in ("zfs", "fuse.zfs") or (m.fstype == "fuse" and not m.source.startswith("/")):
+        return _zfs_of(m.source, runner)
+    if m.fstype == "btrfs":
+        return btrfs_of(target.devices)
+    if len(target.devices) == 1:
+        return amp.single_device(f"{m.fstype} on {target.devices[0]}"), ""
+    return md_of(target.devices)
+
+
+def _zfs_of(dataset: str, runner: Runner) -> Found:
+    pool = dataset.split("/")[0]
+    try:
+        status = parse.read_status(runner.run(commands.status(pool), mutates=False).stdout, pool)
+        got = runner.run(commands.dataset_props(dataset, ["recordsize"]), mutates=False).stdout
+    except (CommandError, OSError) as exc:
+        return None, f"the pool's layout could not be read ({exc})"
+    zdb = runner.run(commands.zdb_config(pool), check=False, mutates=False)
+    ashifts = parse.parse_zdb_ashift(zdb.stdout) if zdb.returncode == 0 else []
+    rs = _int(parse.parse_zfs_get(got).get("recordsize", {}).get("value"))
+    return zfs_model([(t.kind, t.width) for t in status.tops], ashifts, rs)
+
+
+def btrfs_of(devices: Sequence[str], root: Path = SYS_FS_BTRFS) -> Found:
+    """The data profile of the btrfs whose members are `devices` (sysfs allocation dirs)."""
+    for fs in root.iterdir() if root.is_dir() else []:
+        members = sorted(p.name for p in (fs / "devices").iterdir()) if (
+            fs / "devices").is_dir() else []  # fmt: skip
+        if not set(devices) & set(members):
+            continue
+        data = fs / "allocation" / "data"
+        profiles = sorted(p.name for p in data.iterdir() if p.is_dir()) if data.is_dir() else []
+        if len(profiles) != 1:
+            return None, (
+                f"btrfs data profiles {', '.join(profiles) or 'none'} found: a conversion in "
+                "progress (or an old kernel) leaves the write's copies unknown"
+            )
+        try:
+            return amp.btrfs(profiles[0], len(members)), ""
+        except ValueError as exc:
+            return None, str(exc)
+    return None, "no btrfs in /sys/fs/btrfs holds these devices"
+
+
+def md_of(devices: Sequence[str], sys_block: Path = SYS_BLOCK) -> Found:
+    """Counted devices that are the members of one md array: the array's level."""
+    holders = {h.name for d in devices for h in (sys_block / d / "holders").glob("md*")}
+    if len(holders) != 1:
+        return None, "the counted devices are not the members of one md array"
+    md_dir = sys_block / holders.pop() / "md"
+    try:
+        level = (md_dir / "level").read_text().strip()
+        n = int((md_dir / "raid_disks").read_text().strip())
+        return amp.md(level, n), ""
+    except (OSError, ValueError) as exc:
+        return None, f"the md array's level could not be read ({exc})"
