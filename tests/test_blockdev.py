@@ -102,7 +102,8 @@ def named_loops(tmp_path: Path) -> Iterator[dict[str, str]]:
         yield {"whole": str(links / "ata-FAKE_DISK_1"),
                "part1": str(links / "ata-FAKE_DISK_0-part1"),
                "part2": str(links / "ata-FAKE_DISK_0-part2"),
-               "loop0": os.path.basename(loops[0]), "loop1": os.path.basename(loops[1])}  # fmt: skip
+               "loop0": os.path.basename(loops[0]),
+               "loop1": os.path.basename(loops[1])}  # fmt: skip
     finally:
         for d in loops:
             sh("losetup", "--detach", d, check=False)
