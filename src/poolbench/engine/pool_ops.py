@@ -180,6 +180,9 @@ def dry_commands(
         elif w.name == "capacity":
             runner.run(zfs_commands.dataset_props(name, ["used", "available"]))
         else:
+            if w.needs_data and not w.fresh_file and not w.is_metadata:
+                # Laid out before the first measurement (fiojob.render_prepare), not timed.
+                runner.run(["fio", "--output-format=json", f"prepare-{w.name}.fio"])
             runner.run(["fio", "--output-format=json", f"{w.name}.fio"])
 
 
