@@ -32,7 +32,8 @@ from poolbench.stats import outliers
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.store.db import Store
 from poolbench.system.runner import Runner
-from poolbench.workloads import fio, fiojob
+from poolbench.workloads import fio, fiodepth, fiojob
+from poolbench.workloads.fioparse import FioResult
 from poolbench.workloads.library import Workload
 
 MiB = 1024 * 1024
@@ -322,6 +323,7 @@ class Session:
         findings.device = dev.finding
         warnings += dev.warnings + self._cold_rule_warning(w, findings)
         findings.fio = FioFinding(result.fio_version, result.within_run_bw_dev, result.lat_mean_ns)
+        warnings += _depth_check(job, params, result, findings)
         self._read_back(w, findings)
         value = figure(w, result.io_bytes, result.total_ios, seconds)
         self._record(res, Measurement(
@@ -425,3 +427,18 @@ def figure(w: Workload, io_bytes: int, ios: int, seconds: float) -> float:
     if w.unit == "MiB/s":
         return io_bytes / seconds / MiB
     return ios / seconds
+
+
+def _depth_check(
+    job: str, params: fiojob.JobParams, result: FioResult, findings: Findings
+) -> list[str]:
+    """The queue depth fio achieved, recorded; a warning when it is well below the request."""
+    if params.iodepth <= 1 or f"iodepth={params.iodepth}" not in job:
+        return []
+    depth = fiodepth.achieved(result.depth_levels, params.iodepth)
+    if depth is not None:
+        findings.other["queue_depth"] = depth.as_dict()
+    engine = next((ln.split("=", 1)[1] for ln in job.splitlines() if ln.startswith("ioengine=")),
+                  "?")  # fmt: skip
+    msg = fiodepth.warning(depth, f"ioengine={engine}")
+    return [msg] if msg else []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from poolbench.errors import PoolbenchError
@@ -40,6 +40,8 @@ class FioResult:
     lat_mean_ns: float
     fio_version: str
     jobs: int
+    # fio's iodepth_level of the first job: % of I/Os submitted at each depth (fiodepth.py).
+    depth_levels: dict[str, float] = field(default_factory=dict)
 
     @property
     def mib_s(self) -> float:
@@ -109,4 +111,5 @@ def parse(text: str, direction: str) -> FioResult:
         jobs=int(jobs[0].get("job options", {}).get("numjobs", 1) or 1)
         if len(jobs) == 1
         else len(jobs),
+        depth_levels={str(k): float(v) for k, v in (jobs[0].get("iodepth_level") or {}).items()},
     )
