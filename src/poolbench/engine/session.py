@@ -310,8 +310,12 @@ class Session:
             findings.cache = self._defeat_cache(self.workspace.data_files(w, params), warnings)
         assert self.device_target is not None
         window = DeviceWindow(self.device_target)
-        result = fio.run_job(self.runner, job, jobs / f"{w.name}.{replicate}.fio", w.direction)
-        seconds = result.runtime_s + self._sync_metadata(w)
+        try:
+            result = fio.run_job(self.runner, job, jobs / f"{w.name}.{replicate}.fio", w.direction)
+            seconds = result.runtime_s + self._sync_metadata(w)
+        except BaseException:
+            window.abandon()
+            raise
         dev = window.close(
             w.direction if not w.is_metadata else "meta",
             result.io_bytes,
@@ -321,6 +325,8 @@ class Session:
             warn_unverified=not w.is_metadata,
         )
         findings.device = dev.finding
+        if dev.members:  # per-disk breakdown, kept in the measurement's guards JSON
+            findings.other["members"] = {m.name: m.as_dict() for m in dev.members}
         warnings += dev.warnings + self._cold_rule_warning(w, findings)
         findings.fio = FioFinding(result.fio_version, result.within_run_bw_dev, result.lat_mean_ns)
         warnings += _depth_check(job, params, result, findings)
