@@ -110,7 +110,7 @@ def test_a_capped_mirror_member_is_named(
     # The breakdown is stored per measurement; the capped member ran at about its cap.
     rows = sqlite3.connect(db).execute("SELECT guards FROM measurements").fetchall()
     for (g,) in rows:
-        members = json.loads(g)["other"]["members"]
+        members = json.loads(g)["members"]
         assert slow in members and len(members) == 3
         assert members[slow]["mib_s"] <= CAP / MiB * 1.3
         assert all(m["write_bytes"] >= 24 * MiB for m in members.values())  # a mirror: all
