@@ -299,7 +299,11 @@ class PoolHooks:
         if not isinstance(self.backend, ZfsBackend):
             return {}
         ratio = self.backend.compressratio(self.pool)
-        return {"compressratio": ratio} if ratio else {}
+        out: dict[str, Any] = {"compressratio": ratio} if ratio else {}
+        iostat = self.backend.iostat_snapshot(self.pool)  # OpenZFS: per-vdev I/O and latency
+        if iostat:
+            out["zpool_iostat"] = iostat
+        return out
 
 
 # -- untar source -----------------------------------------------------------------------------
