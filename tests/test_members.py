@@ -114,3 +114,22 @@ def test_a_capped_mirror_member_is_named(
         assert slow in members and len(members) == 3
         assert members[slow]["mib_s"] <= CAP / MiB * 1.3
         assert all(m["write_bytes"] >= 24 * MiB for m in members.values())  # a mirror: all
+
+
+def test_the_sampler_reads_a_fake_sys_tree_and_survives_a_member_going_away(
+    tmp_path: Path,
+) -> None:
+    from poolbench.guards.members import Sampler
+
+    for name in ("loop8", "loop9"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "stat").write_text("0 0 0 0 0 0 0 0 0 0 0\n")
+    s = Sampler(["loop8", "loop9"], interval=0.02, sys_block=tmp_path)
+    s.start()
+    (tmp_path / "loop8" / "stat").write_text("0 0 0 0 1 0 2048 0 0 0 0\n")  # 1 MiB written
+    import time
+
+    time.sleep(0.1)
+    (tmp_path / "loop9" / "stat").unlink()  # gone mid-window: sampling stops, no crash
+    time.sleep(0.1)
+    assert s.stop() != [] and s.samples[-1][1]["loop8"].write_bytes == 1 * MiB

@@ -11,6 +11,7 @@ of the comparison: a raid1 read may legitimately use one side only.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import threading
 import time
@@ -61,6 +62,13 @@ class Sampler:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
+            try:
+                self._sample()
+            except (OSError, ValueError, IndexError):
+                return  # a member went away mid-window: keep what was sampled
+
+    def _final(self) -> None:
+        with contextlib.suppress(OSError, ValueError, IndexError):
             self._sample()
 
     def start(self) -> None:
@@ -70,7 +78,7 @@ class Sampler:
     def stop(self) -> list[MemberRate]:
         self._stop.set()
         self._thread.join()
-        self._sample()
+        self._final()
         return rates(self.samples)
 
 
