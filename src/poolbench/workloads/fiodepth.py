@@ -51,6 +51,6 @@ def warning(depth: Depth | None, engine: str) -> str:
     return (
         f"queue depth {depth.requested} was requested but fio kept only about "
         f"{depth.high:.1f} I/O in flight ({engine}): the engine's submit call waited for each "
-        "I/O, so this is a low-depth figure. On zfs-fuse and OpenZFS <= 2.2 O_DIRECT still "
-        "goes through the ARC and libaio does not queue; see docs/queue-depth.md."
+        "I/O, so this is a low-depth figure; see docs/queue-depth.md for which engines "
+        "queue on which filesystem."
     )
