@@ -308,3 +308,18 @@ def test_zfs_fuse_never_started_where_openzfs_is(
     monkeypatch.setattr(fusedaemon, "OPENZFS_MODULE", tmp_path)  # "the zfs module is loaded"
     assert fusedaemon.ensure_running(rec) is None
     assert rec.argvs == []  # not even asked: zfs-fuse must not start beside OpenZFS
+
+
+def test_zpool_iostat_rows_are_read_by_column() -> None:
+    from poolbench.zfs.commands import iostat_members
+    from poolbench.zfs.parse import IOSTAT_COLUMNS, parse_iostat
+
+    assert iostat_members("tank") == ["zpool", "iostat", "-Hvlp", "tank"]
+    # The layout of OpenZFS 2.2's `zpool iostat -Hvlp` (zpool-iostat(8)): name, 6 capacity and
+    # throughput columns, 11 latency columns; "-" where a figure does not apply.
+    pool = "\t".join(["tank", "1048576", "2048", "10", "20", "4096", "8192", *["100"] * 11])
+    leaf = "\t".join(["loop1", "-", "-", "3", "4", "512", "1024", *["-"] * 10, "7"])
+    rows = parse_iostat(pool + "\n" + leaf + "\n")
+    assert rows[0]["name"] == "tank" and rows[0]["write_bytes_s"] == 8192
+    assert rows[1]["alloc"] is None and rows[1]["read_ops"] == 3
+    assert rows[1][IOSTAT_COLUMNS[-1]] == 7

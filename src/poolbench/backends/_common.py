@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from poolbench.guards import cache
+from poolbench.guards.blockdev import counter_devices
 from poolbench.guards.devices import MountInfo, block_name_of, mounts
 from poolbench.system.runner import Runner
 from poolbench.system.umount import umount
@@ -86,13 +87,9 @@ def size_of(path: str) -> int | None:
 
 
 def block_names(paths: list[str]) -> list[str]:
-    """Kernel names of those `paths` that are block devices (files are skipped)."""
-    names = []
-    for p in paths:
-        name = block_name_of(p)
-        if name and name not in names:
-            names.append(name)
-    return names
+    """Kernel names of the block devices under `paths` (files are skipped): symlinks,
+    by-id/by-path names, partitions, and dm/md devices down to the disks beneath them."""
+    return counter_devices(paths)
 
 
 def is_block(path: str) -> bool:

@@ -550,6 +550,15 @@ class ZfsBackend:
         res = self.runner.run(argv, check=False, mutates=False)
         return res.stdout.strip() or None if res.returncode == 0 else None
 
+    def iostat_snapshot(self, pool: Pool) -> list[dict[str, Any]] | None:
+        """OpenZFS: every vdev's `zpool iostat -vlp` figures since import, or None (zfs-fuse
+        has no latency columns; a failed read is not a failed trial)."""
+        if self.dialect != OPENZFS:
+            return None
+        res = self.runner.run(commands.iostat_members(pool.spec.name), check=False,
+                              mutates=False)  # fmt: skip
+        return parse.parse_iostat(res.stdout) if res.returncode == 0 else None
+
     def resilver_status(self, pool: Pool) -> ResilverStatus:
         return parse_resilver(pools.status_text(self.runner, pool.spec.name))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from poolbench.engine.records import DeviceFinding
-from poolbench.guards import devices
+from poolbench.guards import devices, members
 from poolbench.guards.amplification import WriteModel
 from poolbench.guards.devices import Counters, Target
 
@@ -17,6 +17,7 @@ class DeviceOutcome:
     device_bytes: int | None = None
     device_mib_s: float | None = None
     warnings: list[str] = field(default_factory=list)
+    members: list[members.MemberRate] = field(default_factory=list)  # per-disk breakdown
 
 
 class DeviceWindow:
@@ -32,6 +33,16 @@ class DeviceWindow:
         self.before: dict[str, Counters] = (
             devices.read_counters(target.devices) if target.verifiable else {}
         )
+        # Per-member rates need the timeline, not only the two ends (guards/members.py).
+        self.sampler = members.Sampler(target.devices) if len(target.devices) > 1 else None
+        if self.sampler is not None:
+            self.sampler.start()
+
+    def abandon(self) -> None:
+        """The measurement failed: stop sampling (no figure is made from this window)."""
+        if self.sampler is not None:
+            self.sampler.stop()
+            self.sampler = None
 
     def close(
         self,
@@ -47,6 +58,8 @@ class DeviceWindow:
         """`direction`: read, write or meta. Without a countable device, the finding says why
         and (with `warn_unverified`) so does a warning."""
         target = self.target
+        per_member = self.sampler.stop() if self.sampler is not None else []
+        self.sampler = None
         if not target.verifiable:
             warnings = []
             if warn_unverified:
@@ -76,4 +89,6 @@ class DeviceWindow:
             more={"amplification": chk.amplification} if chk.amplification else {},
         )
         warnings = [w for w in (chk.warning, chk.note) if w]
-        return DeviceOutcome(finding, chk.device_bytes, chk.device_mib_s, warnings)
+        if not cached_by_design:
+            warnings += members.slow_members(per_member)
+        return DeviceOutcome(finding, chk.device_bytes, chk.device_mib_s, warnings, per_member)

@@ -181,6 +181,9 @@ def dry_commands(
         elif w.name == "capacity":
             runner.run(zfs_commands.dataset_props(name, ["used", "available"]))
         else:
+            if w.needs_data and not w.fresh_file and not w.is_metadata:
+                # Laid out before the first measurement (fiojob.render_prepare), not timed.
+                runner.run(["fio", "--output-format=json", f"prepare-{w.name}.fio"])
             runner.run(["fio", "--output-format=json", f"{w.name}.fio"])
 
 
@@ -300,7 +303,11 @@ class PoolHooks:
         if not isinstance(self.backend, ZfsBackend):
             return {}
         ratio = self.backend.compressratio(self.pool)
-        return {"compressratio": ratio} if ratio else {}
+        out: dict[str, Any] = {"compressratio": ratio} if ratio else {}
+        iostat = self.backend.iostat_snapshot(self.pool)  # OpenZFS: per-vdev I/O and latency
+        if iostat:
+            out["zpool_iostat"] = iostat
+        return out
 
 
 # -- untar source -----------------------------------------------------------------------------

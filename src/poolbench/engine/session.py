@@ -40,7 +40,8 @@ from poolbench.stats import outliers
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.store.db import Store
 from poolbench.system.runner import Runner
-from poolbench.workloads import fio, fiojob
+from poolbench.workloads import fio, fiodepth, fiojob
+from poolbench.workloads.fioparse import FioResult
 from poolbench.workloads.library import Workload
 
 MiB = 1024 * 1024
@@ -349,8 +350,12 @@ class Session:
         arc = cache.ArcWindow(self._zfs if w.cold and not w.cached_by_design else None, files)
         window = DeviceWindow(self.device_target, *(self.write_model or (None, "")))
         clock = cpu.CpuWindow(self._zfs)
-        result = fio.run_job(self.runner, job, jobs / f"{w.name}.{replicate}.fio", w.direction)
-        seconds = result.runtime_s + self._sync_metadata(w)
+        try:
+            result = fio.run_job(self.runner, job, jobs / f"{w.name}.{replicate}.fio", w.direction)
+            seconds = result.runtime_s + self._sync_metadata(w)
+        except BaseException:
+            window.abandon()
+            raise
         findings.other["cpu"] = clock.close(result.cpu_usr_s, result.cpu_sys_s, result.io_bytes)
         dev = window.close(
             w.direction if not w.is_metadata else "meta",
@@ -362,11 +367,14 @@ class Session:
             io_size=_random_io_size(w),
         )
         findings.device = dev.finding
+        if dev.members:  # per-disk breakdown, kept in the measurement's guards JSON
+            findings.other["members"] = {m.name: m.as_dict() for m in dev.members}
         if w.cached_by_design and findings.cache is not None:
             findings.cache = _served(findings.cache, result.io_bytes, dev.finding.read_bytes)
         warnings += dev.warnings + self._settle_cold(w, findings, arc.close(result.io_bytes))
         warnings += self._cold_rule_warning(w, findings)
         findings.fio = FioFinding(result.fio_version, result.within_run_bw_dev, result.lat_mean_ns)
+        warnings += _depth_check(job, params, result, findings)
         self._read_back(w, findings)
         value = figure(w, result.io_bytes, result.total_ios, seconds)
         self._record(res, Measurement(
@@ -511,3 +519,18 @@ def figure(w: Workload, io_bytes: int, ios: int, seconds: float) -> float:
     if w.unit == "MiB/s":
         return io_bytes / seconds / MiB
     return ios / seconds
+
+
+def _depth_check(
+    job: str, params: fiojob.JobParams, result: FioResult, findings: Findings
+) -> list[str]:
+    """The queue depth fio achieved, recorded; a warning when it is well below the request."""
+    if params.iodepth <= 1 or f"iodepth={params.iodepth}" not in job:
+        return []
+    depth = fiodepth.achieved(result.depth_levels, params.iodepth)
+    if depth is not None:
+        findings.other["queue_depth"] = depth.as_dict()
+    engine = next((ln.split("=", 1)[1] for ln in job.splitlines() if ln.startswith("ioengine=")),
+                  "?")  # fmt: skip
+    msg = fiodepth.warning(depth, f"ioengine={engine}")
+    return [msg] if msg else []

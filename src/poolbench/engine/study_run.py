@@ -46,6 +46,7 @@ from poolbench.study.model import Study
 from poolbench.study.model import parse as parse_study
 from poolbench.system import probes
 from poolbench.system.runner import Runner
+from poolbench.workloads import fio
 from poolbench.workloads.library import parse_list
 
 Progress = Callable[[str, int, int], None]
@@ -110,6 +111,7 @@ class StudyRun:
                 f"Study '{self.study.name}' has no disks.",
                 "Set [disks] count and size (sparse files), or pass --disks 5x512M.",
             )
+        self._check_fio()
         found: dict[str, Availability] = {}
         dummy = [f"/dev/disk{i}" for i in range(n)]
         for cfg in self.configs:
@@ -134,6 +136,14 @@ class StudyRun:
                 "Remove exclude entries or add factor levels.",
             )
         return found
+
+    def _check_fio(self) -> None:
+        """fio too old for the workloads is refused before any pool is built (a dry run
+        without fio installed only shows the plan)."""
+        if self.runner.dry_run and self.runner.which("fio") is None:
+            return
+        if any(w.kind == "fio" for w in self.workloads):
+            fio.fio_version(self.runner)
 
     # -- the run -----------------------------------------------------------------------------
     def metadata(self, availability: dict[str, Availability]) -> dict[str, Any]:

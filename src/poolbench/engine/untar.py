@@ -51,8 +51,13 @@ class Untar:
         app_bytes, files = self.content()
         window = DeviceWindow(target)
         t0 = time.monotonic()
-        self.runner.run(["tar", "-x", "--no-same-owner", "-f", str(self.tarball), "-C", str(dest)])
-        self.runner.run(["sync", "--file-system", str(dest)])
+        try:
+            self.runner.run(["tar", "-x", "--no-same-owner", "-f", str(self.tarball), "-C",
+                             str(dest)])  # fmt: skip
+            self.runner.run(["sync", "--file-system", str(dest)])
+        except BaseException:
+            window.abandon()
+            raise
         seconds = time.monotonic() - t0
         dev = window.close("write", app_bytes, seconds, compressibility=compressibility)
         findings.device = dev.finding

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from poolbench.guards import amplification, reread
+from poolbench.guards import amplification, blockdev, reread
 from poolbench.guards.amplification import WriteModel
 from poolbench.system.runner import CommandError, Runner
 from poolbench.zfs import commands, parse
@@ -86,20 +86,7 @@ def mount_of(path: Path, table: Sequence[MountInfo] | None = None) -> MountInfo:
 
 def block_name_of(dev_path: str) -> str | None:
     """/dev/mapper/x or /dev/loop0 → kernel name (dm-0, loop0), if it is a block device."""
-    real = os.path.realpath(dev_path)
-    try:
-        st = os.stat(real)
-    except OSError:
-        return None
-    import stat
-
-    if not stat.S_ISBLK(st.st_mode):
-        return None
-    link = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
-    try:
-        return link.resolve().name
-    except OSError:
-        return None
+    return blockdev.kernel_name(dev_path)
 
 
 def _btrfs_devices(mount: MountInfo) -> list[str]:
@@ -107,30 +94,46 @@ def _btrfs_devices(mount: MountInfo) -> list[str]:
     src = block_name_of(mount.source)
     root = Path("/sys/fs/btrfs")
     if not src or not root.is_dir():
-        return [src] if src else []
+        return blockdev.underlying(src) if src else []
     for fs in root.iterdir():
         devs = fs / "devices"
         if devs.is_dir():
             names = sorted(p.name for p in devs.iterdir())
-            if src in names:
-                return names
-    return [src]
+            if src in names:  # members may be dm or md devices: count the disks beneath
+                return [u for n in names for u in blockdev.underlying(n)]
+    return blockdev.underlying(src)
+
+
+def _zfs_status(runner: Runner, pool: str) -> str:
+    """`zpool status` with whole leaf paths where the dialect has -P (OpenZFS; without it a
+    leaf built from /tmp/links/disk0 prints as "disk0"); zfs-fuse refuses -P and prints the
+    path it was given."""
+    full = runner.run(commands.status(pool, commands.OPENZFS, full_paths=True),
+                      check=False, mutates=False)  # fmt: skip
+    if full.returncode == 0:
+        return full.stdout
+    return runner.run(commands.status(pool), mutates=False).stdout
 
 
 def _zfs_devices(runner: Runner, pool: str) -> tuple[list[str], str]:
-    """Leaf vdevs of a ZFS pool that are block devices, from `zpool status`."""
+    """Underlying block devices of a ZFS pool's leaf vdevs, from `zpool status`."""
     try:
-        out = runner.run(commands.status(pool), mutates=False).stdout
+        out = _zfs_status(runner, pool)
     except (CommandError, OSError) as exc:
         return [], f"could not read the pool's vdevs ({exc})"
     devs: list[str] = []
-    files: list[str] = []
+    unresolved: list[str] = []
     for word in parse.read_status(out, pool).leaves:
-        path = parse.leaf_path(word)
-        name = block_name_of(path)
-        (devs.append(name) if name else files.append(word))
-    if files and not devs:
-        return [], "the pool's vdevs are plain files, not block devices"
+        path = blockdev.leaf_word_path(word)
+        found = blockdev.counter_devices([path]) if path else []
+        devs.extend(d for d in found if d not in devs)
+        if not found:
+            unresolved.append(word)
+    if unresolved and not devs:
+        return [], (
+            f"the pool's vdevs ({', '.join(unresolved)}) are plain files or names that "
+            "resolve to no block device"
+        )
     return devs, ""
 
 
@@ -151,7 +154,7 @@ def resolve(path: Path, runner: Runner) -> Target:
     else:
         name = block_name_of(m.source)
         if name:
-            t.devices = [name]
+            t.devices = blockdev.underlying(name)  # dm/md: the disks beneath
             t.how = f"the filesystem's source device {m.source}"
         else:
             t.unverified_reason = (

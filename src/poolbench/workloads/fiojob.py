@@ -9,7 +9,6 @@ remote `fio --server` (which ignores options given on the client's command line)
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from poolbench.workloads.library import Workload
@@ -162,24 +161,44 @@ def render(workload: Workload, params: JobParams) -> str:
     return _render(sections)
 
 
+PREPARE_BS = 1024 * 1024  # the prepare's record: large, so laying out data is quick
+
+
+def prepare_blocks(size: int) -> tuple[int, int]:
+    """(whole 1 MiB records, tail bytes) that lay out exactly `size` bytes.
+
+    fio rounds a job's size down to a multiple of its bs, so one job cannot write an odd size
+    in large records; a gcd-sized record could (307M over 6 streams gave bs=2: ~27 million
+    writes per file). Instead a 1 MiB job writes the whole records and a second job, after it,
+    writes the remaining tail in one record at its offset."""
+    return size // PREPARE_BS, size % PREPARE_BS
+
+
 def render_prepare(workload: Workload, params: JobParams) -> str | None:
     """A job that writes the data a reading (or in-place writing) workload needs, or None."""
     if not workload.needs_data:
         return None
     size = file_bytes(workload, params)
+    whole, tail = prepare_blocks(size)
     g: dict[str, str] = {
         "directory": params.directory,
         "rw": "write",
-        # fio rounds a job's size down to a multiple of bs: pick a record that divides it.
-        "bs": str(math.gcd(1024 * 1024, size)),
         "ioengine": "psync",
         "fallocate": "none",
         "end_fsync": "1",
-        "size": str(size),
         "group_reporting": "1",
     }
     g.update(data_pattern(params.compressibility))
+    names = file_names(params, workload.streams)
     sections: list[tuple[str, dict[str, str]]] = [("global", g)]
-    for i, n in enumerate(file_names(params, workload.streams)):
-        sections.append((f"prepare.{i}", {"filename": n}))
+    if whole:  # all files at once, as the streams will read them
+        sections += [(f"prepare.{i}", {"filename": n, "bs": str(PREPARE_BS),
+                      "size": str(whole * PREPARE_BS)}) for i, n in enumerate(names)]  # fmt: skip
+    for i, n in enumerate(names if tail else []):
+        tail_opts = {"filename": n, "bs": str(tail), "offset": str(whole * PREPARE_BS),
+                     "size": str(tail)}  # fmt: skip
+        if i == 0 and whole:
+            # The tails wait for every whole record to be written (stonewall: a barrier).
+            tail_opts["stonewall"] = "1"
+        sections.append((f"prepare.{i}.tail", tail_opts))
     return _render(sections)

@@ -162,6 +162,8 @@ class FioResult:
     latency: Latency | None = None  # completion latency; None when fio reported none
     cpu_usr_s: float = 0.0  # fio's own CPU seconds, summed over its jobs (guards/cpu.py)
     cpu_sys_s: float = 0.0
+    # fio's iodepth_level of the first job: % of I/Os submitted at each depth (fiodepth.py).
+    depth_levels: dict[str, float] = field(default_factory=dict)
 
     @property
     def mib_s(self) -> float:
@@ -237,6 +239,7 @@ def parse(text: str, direction: str) -> FioResult:
         latency=latency(jobs, "mixed" if direction == "mixed" else section),
         cpu_usr_s=_cpu_seconds(jobs, "usr_cpu"),
         cpu_sys_s=_cpu_seconds(jobs, "sys_cpu"),
+        depth_levels={str(k): float(v) for k, v in (jobs[0].get("iodepth_level") or {}).items()},
     )
 
 

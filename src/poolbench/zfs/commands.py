@@ -100,6 +100,12 @@ def dataset_value(name: str, prop: str) -> list[str]:
     return ["zfs", "get", "-Hp", "-o", "value", prop, name]
 
 
+def iostat_members(name: str) -> list[str]:
+    """OpenZFS: per-vdev operations, bandwidth and latencies since import, scripted (-H),
+    exact (-p), every vdev (-v), with the latency columns (-l). zfs-fuse has no -l."""
+    return ["zpool", "iostat", "-Hvlp", name]
+
+
 def pool_prop(name: str, prop: str, dialect: str) -> list[str]:
     """One pool property: OpenZFS prints the exact value alone; zfs-fuse a table with a
     header (read by `parse.parse_pool_get`)."""

@@ -229,3 +229,29 @@ def parse_resilver(status: str) -> ResilverStatus:
     found = [_human_bytes(x.group(1)) for x in each]
     sizes = [n for n in found if n is not None]
     return ResilverStatus(done, in_progress, sum(sizes) if sizes else None, line)
+
+
+# `zpool iostat -Hvlp` columns after the vdev name (OpenZFS 2.x, zpool-iostat(8)): capacity,
+# operations and bandwidth, then average latencies in ns (total, disk, sync queue, async
+# queue: read and write each; scrub, trim and, from 2.2, rebuild waits).
+IOSTAT_COLUMNS = (
+    "alloc", "free", "read_ops", "write_ops", "read_bytes_s", "write_bytes_s",
+    "total_wait_read_ns", "total_wait_write_ns", "disk_wait_read_ns", "disk_wait_write_ns",
+    "syncq_wait_read_ns", "syncq_wait_write_ns", "asyncq_wait_read_ns", "asyncq_wait_write_ns",
+    "scrub_wait_ns", "trim_wait_ns", "rebuild_wait_ns",
+)  # fmt: skip
+
+
+def parse_iostat(text: str) -> list[dict[str, str | int | None]]:
+    """One row per vdev of `zpool iostat -Hvlp`: name and the numeric columns ("-" -> None)."""
+    rows: list[dict[str, str | int | None]] = []
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if len(parts) < 7:
+            continue
+        row: dict[str, str | int | None] = {"name": parts[0].strip()}
+        for col, value in zip(IOSTAT_COLUMNS, parts[1:], strict=False):
+            v = value.strip()
+            row[col] = int(v) if v.isdigit() else None
+        rows.append(row)
+    return rows

@@ -1,0 +1,116 @@
+"""Per-member breakdown of one measurement window, and the member slower than its peers.
+
+Total device bytes cannot show a slow disk: a mirror or raidz write puts the same bytes on
+every member however slow one of them is, and the pool waits for it. What differs is how long
+each member was busy moving its bytes. A sampler reads every member's counters every
+`interval` seconds during the window; a member's rate is its bytes divided by the time of the
+intervals in which its counters moved (bytes/s while busy). A member whose rate is more than
+25% below the median of its peers' is named. Members that moved (almost) nothing are left out
+of the comparison: a raid1 read may legitimately use one side only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from poolbench.guards.devices import SYS_BLOCK, Counters, read_counters
+
+SLOW_FRACTION = 0.25  # slower than its peers' median by more than this: flagged
+MIN_SHARE = 0.05  # a member moving < 5% of the busiest member's bytes is not compared
+
+
+@dataclass(frozen=True)
+class MemberRate:
+    name: str
+    read_bytes: int
+    write_bytes: int
+    busy_s: float  # seconds of sampling intervals in which this member's counters moved
+
+    @property
+    def moved(self) -> int:
+        return self.read_bytes + self.write_bytes
+
+    @property
+    def mib_s(self) -> float:
+        return self.moved / self.busy_s / 2**20 if self.busy_s > 0 else 0.0
+
+    def as_dict(self) -> dict[str, object]:
+        return {"read_bytes": self.read_bytes, "write_bytes": self.write_bytes,
+                "busy_s": round(self.busy_s, 3), "mib_s": round(self.mib_s, 2)}  # fmt: skip
+
+
+class Sampler:
+    """Samples the members' counters in a background thread between start() and stop()."""
+
+    def __init__(self, devices: Sequence[str], interval: float = 0.1,
+                 sys_block: Path = SYS_BLOCK) -> None:  # fmt: skip
+        self.devices = list(devices)
+        self.interval = interval
+        self.sys_block = sys_block
+        self.samples: list[tuple[float, dict[str, Counters]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _sample(self) -> None:
+        self.samples.append((time.monotonic(), read_counters(self.devices, self.sys_block)))
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self._sample()
+            except (OSError, ValueError, IndexError):
+                return  # a member went away mid-window: keep what was sampled
+
+    def _final(self) -> None:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            self._sample()
+
+    def start(self) -> None:
+        self._sample()
+        self._thread.start()
+
+    def stop(self) -> list[MemberRate]:
+        self._stop.set()
+        self._thread.join()
+        self._final()
+        return rates(self.samples)
+
+
+def rates(samples: Sequence[tuple[float, dict[str, Counters]]]) -> list[MemberRate]:
+    """Per member: bytes moved over the window and the time of the intervals they moved in."""
+    if len(samples) < 2:
+        return []
+    out = []
+    for name in samples[0][1]:
+        busy = 0.0
+        for (t0, a), (t1, b) in zip(samples, samples[1:], strict=False):
+            if b[name] != a[name]:  # Counters compare by value
+                busy += t1 - t0
+        first, last = samples[0][1][name], samples[-1][1][name]
+        out.append(MemberRate(name, last.read_bytes - first.read_bytes,
+                              last.write_bytes - first.write_bytes, busy))  # fmt: skip
+    return out
+
+
+def slow_members(members: Sequence[MemberRate]) -> list[str]:
+    """A warning per member more than SLOW_FRACTION slower than the median of its peers."""
+    top = max((m.moved for m in members), default=0)
+    active = [m for m in members if top and m.moved >= MIN_SHARE * top and m.busy_s > 0]
+    if len(active) < 2:
+        return []
+    out = []
+    for m in active:
+        peers = statistics.median(p.mib_s for p in active if p is not m)
+        if m.mib_s < (1 - SLOW_FRACTION) * peers:
+            out.append(
+                f"member {m.name} moved data at {m.mib_s:.1f} MiB/s while busy, "
+                f"{1 - m.mib_s / peers:.0%} slower than its peers' median {peers:.1f} MiB/s: "
+                "the pool waits for its slowest member, so this disk limits the figure"
+            )
+    return out
