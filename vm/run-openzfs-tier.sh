@@ -11,9 +11,11 @@
 # guest that started the tests is never re-run, whatever its result.
 set -euo pipefail
 HERE=$(dirname "$(readlink -f "$0")")
-# 6 disks of 2 GiB, one of 3 GiB, one of 5 GiB (sparse files: they cost nothing)
-export OZVM_DISKS=${OZVM_DISKS:-8}
-export OZVM_DISK_SIZE=${OZVM_DISK_SIZE:-2G,2G,2G,2G,2G,2G,3G,5G}
+# 6 disks of 2 GiB, one of 3 GiB, one of 5 GiB, four of 300 MiB (sparse files: they cost
+# nothing). The small ones are where a whole disk's partition costs whole metaslabs, so the
+# capacity study can tell the planner's whole-disk rule from the plain one.
+export OZVM_DISKS=${OZVM_DISKS:-12}
+export OZVM_DISK_SIZE=${OZVM_DISK_SIZE:-2G,2G,2G,2G,2G,2G,3G,5G,300M,300M,300M,300M}
 "$HERE/ozvm.sh" build
 (($#)) || set -- -m openzfs
 dir=${POOLBENCH_OZVM_DIR:-/var/tmp/poolbench-ozvm}/last-run
