@@ -205,8 +205,8 @@ def test_fs_compare_says_why_md_is_left_out() -> None:
     assert fs_compare.pre_notes(CTX) == []
     ctx = Context(4, "1G", has_md=False, md_reason="no md driver here")
     assert fs_compare.pre_notes(ctx) == [
-        "md raid5/raid6 with ext4 and xfs is left out: no md driver here. The ZFS and btrfs "
-        "stacks run."
+        "md raid5/raid6 with ext3, ext4 and xfs is left out: no md driver here. The ZFS and "
+        "btrfs stacks run."
     ]
 
 

@@ -126,6 +126,9 @@ class MdBackend:
         chunk = spec.pool_options.get("chunk")
         if chunk is not None and not re.fullmatch(r"\d+[KM]", str(chunk)):
             raise UsageError(f"chunk={chunk} is not a chunk size.", "Write e.g. 64K or 512K.")
+        clean = str(spec.pool_options.get("assume_clean", "no")).lower()
+        if clean not in ("yes", "no", "true", "false", "1", "0"):
+            raise UsageError(f"assume_clean={clean} is not yes or no.", "Write yes or no.")
         if any(not d.startswith("/dev/") for d in spec.devices):
             raise UsageError("md arrays need block devices.", 'Use source = "loop" in [disks].')
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", spec.name):
