@@ -29,6 +29,7 @@ pytestmark = pytest.mark.openzfs
 
 
 def _study(tmp_path: Path, name: str, disks: list[str], *opts: str) -> list[dict[str, Any]]:
+    tmp_path.mkdir(exist_ok=True)
     db, scratch = tmp_path / f"{name}.db", tmp_path / "scratch"
     p = poolbench("study", name, "--disks", ",".join(disks), *opts,
                   "--db", str(db), "--scratch-dir", str(scratch), "--seed", "1")  # fmt: skip
@@ -108,11 +109,15 @@ def test_a_study_follows_a_study_on_the_same_disks(tmp_path: Path) -> None:
     # the second study on the same disks needs no --destroy-data-on.
     disks = scratch_disks(4)
     blank(disks)
-    args = ["--layouts", "raidz1", "--levels", "12", "--scratch-dir", str(tmp_path / "s")]
-    for db in ("1.db", "2.db"):
-        p = poolbench("study", "capacity", "--disks", ",".join(disks), *args,
-                      "--db", str(tmp_path / db))  # fmt: skip
-        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
-        assert leftovers(tmp_path / "s") == []
-    for d in disks:  # returned as found: no partition left on any disk
-        assert not list(Path("/sys/class/block", Path(d).name).glob(Path(d).name + "*[0-9]"))
+    size = disk_bytes(disks[0])
+    for n in (1, 2):
+        run = tmp_path / f"run{n}"
+        rows = _study(run, "capacity", disks, "--layouts", "raidz1", "--levels", "12")
+        assert [r["config"] for r in rows] == ["backend=zfs layout=raidz1 ashift=12"] * 2
+        for r in rows:  # each study's figures, to the byte (2 GiB disks, partitioned whole)
+            rules = rules_for_reported(r["pool"]["zfs_version"])
+            plan = plan_pool(parse_layout("raidz1", (size,) * 4), 12, rules, whole_disk=True)
+            assert r["guards"]["capacity"]["usable_bytes"] == plan.usable_bytes
+            assert sorted(r["pool"]["leaves"]) == sorted(f"{d}1" for d in disks)
+        for d in disks:  # returned as found: no partition left on any disk
+            assert not list(Path("/sys/class/block", Path(d).name).glob(Path(d).name + "*[0-9]"))
