@@ -174,6 +174,24 @@ def test_md_chunk_and_assume_clean_reach_the_md_backend(tmp_path: Path) -> None:
         spec_for(zfs_chunk, ["/dev/a", "/dev/b", "/dev/c"], "pb1t0", tmp_path)
 
 
+def test_loop_disks_on_tmpfs_are_refused_before_anything_is_made() -> None:
+    # Found in the guest tier: its /tmp is tmpfs, and every trial of a loop-disk study
+    # failed at `losetup --direct-io=on` with EINVAL.
+    from poolbench.engine.pool_ops import check_loop_scratch
+    from poolbench.guards.devices import MountInfo
+
+    table = [
+        MountInfo("/", "ext4", "/dev/vda", "254:0"),
+        MountInfo("/tmp", "tmpfs", "tmpfs", "0:30"),
+    ]
+    loop = parse('name="x"\n[disks]\ncount=3\nsource="loop"\n[factors]\nlayout=["raidz1"]\n')
+    with pytest.raises(UsageError, match="/tmp/s is on tmpfs: loop disks there would live in RAM"):
+        check_loop_scratch(loop.disks, Path("/tmp/s"), table)
+    check_loop_scratch(loop.disks, Path("/var/tmp/s"), table)  # disk-backed: fine
+    files = loop.disks.model_copy(update={"source": "files"})
+    check_loop_scratch(files, Path("/tmp/s"), table)  # no loop device: not this check's business
+
+
 def test_degraded_and_resilver_are_refused_where_impossible() -> None:
     wl = parse_list("seq-write,degraded-read,resilver")
     check_pool_workloads("zfs", "raidz1:3", 4, wl)  # one disk left for the replacement

@@ -135,11 +135,19 @@ tarball = "{GUEST_TARBALL}"
 def test_md_fs_compare_through_the_cli(tmp_path: Path) -> None:
     # Loop disks of 384 MiB in the guest: on the 2 GiB scratch disks each trial's initial
     # resync takes minutes under emulation (12 trials ran over 16 min and were stopped).
-    study, db, scratch = tmp_path / "md.toml", tmp_path / "r.db", tmp_path / "scratch"
+    # The loop disks' files go under /var/tmp: the guest's /tmp (tmp_path) is tmpfs, where
+    # poolbench refuses loop disks (they would live in RAM).
+    study, db = tmp_path / "md.toml", tmp_path / "r.db"
+    scratch = Path(tempfile.mkdtemp(prefix="pb-md-cli-", dir="/var/tmp")) / "scratch"
     study.write_text(_study_file('count = 4\nsize = "384M"\nsource = "loop"'))
-    p = poolbench("run", str(study), "--db", str(db), "--scratch-dir", str(scratch), "--seed", "1")
+    try:
+        p = poolbench("run", str(study), "--db", str(db), "--scratch-dir", str(scratch),
+                      "--seed", "1")  # fmt: skip
+    finally:
+        left = leftovers(scratch)
+        shutil.rmtree(scratch.parent, ignore_errors=True)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    assert leftovers(scratch) == []
+    assert left == []
     assert sqlite3.connect(db).execute("SELECT status FROM runs").fetchone()[0] == "finished"
     rows = export(db)
     want = {f"backend=md layout={lv} fs={fs} chunk=64K" for lv in ("parity1", "parity2")

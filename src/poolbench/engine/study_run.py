@@ -98,6 +98,7 @@ class StudyRun:
                 f"Study '{self.study.name}' has no disks.",
                 "Set [disks] count and size (sparse files), or pass --disks 5x512M.",
             )
+        pool_ops.check_loop_scratch(self.study.disks, self.paths.scratch)
         found: dict[str, Availability] = {}
         dummy = [f"/dev/disk{i}" for i in range(n)]
         for cfg in self.configs:
