@@ -193,3 +193,19 @@ def test_an_array_whose_node_never_appears_is_an_error_not_a_silent_skip(tmp_pat
         ("udevadm", "settle"),
     ]
     assert "md" in [e["kind"] for e in journal.entries]  # journaled: teardown stops it
+
+
+def test_the_chunk_asked_for_is_read_back(tmp_path: Path) -> None:
+    md = tmp_path / "pbbkmd" / "md"
+    md.mkdir(parents=True)
+    (md / "sync_action").write_text("idle\n")
+    (md / "chunk_size").write_text("524288\n")  # what the kernel shows for --chunk=512K
+    detail = "MD_LEVEL=raid5\nMD_DEVICES=3\n" + "".join(
+        f"MD_DEVICE_loop{i}_DEV=/dev/loop{i}\n" for i in range(3)
+    )
+    b = MdBackend(RecordingRunner(responses={"mdadm": detail}), sys_block=tmp_path)
+    asked = Pool(spec(pool={"chunk": "64K"}), tmp_path / "mnt", [], {})
+    assert "the chunk is 524288 bytes, not 64K" in b.verify(asked)
+    assert asked.described["chunk_bytes"] == 524288
+    right = Pool(spec(pool={"chunk": "512K"}), tmp_path / "mnt", [], {})
+    assert not [p for p in b.verify(right) if "the chunk is" in p]

@@ -22,6 +22,14 @@ def test_study_layout_and_version_read_as_the_planner_reads_them() -> None:
     assert rules_for_reported("zfs-fuse 0.7.0, pool version 23") is V23
     assert rules_for_reported("") is V23
     assert rules_for_reported("2.3.2-2~bpo12+2") == parse_zfs_version("2.3.2")
+    # As OpenZFS's backend records it (`zpool version`'s first line): the guest tier's
+    # capacity study found "zfs-2.3.2-2~bpo12+2" refused as "not a ZFS release".
+    assert rules_for_reported("zfs-2.3.2-2~bpo12+2") == parse_zfs_version("2.3.2")
+    assert rules_for_reported("zfs-kmod-2.1.5-1") == parse_zfs_version("2.1.5")
+    assert rules_for_reported("zfs-0.6.5.11-1") == parse_zfs_version("0.6.5.11")
+    # An early rc keeps its old rules (0.8.0-rc2 still had 0.7's metaslab rule).
+    assert rules_for_reported("zfs-0.8.0-rc2") == parse_zfs_version("0.8.0-rc2")
+    assert rules_for_reported("zfs-0.8.0-rc2") != parse_zfs_version("0.8.0")
 
 
 def test_space_chart_shows_pool_and_planner(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ Real runs take /var/lock/poolbench-tests.lock's discipline from the caller:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sqlite3
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 from tests.conftest import IS_ROOT, poolbench
 
+from poolbench.backends.md import MdBackend
 from poolbench.engine.pool_ops import backend_layout, check_pool_workloads, disks_for
 from poolbench.engine.trial import spec_for
 from poolbench.errors import UsageError
@@ -43,7 +45,7 @@ EXPECTED_TRIALS = {
     "mirror": 3 * 3,
     "recordsize": 3 * 3,
     "compression": 4 * 3 * 3,
-    "fs-compare": 8 * 3,  # (zfs, btrfs, md+ext4, md+xfs) × (parity1, parity2)
+    "fs-compare": 10 * 3,  # (zfs, btrfs, md+ext3, md+ext4, md+xfs) × (parity1, parity2)
     "concurrency": 2 * 3,
     "fill": 5 * 3,
     "resilver": 3 * 3,
@@ -151,6 +153,46 @@ def test_trial_factors_and_generic_layouts_reach_the_right_place(tmp_path: Path)
     zfs_xfs = matrix.Config((("backend", "zfs"), ("layout", "parity1"), ("fs", "xfs")))
     with pytest.raises(UsageError, match="no use for fs"):
         spec_for(zfs_xfs, ["/dev/a"], "pb1t0", tmp_path)
+
+
+def test_md_chunk_and_assume_clean_reach_the_md_backend(tmp_path: Path) -> None:
+    s = parse(
+        'name="x"\n[factors]\nbackend=["md"]\nlayout=["parity1"]\nfs=["ext3"]\n'
+        'chunk=["64K", "512K"]\nassume_clean=["yes"]\n'
+    )
+    specs = [spec_for(c, ["/dev/a", "/dev/b", "/dev/c"], "pb1t0", tmp_path)
+             for c in matrix.configs(s)]  # fmt: skip
+    assert [(sp.layout, sp.pool_options, sp.fs_options) for sp in specs] == [
+        ("raid5", {"chunk": "64K", "assume_clean": "yes"}, {"fs": "ext3"}),
+        ("raid5", {"chunk": "512K", "assume_clean": "yes"}, {"fs": "ext3"}),
+    ]
+    for sp in specs:
+        MdBackend.validate_spec(sp)
+        assert MdBackend.assume_clean(sp)
+    typo = dataclasses.replace(specs[0], pool_options={"assume_clean": "ys"})
+    with pytest.raises(UsageError, match="assume_clean=ys is not yes or no"):
+        MdBackend.validate_spec(typo)
+    zfs_chunk = matrix.Config((("backend", "zfs"), ("layout", "raidz1"), ("chunk", "64K")))
+    with pytest.raises(UsageError, match="no use for chunk"):
+        spec_for(zfs_chunk, ["/dev/a", "/dev/b", "/dev/c"], "pb1t0", tmp_path)
+
+
+def test_loop_disks_on_tmpfs_are_refused_before_anything_is_made() -> None:
+    # Found in the guest tier: its /tmp is tmpfs, and every trial of a loop-disk study
+    # failed at `losetup --direct-io=on` with EINVAL.
+    from poolbench.engine.pool_ops import check_loop_scratch
+    from poolbench.guards.devices import MountInfo
+
+    table = [
+        MountInfo("/", "ext4", "/dev/vda", "254:0"),
+        MountInfo("/tmp", "tmpfs", "tmpfs", "0:30"),
+    ]
+    loop = parse('name="x"\n[disks]\ncount=3\nsource="loop"\n[factors]\nlayout=["raidz1"]\n')
+    with pytest.raises(UsageError, match="/tmp/s is on tmpfs: loop disks there would live in RAM"):
+        check_loop_scratch(loop.disks, Path("/tmp/s"), table)
+    check_loop_scratch(loop.disks, Path("/var/tmp/s"), table)  # disk-backed: fine
+    files = loop.disks.model_copy(update={"source": "files"})
+    check_loop_scratch(files, Path("/tmp/s"), table)  # no loop device: not this check's business
 
 
 def test_degraded_and_resilver_are_refused_where_impossible() -> None:
@@ -356,7 +398,7 @@ def _check_compression(rows: list[dict[str, Any]], out: str) -> None:
 
 
 def _check_fs_compare(rows: list[dict[str, Any]], out: str) -> None:
-    assert "md raid5/raid6 with ext4 and xfs is left out" in out
+    assert "md raid5/raid6 with ext3, ext4 and xfs is left out" in out
     untar = _by(rows, "untar")
     assert {r["config"].split()[0] for r in untar} == {"backend=zfs", "backend=btrfs"}
     for r in untar:

@@ -22,7 +22,7 @@ EXPECTED_TRIALS = {
     "mirror.toml": 3 * 3,
     "recordsize.toml": 3 * 3,
     "compression.toml": 4 * 3 * 3,
-    "fs-compare.toml": 8 * 3,
+    "fs-compare.toml": 10 * 3,  # (zfs, btrfs, md+ext3, md+ext4, md+xfs) × (parity1, parity2)
     "concurrency.toml": 2 * 3,
     "fill.toml": 5 * 3,
     "resilver.toml": 3 * 3,

@@ -73,6 +73,32 @@ def test_capacity_note_sets_the_planner_beside_what_the_pool_reported() -> None:
     assert len(lines) == 3
 
 
+def test_capacity_note_on_real_whole_disks_uses_the_whole_disk_rule() -> None:
+    # OpenZFS partitions a whole disk: on 300 MiB disks that costs whole metaslabs, so the
+    # note must predict with the planner's whole-disk rule, as the guest tier's real pools
+    # report (tests/guest/test_openzfs_studies.py checks it to the byte).
+    from poolbench.planner.capacity import plan_pool
+    from poolbench.planner.layout import parse_layout
+    from poolbench.planner.rules import parse_zfs_version
+
+    disk, version = 300 * MiB, "zfs-2.3.2-2~bpo12+2"
+    layout = parse_layout("raidz1", (disk,) * 4)
+    whole = plan_pool(layout, 12, parse_zfs_version("2.3.2"), whole_disk=True).usable_bytes
+    bare = plan_pool(layout, 12, parse_zfs_version("2.3.2")).usable_bytes
+    assert whole < bare
+    key = "backend=zfs layout=raidz1 ashift=12"
+    cfg = _cfg(key, usable_bytes=whole, zfs_version=version)
+    devices = StudyFacts("capacity", "devices", 4, disk, (cfg,), ())
+    assert capacity.notes(CTX, devices)[1] == (
+        f"  {key}: {whole / MiB:,.1f} MiB; planner {whole / MiB:,.1f} MiB (reported +0.00%)"
+    )
+    # Partitions poolbench made: the planner is not told their size, so it does not guess.
+    parts = StudyFacts("capacity", "devices", 4, disk, (cfg,), (), vdev_source="partition")
+    assert capacity.notes(CTX, parts)[1].endswith(
+        "planner n/a (the members are partitions poolbench made; the planner is given whole disks)"
+    )
+
+
 def test_capacity_note_says_na_where_the_planner_cannot_answer() -> None:
     facts = _facts(_cfg("backend=btrfs layout=parity1", usable_bytes=300 * MiB))
     (_, line) = capacity.notes(CTX, facts)
@@ -179,8 +205,8 @@ def test_fs_compare_says_why_md_is_left_out() -> None:
     assert fs_compare.pre_notes(CTX) == []
     ctx = Context(4, "1G", has_md=False, md_reason="no md driver here")
     assert fs_compare.pre_notes(ctx) == [
-        "md raid5/raid6 with ext4 and xfs is left out: no md driver here. The ZFS and btrfs "
-        "stacks run."
+        "md raid5/raid6 with ext3, ext4 and xfs is left out: no md driver here. The ZFS and "
+        "btrfs stacks run."
     ]
 
 

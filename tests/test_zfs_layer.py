@@ -146,6 +146,9 @@ def test_openzfs_stderr_becomes_typed_errors() -> None:
         "inuse": errors.DeviceInUse,
         "exists": errors.PoolExists,
         "nosuch": errors.NoSuchPool,
+        # libzfs's EBUSY text: the same device twice (refused earlier by the claims) or a
+        # device held for a moment, as by udev probing the partition zpool just wrote
+        "settling": errors.DeviceSettling,
         "other": errors.ZfsCommandError,
     }
     for line in data("openzfs-stderr.txt").splitlines():
@@ -174,6 +177,26 @@ def test_busy_is_retried_and_other_errors_are_not(monkeypatch: pytest.MonkeyPatc
     stuck = RecordingRunner(responses={"zpool": lambda argv: busy})
     with pytest.raises(errors.PoolBusy, match="still using the pool's mountpoint"):
         pools.destroy(stuck, "pb4t5")
+    assert len(stuck.argvs) == 1
+
+
+def test_create_is_retried_while_a_device_settles(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pools.time, "sleep", lambda s: None)
+    ok = CommandResult(("zpool",), 0, "", "", 0.0)
+    settling = _failed("cannot label 'vdb': failed to detect device partitions on '/dev/vdb1': 19")
+    argv = commands.create("p", ["raidz1", "/dev/vdb", "/dev/vdc", "/dev/vdd"], "/m", {}, {})
+    rec = RecordingRunner(responses={"zpool": _answers(settling, settling, ok)})
+    pools.create(rec, argv)
+    assert rec.argvs == [tuple(argv)] * 3
+    # Not transient: raised at once, without the settling advice.
+    exists = RecordingRunner(responses={"zpool": _answers(_failed("pool already exists"))})
+    with pytest.raises(errors.PoolExists) as got:
+        pools.create(exists, argv)
+    assert len(exists.argvs) == 1 and "udev" not in str(got.value)
+    monkeypatch.setattr(pools, "BUSY_SECONDS", -1)  # the deadline has passed: give up
+    stuck = RecordingRunner(responses={"zpool": lambda a: settling})
+    with pytest.raises(errors.DeviceSettling, match="udev"):
+        pools.create(stuck, argv)
     assert len(stuck.argvs) == 1
 
 

@@ -24,17 +24,23 @@ def sh(*argv: str, check: bool = False) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(argv), capture_output=True, text=True, check=check)
 
 
-def scratch_disks(n: int) -> list[str]:
-    """The first n scratch disks of the guest (all 2 GiB in the tier)."""
-    disks = os.environ.get("OZVM_DISKS", "").split()
+def disk_bytes(dev: str) -> int:
+    return int(Path(f"/sys/class/block/{Path(dev).name}/size").read_text()) * 512
+
+
+def scratch_disks(n: int, size: int = 2 << 30) -> list[str]:
+    """The first n scratch disks of the guest of `size` bytes (vm/run-openzfs-tier.sh: six of
+    2 GiB, one of 3 GiB, one of 5 GiB, four of 300 MiB)."""
+    disks = [d for d in os.environ.get("OZVM_DISKS", "").split() if disk_bytes(d) == size]
     if len(disks) < n:
-        pytest.skip(f"needs {n} scratch disks, the guest has {len(disks)}")
+        pytest.fail(f"needs {n} scratch disks of {size} bytes, the guest has {len(disks)}")
     return disks[:n]
 
 
 def blank(disks: list[str]) -> None:
-    """What a previous test's pools left (partitions, ZFS labels, GPT) is wiped: a user gives
-    poolbench blank disks. (Teardown does not yet do this itself; see the xfail test.)"""
+    """What a previous test left (partitions, ZFS labels, GPT) is wiped: a user gives
+    poolbench blank disks. (poolbench's own teardown wipes what its pools left: the
+    planner and backend tests build pools on these disks without it.)"""
     for d in disks:
         for part in sorted(Path("/dev").glob(Path(d).name + "[0-9]*")):
             sh("wipefs", "-a", "-q", str(part))

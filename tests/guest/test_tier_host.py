@@ -42,8 +42,10 @@ n=$(( $(cat "$COUNT" 2>/dev/null || echo 0) + 1 )); echo $n >"$COUNT"
 outcome=$(sed -n "${n}p" "$PLAN")
 D=$POOLBENCH_OZVM_DIR/last-run
 mkdir -p "$D/share"; rm -f "$D/share/ready-uptime"
+shift 2; printf '%s\n' "$@" >"$COUNT.args"  # run SCRIPT ARGS: the pytest arguments
 case $outcome in
   noboot) exit 125;;
+  stall) exec sleep 120;;  # no sign of life: the tier's boot watchdog must stop it
   hang) echo 12.5 >"$D/share/ready-uptime"; exit 125;;
   pass) echo 12.5 >"$D/share/ready-uptime"
         echo "========== 3 passed, 1 xfailed in 42.17s ==========" >"$D/output.log"
@@ -62,6 +64,8 @@ esac
         (["noboot", "noboot"], 2, 125, "FAILED: the guest never reported an exit code"),
         (["hang", "pass"], 1, 125, "FAILED: the guest never reported an exit code"),
         (["fail", "pass"], 1, 1, "summary: ===== 1 failed, 2 passed in 9.00s"),
+        (["stall", "pass"], 2, 0, "no sign of life from the guest after 2s: stopping it"),
+        (["stall", "stall"], 2, 125, "FAILED: the guest never reported an exit code"),
     ],
 )
 def test_tier_boots_once_more_only_when_the_guest_did_not_boot(
@@ -73,10 +77,41 @@ def test_tier_boots_once_more_only_when_the_guest_did_not_boot(
     (vm / "ozvm.sh").write_text(FAKE_OZVM)
     (vm / "ozvm.sh").chmod(0o755)
     (tmp_path / "plan").write_text("\n".join(plan) + "\n")
-    env = {**os.environ, "POOLBENCH_OZVM_DIR": str(tmp_path / "cache"),
+    env = {**os.environ, "POOLBENCH_OZVM_DIR": str(tmp_path / "cache"), "OZVM_BOOT_TIMEOUT": "2",
            "PLAN": str(tmp_path / "plan"), "COUNT": str(tmp_path / "count")}  # fmt: skip
     p = subprocess.run(["bash", str(vm / "run-openzfs-tier.sh")], env=env,
                        capture_output=True, text=True)  # fmt: skip
     assert p.returncode == rc, p.stderr
     assert int((tmp_path / "count").read_text()) == runs
     assert said in p.stderr
+
+
+# The CI subset as docs/openzfs-tier.md ("CI") states it.
+CI_SUBSET = [
+    "tests/guest/test_openzfs_backend.py",
+    "tests/guest/test_openzfs_planner.py",
+    "tests/guest/test_md_guest.py::test_md_fs_compare_through_the_cli",
+    "tests/guest/test_openzfs_studies.py::test_a_study_follows_a_study_on_the_same_disks",
+]
+
+
+def test_ci_runs_the_documented_subset(tmp_path: Path) -> None:
+    vm = tmp_path / "vm"
+    (vm / "guest").mkdir(parents=True)
+    script = (ROOT / "vm" / "run-openzfs-tier.sh").read_text()
+    (vm / "run-openzfs-tier.sh").write_text(script)
+    (vm / "ozvm.sh").write_text(FAKE_OZVM)
+    (vm / "ozvm.sh").chmod(0o755)
+    (tmp_path / "plan").write_text("pass\npass\n")
+    env = {**os.environ, "POOLBENCH_OZVM_DIR": str(tmp_path / "cache"),
+           "PLAN": str(tmp_path / "plan"), "COUNT": str(tmp_path / "count")}  # fmt: skip
+    args = tmp_path / "count.args"
+    for argv, want in ((["--ci", "-x"], [*CI_SUBSET, "-x"]), ([], ["-m", "openzfs"])):
+        p = subprocess.run(["bash", str(vm / "run-openzfs-tier.sh"), *argv], env=env,
+                           capture_output=True, text=True)  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        assert args.read_text().split() == want
+    for test in CI_SUBSET:  # each names a test that exists
+        path, _, name = test.partition("::")
+        assert (ROOT / path).is_file()
+        assert not name or f"def {name}(" in (ROOT / path).read_text(), test

@@ -30,6 +30,7 @@ from poolbench.backends.base import Availability, Pool, PoolSpec
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import CommandError, Runner
+from poolbench.units import parse_size
 
 MIN_DEVICES = {"raid0": 2, "raid1": 2, "raid5": 3, "raid6": 4, "raid10": 2}
 FILESYSTEMS = ("ext4", "ext3", "xfs")
@@ -126,6 +127,9 @@ class MdBackend:
         chunk = spec.pool_options.get("chunk")
         if chunk is not None and not re.fullmatch(r"\d+[KM]", str(chunk)):
             raise UsageError(f"chunk={chunk} is not a chunk size.", "Write e.g. 64K or 512K.")
+        clean = str(spec.pool_options.get("assume_clean", "no")).lower()
+        if clean not in ("yes", "no", "true", "false", "1", "0"):
+            raise UsageError(f"assume_clean={clean} is not yes or no.", "Write yes or no.")
         if any(not d.startswith("/dev/") for d in spec.devices):
             raise UsageError("md arrays need block devices.", 'Use source = "loop" in [disks].')
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", spec.name):
@@ -264,6 +268,7 @@ class MdBackend:
             "mount_source": m.source if m else None,
             # "idle" when no resync, recovery or check is running on the array
             "sync_action": self._sysfs(pool.spec, "sync_action"),
+            "chunk_bytes": _int_or_none(self._sysfs(pool.spec, "chunk_size")),
             "initial_resync": pool.described.get("initial_resync"),
         }
 
@@ -287,6 +292,9 @@ class MdBackend:
         fs = spec.fs_options.get("fs", "ext4")
         if d["fstype"] != fs:
             problems.append(f"{pool.mountpoint} holds {d['fstype']}, not {fs}")
+        chunk = spec.pool_options.get("chunk")
+        if chunk and spec.layout != "raid1" and d["chunk_bytes"] != parse_size(str(chunk)):
+            problems.append(f"the chunk is {d['chunk_bytes']} bytes, not {chunk}")
         if d["sync_action"] not in (None, "idle"):
             problems.append(
                 f"the array is busy with a {d['sync_action']}: a measurement now would share "
@@ -316,3 +324,7 @@ class MdBackend:
                 f"md array {dev} was not fully torn down: " + "; ".join(left),
                 "Inspect it with `cat /proc/mdstat`; `poolbench cleanup` retries.",
             )
+
+
+def _int_or_none(text: str | None) -> int | None:
+    return int(text) if text and text.isdigit() else None

@@ -314,7 +314,7 @@ class ZfsBackend:
             link_dir.mkdir(exist_ok=True)
         journal.dir_created(str(mountpoint))
         journal.pool_intent(spec.name, members, self.dialect)
-        pools.run(self.runner, argv)
+        pools.create(self.runner, argv)
         journal.pool_created(spec.name, members, import_dir=str(link_dir), dialect=self.dialect,
                              spares=list(spec.devices[len(members):]))  # fmt: skip
         pool = Pool(spec, mountpoint, [], {"dry_run": True} if dry else {})

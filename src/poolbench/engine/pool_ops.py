@@ -32,7 +32,7 @@ from poolbench.engine.records import Findings
 from poolbench.engine.session import Subject
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.guards import geometry
-from poolbench.guards.devices import MountInfo, Target
+from poolbench.guards.devices import MountInfo, Target, mount_of
 from poolbench.safety.journal import Journal
 from poolbench.study.model import Disks
 from poolbench.system.runner import Runner
@@ -61,6 +61,26 @@ def backend_layout(backend: str, layout: str) -> str:
             f"Use it with {', '.join(generic)}.",
         )
     return generic[backend]
+
+
+RAM_FILESYSTEMS = ("tmpfs", "ramfs")
+
+
+def check_loop_scratch(
+    disks: Disks, scratch: Path, table: Sequence[MountInfo] | None = None
+) -> None:
+    """Loop disks in a scratch directory on tmpfs live in RAM: `losetup --direct-io=on`
+    refuses them on kernels whose tmpfs has no O_DIRECT (EINVAL: every trial would fail),
+    and where it accepts them the figures would measure memory, not a disk."""
+    if disks.source != "loop":
+        return
+    fstype = mount_of(scratch, table).fstype
+    if fstype in RAM_FILESYSTEMS:
+        raise UsageError(
+            f"The scratch directory {scratch} is on {fstype}: loop disks there would live in "
+            "RAM (losetup --direct-io refuses them, or the figures would measure memory).",
+            "Give --scratch-dir on a disk-backed filesystem, e.g. /var/tmp/poolbench.",
+        )
 
 
 def disks_for(disks: Disks, levels: Mapping[str, str]) -> Disks:

@@ -112,6 +112,7 @@ class StudyRun:
                 "Set [disks] count and size (sparse files), or pass --disks 5x512M.",
             )
         self._check_fio()
+        pool_ops.check_loop_scratch(self.study.disks, self.paths.scratch)
         found: dict[str, Availability] = {}
         dummy = [f"/dev/disk{i}" for i in range(n)]
         for cfg in self.configs:

@@ -20,6 +20,7 @@ from poolbench.workloads.library import Workload
 
 ZFS_POOL_OPTIONS = ("ashift",)
 ZFS_FS_OPTIONS = ("recordsize", "compression", "atime", "sync", "primarycache")
+MD_POOL_OPTIONS = ("chunk", "assume_clean")  # backends/md.py POOL_OPTIONS
 
 
 class TrialRefused(PoolbenchError):
@@ -39,6 +40,7 @@ def _options_by_backend(backend: str, levels: dict[str, str]) -> tuple[dict[str,
         if "metadata_profile" in levels:
             pool_opts["metadata_profile"] = levels["metadata_profile"]
     elif backend == "md":
+        pool_opts = {k: levels[k] for k in MD_POOL_OPTIONS if k in levels}
         fs_opts["fs"] = levels.get("fs", "ext4")
     return pool_opts, fs_opts
 
@@ -48,7 +50,7 @@ def spec_for(cfg: matrix.Config, devices: Sequence[str], name: str, mount_root: 
     levels = dict(cfg.levels)
     pool_opts, fs_opts = _options_by_backend(backend, levels)
     # Applied by the trial loop itself; and `fs = <backend>` names a stack's own filesystem
-    # (fs-compare's matrix: fs=zfs, fs=btrfs beside md's fs=ext4/xfs).
+    # (fs-compare's matrix: fs=zfs, fs=btrfs beside md's fs=ext3/ext4/xfs).
     consumed = set(pool_ops.TRIAL_FACTORS) | ({"fs"} if levels.get("fs") == backend else set())
     unused = set(levels) - {"backend", "layout"} - set(pool_opts) - set(fs_opts) - consumed
     if unused:

@@ -562,15 +562,20 @@ def nicenum(num: int) -> str:
 
 
 def predicted_usable(
-    layout: str, ashift: int, n_disks: int, disk_bytes: int, zfs_version: str
+    layout: str,
+    ashift: int,
+    n_disks: int,
+    disk_bytes: int,
+    zfs_version: str,
+    whole_disk: bool = False,
 ) -> int:
     """Usable bytes (AVAIL + USED of the empty pool) of a study's pool: `layout` in the one
-    grammar on `n_disks` disks of `disk_bytes`, for the ZFS the pool reported; raises
-    UsageError for a layout or version the planner does not model."""
+    grammar on `n_disks` disks of `disk_bytes`, for the ZFS the pool reported; `whole_disk`
+    when the members were whole block devices (OpenZFS partitions them); raises UsageError
+    for a layout or version the planner does not model."""
     from poolbench.planner.layout import parse_layout
     from poolbench.planner.rules import rules_for_reported
 
     disks = (disk_bytes,) * n_disks
-    return plan_pool(
-        parse_layout(layout, disks), ashift, rules_for_reported(zfs_version)
-    ).usable_bytes
+    rules = rules_for_reported(zfs_version)
+    return plan_pool(parse_layout(layout, disks), ashift, rules, whole_disk=whole_disk).usable_bytes

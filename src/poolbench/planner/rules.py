@@ -203,15 +203,19 @@ def rules_by_name(name: str) -> RuleSet:
     return parse_zfs_version(name)
 
 
+# The release inside a reported version: `zpool version`'s first line is "zfs-2.3.2-2~bpo12+2"
+# (Debian), "zfs-2.2.2-0ubuntu9" or "zfs-kmod-2.1.5-1"; a release candidate keeps its "-rcN".
+_REPORTED_RE = re.compile(r"(\d+(?:\.\d+){1,3}(?:-rc\d+)?)", re.IGNORECASE)
+
+
 def rules_for_reported(zfs_version: str) -> RuleSet:
     """The rules for a ZFS as a pool reported it: 'zfs-fuse, pool version 23' → v23,
-    '2.3.2-2~bpo12+2' and 'zfs-2.3.2-2~bpo12+2' → 2.3.2 (an empty version is taken as
+    'zfs-2.3.2-2~bpo12+2' or '2.3.2-2~bpo12+2' → 2.3.2 (an empty version is taken as
     zfs-fuse, this machine's ZFS)."""
     if "fuse" in zfs_version or not zfs_version.strip():
         return V23
-    # 'zfs-2.3.2-2~bpo12+2' (what `zfs version` prints in the guest): the Debian revision
-    # after '~'/'+' goes; 'zfs-', '-rcN' and the package release '-2' are the grammar's own.
-    return parse_zfs_version(re.split(r"[~+]", zfs_version.split()[0])[0])
+    m = _REPORTED_RE.search(zfs_version)
+    return parse_zfs_version(m.group(1) if m else zfs_version)
 
 
 RAIDZ_EXPANSION_SINCE = (2, 3, 0)

@@ -85,6 +85,7 @@ class StudyFacts:
     # Every member disk once; None when the run did not record them (then nothing is known
     # about 512e, and a note must say so rather than guess).
     sectors: tuple[DiskSectors, ...] | None = None
+    vdev_source: str = "whole"  # [disks] vdev_source: whole | partition | slice
 
 
 def study_facts(store: Store, run_id: int) -> StudyFacts:
@@ -126,6 +127,7 @@ def facts_from_records(meta: Mapping[str, Any], rows: list[dict[str, Any]]) -> S
         else study.disks.size_bytes,
         configs=tuple(_config(k, order.get(k, {}), by_key[k]) for k in keys),
         sectors=_sectors(claimed, rows),
+        vdev_source=study.disks.vdev_source,
     )
 
 

@@ -67,6 +67,8 @@ KNOWN_FACTORS = {
     "sync": "ZFS: standard | always | disabled",
     "primarycache": "ZFS: all | metadata | none",
     "fs": "md: ext4 | ext3 | xfs",
+    "chunk": "md chunk size (mdadm --chunk), e.g. 64K, 512K",
+    "assume_clean": "md: yes | no; yes skips the initial resync (mdadm --assume-clean)",
     "metadata_profile": "btrfs metadata profile",
     # Trial factors: the trial loop applies them, not the backend (engine.pool_ops.TRIAL_FACTORS).
     "vdev_source": "overrides [disks] vdev_source per configuration: whole | partition | slice",

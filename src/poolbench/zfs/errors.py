@@ -9,6 +9,11 @@ catches `CommandError` keeps working. The messages are those of OpenZFS 2.x
   "umount: /mnt: target is busy" (zfs-fuse unmounts with umount(8));
 * no such pool: "cannot open 'p': no such pool";
 * exists: "cannot create 'p': pool already exists";
+* device settling (OpenZFS `zpool create` on a whole disk it has just partitioned, while udev
+  is still probing it): "cannot label 'sdb': failed to detect device partitions on
+  '/dev/sdb1': 19", "freshly written EFI label on '/dev/sdb1' is damaged", and the kernel's
+  EBUSY on opening the new partition, "one or more vdevs refer to the same device, or one of
+  the devices is part of an active md or lvm device";
 * device in use: "/dev/sdb is part of active pool 'p'", "... is reserved as a hot spare for
   pool p", "/dev/sdb1 is part of potentially active pool 'p'" (a label that says active on a
   disk no imported pool holds: what a replaced-out member of poolbench's own pool carries).
@@ -29,6 +34,15 @@ class PoolBusy(ZfsCommandError):
     """The pool (or a dataset of it) is busy: often transient, worth retrying."""
 
 
+class DeviceSettling(ZfsCommandError):
+    """A device `zpool create` has just labelled is not ready yet (udev still probing it, its
+    partitions not yet shown): transient, retried like busy."""
+
+
+# Worth retrying with a pause: the same command often succeeds a moment later.
+TRANSIENT: tuple[type[ZfsCommandError], ...] = (PoolBusy, DeviceSettling)
+
+
 class NoSuchPool(ZfsCommandError):
     """No imported pool has that name."""
 
@@ -47,6 +61,13 @@ class ActivePoolMember(DeviceInUse):
 
 # Checked in order: the first pattern found in stderr names the type.
 _PATTERNS: tuple[tuple[re.Pattern[str], type[ZfsCommandError]], ...] = (
+    (
+        re.compile(
+            r"failed to detect device partitions|freshly written EFI label"
+            r"|one or more vdevs refer to the same device"
+        ),
+        DeviceSettling,
+    ),
     (re.compile(r"part of potentially active pool"), ActivePoolMember),
     (re.compile(r"part of (active|exported) pool|reserved as a hot spare|is in use"), DeviceInUse),
     (re.compile(r"pool already exists"), PoolExists),

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from poolbench.errors import PoolbenchError
 from poolbench.system.runner import CommandResult, Runner
 from poolbench.zfs import commands, parse
-from poolbench.zfs.errors import PoolBusy, error_for
+from poolbench.zfs.errors import TRANSIENT, error_for, error_type
 
 log = logging.getLogger(__name__)
 
@@ -90,25 +90,41 @@ def members(runner: Runner, name: str) -> list[str] | None:
     return parse.member_paths(res.stdout, name)
 
 
-def retry_busy(runner: Runner, argv: list[str]) -> None:
-    """Run a zpool command that unmounts (destroy, export), retried while the pool is busy.
+def retry_busy(
+    runner: Runner, argv: list[str], fix: str = "", *, fix_transient_only: bool = False
+) -> None:
+    """Run a zpool command, retried while its answer is transient: busy (destroy, export),
+    or a just-labelled device still settling (create).
 
     zfs-fuse can answer "busy" for seconds after its last unmount, more so on a loaded
-    machine: retry with a growing pause (0.2 s doubling to 2 s), for up to busy_seconds();
-    the last busy answer is raised (a trial failure: study_run.py).
+    machine; OpenZFS's `zpool create` on a whole disk can find the partition it has just
+    written not yet there or held by udev. Retry with a growing pause (0.2 s doubling to
+    2 s), for up to busy_seconds(); the last transient answer is raised (a trial failure:
+    study_run.py). `fix` goes with the raised error (only a transient one if asked).
     """
+    fix = fix or "Is a process still using the pool's mountpoint?"
     deadline = time.monotonic() + busy_seconds()
     pause = 0.2
     while True:
-        try:
-            run(runner, argv, fix="Is a process still using the pool's mountpoint?")
+        res = runner.run(argv, check=False, mutates=True)
+        if res.returncode == 0:
             return
-        except PoolBusy:
-            if time.monotonic() > deadline:
-                raise
-            log.info("%s: pool busy, retrying in %.1f s", " ".join(argv), pause)
+        kind = error_type(res.stderr)
+        transient = kind in TRANSIENT
+        if not transient or time.monotonic() > deadline:
+            raise kind(res, fix if transient or not fix_transient_only else "")
+        log.info("%s: %s, retrying in %.1f s", " ".join(argv), kind.__name__, pause)
         time.sleep(pause)
         pause = min(pause * 2, 2.0)
+
+
+def create(runner: Runner, argv: list[str]) -> None:
+    """`zpool create` (argv from commands.create), retried while a device is settling."""
+    fix = (
+        "Check that udev runs (`udevadm settle` returns) and that no other program holds the "
+        "disks (mdadm, LVM, a mount); POOLBENCH_BUSY_SECONDS waits longer."
+    )
+    retry_busy(runner, argv, fix, fix_transient_only=True)
 
 
 def destroy(runner: Runner, name: str) -> None:

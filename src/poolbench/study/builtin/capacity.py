@@ -40,10 +40,16 @@ def _planner(c: ConfigFacts, usable: int, facts: StudyFacts) -> str:
 
     if facts.disk_bytes is None:
         return "n/a (the disks' size was not recorded)"
+    source = c.level("vdev_source", facts.vdev_source)
+    if source != "whole":
+        return f"n/a (the members are {source}s poolbench made; the planner is given whole disks)"
     try:
         p = predicted_usable(
             c.level("layout"), int(c.level("ashift", "12") or 12), facts.disk_count,
             facts.disk_bytes, c.zfs_version,
+            # `zpool create` on a whole real disk partitions it (OpenZFS; the rules say
+            # whether this ZFS does): the planner's --whole-disk rule, as `poolbench plan`.
+            whole_disk=facts.disk_source == "devices",
         )  # fmt: skip
     except (PoolbenchError, ValueError) as exc:  # a layout or version the planner lacks
         return f"n/a ({exc})"
