@@ -236,4 +236,6 @@ def test_each_command_is_stored_once_in_order(zfs_fuse: None, tmp_path: Path) ->
     rows = _rows(db, "SELECT argv, started_at FROM commands ORDER BY id")
     assert len(rows) == len(set(rows))  # no command stored twice
     assert [t for _, t in rows] == sorted(t for _, t in rows)  # stored in the order run
-    assert len(_zpool_calls(db, "create")) == 2 and len(_zpool_calls(db, "destroy")) == 2
+    # One create and one successful destroy per trial (a busy destroy is retried: stored too).
+    assert _zpool_calls(db, "create") == [0, 0]
+    assert _zpool_calls(db, "destroy").count(0) == 2

@@ -168,7 +168,8 @@ class StudyRun:
 
     def run(self) -> None:
         assert self.seed is not None
-        self.commands.run_id = self.run_id  # known by now (the CLI starts or reopens the run)
+        # The run's id and its store are known by now (the CLI starts or reopens the run).
+        self.commands = CommandLog(self.runner, self.store, self.run_id)
         planned = matrix.plan(self.study, self.seed)
         todo = [t for t in planned if self.missing(t.config, t.replicate)]
         if any(w.kind == "untar" for w in self.workloads) and todo and not self.runner.dry_run:
