@@ -218,19 +218,9 @@ def plan(
         _plan_layout(layout, ashift, rules, bool(whole_disk), disk, inputs, as_json, expand_to)
     else:
         assert disks is not None and disks_text is not None
-        _plan_search(
-            disks_text,
-            disks,
-            ashift,
-            rules,
-            whole_disk is not False,
-            disk,
-            min_failures,
-            objective,  # type: ignore[arg-type]
-            top,
-            as_json,
-            _search_classes(slog, special),
-        )
+        classes = _search_classes(slog, special)
+        search = (disks_text, disks, ashift, rules, whole_disk is not False, disk, min_failures)
+        _plan_search(*search, objective, top, as_json, classes)  # type: ignore[arg-type]
 
 
 def _check_combinations(
