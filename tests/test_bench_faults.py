@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -64,13 +65,17 @@ def test_read_only_target(tmp_path: Path) -> None:
 
 
 def _fake_fio_dir(tmp_path: Path, crash_on: str) -> Path:
-    """A `fio` on PATH that runs the real one but SIGKILLs it mid-run for one workload."""
+    """A `fio` on PATH that runs the real one but SIGKILLs it mid-run for one workload.
+
+    Every call's arguments are appended to bin/calls, so a test can tell which jobs ran
+    before the crash (the workload order within a round is shuffled per run)."""
     real = shutil.which("fio")
     d = tmp_path / "bin"
     d.mkdir()
     script = d / "fio"
     script.write_text(
         "#!/bin/bash\n"
+        f'echo "$*" >> "{d / "calls"}"\n'
         f'if [[ "$*" == *{crash_on}* ]]; then\n'
         f'  "{real}" "$@" & pid=$!; sleep 0.3; kill -9 $pid; wait $pid; exit $?\n'
         "fi\n"
@@ -103,9 +108,16 @@ def test_fio_crashing_mid_run_keeps_finished_results(tmpfs: Path, tmp_path: Path
     assert "exit code 137" in p.stderr and "seq-read.1.fio" in p.stderr
     con = sqlite3.connect(db)
     assert con.execute("SELECT status FROM runs").fetchone()[0] == "failed"
-    # Round 0 (write, read) and the round-1 write finished before the crash: all kept.
+    # Every job fio finished before the crash is kept, in the order it ran: all of round 0
+    # and, if the shuffled round 1 put seq-write first, its write too.
+    jobs = re.findall(r"([a-z0-9-]+)\.(\d+)\.fio", (bindir / "calls").read_text())
+    ran = [(w, int(r)) for w, r in jobs]
+    assert ran[-1] == ("seq-read", 1)
+    finished = ran[:-1]
+    assert sorted(finished[:2]) == [("seq-read", 0), ("seq-write", 0)]
+    assert finished[2:] in ([], [("seq-write", 1)])
     rows = con.execute("SELECT workload, replicate FROM measurements ORDER BY id").fetchall()
-    assert rows == [("seq-write", 0), ("seq-read", 0), ("seq-write", 1)]
+    assert rows == finished
     assert list(tmpfs.iterdir()) == []
     # fio's job processes outlive a SIGKILLed main process; poolbench must stop them.
     left = subprocess.run(["pgrep", "-f", str(tmpfs)], capture_output=True, text=True).stdout

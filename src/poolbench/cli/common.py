@@ -79,6 +79,18 @@ class FiniteFloat(click.ParamType):
         return number
 
 
+def disk_speed_option(f: F) -> F:
+    """`--disk-speed-from` of `run` and `report` (stored as `disk_ref`)."""
+    return click.option(
+        "--disk-speed-from",
+        "disk_ref",
+        default=None,
+        metavar="RUN",
+        help="Show the speed model's figures beside the measured ones, for disks as a stored "
+        "`poolbench bench` run measured one: a run id, 'latest', or model:NAME.",
+    )(f)
+
+
 def db_option(f: F) -> F:
     return click.option(
         "--db",

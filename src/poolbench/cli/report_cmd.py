@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from poolbench.cli.common import db_option, open_store
+from poolbench.cli.common import db_option, disk_speed_option, open_store
 from poolbench.errors import UsageError
 from poolbench.report import compare_runs, html, predicted, terminal
 from poolbench.report import export as export_mod
@@ -57,14 +57,7 @@ def _write(path: Path, text: str) -> None:
     help="Compare against this level (default: the first level of the first factor "
     "that varies), or a whole configuration key.",
 )
-@click.option(
-    "--disk-speed-from",
-    "disk_ref",
-    default=None,
-    metavar="RUN",
-    help="Show the speed model's figures beside the measured ones, for disks as a stored "
-    "`poolbench bench` run measured one: a run id, 'latest', or model:NAME.",
-)
+@disk_speed_option
 @click.option("--metric", "metric_text", default=None, metavar="METRIC[,METRIC]", help=METRIC_HELP)
 @db_option
 def report(

@@ -16,6 +16,7 @@ from poolbench.cli.common import (
     check_disk_count,
     cli_size,
     db_option,
+    disk_speed_option,
     open_store,
 )
 from poolbench.cli.study_exec import DRY_RUN_CONFIGS, execute_study
@@ -97,14 +98,7 @@ def _override_disks(study: Study, disks: str | None) -> Study:
     "or the /dev path of a device with neither). Repeat per device; asks unless --yes.",
 )
 @click.option("--yes", is_flag=True, help="Do not ask before destroying overridden devices.")
-@click.option(
-    "--disk-speed-from",
-    "disk_ref",
-    default=None,
-    metavar="RUN",
-    help="Show the speed model's figures beside the measured ones, for disks as a stored "
-    "`poolbench bench` run measured one: a run id, 'latest', or model:NAME.",
-)
+@disk_speed_option
 @db_option
 def run(
     study_file: Path,

@@ -97,8 +97,8 @@ class StudyRun:
         # Pools are named pb<run><token>t<trial>: the random token keeps a stale pool of a
         # crashed run (or of another store's run with the same id) from blocking this one.
         self.pool_token = secrets.token_hex(2)
-        # One command log for the whole run, flushed after every trial, also a failed one:
-        # each command stored once, in order, the failing one too (a dry run stores none).
+        # The run's one command log is made by run(), once the run has its id; a dry run's
+        # trials (which store nothing) use this one.
         self.commands = CommandLog(self.runner, self.store, self.run_id)
         self.failed_in_a_row: list[str] = []  # reasons of the trials that failed since one passed
 
@@ -168,7 +168,8 @@ class StudyRun:
 
     def run(self) -> None:
         assert self.seed is not None
-        # The run's id and its store are known by now (the CLI starts or reopens the run).
+        # One command log for the whole run (its id and store are known by now), flushed after
+        # every trial, a failed one too: each command stored once, in order.
         self.commands = CommandLog(self.runner, self.store, self.run_id)
         planned = matrix.plan(self.study, self.seed)
         todo = [t for t in planned if self.missing(t.config, t.replicate)]

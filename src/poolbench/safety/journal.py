@@ -31,27 +31,20 @@ from poolbench.zfs.labelclear import clear_member, partitions_of
 LOOP_RUNDOWN_SECONDS = 10.0
 
 
-def _loops_backing(sys_block: Path, backing: str) -> list[str]:
-    """Loop devices (kernel names) whose backing file is `backing` (also if deleted since)."""
-    want = os.path.realpath(backing)
-    found = []
-    for node in sorted(sys_block.glob("loop*")):
-        try:
-            now = (node / "loop" / "backing_file").read_text().strip()
-        except OSError:
-            continue
-        now = now.removesuffix(" (deleted)")
-        if os.path.realpath(now) == want:
-            found.append(node.name)
-    return found
-
-
 def _still_backs(sys_block: Path, name: str, backing: str) -> bool:
+    """Whether loop device `name` backs the file `backing` (also if the file was deleted)."""
     try:
         now = (sys_block / name / "loop" / "backing_file").read_text().strip()
     except OSError:
         return False
     return os.path.realpath(now.removesuffix(" (deleted)")) == os.path.realpath(backing)
+
+
+def _loops_backing(sys_block: Path, backing: str) -> list[str]:
+    """Loop devices (kernel names) whose backing file is `backing` (also if deleted since)."""
+    return [
+        n.name for n in sorted(sys_block.glob("loop*")) if _still_backs(sys_block, n.name, backing)
+    ]
 
 
 def _detach(runner: Runner, sys_block: Path, name: str, backing: str) -> None:
