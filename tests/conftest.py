@@ -22,6 +22,13 @@ import pytest
 IS_ROOT = os.geteuid() == 0
 HAS_FIO = shutil.which("fio") is not None
 
+# A suite started as a background job of a shell without job control (`cmd &` in a script,
+# nohup) inherits SIGINT ignored, and every poolbench it starts would ignore it too, as Unix
+# wants of background jobs: the Ctrl-C tests would then see a run finish instead of stop.
+# A handler here (not "ignore") makes each child start with the default, whatever started us.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (mount, losetup, cgroups)")
 needs_fio = pytest.mark.skipif(not HAS_FIO, reason="fio is not installed (Debian: fio)")
 
