@@ -361,6 +361,10 @@ def test_raidz_expansion_matches_plan(
     try:
         for f in added:
             sh("zpool", "attach", "-w", pool, f"raidz{spec.parity}-0", f)
+        # `attach -w` returns when the reflow is done; the new metaslabs (SIZE) arrive in a
+        # later txg: read before a sync, SIZE is still the old width's (seen in 2.3.2).
+        sh("zpool", "sync", pool)
+        sh("zpool", "sync", pool)
         # (no zdb here: right after an expansion zdb's user-space import of the live pool
         # fails with EIO and an assertion in 2.3; SIZE is the metaslab sum anyway)
         size = int(sh("zpool", "list", "-Hp", "-o", "size", pool).strip())
@@ -401,7 +405,9 @@ def _whole_disk_layout(spec: str, disks: list[str]) -> tuple[Layout, list[str]]:
         if max(idx) >= len(disks):
             pytest.skip(f"needs {max(idx) + 1} scratch disks, the guest has {len(disks)}")
         members += [disks[i] for i in idx]
-        text_parts.append(f"{head}:" + ",".join(str(disk_bytes(disks[i])) for i in idx))
+        sizes = [str(disk_bytes(disks[i])) for i in idx]
+        # one member is "1xN": a bare "stripe:N" is N disks in the layout grammar
+        text_parts.append(f"{head}:" + (f"1x{sizes[0]}" if len(sizes) == 1 else ",".join(sizes)))
     return parse_layout(" + ".join(text_parts)), members
 
 
