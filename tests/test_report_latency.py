@@ -23,7 +23,7 @@ from poolbench.report.data import load_run
 from poolbench.report.metrics import LATENCY, parse_metrics
 from poolbench.report.tables import Footnotes, choose_baseline, tables
 from poolbench.store.db import Measurement, Store
-from report_store import _machine, _study
+from report_store import SEQ_WRITE, _machine, _study
 
 RAND = {
     "name": "rand-read-4k",
@@ -32,13 +32,7 @@ RAND = {
     "unit": "IOPS",
     "fio": {"rw": "randread", "bs": "4096", "ioengine": "psync", "randrepeat": "0"},
 }
-SEQ = {
-    "name": "seq-write",
-    "family": "streaming",
-    "direction": "write",
-    "unit": "MiB/s",
-    "fio": {"rw": "write", "bs": "1048576", "ioengine": "psync"},
-}
+SEQ = SEQ_WRITE  # the streaming workload report_store's runs use
 LAYOUTS = ["raidz1", "mirror:2+mirror:2"]
 COMPRESSION = ["off", "lz4"]
 COMPRESSIBILITY = ["0", "50"]
