@@ -128,3 +128,10 @@ def test_job_files_ask_for_the_percentiles() -> None:
         assert len(lists) == 1 and "clat_percentiles=1" in job
         asked = {float(q) for q in lists[0].split("=")[1].split(":")}
         assert {50.0, 90.0, 99.0, 99.9} <= asked and len(asked) <= 20  # fio's maximum
+
+
+def test_recorded_sync_write_counts_fios_fsyncs() -> None:
+    # Recorded: fio 3.33, 4 MiB of 4K random writes with fsync=1 and end_fsync=1.
+    res = parse((DATA / "fio-sync-write-4k.json").read_text(), "write")
+    assert (res.total_ios, res.fsyncs) == (1024, 1023)  # one after each write but the last
+    assert parse((DATA / "fio-seq-write.json").read_text(), "write").fsyncs == 0

@@ -34,7 +34,7 @@ from poolbench.engine.records import (
 from poolbench.engine.untar import Untar
 from poolbench.engine.workspace import Workspace
 from poolbench.errors import PoolbenchError, UsageError
-from poolbench.guards import cache, cpu, devices, geometry, reread, workingset
+from poolbench.guards import cache, cpu, devices, fsyncs, geometry, reread, workingset
 from poolbench.guards.devices import Target
 from poolbench.stats import outliers
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
@@ -375,6 +375,7 @@ class Session:
         warnings += self._cold_rule_warning(w, findings)
         findings.fio = FioFinding(result.fio_version, result.within_run_bw_dev, result.lat_mean_ns)
         warnings += _depth_check(job, params, result, findings)
+        warnings += _fsync_check(w, result, findings)
         self._read_back(w, findings)
         value = figure(w, result.io_bytes, result.total_ios, seconds)
         self._record(res, Measurement(
@@ -519,6 +520,16 @@ def figure(w: Workload, io_bytes: int, ios: int, seconds: float) -> float:
     if w.unit == "MiB/s":
         return io_bytes / seconds / MiB
     return ios / seconds
+
+
+def _fsync_check(w: Workload, result: FioResult, findings: Findings) -> list[str]:
+    """A workload with fsync=N: how many fsyncs fio made, and a warning if too few."""
+    every = int(w.fio.get("fsync", 0) or 0)
+    if every <= 0 or result.direction == "read":
+        return []
+    found, warnings = fsyncs.check(every, result.total_ios, result.fsyncs, result.jobs)
+    findings.other["fsyncs"] = found
+    return warnings
 
 
 def _depth_check(

@@ -164,6 +164,7 @@ class FioResult:
     cpu_sys_s: float = 0.0
     # fio's iodepth_level of the first job: % of I/Os submitted at each depth (fiodepth.py).
     depth_levels: dict[str, float] = field(default_factory=dict)
+    fsyncs: int = 0  # fsync calls fio made (its "sync" section), summed over its jobs
 
     @property
     def mib_s(self) -> float:
@@ -240,6 +241,7 @@ def parse(text: str, direction: str) -> FioResult:
         cpu_usr_s=_cpu_seconds(jobs, "usr_cpu"),
         cpu_sys_s=_cpu_seconds(jobs, "sys_cpu"),
         depth_levels={str(k): float(v) for k, v in (jobs[0].get("iodepth_level") or {}).items()},
+        fsyncs=sum(int((j.get("sync") or {}).get("total_ios", 0) or 0) for j in jobs),
     )
 
 
