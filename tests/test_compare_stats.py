@@ -152,3 +152,14 @@ def test_family_of_one_is_the_plain_interval_and_holm_widens_a_family() -> None:
     assert fam3[0].low < single.low and fam3[0].high > single.high
     assert fam3[0].significant and not fam3[1].significant and not fam3[2].significant
     assert fam3[1].text() == NO_DIFFERENCE
+
+
+def test_a_noisy_b_never_gets_a_change_below_minus_100_percent() -> None:
+    # B's own interval reaches below 0 (mean 30, sd 40, n=3): Fieller's lower end would be
+    # a negative throughput ratio. The set is cut at 0, the only physically possible end.
+    a, b = [100.0, 101.0, 99.0], [5.0, 10.0, 75.0]
+    r = ratio_ci(a, b)
+    assert r.low == 0.0 and r.high > 1.0 and not r.significant
+    raw_low = ratio_ci(a, b, confidence=0.5).low  # at 50% the set does not reach 0 …
+    assert 0 < raw_low < r.ratio  # … so the cut only ever replaces a negative end
+    assert r.full_text().startswith("no significant difference (-100.0% … +27.1%")

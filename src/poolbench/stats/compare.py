@@ -232,7 +232,9 @@ def _ratio(ma: _Moments, mb: _Moments, confidence: float, power: float = 0.8) ->
     if denom <= 0:
         return undetermined("ratio undetermined: the baseline's interval includes 0", df, p)
     root = math.sqrt(max(0.0, a2 * vb + mb.mean * mb.mean * va - t * t * va * vb))
-    low = (ma.mean * mb.mean - t * root) / denom
+    # Every figure compared is a rate or a time, never negative, so θ ≥ 0: the Fieller set
+    # cut at 0 keeps its coverage and never prints a change below −100%.
+    low = max(0.0, (ma.mean * mb.mean - t * root) / denom)
     high = (ma.mean * mb.mean + t * root) / denom
     significant = not (low <= 1.0 <= high)
     return Ratio(
