@@ -103,7 +103,9 @@ def btrfs_raid1(tmp_path: Path) -> Iterator[Path]:
             sh("losetup", "--detach", d, check=False)
 
 
-def _write(mnt: Path, name: str, durability: str) -> tuple[int, devices.DeviceCheck, str]:
+def _write(
+    mnt: Path, name: str, durability: str
+) -> tuple[int, devices.DeviceCheck, list[str]]:
     """64 MiB written in 1 MiB blocks under a device window; returns app bytes, the check's
     raw figures and the window's warnings."""
     runner = LocalRunner()
@@ -117,14 +119,16 @@ def _write(mnt: Path, name: str, durability: str) -> tuple[int, devices.DeviceCh
     out = window.close("write", res.io_bytes, res.runtime_s, compressibility=0)
     amp = out.finding.more["amplification"]
     assert isinstance(amp, dict)
-    return res.io_bytes, amp, " ".join(out.warnings)  # type: ignore[return-value]
+    return res.io_bytes, amp, list(out.warnings)  # type: ignore[return-value]
 
 
 def test_btrfs_raid1_honest_write_is_verified_and_a_half_durable_one_flagged(
     btrfs_raid1: Path,
 ) -> None:
     app, honest, warned = _write(btrfs_raid1, "honest", "end_fsync=1")
-    assert app == 64 * M and warned == ""
+    # Only a member-speed warning may appear (two loop files on one busy disk can differ by
+    # 40%, CI saw it); nothing about durability or the copies written.
+    assert app == 64 * M and [w for w in warned if not w.startswith("member ")] == []
     assert 2.0 <= honest["amplification"] <= 2.0 * 1.05  # type: ignore[index, operator]
     # fsync after the first 48 blocks and never again: the last 16 MiB stay dirty in the page
     # cache (the kernel's default background limit is 10% of RAM and expiry 30 s), so the
@@ -134,8 +138,8 @@ def test_btrfs_raid1_honest_write_is_verified_and_a_half_durable_one_flagged(
     print(f"btrfs raid1: honest {honest['amplification']}, lazy {lazy['amplification']}")
     assert app == 64 * M
     assert 1.0 < lazy["amplification"] < 1.8  # type: ignore[index, operator]
-    assert "of the written data did not reach the disks" in warned
-    assert "btrfs raid1 on 2 devices must write 2.00×" in warned
+    assert "of the written data did not reach the disks" in " ".join(warned)
+    assert "btrfs raid1 on 2 devices must write 2.00×" in " ".join(warned)
 
 
 MEMCG = Path("/sys/fs/cgroup/memory")

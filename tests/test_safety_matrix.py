@@ -43,6 +43,13 @@ def sh(*argv: str, check: bool = True, input_text: str | None = None) -> str:
     return res.stdout
 
 
+def mkfs_ext4(dev: str) -> None:
+    """ext4 without lazy init: its background inode-table zeroing (ext4lazyinit) changes a
+    mounted device's bytes minutes later, whatever poolbench does, and the tests compare
+    checksums."""
+    sh("mkfs.ext4", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev)
+
+
 def sha(dev: str) -> str:
     h = hashlib.sha256()
     with open(dev, "rb") as fh:
@@ -153,7 +160,7 @@ def reasons_of(err: ClaimRefused, dev: str) -> list[tuple[str, str, bool]]:
 
 def test_mounted_filesystem_is_refused_even_with_override(lab: Lab) -> None:
     dev = lab.loop()
-    sh("mkfs.ext4", "-q", dev)
+    mkfs_ext4(dev)
     mnt = lab.mount(dev)
     before = sha(dev)
     err = refused(lab, [dev])
@@ -242,7 +249,7 @@ def _partitioned(lab: Lab) -> tuple[str, str, str, Path]:
         if os.path.exists(p1) and os.path.exists(p2):
             break
         time.sleep(0.1)
-    sh("mkfs.ext4", "-q", p1)
+    mkfs_ext4(p1)
     return dev, p1, p2, lab.mount(p1)
 
 
@@ -283,7 +290,7 @@ def test_same_device_twice_and_by_two_names_and_with_its_partition(lab: Lab) -> 
 
 def test_symlink_to_an_in_use_device_is_refused_under_its_real_name(lab: Lab) -> None:
     dev = lab.loop()
-    sh("mkfs.ext4", "-q", dev)
+    mkfs_ext4(dev)
     lab.mount(dev)
     link = lab.base / "innocent-looking-name"
     link.symlink_to(dev)
@@ -296,9 +303,7 @@ def test_symlink_to_an_in_use_device_is_refused_under_its_real_name(lab: Lab) ->
 @pytest.mark.parametrize("what", ["store", "scratch"])
 def test_device_holding_the_store_or_scratch_dir_is_never_claimed(lab: Lab, what: str) -> None:
     dev = lab.loop()
-    # No lazy init: ext4's background inode-table zeroing would change the device's bytes
-    # while it is mounted, whatever poolbench does.
-    sh("mkfs.ext4", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev)
+    mkfs_ext4(dev)
     mnt = lab.mount(dev)
     sh("sync")
     protect = protected_paths(mnt / "pb" / "results.db", None) if what == "store" else (
@@ -314,7 +319,7 @@ def test_device_holding_the_store_or_scratch_dir_is_never_claimed(lab: Lab, what
 
 def test_device_mounted_between_planning_and_first_write_is_caught(lab: Lab) -> None:
     dev = lab.loop()
-    sh("mkfs.ext4", "-q", dev)  # an old filesystem the user agreed to destroy
+    mkfs_ext4(dev)  # an old filesystem the user agreed to destroy
     claims = claim_devices(ReadOnlyRunner(), [dev], overrides=[dev], yes=True, protect=lab.protect)
     mnt = lab.mount(dev)  # ... and then someone mounts it
     before = sha(dev)
@@ -445,7 +450,7 @@ def test_disks_command_lists_our_loop_devices(lab: Lab) -> None:
     import sys
 
     free, used = lab.loop(), lab.loop()
-    sh("mkfs.ext4", "-q", used)
+    mkfs_ext4(used)
     out = subprocess.run(
         [sys.executable, "-m", "poolbench", "disks", "--json", "--db", str(lab.store)],
         capture_output=True, text=True, check=True,
@@ -461,7 +466,7 @@ def test_disks_check_mode_refuses_and_accepts_like_a_destructive_command(lab: La
     import sys
 
     dev = lab.loop()
-    sh("mkfs.ext4", "-q", dev)
+    mkfs_ext4(dev)
     before = sha(dev)
     cmd = [sys.executable, "-m", "poolbench", "disks", "--db", str(lab.store), dev]
     no = subprocess.run(cmd, capture_output=True, text=True)
