@@ -103,9 +103,7 @@ def btrfs_raid1(tmp_path: Path) -> Iterator[Path]:
             sh("losetup", "--detach", d, check=False)
 
 
-def _write(
-    mnt: Path, name: str, durability: str
-) -> tuple[int, devices.DeviceCheck, list[str]]:
+def _write(mnt: Path, name: str, durability: str) -> tuple[int, devices.DeviceCheck, list[str]]:
     """64 MiB written in 1 MiB blocks under a device window; returns app bytes, the check's
     raw figures and the window's warnings."""
     runner = LocalRunner()
