@@ -20,8 +20,6 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from scipy import optimize, stats
-
 from poolbench.stats import tdist
 from poolbench.stats.welch import HSU_BELOW_DF, null_df
 
@@ -56,6 +54,10 @@ def noncentrality(df: float, alpha: float, power: float) -> float:
 
 @lru_cache(maxsize=4096)
 def _noncentrality(df: float, alpha: float, power: float) -> float:
+    # Imported here: scipy.stats and scipy.optimize cost ~0.5 s, which every CLI command
+    # would pay at start (`poolbench runs` took 1.4 s) though most never solve this.
+    from scipy import optimize, stats
+
     tc = tdist.quantile(1 - alpha / 2, df)
 
     def shortfall(lam: float) -> float:
