@@ -241,11 +241,19 @@ def test_bench_hosts_per_host_and_aggregate_results_stored(fleet: Fleet, tmp_pat
     r = fleet.poolbench(
         "bench", "--hosts", str(fleet.hostfile()), "--size", "8M",
         "--workloads", "seq-write,seq-read", "--min-runs", "2", "--max-runs", "2", "--json",
-        db=db,
+        "--seed", "7", db=db,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr + r.stdout
     out = json.loads(r.stdout)
     labels = [fleet.addr(i) for i in (1, 2, 3)]
+    # The seed and each round's workload order are recorded, and are the order that ran.
+    meta = json.loads(_rows(db, "SELECT metadata FROM runs")[0]["metadata"])["fleet"]
+    assert meta["options"]["seed"] == 7
+    orders = meta["round_orders"]
+    assert len(orders) == 2 and all(sorted(o) == ["seq-read", "seq-write"] for o in orders)
+    ran = [m["workload"] for m in _rows(
+        db, "SELECT workload FROM measurements WHERE host = ? ORDER BY id", labels[0])]  # fmt: skip
+    assert ran == [w for o in orders for w in o]
     assert out["status"] == "finished" and out["failures"] == {}
     for res in out["results"]:
         assert sorted(res["per_host"]) == labels

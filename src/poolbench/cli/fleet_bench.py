@@ -47,6 +47,7 @@ def bench_fleet(params: dict[str, Any]) -> None:
         iodepth=int(params["iodepth"]),
         numjobs=int(params["numjobs"]),
         stop=policy(min_runs, max_runs, float(params["ci_target"]) / 100),
+        seed=params.get("seed"),
     )
     check_workloads(options.workloads)
     default = str(path) if path is not None else None

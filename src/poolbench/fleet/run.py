@@ -48,6 +48,7 @@ def run_fleet(
         fleet_meta["not_applied"] = session.not_applied
         fleet_meta["notes"] = session.notes
         fleet_meta["failures"] = session.failures
+        fleet_meta["round_orders"] = session.round_orders  # seeded by options.seed: a replay
         store.update_metadata(run_id, metadata)
 
     failure: FleetHostFailed | None = None

@@ -26,6 +26,7 @@ sends every server a quit).
 from __future__ import annotations
 
 import dataclasses
+import secrets
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -89,6 +90,8 @@ class FleetOptions:
     iodepth: int = 1
     numjobs: int = 1
     stop: replicates.ReplicatePolicy = field(default_factory=replicates.policy)
+    # Seeds the workload order of each round (as `bench --seed`); None = drawn and recorded.
+    seed: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -148,6 +151,8 @@ class FleetSession:
         self.hosts = hosts
         self.targets = {h.label: h.target(default_path) for h in hosts}
         self.options = options
+        self.seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
+        self.round_orders: list[list[str]] = []  # each round's workload order, for the record
         self.progress = progress
         self.prober = prober
         self.infos: dict[str, probe.HostInfo] = {}
@@ -188,7 +193,7 @@ class FleetSession:
                 "hosts": [i.as_dict() for i in self.infos.values()],
                 "notes": self.notes,
                 "not_applied": self.not_applied,
-                "options": self.options.as_dict(),
+                "options": self.options.as_dict() | {"seed": self.seed},
                 "started_together": "one fio controller process per measurement",
             }
         }
@@ -216,6 +221,9 @@ class FleetSession:
             measure=self._measure_once,
             describe=lambda r, rep: f"{r.workload.name} run {rep + 1} on all hosts",
             progress=self.progress,
+            seed=self.seed,
+            name=lambda r: r.workload.name,
+            record=lambda _round, names: self.round_orders.append(names),
         )
         for res in self.results.values():
             if res.sums:
