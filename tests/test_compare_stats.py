@@ -163,3 +163,15 @@ def test_a_noisy_b_never_gets_a_change_below_minus_100_percent() -> None:
     raw_low = ratio_ci(a, b, confidence=0.5).low  # at 50% the set does not reach 0 …
     assert 0 < raw_low < r.ratio  # … so the cut only ever replaces a negative end
     assert r.full_text().startswith("no significant difference (-100.0% … +27.1%")
+
+
+def test_figures_without_noise_compare_exactly() -> None:
+    from poolbench.stats.compare import constant, exact_ratio
+
+    r = exact_ratio([325.5, 325.5], [214.0, 214.0])
+    assert r.exact and r.ratio == r.low == r.high == 214.0 / 325.5 and r.significant
+    assert r.text() == r.full_text() == "-34.3% (exact)"
+    assert exact_ratio([2.0, 2.0], [2.0]).text() == "the same (exact)"
+    assert not constant([1.0, 1.0000001]) and not constant([]) and not constant([math.nan])
+    with pytest.raises(ValueError):
+        exact_ratio([1.0, 2.0], [2.0, 2.0])  # noisy: the statistics' job, not this one

@@ -427,6 +427,13 @@ def _check_resilver(rows: list[dict[str, Any]], out: str) -> None:
 def _check_capacity(rows: list[dict[str, Any]], out: str) -> None:
     assert out.count("(reported +0.00%)") == 2
     assert all(r["seconds"] == 0 for r in rows)
+    # Read from the pool, the same on every build: compared exactly, never "undetermined".
+    got = _means(rows, "capacity")
+    base, other = (
+        got[f"backend=zfs layout={lv} ashift=12"] for lv in ("raidz1", "mirror:2+mirror:2")
+    )
+    assert f"{(other / base - 1) * 100:+.1f}% (exact)" in out
+    assert "undetermined" not in out and "no I/O" in out
 
 
 def _check_width(rows: list[dict[str, Any]], out: str) -> None:

@@ -12,13 +12,15 @@ procedure controls its error rate (see `poolbench.stats.compare`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from poolbench.errors import UsageError
 from poolbench.report.data import Cell, RunData, parse_config
 from poolbench.report.metrics import VALUE, Figure, Metric
 from poolbench.stats import outliers
-from poolbench.stats.compare import Ratio, compare_family
+from poolbench.stats.compare import Ratio, compare_family, constant, exact_ratio
+from poolbench.workloads.library import EXACT
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,8 @@ class Row:
 
     @property
     def figure_text(self) -> str:
+        if _exact(self.cell.workload, [self.cell.values]):  # no interval; three decimals
+            return f"{self.cell.values[0]:,.3f}"  # (0.318 GiB, not 0.3) for small test pools
         return self.figure.text() if self.figure is not None else mean_ci_text(self.cell)
 
 
@@ -107,6 +111,12 @@ class Footnotes:
         return self.items.index(text) + 1
 
 
+def _exact(workload: str, samples: Sequence[Sequence[float]]) -> bool:
+    """A figure read from the pool (library.EXACT) whose replicates all agree: compared
+    exactly. Replicates that disagree fall back to the statistics, which say so."""
+    return workload in EXACT and all(constant(xs) and xs[0] > 0 for xs in samples)
+
+
 def cell_warnings(cell: Cell, ci_target: float, metric: Metric = VALUE) -> list[str]:
     """The stored guard warnings, plus what the statistics say about this figure."""
     out = list(cell.warnings)
@@ -116,6 +126,8 @@ def cell_warnings(cell: Cell, ci_target: float, metric: Metric = VALUE) -> list[
             out.append(f"{metric.key}: {f.reason}")
         return out + cell.metric_warnings(metric)
     s = cell.summary
+    if _exact(cell.workload, [cell.values]):
+        return out  # a figure read from the pool: identical replicates are its nature
     if s.reason:
         out.append(s.reason)
     elif s.rel_halfwidth > ci_target:
@@ -167,7 +179,10 @@ def workload_table(
         warnings = cell_warnings(cell, run.ci_target(), metric)
         row.notes = sorted({notes.number(w) for w in warnings})
         rows.append(row)
-    family = metric.compare(pairs, run.policy().min_runs)
+    if not metric.is_latency and _exact(workload, [v for p in pairs for v in p]):
+        family = [exact_ratio(a, b) for a, b in pairs]
+    else:
+        family = metric.compare(pairs, run.policy().min_runs)
     for row, ratio in zip(compared, family, strict=True):
         row.change = ratio
     unit = metric.unit(cells[0].unit) if cells else ""
@@ -212,7 +227,10 @@ def answer(run: RunData, workload: str) -> str:
     if len(ranked) == 1:
         return head
     second = ranked[1]
-    r = compare_family([(second.values, best.values)], first_stage=run.policy().min_runs)[0]
+    if _exact(workload, [second.values, best.values]):
+        r = exact_ratio(second.values, best.values)
+    else:
+        r = compare_family([(second.values, best.values)], first_stage=run.policy().min_runs)[0]
     if r.undetermined:
         return f"{head}; against {run.label(second.config)}: {r.undetermined}"
     if not r.significant:

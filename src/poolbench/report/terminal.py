@@ -33,6 +33,7 @@ from poolbench.report.tables import (
     tables,
 )
 from poolbench.store.db import Store
+from poolbench.workloads.library import EXACT
 
 
 def _notes(numbers: list[int]) -> Text:
@@ -110,7 +111,9 @@ def workload_columns(run: RunData, wt: WorkloadTable, baseline: Baseline | None)
     )  # fmt: skip
     if not wt.metric.is_latency:
         dev = [r.cell.device_mean for r in rows]
-        cells = [Text("unverified" if d is None else fmt_value(d)) for d in dev]
+        no_io = wt.workload in EXACT  # read from the pool: there was nothing to count
+        cells = [Text("no I/O" if no_io else "unverified" if d is None else fmt_value(d))
+                 for d in dev]  # fmt: skip
         cols.append(Column("device", "device\nMiB/s", cells, "right", optional=2))
         if any(r.cell.amplification is not None for r in rows):
             amps = [Text(r.cell.amplification_text()) for r in rows]

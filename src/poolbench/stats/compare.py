@@ -64,6 +64,8 @@ __all__ = [
     "NO_DIFFERENCE",
     "Ratio",
     "compare_family",
+    "constant",
+    "exact_ratio",
     "holm",
     "null_df",
     "ratio_ci",
@@ -95,6 +97,9 @@ class Ratio:
     # A ratio of geometric means (stats.logscale): se_rel is then the standard error of the
     # difference of the mean logs, and a detectable change is exp(λ·se) − 1.
     log_scale: bool = False
+    # A figure with no noise (read from the pool, not measured: usable capacity): the ratio
+    # is exact and has no interval (`exact_ratio`).
+    exact: bool = False
 
     @property
     def detectable(self) -> float:
@@ -122,6 +127,8 @@ class Ratio:
         """'+12.3% [+8.1%, +16.5%]', 'no significant difference', or why it is unknown."""
         if self.undetermined:
             return self.undetermined
+        if self.exact:
+            return f"{_pct(self.change)} (exact)" if self.change else "the same (exact)"
         if not self.significant:
             return NO_DIFFERENCE
         return f"{_pct(self.change)} [{_pct(self.low - 1)}, {_pct(self.high - 1)}]"
@@ -129,7 +136,7 @@ class Ratio:
     def full_text(self) -> str:
         """As `text`, but a non-result carries its interval and what could have been seen:
         'no significant difference (-4.0% … +9.0%; could detect ≥ 12%)'."""
-        if self.undetermined or self.significant:
+        if self.undetermined or self.significant or self.exact:
             return self.text()
         return power_mod.no_difference_text(self.low, self.high, self.detectable)
 
@@ -151,6 +158,7 @@ class Ratio:
             "significant": self.significant,
             "undetermined": self.undetermined or None,
             "detectable": num(self.detectable),
+            "exact": self.exact,
             "text": self.text(),
         }
 
@@ -193,6 +201,21 @@ def ratio_ci(
     """mean(b)/mean(a) with its Fieller interval (df under the null); significant iff it
     excludes 1. `first_stage`: the replicate rule's stage-one size (None: all values)."""
     return _ratio(_moments(a, first_stage), _moments(b, first_stage), confidence)
+
+
+def constant(values: Sequence[float]) -> bool:
+    """Every value the same finite number (at least one)."""
+    return bool(values) and all(math.isfinite(v) and v == values[0] for v in values)
+
+
+def exact_ratio(a: Sequence[float], b: Sequence[float]) -> Ratio:
+    """mean(b)/mean(a) for figures that carry no noise (each side `constant`): the ratio
+    itself, exact, with no interval and no test: there is nothing to estimate."""
+    if not (constant(a) and constant(b)) or a[0] <= 0:
+        raise ValueError("exact_ratio needs constant, positive baseline values")
+    r = b[0] / a[0]
+    return Ratio(len(a), len(b), a[0], b[0], r, r, r, 1.0, math.inf, math.nan, r != 1.0,
+                 exact=True)  # fmt: skip
 
 
 def _refusal(ma: _Moments, mb: _Moments) -> str:

@@ -450,6 +450,9 @@ def capacity() -> Workload:
 
 
 SPECIAL = ("untar", "degraded-read", "resilver", "capacity")
+# Read from the pool, not timed: the same on every build of a configuration. Reports compare
+# them exactly (stats.compare.exact_ratio) instead of calling identical replicates undetermined.
+EXACT = ("capacity",)
 
 
 def reread() -> Workload:
