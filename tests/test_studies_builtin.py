@@ -434,6 +434,7 @@ def _check_capacity(rows: list[dict[str, Any]], out: str) -> None:
     )
     assert f"{(other / base - 1) * 100:+.1f}% (exact)" in out
     assert "undetermined" not in out and "no I/O" in out
+    assert "working set:" not in out and "replicates:" not in out  # no I/O: neither applies
 
 
 def _check_width(rows: list[dict[str, Any]], out: str) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from poolbench.report.data import RunData, fmt_bytes
 from poolbench.report.tables import Baseline
+from poolbench.workloads.library import EXACT
 
 COLD_FACTOR = 2.0
 
@@ -42,6 +43,13 @@ def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
     if isinstance(target, dict) and target.get("path"):
         out.append(("target", f"{target.get('path')} ({target.get('how', '')})".strip()))
     out.append(("versions", _versions(run)))
+    if run.workloads and all(w in EXACT for w in run.workloads):
+        # Nothing was read or written: no working set, data, cache or replicate rule applies.
+        out.append(("figures", "read from each pool after it was built (no I/O); where every "
+                    "build agrees, changes are exact, with no interval"))  # fmt: skip
+        if run.error:
+            out.append(("error", str(run.error)))
+        return out
     ws = _working_set(run)
     if ws is not None:
         out.append(("working set", ws))
