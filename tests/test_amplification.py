@@ -181,3 +181,16 @@ def test_md_members_take_the_arrays_level(tmp_path: Path) -> None:
     assert m is not None and m.ratio == pytest.approx(1.5)
     m, why = geometry.md_of(["loop5", "sda"], sys_block=tmp_path / "none")
     assert m is None and "not the members" in why
+
+
+def test_untar_excess_is_explained_by_its_metadata_and_a_short_write_still_warns() -> None:
+    model = amp.md("raid5", 4)  # 4/3
+    why = "untar also writes the inodes and directory entries of 1,000 files"
+    over = amp.judge(model, 100 * MiB_, 180 * MiB_, excess_why=why)  # > 4/3 × 1.25
+    assert over.warning == "" and over.note.startswith("note: the devices wrote 1.80×")
+    assert why in over.note and "more than metadata explains" not in over.note
+    short = amp.judge(model, 100 * MiB_, 100 * MiB_, excess_why=why)  # one copy, no parity
+    assert "did not reach the disks" in short.warning and short.note == ""
+
+
+MiB_ = 1 << 20

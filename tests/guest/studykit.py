@@ -78,7 +78,11 @@ def check_figures(rows: list[dict[str, Any]]) -> None:
         assert r["value"] > 0 and r["seconds"] > 0, what
         dev = r["guards"].get("device", {})
         assert "write_bytes" in dev and "unverified" not in dev, what
-        assert not [w for w in r["warnings"] if "device" in w or "unverified" in w], what
+        # untar may carry one note: its devices wrote more than the layout's model, since
+        # file bytes leave out inodes, directories and the journal (the note says so).
+        notes = [w for w in r["warnings"] if w.startswith("note:") and "untar also writes" in w]
+        problems = [w for w in r["warnings"] if w not in notes]
+        assert not [w for w in problems if "device" in w or "unverified" in w], what
         direction = r["workload_def"].get("direction")
         family = r["workload_def"].get("family")
         if family != "metadata" and direction in ("read", "write") and r["app_bytes"]:

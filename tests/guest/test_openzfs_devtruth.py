@@ -26,6 +26,7 @@ from poolbench.workloads.library import get
 
 pytestmark = pytest.mark.openzfs
 MiB = 1 << 20
+BY_ID = Path("/dev/disk/by-id")  # in the throw-away guest only (pytestmark: openzfs)
 
 
 def sh(*argv: str) -> str:
@@ -36,22 +37,28 @@ def sh(*argv: str) -> str:
 def linked_pool() -> Iterator[tuple[Path, list[str]]]:
     base = Path(tempfile.mkdtemp(prefix="pbozdev-", dir="/var/tmp"))
     loops: list[str] = []
+    links: list[Path] = []
     try:
         for i in range(2):
             sh("truncate", "-s", "256M", str(base / f"d{i}.img"))
             loops.append(sh("losetup", "--find", "--show", str(base / f"d{i}.img")).strip())
-        (base / "by-id").mkdir()
-        links = []
+        # The links go where udev puts them, /dev/disk/by-id: OpenZFS shortens only names
+        # under /dev (a link under /var/tmp is printed in full, and nothing is missed).
+        BY_ID.mkdir(parents=True, exist_ok=True)
         for i, d in enumerate(loops):
-            link = base / "by-id" / f"ata-FAKE_{i}"
+            link = BY_ID / f"ata-FAKE_{i}"
+            link.unlink(missing_ok=True)  # a link of an earlier, killed run of this test
             link.symlink_to(d)
-            links.append(str(link))
-        sh("zpool", "create", "-f", "-m", str(base / "mnt"), "pbozdev", "mirror", *links)
+            links.append(link)
+        sh("zpool", "create", "-f", "-m", str(base / "mnt"), "pbozdev", "mirror",
+           *map(str, links))  # fmt: skip
         yield base / "mnt", [os.path.basename(d) for d in loops]
     finally:
         subprocess.run(["zpool", "destroy", "-f", "pbozdev"], capture_output=True)
         for d in loops:
             subprocess.run(["losetup", "--detach", d], capture_output=True)
+        for link in links:
+            link.unlink(missing_ok=True)
         subprocess.run(["rm", "-rf", str(base)])
 
 

@@ -54,9 +54,11 @@ class DeviceWindow:
         cached_by_design: bool = False,
         warn_unverified: bool = True,
         io_size: int | None = None,
+        excess_why: str = "",
     ) -> DeviceOutcome:
         """`direction`: read, write or meta. Without a countable device, the finding says why
-        and (with `warn_unverified`) so does a warning."""
+        and (with `warn_unverified`) so does a warning. `excess_why`: why this workload's
+        devices may write more than its layout's model (untar: metadata), for the note."""
         target = self.target
         per_member = self.sampler.stop() if self.sampler is not None else []
         self.sampler = None
@@ -80,6 +82,7 @@ class DeviceWindow:
             model=self.model,
             unmodelled=self.unmodelled,
             io_size=io_size,
+            excess_why=excess_why,
         )
         finding = DeviceFinding(
             devices=tuple(target.devices),

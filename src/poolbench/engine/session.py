@@ -433,8 +433,9 @@ class Session:
         if w.kind == "untar":
             assert self._untar is not None and self.device_target is not None
             op = self._untar.measure(
-                self.workspace.root, self.device_target, self.options.compressibility, findings
-            )
+                self.workspace.root, self.device_target, self.options.compressibility, findings,
+                self.write_model,
+            )  # fmt: skip
         else:
             assert hooks is not None
             op = hooks.operate(w)

@@ -12,6 +12,7 @@ from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.hooks import OpResult
 from poolbench.engine.records import Findings
 from poolbench.guards.devices import Target
+from poolbench.guards.geometry import Found
 from poolbench.system.runner import Runner
 
 MiB = 1024 * 1024
@@ -41,15 +42,22 @@ class Untar:
         return self._content
 
     def measure(
-        self, workdir: Path, target: Target, compressibility: int, findings: Findings
+        self,
+        workdir: Path,
+        target: Target,
+        compressibility: int,
+        findings: Findings,
+        write_model: Found | None = None,
     ) -> OpResult:
-        """Extract under `workdir`; fills in the device, durability and untar findings."""
+        """Extract under `workdir`; fills in the device, durability and untar findings. The
+        devices are judged against the layout's `write_model` (a mirror must write every
+        file twice); without it, against one copy."""
         dest = workdir / "untar"
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir()
         self.runner.run(["sync", "--file-system", str(workdir)])  # settle, untimed
         app_bytes, files = self.content()
-        window = DeviceWindow(target)
+        window = DeviceWindow(target, *(write_model or (None, "")))
         t0 = time.monotonic()
         try:
             self.runner.run(["tar", "-x", "--no-same-owner", "-f", str(self.tarball), "-C",
@@ -59,7 +67,11 @@ class Untar:
             window.abandon()
             raise
         seconds = time.monotonic() - t0
-        dev = window.close("write", app_bytes, seconds, compressibility=compressibility)
+        why = (f"untar also writes the inodes and directory entries of {files:,} files and "
+               "the filesystem's journal or log, which the file bytes do not count")  # fmt: skip
+        dev = window.close(
+            "write", app_bytes, seconds, compressibility=compressibility, excess_why=why
+        )
         findings.device = dev.finding
         findings.durability = "syncfs after tar -x, inside the timed window"
         findings.other["untar"] = {

@@ -211,6 +211,7 @@ def judge(
     *,
     compressibility: int = 0,
     io_size: int | None = None,
+    excess_why: str = "",
 ) -> Verdict:
     """Measured write amplification against the layout's; see SHORT_ and EXCESS_TOLERANCE."""
     amp = device_bytes / app_bytes if app_bytes else 0.0
@@ -219,7 +220,7 @@ def judge(
     if app_bytes and amp < model.low * (1 - SHORT_TOLERANCE):
         warning = _short_text(model, amp, reached, compressibility)
     elif app_bytes and amp > model.high * (1 + EXCESS_TOLERANCE):
-        note = _excess_text(model, amp, io_size)
+        note = _excess_text(model, amp, io_size, excess_why)
     return Verdict(amp, reached, warning, note)
 
 
@@ -242,9 +243,11 @@ def _short_text(model: WriteModel, amp: float, reached: float, compressibility: 
     )
 
 
-def _excess_text(model: WriteModel, amp: float, io_size: int | None) -> str:
+def _excess_text(model: WriteModel, amp: float, io_size: int | None, why: str = "") -> str:
     rec = model.record_bytes
-    if rec and io_size and io_size < rec:
+    if why:  # the workload knows why (untar: metadata the file bytes do not count)
+        pass
+    elif rec and io_size and io_size < rec:
         why = (
             f"the {format_size(io_size)} writes are smaller than the {format_size(rec)} "
             "recordsize, so each rewrites a whole record"
