@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from poolbench.backends.base import Pool, PoolSpec
-from poolbench.backends.md import MdBackend
+from poolbench.backends.md import MdBackend, flush_stripe_cache
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import RecordingRunner
@@ -209,3 +209,28 @@ def test_the_chunk_asked_for_is_read_back(tmp_path: Path) -> None:
     assert asked.described["chunk_bytes"] == 524288
     right = Pool(spec(pool={"chunk": "512K"}), tmp_path / "mnt", [], {})
     assert not [p for p in b.verify(right) if "the chunk is" in p]
+
+
+def test_stripe_cache_is_shrunk_to_mds_minimum_and_restored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every value written is recorded: a file that logs its writes stands in for sysfs.
+    size = tmp_path / "stripe_cache_size"
+    size.write_text("256\n")
+    writes: list[str] = []
+    real_write = Path.write_text
+
+    def logged(self: Path, text: str, *a: object, **k: object) -> int:
+        writes.append(text.strip())
+        return real_write(self, text)
+
+    monkeypatch.setattr(Path, "write_text", logged)
+    found = flush_stripe_cache(size)
+    monkeypatch.undo()
+    assert writes == ["17", "256"] and size.read_text() == "256\n"
+    assert found["verified"] and found["size"] == 256 and found["kept_at_most"] == 17
+
+
+def test_a_stripe_cache_that_cannot_be_written_is_not_verified(tmp_path: Path) -> None:
+    found = flush_stripe_cache(tmp_path / "absent")
+    assert not found["verified"] and "could not be emptied" in found["detail"]
