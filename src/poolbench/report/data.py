@@ -36,6 +36,12 @@ class Cell:
     warnings: list[str] = field(default_factory=list)
     guards: list[dict[str, Any]] = field(default_factory=list)
     workload_def: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exact(self) -> bool:
+        """A figure read from the pool, not measured (capacity): its definition says so."""
+        return bool(self.workload_def.get("exact"))
+
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)  # the run's (RunData.policy)
     # Per replicate, fio's completion latency as stored (store 0005_latency), None without.
     clats: list[dict[str, Any] | None] = field(default_factory=list)

@@ -6,7 +6,6 @@ from typing import Any
 
 from poolbench.report.data import RunData, fmt_bytes
 from poolbench.report.tables import Baseline
-from poolbench.workloads.library import EXACT
 
 COLD_FACTOR = 2.0
 
@@ -43,7 +42,8 @@ def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
     if isinstance(target, dict) and target.get("path"):
         out.append(("target", f"{target.get('path')} ({target.get('how', '')})".strip()))
     out.append(("versions", _versions(run)))
-    if run.workloads and all(w in EXACT for w in run.workloads):
+    cells = [run.cell(c, w) for c in run.configs for w in run.workloads]
+    if cells and all(c is not None and c.exact for c in cells):
         # Nothing was read or written: no working set, data, cache or replicate rule applies.
         out.append(("figures", "read from each pool after it was built (no I/O); where every "
                     "build agrees, changes are exact, with no interval"))  # fmt: skip

@@ -20,7 +20,6 @@ from poolbench.report.data import Cell, RunData, parse_config
 from poolbench.report.metrics import VALUE, Figure, Metric
 from poolbench.stats import outliers
 from poolbench.stats.compare import Ratio, compare_family, constant, exact_ratio
-from poolbench.workloads.library import EXACT
 
 
 @dataclass(frozen=True)
@@ -78,7 +77,7 @@ class Row:
 
     @property
     def figure_text(self) -> str:
-        if _exact(self.cell.workload, [self.cell.values]):  # no interval; three decimals
+        if _exact([self.cell], [self.cell.values]):  # no interval; three decimals
             return f"{self.cell.values[0]:,.3f}"  # (0.318 GiB, not 0.3) for small test pools
         return self.figure.text() if self.figure is not None else mean_ci_text(self.cell)
 
@@ -111,10 +110,14 @@ class Footnotes:
         return self.items.index(text) + 1
 
 
-def _exact(workload: str, samples: Sequence[Sequence[float]]) -> bool:
-    """A figure read from the pool (library.EXACT) whose replicates all agree: compared
+def _exact(cells: Sequence[Cell], samples: Sequence[Sequence[float]]) -> bool:
+    """Figures read from the pool (`Cell.exact`) whose replicates all agree: compared
     exactly. Replicates that disagree fall back to the statistics, which say so."""
-    return workload in EXACT and all(constant(xs) and xs[0] > 0 for xs in samples)
+    return (
+        bool(cells)
+        and all(c.exact for c in cells)
+        and all(constant(xs) and xs[0] > 0 for xs in samples)
+    )
 
 
 def cell_warnings(cell: Cell, ci_target: float, metric: Metric = VALUE) -> list[str]:
@@ -126,7 +129,7 @@ def cell_warnings(cell: Cell, ci_target: float, metric: Metric = VALUE) -> list[
             out.append(f"{metric.key}: {f.reason}")
         return out + cell.metric_warnings(metric)
     s = cell.summary
-    if _exact(cell.workload, [cell.values]):
+    if _exact([cell], [cell.values]):
         return out  # a figure read from the pool: identical replicates are its nature
     if s.reason:
         out.append(s.reason)
@@ -179,7 +182,7 @@ def workload_table(
         warnings = cell_warnings(cell, run.ci_target(), metric)
         row.notes = sorted({notes.number(w) for w in warnings})
         rows.append(row)
-    if not metric.is_latency and _exact(workload, [v for p in pairs for v in p]):
+    if not metric.is_latency and _exact(cells, [v for p in pairs for v in p]):
         family = [exact_ratio(a, b) for a, b in pairs]
     else:
         family = metric.compare(pairs, run.policy().min_runs)
@@ -227,7 +230,7 @@ def answer(run: RunData, workload: str) -> str:
     if len(ranked) == 1:
         return head
     second = ranked[1]
-    if _exact(workload, [second.values, best.values]):
+    if _exact([second, best], [second.values, best.values]):
         r = exact_ratio(second.values, best.values)
     else:
         r = compare_family([(second.values, best.values)], first_stage=run.policy().min_runs)[0]

@@ -33,7 +33,6 @@ from poolbench.report.tables import (
     tables,
 )
 from poolbench.store.db import Store
-from poolbench.workloads.library import EXACT
 
 
 def _notes(numbers: list[int]) -> Text:
@@ -111,7 +110,7 @@ def workload_columns(run: RunData, wt: WorkloadTable, baseline: Baseline | None)
     )  # fmt: skip
     if not wt.metric.is_latency:
         dev = [r.cell.device_mean for r in rows]
-        no_io = wt.workload in EXACT  # read from the pool: there was nothing to count
+        no_io = all(r.cell.exact for r in rows)  # read from the pool: nothing to count
         cells = [Text("no I/O" if no_io else "unverified" if d is None else fmt_value(d))
                  for d in dev]  # fmt: skip
         cols.append(Column("device", "device\nMiB/s", cells, "right", optional=2))

@@ -94,6 +94,9 @@ class Workload:
     jobs: int = 0
     # Many small files (smallfile-write-16k): the metadata workspace, one I/O per file.
     many_files: bool = False
+    # Read from the pool, not timed (capacity): the same on every build of a configuration.
+    # Stored with each measurement's workload definition, so reports compare it exactly.
+    exact: bool = False
 
     @property
     def is_metadata(self) -> bool:
@@ -446,13 +449,11 @@ def capacity() -> Workload:
         direction="read",
         unit="GiB",
         kind="pool",
+        exact=True,
     )
 
 
 SPECIAL = ("untar", "degraded-read", "resilver", "capacity")
-# Read from the pool, not timed: the same on every build of a configuration. Reports compare
-# them exactly (stats.compare.exact_ratio) instead of calling identical replicates undetermined.
-EXACT = ("capacity",)
 
 
 def reread() -> Workload:
