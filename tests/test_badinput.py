@@ -278,6 +278,22 @@ def test_run_disks_limits(env: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert "asks for 20000 disks" in out
 
 
+def test_run_without_a_study_or_a_resume_says_what_it_needs(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = " ".join(refused(["run"], capsys, env).split())
+    assert "needs a study file (or --resume RUN" in out and "poolbench study --list" in out
+
+
+def test_resume_needs_no_study_file_and_names_a_missing_store(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No study file: the stored run carries its study, so the store is what is checked.
+    argv = ["run", "--resume", "7", "--db", str(env / "none.db")]
+    out = " ".join(refused(argv, capsys, env).split())
+    assert "There is no result store at" in out and "none.db" in out
+
+
 # -- text is data, never markup ---------------------------------------------------------------
 def test_runs_prints_an_imported_run_name_literally(
     env: Path, capsys: pytest.CaptureFixture[str]

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import IS_ROOT, poolbench
+from tests.conftest import IS_ROOT, OwnDaemon, poolbench
 
 pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (loop devices, zfs-fuse)")
 
@@ -188,6 +188,51 @@ def test_interrupt_then_resume(zfs_fuse: None, tmp_path: Path, sig: int, step: s
         "run", str(study), "--resume", str(run_id), "--db", str(db), "--scratch-dir", str(scratch)
     )
     assert r.returncode == 0, r.stderr
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT config, replicate, workload FROM measurements").fetchall()
+    assert len(rows) == EXPECTED and len(set(rows)) == EXPECTED
+    assert con.execute("SELECT status FROM runs").fetchone()[0] == "finished"
+    assert _leftovers(scratch) == []
+
+
+def test_zfs_service_dies_mid_study_then_cleanup_and_resume(
+    own_zfs_fuse: OwnDaemon, tmp_path: Path
+) -> None:
+    """zfs-fuse segfaulted in the middle of a study in one CI run. The study must stop with
+    the trial's own failure and the way back, keep what it measured, and after the service
+    is back, `cleanup` and `--resume` must finish the run as if nothing had happened."""
+    study = tmp_path / "study.toml"
+    study.write_text(STUDY)
+    db, scratch = tmp_path / "r.db", tmp_path / "scratch"
+    proc = _start(study, db, scratch, os.environ["PATH"])
+    try:
+        _wait_for(lambda: _count(db) >= 2 and bool(_procs_matching("fio --output-format")))
+        before = _count(db)
+        os.kill(own_zfs_fuse.pid, signal.SIGSEGV)  # what the CI run's daemon did by itself
+        _out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err
+    flat = " ".join(err.split())
+    # The trial's own failure first, then what could not be removed, then the way back.
+    assert re.search(r"Trial \d+ \(backend=zfs layout=\S+ ashift=12\) failed: ", flat), flat
+    assert "teardown left these alone" in flat and "poolbench cleanup" in flat, flat
+    assert "poolbench run --resume 1" in flat, flat
+    assert _count(db) >= before  # nothing finished was lost
+    # The pool's loop devices stay: without its daemon the pool cannot be destroyed.
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    assert str(scratch) in loops
+
+    own_zfs_fuse.restart()
+    c = poolbench("cleanup", "--db", str(db))
+    assert c.returncode == 0, c.stdout + c.stderr
+    assert _leftovers(scratch) == [], c.stdout
+    # No study file: the run carries its study.
+    r = poolbench("run", "--resume", "1", "--db", str(db), "--scratch-dir", str(scratch))
+    assert r.returncode == 0, r.stdout + r.stderr
     con = sqlite3.connect(db)
     rows = con.execute("SELECT config, replicate, workload FROM measurements").fetchall()
     assert len(rows) == EXPECTED and len(set(rows)) == EXPECTED

@@ -61,7 +61,7 @@ def _override_disks(study: Study, disks: str | None) -> Study:
 
 
 @click.command()
-@click.argument("study_file", type=click.Path(path_type=Path))
+@click.argument("study_file", type=click.Path(path_type=Path), required=False)
 @click.option("--disks", default=None, help="Override the study's disks: 5x512M or /dev/sdb,...")
 @click.option(
     "--resume",
@@ -101,7 +101,7 @@ def _override_disks(study: Study, disks: str | None) -> Study:
 @disk_speed_option
 @db_option
 def run(
-    study_file: Path,
+    study_file: Path | None,
     disks: str | None,
     resume: int | None,
     seed: int | None,
@@ -114,6 +114,9 @@ def run(
     db: Path | None,
 ) -> None:
     """Build every configuration of a study, measure it, store it, tear it down.
+
+    With --resume RUN the study is the one stored with that run, so STUDY_FILE may be left
+    out (a built-in study has none).
 
     Example: poolbench run examples/parity.toml --disks 6x1G
     """
@@ -137,6 +140,12 @@ def run(
             disk=disk,
         )
         return
+    if study_file is None:
+        raise UsageError(
+            "poolbench run needs a study file (or --resume RUN, to finish a stored run).",
+            "Example: poolbench run examples/parity.toml; 'poolbench study --list' shows the "
+            "built-in studies.",
+        )
     study, text = load_study(study_file)
     execute_study(
         _override_disks(study, disks),

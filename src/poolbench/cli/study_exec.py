@@ -134,7 +134,7 @@ def _measure(
     def interrupted(kept: int) -> None:
         err.print(
             f"Interrupted: everything created was torn down; {kept} measurement(s) kept in run "
-            f"{sr.run_id}. Finish it with: poolbench run STUDY --resume {sr.run_id}"
+            f"{sr.run_id}. Finish it with: poolbench run --resume {sr.run_id}"
         )
 
     try:
@@ -163,7 +163,7 @@ def _measure(
         raise TrialsFailed(
             f"Study finished, {len(failed)} trial(s) failed (each torn down; the reasons are "
             f"in the table above and stored with run {sr.run_id}).",
-            f"Measure them again with: poolbench run STUDY --resume {sr.run_id}",
+            f"Measure them again with: poolbench run --resume {sr.run_id}",
             sr.run_id,
         )
     return sr.run_id

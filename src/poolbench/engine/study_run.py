@@ -270,11 +270,22 @@ class StudyRun:
             left = journal.teardown()
             self.commands.flush()
             if left:
-                raise PoolbenchError(
-                    "Teardown left these alone: " + "; ".join(left),
-                    "Inspect them; 'poolbench cleanup' retries what is poolbench's.",
-                )
+                raise self._teardown_failed(tc, index, failure, left)
         self._record(tc, index, name, failure)
+
+    def _teardown_failed(
+        self, tc: TrialConfig, index: int, failure: PoolbenchError | None, left: list[str]
+    ) -> PoolbenchError:
+        """The study stops: a trial whose pool or disks could not be removed would leave the
+        next trials short of loop devices and names. The trial's own failure comes first, as
+        it is usually the cause (a ZFS service that died takes the teardown with it)."""
+        cause = f"Trial {index} ({tc.key}) failed: {failure} " if failure is not None else ""
+        return PoolbenchError(
+            f"{cause}Its teardown left these alone: " + "; ".join(left),
+            "Fix the cause (is the storage service still running?), then run 'poolbench "
+            "cleanup', which retries what is poolbench's, and continue with 'poolbench run "
+            f"--resume {self.run_id}'. Every measurement finished so far is kept.",
+        )
 
     def _record(self, tc: TrialConfig, index: int, name: str, failure: Exception | None) -> None:
         if self.runner.dry_run:
