@@ -67,6 +67,31 @@ def test_arc_read_counts_blocks_fetched_against_bytes_read() -> None:
     assert cache.arc_read(before, before, 0, MiB).warning() == ""
 
 
+def test_direct_reads_that_bypass_the_arc_are_not_called_ram() -> None:
+    """Counters from the guest (OpenZFS 2.3.2, recordsize 128K, 4K random reads at depth 16
+    for 8 s after an export/import): with O_DIRECT the ARC's demand data counters did not move
+    (0 of 2816 reads, 369 MB from the disk); buffered, they counted every read (852 hits +
+    1316 misses = 2168 reads, 1316 + 23 prefetch blocks = 175.5 MB from the disk)."""
+    before = {"size": 900, "data_size": 800, "demand_data_hits": 10, "demand_data_misses": 5}
+    direct = cache.arc_read(before, dict(before), REC, 2816 * 4096, direct=True, ios=2816)
+    assert direct.bypassed and direct.served_fraction is None and direct.warning() == ""
+    said = direct.as_dict()["direct_io"]
+    assert "O_DIRECT bypassed the ARC: its demand counters saw 0 of 2816 reads" in str(said)
+    # Counted as before, it would have claimed the whole read came from RAM.
+    assert cache.arc_read(before, dict(before), REC, 2816 * 4096).served_fraction == 1.0
+
+    after = {**before, "demand_data_hits": 862, "demand_data_misses": 1321,
+             "prefetch_data_misses": 23}  # fmt: skip
+    buffered = cache.arc_read(before, after, REC, 2168 * 4096, ios=2168)
+    assert not buffered.bypassed and buffered.demand_reads == 2168
+    assert buffered.served_fraction == 0.0 and "direct_io" not in buffered.as_dict()
+    # O_DIRECT asked, but read through the ARC (zfs-fuse, OpenZFS <= 2.2): counted as usual,
+    # and the record says O_DIRECT did not go around it.
+    through = cache.arc_read(before, after, REC, 2168 * 4096, direct=True, ios=2168)
+    assert not through.bypassed and through.served_fraction == 0.0
+    assert "the ARC saw 2168 of 2168 reads" in str(through.as_dict()["direct_io"])
+
+
 def test_arc_window_reads_before_and_after(tmp_path: Path) -> None:
     stats = kstat_file(tmp_path / "arcstats", size=1, data_size=1, demand_data_misses=0)
     data = tmp_path / "data.0"

@@ -347,7 +347,10 @@ class Session:
             findings.cache = self._defeat_cache(self.workspace.data_files(w, params), warnings)
         assert self.device_target is not None
         files = self.workspace.data_files(w, params) if w.cold else []
-        arc = cache.ArcWindow(self._zfs if w.cold and not w.cached_by_design else None, files)
+        arc = cache.ArcWindow(
+            self._zfs if w.cold and not w.cached_by_design else None, files,
+            direct="direct=1" in job.splitlines(),
+        )  # fmt: skip
         window = DeviceWindow(self.device_target, *(self.write_model or (None, "")))
         clock = cpu.CpuWindow(self._zfs)
         try:
@@ -371,10 +374,12 @@ class Session:
             findings.other["members"] = {m.name: m.as_dict() for m in dev.members}
         if w.cached_by_design and findings.cache is not None:
             findings.cache = _served(findings.cache, result.io_bytes, dev.finding.read_bytes)
-        warnings += dev.warnings + self._settle_cold(w, findings, arc.close(result.io_bytes))
+        warnings += dev.warnings + self._settle_cold(
+            w, findings, arc.close(result.io_bytes, result.total_ios)
+        )
         warnings += self._cold_rule_warning(w, findings)
         findings.fio = FioFinding(result.fio_version, result.within_run_bw_dev, result.lat_mean_ns)
-        warnings += _depth_check(job, params, result, findings)
+        warnings += _depth_check(job, result, findings)
         warnings += _fsync_check(w, result, findings)
         self._read_back(w, findings)
         value = figure(w, result.io_bytes, result.total_ios, seconds)
@@ -533,13 +538,15 @@ def _fsync_check(w: Workload, result: FioResult, findings: Findings) -> list[str
     return warnings
 
 
-def _depth_check(
-    job: str, params: fiojob.JobParams, result: FioResult, findings: Findings
-) -> list[str]:
-    """The queue depth fio achieved, recorded; a warning when it is well below the request."""
-    if params.iodepth <= 1 or f"iodepth={params.iodepth}" not in job:
+def _depth_check(job: str, result: FioResult, findings: Findings) -> list[str]:
+    """The queue depth fio achieved, recorded; a warning when it is well below the request.
+    The depth asked is the job's own: a workload that names its load (rand-read-4k-qd8)
+    overrides the study's."""
+    asked = [int(ln.split("=", 1)[1]) for ln in job.splitlines() if ln.startswith("iodepth=")]
+    requested = max(asked, default=1)
+    if requested <= 1:
         return []
-    depth = fiodepth.achieved(result.depth_levels, params.iodepth)
+    depth = fiodepth.achieved(result.depth_levels, requested, result.submit_busy)
     if depth is not None:
         findings.other["queue_depth"] = depth.as_dict()
     engine = next((ln.split("=", 1)[1] for ln in job.splitlines() if ln.startswith("ioengine=")),

@@ -165,6 +165,10 @@ class FioResult:
     # fio's iodepth_level of the first job: % of I/Os submitted at each depth (fiodepth.py).
     depth_levels: dict[str, float] = field(default_factory=dict)
     fsyncs: int = 0  # fsync calls fio made (its "sync" section), summed over its jobs
+    # Share of each job's run time spent inside the engine's submit call (mean submission
+    # latency × I/Os ÷ (run time × jobs)); None where fio reports no submission latency
+    # (the sync engines). Near 1, the submit call did each I/O itself (fiodepth.py).
+    submit_busy: float | None = None
 
     @property
     def mib_s(self) -> float:
@@ -234,15 +238,32 @@ def parse(text: str, direction: str) -> FioResult:
         within_run_bw_dev=dev_kib * 1024.0,
         lat_mean_ns=float(lat),
         fio_version=str(data.get("fio version", "unknown")),
-        jobs=int(jobs[0].get("job options", {}).get("numjobs", 1) or 1)
-        if len(jobs) == 1
-        else len(jobs),
+        jobs=_numjobs(jobs) if len(jobs) == 1 else len(jobs),
         latency=latency(jobs, "mixed" if direction == "mixed" else section),
         cpu_usr_s=_cpu_seconds(jobs, "usr_cpu"),
         cpu_sys_s=_cpu_seconds(jobs, "sys_cpu"),
         depth_levels={str(k): float(v) for k, v in (jobs[0].get("iodepth_level") or {}).items()},
         fsyncs=sum(int((j.get("sync") or {}).get("total_ios", 0) or 0) for j in jobs),
+        submit_busy=_submit_busy(parts, runtime_ms, len(jobs) if len(jobs) > 1 else _numjobs(jobs)),
     )
+
+
+def _numjobs(jobs: list[dict[str, Any]]) -> int:
+    return int(jobs[0].get("job options", {}).get("numjobs", 1) or 1)
+
+
+def _submit_busy(parts: list[dict[str, Any]], runtime_ms: float, jobs: int) -> float | None:
+    """Time in submit calls ÷ (run time × jobs): each job submits one call at a time, so
+    this is the share of its run it spent blocked there."""
+    total = 0.0
+    for p in parts:
+        slat = p.get("slat_ns") or {}
+        if not slat.get("N"):
+            continue
+        total += float(slat.get("mean", 0.0)) * int(p.get("total_ios", 0))
+    if total <= 0 or runtime_ms <= 0:
+        return None
+    return total / (runtime_ms * 1e6 * max(1, jobs))
 
 
 def _cpu_seconds(jobs: list[dict[str, Any]], key: str) -> float:
