@@ -241,3 +241,20 @@ def test_hosts_of_a_fleet_run_are_kept_apart(store: Store) -> None:
     ]
     rows = list(csv.DictReader(io.StringIO(export.to_csv(run))))
     assert rows[0]["config"] == "backend=zfs layout=raidz1 ashift=9" and rows[0]["host"] == "alpha"
+
+
+def test_an_exact_figure_prints_as_the_table_does_in_tables_and_answers() -> None:
+    """A capacity read from the pool is the same on every build: three decimals, no ±,
+    in the table row and in the HTML report's one-sentence answer alike."""
+    from poolbench.report.data import Cell
+    from poolbench.report.tables import value_text
+
+    exact = Cell("layout=raidz1", "capacity", "GiB", values=[0.318359375] * 2,
+                 workload_def={"exact": True})  # fmt: skip
+    assert value_text(exact) == "0.318"
+    measured = Cell("layout=raidz1", "seq-write", "MiB/s", values=[100.0, 110.0, 105.0])
+    assert "±" in value_text(measured)
+    # Replicates of an exact figure that disagree are statistics again, and say so.
+    split = Cell("layout=raidz1", "capacity", "GiB", values=[0.3, 0.4],
+                 workload_def={"exact": True})  # fmt: skip
+    assert value_text(split) != "0.300"

@@ -244,22 +244,25 @@ def _short_text(model: WriteModel, amp: float, reached: float, compressibility: 
 
 
 def _excess_text(model: WriteModel, amp: float, io_size: int | None, why: str = "") -> str:
-    rec = model.record_bytes
-    if why:  # the workload knows why (untar: metadata the file bytes do not count)
-        pass
-    elif rec and io_size and io_size < rec:
-        why = (
-            f"the {format_size(io_size)} writes are smaller than the {format_size(rec)} "
-            "recordsize, so each rewrites a whole record"
-        )
-    elif model.ratio > 1.0 and PARITY.keys() & set(model.layout.split()) and io_size:
-        why = "writes smaller than a full stripe make the array read, modify and rewrite it"
-    else:
-        why = (
-            "more than metadata explains: a recordsize or ashift other than the model's, "
-            "partial-stripe writes, or another writer on these disks"
-        )
+    """The note for a write that cost more than its model; `why`, when the workload knows
+    the reason (untar: metadata the file bytes do not count), is used as it is."""
+    why = why or _likely_excess_cause(model, io_size)
     return (
         f"note: the devices wrote {amp:.2f}× the application's bytes where {model.layout} "
         f"models {model.ratio:.2f}×: {why}."
+    )
+
+
+def _likely_excess_cause(model: WriteModel, io_size: int | None) -> str:
+    rec = model.record_bytes
+    if rec and io_size and io_size < rec:
+        return (
+            f"the {format_size(io_size)} writes are smaller than the {format_size(rec)} "
+            "recordsize, so each rewrites a whole record"
+        )
+    if model.ratio > 1.0 and PARITY.keys() & set(model.layout.split()) and io_size:
+        return "writes smaller than a full stripe make the array read, modify and rewrite it"
+    return (
+        "more than metadata explains: a recordsize or ashift other than the model's, "
+        "partial-stripe writes, or another writer on these disks"
     )

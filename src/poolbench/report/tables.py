@@ -77,9 +77,9 @@ class Row:
 
     @property
     def figure_text(self) -> str:
-        if _exact([self.cell], [self.cell.values]):  # no interval; three decimals
-            return f"{self.cell.values[0]:,.3f}"  # (0.318 GiB, not 0.3) for small test pools
-        return self.figure.text() if self.figure is not None else mean_ci_text(self.cell)
+        if self.figure is not None and not _exact([self.cell], [self.cell.values]):
+            return self.figure.text()
+        return value_text(self.cell)
 
 
 @dataclass
@@ -210,6 +210,15 @@ def change_text(row: Row) -> str:
     return row.change.full_text()
 
 
+def value_text(cell: Cell) -> str:
+    """A figure as tables and answers print it: an exact one (read from the pool, every
+    replicate equal) with three decimals and no interval (0.318 GiB, not 0.3, for small
+    test pools); a measured one as mean ± half its 95% interval."""
+    if _exact([cell], [cell.values]):
+        return f"{cell.values[0]:,.3f}"
+    return mean_ci_text(cell)
+
+
 def mean_ci_text(cell: Cell) -> str:
     from poolbench.report.data import fmt_value
 
@@ -226,7 +235,7 @@ def answer(run: RunData, workload: str) -> str:
         return f"{workload}: nothing measured"
     ranked = sorted(cells, key=lambda c: -c.summary.mean)
     best = ranked[0]
-    head = f"{workload}: {run.label(best.config)} is highest at {mean_ci_text(best)} {best.unit}"
+    head = f"{workload}: {run.label(best.config)} is highest at {value_text(best)} {best.unit}"
     if len(ranked) == 1:
         return head
     second = ranked[1]
