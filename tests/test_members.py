@@ -48,9 +48,21 @@ def test_within_25_percent_is_not_flagged_and_idle_members_are_left_out() -> Non
         MemberRate("d", 1 * MiB, 0, 1.0),
     ]  # a raid1 side that was not read: not compared
     assert slow_members(ms) == []  # fmt: skip
-    b_slow = [MemberRate("a", 0, 100 * MiB, 1.0), MemberRate("b", 0, 70 * MiB, 1.0),
+    # b moved its 100 MiB in 1.43 s while a and c took 1 s and then waited for it.
+    b_slow = [MemberRate("a", 0, 100 * MiB, 1.0), MemberRate("b", 0, 100 * MiB, 1.43),
               MemberRate("c", 0, 100 * MiB, 1.0)]  # fmt: skip
     assert slow_members(b_slow)[0].startswith("member b ")
+
+
+def test_a_member_with_less_to_do_is_not_slow() -> None:
+    """The demo's raidz1:4 at ashift 12, streaming read (zfs-fuse): two members read 25.4
+    MiB, two 40.8 and 37.0, all busy 0.573 s. Flagged "35% slower" before the busy rule."""
+    read = [MemberRate(f"loop{i}", int(mib * MiB), 0, 0.573)
+            for i, mib in enumerate((25.4, 25.5, 40.8, 37.0))]  # fmt: skip
+    assert slow_members(read) == []
+    # The same with loop0 also busy a quarter longer than the others: it holds them up.
+    held = [MemberRate("loop0", int(25.4 * MiB), 0, 0.72), *read[1:]]
+    assert [w.split()[1] for w in slow_members(held)] == ["loop0"]
 
 
 # -- real: one member of a mirror capped -----------------------------------------------------

@@ -89,11 +89,21 @@ class Lab:
         return dev
 
     def mount(self, dev: str) -> Path:
+        """Mounted, then frozen: the tests need the filesystem in use, never written, and a
+        mounted ext4 writes its superblock and journal on its own schedule (CI saw a
+        device's sha256 change with nothing but the kernel writing to it), which no
+        read-only check may be blamed for. fsfreeze flushes it and holds every write."""
         mnt = self.base / f"mnt{len(self.mounts)}"
         mnt.mkdir()
         sh("mount", dev, str(mnt))
         self.mounts.append(mnt)
+        sh("fsfreeze", "--freeze", str(mnt))
         return mnt
+
+    def unmount(self, mnt: Path) -> None:
+        sh("fsfreeze", "--unfreeze", str(mnt), check=False)
+        sh("umount", str(mnt), check=False)
+        self.mounts.remove(mnt)
 
     def pool(self, *devs: str) -> str:
         name = f"pbsafe{uuid.uuid4().hex[:8]}"
@@ -106,8 +116,8 @@ class Lab:
         self.exported.append((name, dev))
 
     def cleanup(self) -> None:
-        for mnt in reversed(self.mounts):
-            sh("umount", str(mnt), check=False)
+        for mnt in reversed(list(self.mounts)):
+            self.unmount(mnt)
         for name, dev in self.exported:
             # Import from a directory that holds only our device, then destroy by name.
             d = self.base / f"import-{name}"
@@ -283,7 +293,7 @@ def test_same_device_twice_and_by_two_names_and_with_its_partition(lab: Lab) -> 
     with pytest.raises(UsageError, match="are the same device"):
         claim_devices(ReadOnlyRunner(), [dev, os.path.basename(dev)], protect=lab.protect)
     disk, p1, p2, _ = _partitioned(lab)
-    sh("umount", str(lab.mounts.pop()))
+    lab.unmount(lab.mounts[-1])
     with pytest.raises(UsageError, match="the same disk twice"):
         claim_devices(ReadOnlyRunner(), [p2, disk], protect=lab.protect)
 
@@ -305,7 +315,6 @@ def test_device_holding_the_store_or_scratch_dir_is_never_claimed(lab: Lab, what
     dev = lab.loop()
     mkfs_ext4(dev)
     mnt = lab.mount(dev)
-    sh("sync")
     protect = protected_paths(mnt / "pb" / "results.db", None) if what == "store" else (
         protected_paths(lab.store, mnt / "scratch"))  # fmt: skip
     before = sha(dev)

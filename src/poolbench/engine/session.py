@@ -347,10 +347,8 @@ class Session:
             findings.cache = self._defeat_cache(self.workspace.data_files(w, params), warnings)
         assert self.device_target is not None
         files = self.workspace.data_files(w, params) if w.cold else []
-        arc = cache.ArcWindow(
-            self._zfs if w.cold and not w.cached_by_design else None, files,
-            direct="direct=1" in job.splitlines(),
-        )  # fmt: skip
+        arc_of = self._zfs if w.cold and not w.cached_by_design else None
+        arc = cache.ArcWindow(arc_of, files, direct="direct=1" in job.splitlines())
         window = DeviceWindow(self.device_target, *(self.write_model or (None, "")))
         clock = cpu.CpuWindow(self._zfs)
         try:
@@ -374,9 +372,8 @@ class Session:
             findings.other["members"] = {m.name: m.as_dict() for m in dev.members}
         if w.cached_by_design and findings.cache is not None:
             findings.cache = _served(findings.cache, result.io_bytes, dev.finding.read_bytes)
-        warnings += dev.warnings + self._settle_cold(
-            w, findings, arc.close(result.io_bytes, result.total_ios)
-        )
+        arc_seen = arc.close(result.io_bytes, result.total_ios)
+        warnings += dev.warnings + self._settle_cold(w, findings, arc_seen)
         warnings += self._cold_rule_warning(w, findings)
         findings.fio = FioFinding(result.fio_version, result.within_run_bw_dev, result.lat_mean_ns)
         warnings += _depth_check(job, result, findings)
