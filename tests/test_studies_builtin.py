@@ -528,6 +528,9 @@ def _check_qd_curve(rows: list[dict[str, Any]], out: str) -> None:
         depth = r["guards"]["queue_depth"]
         assert depth["blocking_submit"] is True and depth["achieved_high"] == 1.0, depth
         assert "depth-1 figure per job" in r["warnings"], r["warnings"]
+    flat = " ".join(out.split())
+    assert "at depth > 1 each I/O was done inside the submit call on this stack" in flat
+    assert "rand-read-4k-qd8-j1), so those points kept one I/O per job in flight" in flat
     for r in _by(rows, "rand-read-4k-qd1-j1"):
         assert "iodepth" not in r["job_file"] and "ioengine=psync" in r["job_file"]
     for qd in (1, 8):

@@ -341,6 +341,32 @@ def test_stored_p99_reaches_the_facts_and_the_notes_prefer_it() -> None:
     assert not any("Little's law" in x for x in lines)
 
 
+def test_a_depth_that_was_never_reached_reaches_the_facts_and_the_note() -> None:
+    """zfs-fuse does each qd4 read inside io_submit (guards queue_depth.blocking_submit):
+    the qd-curve note must say the curve above qd1 is not a queue at the disks."""
+    from poolbench.store.facts import facts_from_records
+
+    meta = {"study_text": registry.study_text("qd-curve", Context(2, "1G"))}
+    key = "backend=zfs layout=mirror:2 ashift=12"
+    rows = []
+    for qd, iops in ((1, 1000.0), (4, 1010.0)):
+        for rep in (0, 1):
+            depth = {"requested": qd, "blocking_submit": rep == 1} if qd > 1 else {}
+            guards = {"queue_depth": depth}
+            rows.append({"config": key, "workload": f"rand-read-4k-qd{qd}-j1", "replicate": rep,
+                         "value": iops, "guards": guards, "clat": None})  # fmt: skip
+    facts = facts_from_records(meta, rows)
+    assert facts.configs[0].blocking_submit == frozenset({"rand-read-4k-qd4-j1"})
+    last = qd_curve.notes(Context(2, "1G"), facts)[-2]
+    assert last.startswith("  at depth > 1 each I/O was done inside the submit call")
+    assert "≥ 75% of the run there: rand-read-4k-qd4-j1)" in last
+    # Queued everywhere: no such line.
+    for r in rows:
+        r["guards"] = {}
+    lines = qd_curve.notes(Context(2, "1G"), facts_from_records(meta, rows))
+    assert not any("inside the submit call" in x for x in lines)
+
+
 def test_block_costs_follow_the_version_openzfs_prints() -> None:
     """`zfs version` in the guest says 'zfs-2.3.2-2~bpo12+2': the notes must still find the
     planner's rules (the first guest run printed 'n/a' for every block cost)."""

@@ -70,6 +70,9 @@ class ConfigFacts:
     # and whose CPU counted as the filesystem's
     cpu_s_per_gib: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     cpu_scope: str = ""
+    # Workloads whose queue depth was never reached: fio did each I/O inside its submit
+    # call in some replicate (guards queue_depth.blocking_submit, workloads/fiodepth.py).
+    blocking_submit: frozenset[str] = frozenset()
 
     def level(self, factor: str, default: str = "") -> str:
         return self.levels.get(factor, default)
@@ -168,9 +171,12 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
     latency: dict[str, dict[str, list[tuple[int, float]]]] = {}
     cpu: dict[str, list[float]] = {}
     scope = ""
+    blocking: set[str] = set()
     for r in rows:
         g: dict[str, Any] = r["guards"]
         pool = _section(g, "pool")
+        if _section(g, "queue_depth").get("blocking_submit") is True:
+            blocking.add(str(r["workload"]))
         figures.setdefault(r["workload"], []).append((int(r["replicate"]), float(r["value"])))
         measured += _ints(_section(g, "capacity").get("usable_bytes"))
         described += _ints(pool.get("usable_bytes"))
@@ -200,6 +206,7 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
             for w, by_q in latency.items()
         },
         cpu_s_per_gib={w: tuple(v) for w, v in cpu.items()},
+        blocking_submit=frozenset(blocking),
         cpu_scope=scope,
     )
 

@@ -23,6 +23,7 @@ from poolbench.study.builtin.base import (
 )
 from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.headline import Figure, figure, littles_law_ms, load
+from poolbench.workloads.fiodepth import BLOCKING_SUBMIT
 from poolbench.workloads.library import format_size, parse_record_size
 
 if TYPE_CHECKING:
@@ -110,6 +111,15 @@ def notes(ctx: Context, facts: StudyFacts) -> list[str]:
             lines.append("    " + "; ".join(_point(qd, jobs, f) for qd, f in points))
     if len(lines) == 1:
         return []
+    blocked = sorted({w for c in facts.configs for w in c.blocking_submit if load(w)[1] > 1})
+    if blocked:
+        lines.append(
+            "  at depth > 1 each I/O was done inside the submit call on this stack (fio spent "
+            f"≥ {BLOCKING_SUBMIT:.0%} of the run there: {', '.join(blocked)}), so those points "
+            "kept one I/O per job in flight: their IOPS is the depth-1 figure, their latency "
+            "counts the wait to be reaped, not a queue at the disks; only more jobs add "
+            "concurrency here (docs/queue-depth.md)."
+        )
     if not any(
         f.p99_ms is not None for c in facts.configs for p in curve(c).values() for _qd, f in p
     ):
