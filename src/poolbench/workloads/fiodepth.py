@@ -73,8 +73,8 @@ def warning(depth: Depth | None, engine: str) -> str:
             f"queue depth {depth.requested} was requested but each I/O was done inside the "
             f"submit call ({engine}: fio spent {depth.submit_busy:.0%} of the run there), so "
             "one I/O per job was in flight and this is a depth-1 figure per job, whatever "
-            "fio's depth distribution shows; more jobs (-jN, --numjobs) are what queue on "
-            "this filesystem (docs/queue-depth.md)."
+            "fio's depth distribution shows; more jobs (a -jN workload, or --jobs) are what "
+            "queue on this filesystem (docs/queue-depth.md)."
         )
     if depth.high > depth.requested * SHORTFALL:
         return ""
