@@ -195,7 +195,7 @@ def _recover(daemons: _Daemons, base: Path) -> str:
 @pytest.fixture
 def zfs_fuse(_zfs_fuse_session: _Daemons, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A running zfs-fuse daemon. Checked before every test that needs it: zfs-fuse (a
-    user-space port of pool v23) segfaults now and then (one CI run: in libc's memcpy, in the
+    user-space port of pool v23) segfaults now and then (one CI run: a bad read inside libc, in the
     middle of the width study), and one crash must cost at most one test attempt, not every
     ZFS test after it, nor the pools and loop devices of the test it killed."""
     if _zpool_answers():

@@ -6,7 +6,7 @@ and that distribution cannot see the commonest way of missing it: an engine whos
 does the I/O before it returns (libaio on a filesystem without real asynchronous direct I/O)
 still leaves each finished I/O "in flight" until fio reaps it, so fio counts 16 while the disks
 see one. Measured here: libaio at depth 16 on zfs-fuse with O_DIRECT, and on ext4 without it,
-both show 99.9% at depth 16, yet fio spent 97% of the run inside io_submit and the device
+both show 99.9% at depth 16, yet fio spent 96-97% of the run inside io_submit and the device
 queue averaged 0.2-0.7; on ext4 with O_DIRECT (real asynchronous I/O) it spent 31% there and
 the device queue averaged 9.8. So the submit time decides (`FioResult.submit_busy`: the
 share of each job's run spent in submit calls), and the distribution bounds the rest.
