@@ -26,7 +26,7 @@ BOOT_TIMEOUT=${OZVM_BOOT_TIMEOUT:-600}
 CI_TESTS=(
   tests/guest/test_openzfs_backend.py
   tests/guest/test_openzfs_planner.py
-  tests/guest/test_md_guest.py::test_md_fs_compare_through_the_cli
+  tests/guest/test_md_guest.py::test_md_fs_compare_through_the_cli[ci]
   tests/guest/test_openzfs_studies.py::test_a_study_follows_a_study_on_the_same_disks
 )
 if [[ ${1:-} == --ci ]]; then

@@ -90,7 +90,7 @@ def test_tier_boots_once_more_only_when_the_guest_did_not_boot(
 CI_SUBSET = [
     "tests/guest/test_openzfs_backend.py",
     "tests/guest/test_openzfs_planner.py",
-    "tests/guest/test_md_guest.py::test_md_fs_compare_through_the_cli",
+    "tests/guest/test_md_guest.py::test_md_fs_compare_through_the_cli[ci]",
     "tests/guest/test_openzfs_studies.py::test_a_study_follows_a_study_on_the_same_disks",
 ]
 
@@ -111,7 +111,10 @@ def test_ci_runs_the_documented_subset(tmp_path: Path) -> None:
                            capture_output=True, text=True)  # fmt: skip
         assert p.returncode == 0, p.stderr
         assert args.read_text().split() == want
-    for test in CI_SUBSET:  # each names a test that exists
+    for test in CI_SUBSET:  # each names a test (and parameter) that exists
         path, _, name = test.partition("::")
+        name, _, param = name.partition("[")
         assert (ROOT / path).is_file()
         assert not name or f"def {name}(" in (ROOT / path).read_text(), test
+        if param:
+            assert f'"{param.rstrip("]")}"' in (ROOT / path).read_text(), test
