@@ -85,3 +85,28 @@ def test_failed_trials_are_kept_until_their_cell_is_measured(tmp_path: Path) -> 
     assert queries.failed_trials(s, run) == [b]
     s.close()
     assert queries.failed_trials(Store(tmp_path / "r.db", "read"), run) == [b]
+
+
+def test_resume_hint_names_the_store_unless_it_is_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from poolbench.store.db import db_option, resume_command
+
+    monkeypatch.delenv("POOLBENCH_DB", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    mine = tmp_path / "my results.db"
+    # A store given with --db: the hint must carry it, quoted for the shell.
+    assert resume_command(mine, 7) == f"poolbench run --resume 7 --db '{mine}'"
+    # The default store: the command opens it anyway.
+    default = tmp_path / "home" / ".local" / "share" / "poolbench" / "results.db"
+    assert resume_command(default, 7) == "poolbench run --resume 7"
+    # POOLBENCH_DB is the default while it is set; the same file through a link is the same.
+    monkeypatch.setenv("POOLBENCH_DB", str(mine))
+    link = tmp_path / "link.db"
+    mine.touch()
+    link.symlink_to(mine)
+    assert db_option(mine) == db_option(link) == ""
+    assert db_option(default) == f" --db {default}"
+    monkeypatch.setenv("POOLBENCH_DB", "")  # refused as a default: the hint needs --db
+    assert db_option(mine) == f" --db '{mine}'"

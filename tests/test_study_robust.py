@@ -144,7 +144,9 @@ def test_busy_forever_fails_one_trial_and_resume_completes(zfs_fuse: None, tmp_p
     r = _run(tmp_path, path=str(_busy_wrapper(tmp_path, 10**6, "pb*t0")), busy_seconds="3")
     assert r.returncode == 4, r.stderr
     assert "Study finished, 1 trial(s) failed" in r.stderr
-    assert "--resume 1" in r.stderr
+    # The hint names this store: copied as printed, it must resume this run, not another.
+    assert f"poolbenchrun--resume1--db{db}" in "".join(r.stderr.split())
+    assert f"poolbenchrun--resume1--db{db}" in "".join(r.stdout.split())  # the report's
     assert "1 trial(s) failed (not measured)" in r.stdout  # the report's table
     assert "busy" in r.stdout  # its reason (the table may fold the long argv)
     failed = _rows(db, "SELECT config, replicate, trial_index, pool, reason, resolved "
@@ -164,6 +166,9 @@ def test_busy_forever_fails_one_trial_and_resume_completes(zfs_fuse: None, tmp_p
     assert {(c, rep) for c, rep, _ in got if rep != replicate} == {(config, 1 - int(replicate))}
     assert _rows(db, "SELECT status, error FROM runs") == [("finished", "1 trial(s) failed")]
     assert _leftovers(scratch) == []
+    html = tmp_path / "report.html"  # the HTML report's failed-trials section says the same
+    assert poolbench("report", "1", "--db", str(db), "--html", str(html)).returncode == 0
+    assert f"Measure them with: poolbench run --resume 1 --db {db}</p>" in html.read_text()
 
     r2 = _run(tmp_path, "--resume", "1")
     assert r2.returncode == 0, r2.stderr
@@ -212,7 +217,7 @@ def test_trials_failing_in_a_row_stop_the_study_and_resume_finishes_it(
     r = _run(tmp_path, path=str(_failing_create_wrapper(tmp_path)))
     assert r.returncode == 1, r.stderr
     assert "The last 3 trials all failed" in r.stderr and "I/O error" in r.stderr
-    assert "--resume 1" in r.stderr and "Traceback" not in r.stderr
+    assert f"--resume1--db{db}" in "".join(r.stderr.split()) and "Traceback" not in r.stderr
     assert len(_zpool_calls(db, "create")) == 3  # trials 4 and 5 were never started
     assert len(_rows(db, "SELECT * FROM failed_trials WHERE resolved = 0")) == 3
     assert _rows(db, "SELECT count(*) FROM measurements") == [(0,)]

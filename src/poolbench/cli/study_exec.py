@@ -26,6 +26,7 @@ from poolbench.errors import TrialsFailed
 from poolbench.planner.performance import DiskSpeed
 from poolbench.report import terminal
 from poolbench.safety.claims import ClaimSet, GuardedRunner
+from poolbench.store.db import resume_command
 from poolbench.study import consistency, estimate, matrix, pilot
 from poolbench.study.model import Study
 from poolbench.system.runner import LocalRunner, Runner
@@ -134,7 +135,7 @@ def _measure(
     def interrupted(kept: int) -> None:
         err.print(
             f"Interrupted: everything created was torn down; {kept} measurement(s) kept in run "
-            f"{sr.run_id}. Finish it with: poolbench run --resume {sr.run_id}"
+            f"{sr.run_id}. Finish it with: {resume_command(store.path, sr.run_id)}"
         )
 
     try:
@@ -163,7 +164,7 @@ def _measure(
         raise TrialsFailed(
             f"Study finished, {len(failed)} trial(s) failed (each torn down; the reasons are "
             f"in the table above and stored with run {sr.run_id}).",
-            f"Measure them again with: poolbench run --resume {sr.run_id}",
+            f"Measure them again with: {resume_command(store.path, sr.run_id)}",
             sr.run_id,
         )
     return sr.run_id

@@ -39,7 +39,7 @@ from poolbench.errors import PoolbenchError, ToolMissingError, UsageError
 from poolbench.safety.claims import ClaimRefused, ClaimSet, DeviceChanged
 from poolbench.safety.journal import Journal
 from poolbench.store import queries
-from poolbench.store.db import Store, StoreError
+from poolbench.store.db import Store, StoreError, db_option, resume_command
 from poolbench.store.opening import damaged
 from poolbench.study import matrix
 from poolbench.study.model import Study
@@ -283,8 +283,9 @@ class StudyRun:
         return PoolbenchError(
             f"{cause}Its teardown left these alone: " + "; ".join(left),
             "Fix the cause (is the storage service still running?), then run 'poolbench "
-            "cleanup', which retries what is poolbench's, and continue with 'poolbench run "
-            f"--resume {self.run_id}'. Every measurement finished so far is kept.",
+            f"cleanup{db_option(self.store.path)}', which retries what is poolbench's, and "
+            f"continue with '{resume_command(self.store.path, self.run_id)}'. Every "
+            "measurement finished so far is kept.",
         )
 
     def _record(self, tc: TrialConfig, index: int, name: str, failure: Exception | None) -> None:
@@ -306,7 +307,8 @@ class StudyRun:
                 f"The last {len(self.failed_in_a_row)} trials all failed, so the study stops "
                 "instead of failing the rest one by one (every result measured so far is "
                 "kept). Their reasons: " + " | ".join(self.failed_in_a_row),
-                f"Fix the cause, then continue with 'poolbench run --resume {self.run_id}'.",
+                f"Fix the cause, then continue with "
+                f"'{resume_command(self.store.path, self.run_id)}'.",
             )
 
     def failed(self) -> list[queries.FailedTrial]:

@@ -17,7 +17,7 @@ from poolbench.errors import UsageError
 from poolbench.report.metrics import VALUE, Figure, Metric, tail_warning
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.store import queries
-from poolbench.store.db import Store
+from poolbench.store.db import Store, resume_command
 
 GiB = 1024**3
 MiB = 1024**2
@@ -115,6 +115,8 @@ class RunData:
     workloads: list[str]
     # Trials that failed for good (torn down, reason kept) and were not measured since.
     failed_trials: list[queries.FailedTrial] = field(default_factory=list)
+    # The command that measures the failed or missing trials (with --db unless default).
+    resume_hint: str = ""
 
     # -- what the run measured -----------------------------------------------------------
     @property
@@ -341,6 +343,7 @@ def load_run(store: Store, ref: str) -> RunData:
         configs=[],
         workloads=[],
         failed_trials=queries.failed_trials(store, run_id),
+        resume_hint=resume_command(store.path, run_id),
     )
     for cell in cells.values():
         cell.policy = run.policy()  # the run's own min/max/target: Stein's interval

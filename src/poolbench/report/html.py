@@ -554,5 +554,5 @@ def _failed_trials(run: RunData) -> list[Safe]:
             "<th>reason</th></tr>{}</table>",
             join(rows),
         ),
-        fmt("<p>Measure them with: poolbench run --resume {}</p>", run.id),
+        fmt("<p>Measure them with: {}</p>", run.resume_hint),
     ]

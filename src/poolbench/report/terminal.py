@@ -247,4 +247,4 @@ def render_failed_trials(console: Console, run: RunData) -> None:
             Text(f.reason),
         )
     console.print(t)
-    console.print(Text(f"Measure them with: poolbench run --resume {run.id}"))
+    console.print(Text(f"Measure them with: {run.resume_hint}"))

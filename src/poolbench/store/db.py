@@ -12,6 +12,7 @@ import contextlib
 import json
 import math
 import os
+import shlex
 import sqlite3
 import time
 import uuid
@@ -191,6 +192,23 @@ def default_path() -> Path:
             )
         return Path(env)
     return Path(platformdirs.user_data_dir("poolbench")) / "results.db"
+
+
+def db_option(path: Path) -> str:
+    """The `--db PATH` a command in a message needs (with its leading space), or nothing
+    when PATH is the store that command opens anyway: a hint copied as printed must reach
+    this store."""
+    try:
+        if path.resolve() == default_path().resolve():
+            return ""
+    except StoreError:  # POOLBENCH_DB set but empty: the command needs --db
+        pass
+    return f" --db {shlex.quote(str(path))}"
+
+
+def resume_command(path: Path, run_id: int) -> str:
+    """The command that finishes (or re-measures the failed trials of) a stored run."""
+    return f"poolbench run --resume {run_id}{db_option(path)}"
 
 
 def _uid() -> str:
