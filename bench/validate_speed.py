@@ -216,9 +216,37 @@ def measure(env: Env, name: str, pass_name: str, args: argparse.Namespace) -> di
             "values": [float(m["value"]) for m in rows],
             "mean": sum(float(m["value"]) for m in rows) / len(rows),
             "device_per_app": dev / app if app else None,
+            "member_read_shares": _member_read_shares(rows),
+            "device_reads_per_read": _device_reads_per_read(rows),
             "warnings": sorted({w for m in rows for w in _warnings(m)}),
         }
     return out
+
+
+def _members(m: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    g = m.get("guards")
+    found = (json.loads(g) if isinstance(g, str) else g or {}).get("members")
+    return found if isinstance(found, dict) else {}
+
+
+def _member_read_shares(rows: list[dict[str, Any]]) -> list[float]:
+    """Each member's share of the bytes the members read (sorted): a random-read figure
+    below "every member busy" with even shares is queueing, with uneven shares placement."""
+    per: dict[str, int] = {}
+    for m in rows:
+        for name, d in _members(m).items():
+            per[name] = per.get(name, 0) + int(d.get("read_bytes") or 0)
+    total = sum(per.values())
+    return sorted(round(v / total, 3) for v in per.values()) if total else []
+
+
+def _device_reads_per_read(rows: list[dict[str, Any]]) -> float | None:
+    """Read requests the members completed per application read. The IOPS cap counts
+    requests, so a layout whose reads each cost more than one request (metadata, read-ahead,
+    reconstruction) reaches its cap at fewer application reads."""
+    device = sum(int(d.get("read_ios") or 0) for m in rows for d in _members(m).values())
+    app = sum(int(m["ops"]) for m in rows)
+    return round(device / app, 3) if device and app else None
 
 
 def _warnings(m: dict[str, Any]) -> list[str]:
@@ -272,6 +300,8 @@ def row(
         "ratio_queued": round(got["mean"] / q_value, 3) if q_value else None,
         "basis": figure.basis,
         "device_per_app": round(got["device_per_app"], 3) if got["device_per_app"] else None,
+        "member_read_shares": got["member_read_shares"],
+        "device_reads_per_read": got["device_reads_per_read"],
         "planner_write_amp": round(amp, 3) if wl.startswith(("seq-write", "rand-write")) else None,
         "warnings": got["warnings"],
     }
@@ -294,6 +324,11 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             f"{r['layout']:<11} {r['workload']:<14} {r['predicted']:>8.1f} {r['measured']:>8.1f} "
             f"{ratio:>6} {ok} {queued:>6} {dpa:>7} {amp:>8}  {r['basis']}"
         )
+        if "read" in r["workload"] and r["member_read_shares"]:
+            shares = " ".join(f"{x:.3f}" for x in r["member_read_shares"])
+            per = r["device_reads_per_read"]
+            print(f"{'':<11} member shares of the bytes read: {shares}; device reads per "
+                  f"application read: {per if per is not None else '-'}")  # fmt: skip
         for w in r["warnings"]:
             print(f"{'':<11} warning: {w[:150]}")
 

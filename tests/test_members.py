@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import needs_fio, needs_root, poolbench, sh
 
-from poolbench.guards.devices import Counters
+from poolbench.guards.devices import Counters, read_counters
 from poolbench.guards.members import MemberRate, rates, slow_members
 from poolbench.system.runner import LocalRunner
 from poolbench.zfs.pools import destroy as destroy_pool
@@ -145,3 +145,17 @@ def test_the_sampler_reads_a_fake_sys_tree_and_survives_a_member_going_away(
     (tmp_path / "loop9" / "stat").unlink()  # gone mid-window: sampling stops, no crash
     time.sleep(0.1)
     assert s.stop() != [] and s.samples[-1][1]["loop8"].write_bytes == 1 * MiB
+
+
+def test_member_rates_carry_read_requests_from_the_stat_file(tmp_path: Path) -> None:
+    # Documentation/block/stat.rst: reads completed, reads merged, sectors read, ms reading,
+    # writes completed, ... One member read 64 KiB in 16 requests, then 128 KiB in 2 more.
+    stat = tmp_path / "loop7" / "stat"
+    stat.parent.mkdir()
+    stat.write_text("16 0 128 5 3 0 24 1 0 10 10 0 0 0 0 0 0\n")
+    first = read_counters(["loop7"], tmp_path)
+    assert first["loop7"] == Counters(128 * 512, 24 * 512, 16, 3)
+    stat.write_text("18 0 384 9 3 0 24 1 0 12 12 0 0 0 0 0 0\n")
+    (m,) = rates([(0.0, first), (0.5, read_counters(["loop7"], tmp_path))])
+    assert (m.read_bytes, m.read_ios, m.write_bytes, m.busy_s) == (128 * 1024, 2, 0, 0.5)
+    assert m.as_dict()["read_ios"] == 2  # kept in the measurement's guards JSON

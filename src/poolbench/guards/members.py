@@ -40,6 +40,7 @@ class MemberRate:
     read_bytes: int
     write_bytes: int
     busy_s: float  # seconds of sampling intervals in which this member's counters moved
+    read_ios: int = 0  # read requests completed
 
     @property
     def moved(self) -> int:
@@ -51,7 +52,8 @@ class MemberRate:
 
     def as_dict(self) -> dict[str, object]:
         return {"read_bytes": self.read_bytes, "write_bytes": self.write_bytes,
-                "busy_s": round(self.busy_s, 3), "mib_s": round(self.mib_s, 2)}  # fmt: skip
+                "read_ios": self.read_ios, "busy_s": round(self.busy_s, 3),
+                "mib_s": round(self.mib_s, 2)}  # fmt: skip
 
 
 class Sampler:
@@ -103,7 +105,8 @@ def rates(samples: Sequence[tuple[float, dict[str, Counters]]]) -> list[MemberRa
                 busy += t1 - t0
         first, last = samples[0][1][name], samples[-1][1][name]
         out.append(MemberRate(name, last.read_bytes - first.read_bytes,
-                              last.write_bytes - first.write_bytes, busy))  # fmt: skip
+                              last.write_bytes - first.write_bytes, busy,
+                              last.read_ios - first.read_ios))  # fmt: skip
     return out
 
 
