@@ -3,7 +3,8 @@
 # zfs-dkms from bookworm-backports), and a Python venv with poolbench's pinned dependencies.
 # Adapted from the team's shared ozvm tool; see vm/README.md.
 #
-#   vm/ozvm.sh build              build (or reuse) the cached guest image in $POOLBENCH_OZVM_DIR
+#   vm/ozvm.sh build [--until S]  build (or reuse) the cached guest image in $POOLBENCH_OZVM_DIR
+#                                 (--until: stop after stage S, e.g. zfs)
 #   vm/ozvm.sh run SCRIPT [ARGS]  boot a fresh copy-on-write guest with $OZVM_DISKS scratch disks
 #                                 and this repository shared read-only at /mnt/repo, run SCRIPT as
 #                                 root, stream its output, power off, exit with SCRIPT's exit code
@@ -231,6 +232,13 @@ _image() {
 
 cmd_build() {
   need_root
+  # --until STAGE: stop after that stage (CI builds the long, CPU-bound stages while its
+  # default suite runs, and the disk-heavy last ones, about 2 min, after it)
+  local until=""
+  if [[ ${1:-} == --until ]]; then
+    until=${2:-}
+    [[ " ${STAGES[*]} " == *" $until "* ]] || die "--until needs one of: ${STAGES[*]}"
+  fi
   mkdir -p "$OZVM_DIR"
   _hostdeps
   # pyproject's pins changed since the venv was built: rebuild it (and the stages after it)
@@ -251,7 +259,10 @@ cmd_build() {
   fi
   local s rerun=0 t0 t1
   for s in "${STAGES[@]}"; do
-    if [[ -e $OZVM_DIR/.stamp-$s && $rerun == 0 ]]; then continue; fi
+    if [[ -e $OZVM_DIR/.stamp-$s && $rerun == 0 ]]; then
+      [[ $s == "$until" ]] && return 0
+      continue
+    fi
     rerun=1
     log "stage $s: running (log: $LOG)"
     rm -f "$OZVM_DIR/.stamp-$s"
@@ -265,6 +276,10 @@ cmd_build() {
     t1=$(date +%s.%N)
     printf '%-12s %8.1f s  (%s)\n' "$s" "$(awk "BEGIN{print $t1 - $t0}")" "$(date -Is)" | tee -a "$TIMES" >&2
     touch "$OZVM_DIR/.stamp-$s"
+    if [[ $s == "$until" ]]; then
+      log "stopped after stage $s (--until); the next build runs the rest"
+      return 0
+    fi
   done
   echo "$sum" >"$OZVM_DIR/.script-sha256"
   ((rerun)) || log "image is up to date ($IMG)"
