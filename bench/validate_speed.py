@@ -216,7 +216,8 @@ def measure(env: Env, name: str, pass_name: str, args: argparse.Namespace) -> di
             "values": [float(m["value"]) for m in rows],
             "mean": sum(float(m["value"]) for m in rows) / len(rows),
             "device_per_app": dev / app if app else None,
-            "member_read_shares": _member_read_shares(rows),
+            "member_read_shares": _member_read_shares(rows, "read_bytes"),
+            "member_request_shares": _member_read_shares(rows, "read_ios"),
             "device_reads_per_read": _device_reads_per_read(rows),
             "warnings": sorted({w for m in rows for w in _warnings(m)}),
         }
@@ -229,13 +230,14 @@ def _members(m: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return found if isinstance(found, dict) else {}
 
 
-def _member_read_shares(rows: list[dict[str, Any]]) -> list[float]:
-    """Each member's share of the bytes the members read (sorted): a random-read figure
-    below "every member busy" with even shares is queueing, with uneven shares placement."""
+def _member_read_shares(rows: list[dict[str, Any]], key: str) -> list[float]:
+    """Each member's share of what the members read (bytes or requests; sorted): a random-read
+    figure below "every member busy" with even shares is queueing, with uneven ones placement:
+    an IOPS cap binds on the member with the largest share of the requests."""
     per: dict[str, int] = {}
     for m in rows:
         for name, d in _members(m).items():
-            per[name] = per.get(name, 0) + int(d.get("read_bytes") or 0)
+            per[name] = per.get(name, 0) + int(d.get(key) or 0)
     total = sum(per.values())
     return sorted(round(v / total, 3) for v in per.values()) if total else []
 
@@ -301,6 +303,7 @@ def row(
         "basis": figure.basis,
         "device_per_app": round(got["device_per_app"], 3) if got["device_per_app"] else None,
         "member_read_shares": got["member_read_shares"],
+        "member_request_shares": got["member_request_shares"],
         "device_reads_per_read": got["device_reads_per_read"],
         "planner_write_amp": round(amp, 3) if wl.startswith(("seq-write", "rand-write")) else None,
         "warnings": got["warnings"],
@@ -326,9 +329,11 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         )
         if "read" in r["workload"] and r["member_read_shares"]:
             shares = " ".join(f"{x:.3f}" for x in r["member_read_shares"])
+            asks = " ".join(f"{x:.3f}" for x in r["member_request_shares"])
             per = r["device_reads_per_read"]
-            print(f"{'':<11} member shares of the bytes read: {shares}; device reads per "
-                  f"application read: {per if per is not None else '-'}")  # fmt: skip
+            print(f"{'':<11} member shares of the bytes read: {shares}; of the read requests: "
+                  f"{asks}; device reads per application read: "
+                  f"{per if per is not None else '-'}")  # fmt: skip
         for w in r["warnings"]:
             print(f"{'':<11} warning: {w[:150]}")
 
