@@ -302,9 +302,10 @@ def row(
         "ratio_queued": round(got["mean"] / q_value, 3) if q_value else None,
         "basis": figure.basis,
         "device_per_app": round(got["device_per_app"], 3) if got["device_per_app"] else None,
-        "member_read_shares": got["member_read_shares"],
-        "member_request_shares": got["member_request_shares"],
-        "device_reads_per_read": got["device_reads_per_read"],
+        # absent where the members recorded nothing (plain files, or an older store)
+        "member_read_shares": got.get("member_read_shares", []),
+        "member_request_shares": got.get("member_request_shares", []),
+        "device_reads_per_read": got.get("device_reads_per_read"),
         "planner_write_amp": round(amp, 3) if wl.startswith(("seq-write", "rand-write")) else None,
         "warnings": got["warnings"],
     }

@@ -54,3 +54,28 @@ def test_predicted_column_is_in_stored_units(vs: ModuleType) -> None:
     far = vs.row("raidz2:4", "seq-read", {"mean": 50.0, "device_per_app": 1.0, "warnings": []},
                  preds["seq-read"])  # fmt: skip
     assert not far["within"]
+
+
+def test_member_shares_and_device_reads_per_read(vs: ModuleType) -> None:
+    # Two replicates of a 4-member random read, as `poolbench export --json` gives them: the
+    # members' read requests and bytes (guards JSON) and the application's reads (ops).
+    def row(ios: list[int], kib: list[int], ops: int) -> dict[str, object]:
+        members = {f"loop{i}": {"read_ios": n, "read_bytes": k << 10}
+                   for i, (n, k) in enumerate(zip(ios, kib, strict=True))}  # fmt: skip
+        return {"ops": ops, "guards": {"members": members}}
+
+    rows = [row([207, 236, 267, 289], [85, 213, 287, 415], 500),
+            row([207, 236, 267, 289], [85, 213, 287, 415], 500)]  # fmt: skip
+    assert vs._member_read_shares(rows, "read_ios") == [0.207, 0.236, 0.267, 0.289]
+    assert vs._member_read_shares(rows, "read_bytes") == [0.085, 0.213, 0.287, 0.415]
+    assert vs._device_reads_per_read(rows) == pytest.approx(1998 / 1000)
+    # No member record (files, or a store from before read_ios): no figure, not zero.
+    assert vs._member_read_shares([{"ops": 5, "guards": {}}], "read_ios") == []
+    assert vs._device_reads_per_read([{"ops": 5, "guards": "{}"}]) is None
+    got = vs.row(
+        "raidz2:4",
+        "rand-read-4k",
+        {"mean": 480.0, "device_per_app": 4.4, "warnings": []},
+        vs.predicted("raidz2:4", vs.parse_args([]))["rand-read-4k"],
+    )
+    assert got["member_request_shares"] == [] and got["device_reads_per_read"] is None
