@@ -23,7 +23,12 @@ import pytest
 from tests.conftest import IS_ROOT, poolbench
 
 from poolbench.backends.md import MdBackend
-from poolbench.engine.pool_ops import backend_layout, check_pool_workloads, disks_for
+from poolbench.engine.pool_ops import (
+    backend_layout,
+    check_pool_workloads,
+    disks_for,
+    distributed_spare,
+)
 from poolbench.engine.trial import spec_for
 from poolbench.errors import UsageError
 from poolbench.study import matrix
@@ -33,7 +38,7 @@ from poolbench.study.builtin.width import width_layouts
 from poolbench.study.estimate import estimate
 from poolbench.study.model import load, parse
 from poolbench.workloads.library import parse_list
-from poolbench.zfs.parse import parse_resilver
+from poolbench.zfs.parse import TopVdev, parse_resilver
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -205,6 +210,21 @@ def test_degraded_and_resilver_are_refused_where_impossible() -> None:
     with pytest.raises(UsageError, match="need ZFS"):
         check_pool_workloads("btrfs", "raid1", 4, wl)
     check_pool_workloads("btrfs", "raid1", 4, parse_list("seq-write"))
+    # A dRAID rebuilds onto its own distributed spare: all the disks may be in the layout.
+    check_pool_workloads("zfs", "draid1:2d:5c:1s", 5, wl)
+    with pytest.raises(UsageError, match="none is left"):
+        check_pool_workloads("zfs", "draid1:2d:5c:0s", 5, wl)
+
+
+def test_the_distributed_spare_is_named_from_the_top_vdev() -> None:
+    def top(name: str) -> TopVdev:
+        return TopVdev(name.rsplit("-", 1)[0], name, ("/dev/vdb",))
+
+    assert distributed_spare(top("draid1:2d:5c:1s-0")) == "draid1-0-0"
+    assert distributed_spare(top("draid2:4d:9c:2s-1")) == "draid2-1-0"  # second top vdev
+    assert distributed_spare(top("draid1:2d:5c:0s-0")) is None  # no spare: a disk is needed
+    assert distributed_spare(top("raidz1-0")) is None
+    assert distributed_spare(None) is None
 
 
 def test_resilver_status_in_both_dialects() -> None:

@@ -199,6 +199,15 @@ def test_resilver_note_lists_every_trial() -> None:
         "  backend=zfs layout=mirror:2 (replicate 1): 21.0 MiB resilvered in 1.5 s",
         "  backend=zfs layout=mirror:2 (replicate 2): 20.5 MiB resilvered in ? s",
     ]
+    rebuilt = Resilver(0, 80 * MiB, 5.2, "sequential rebuild to a distributed spare", 5.1)
+    unscrubbed = Resilver(1, 80 * MiB, 5.0, "sequential rebuild to a distributed spare")
+    facts = _facts(_cfg("backend=zfs layout=draid1:2d:5c:1s", resilvers=(rebuilt, unscrubbed)))
+    assert resilver.notes(CTX, facts)[1:] == [
+        "  backend=zfs layout=draid1:2d:5c:1s (replicate 1): 80.0 MiB resilvered in 5.2 s "
+        "(sequential rebuild to a distributed spare; the verifying scrub: 5.1 s more)",
+        "  backend=zfs layout=draid1:2d:5c:1s (replicate 2): 80.0 MiB resilvered in 5 s "
+        "(sequential rebuild to a distributed spare; the verifying scrub: none followed)",
+    ]
 
 
 def test_fs_compare_says_why_md_is_left_out() -> None:

@@ -67,6 +67,43 @@ def test_openzfs_draid_status_skips_the_distributed_spare_and_reads_the_scan_lin
     assert (r.done, r.resilvered_bytes) == (True, int(12.3 * MiB))
 
 
+def test_openzfs_sequential_rebuild_onto_a_distributed_spare_and_its_scrub() -> None:
+    # Recorded in the guest (OpenZFS 2.3.2): `zpool replace -s rb vdf draid1-0-0` on a
+    # draid1:2d:5c:1s holding 200 MiB, `zpool status` polled every 0.5 s.
+    running = (
+        "  scan: resilver (draid1:2d:5c:1s-0) in progress since Mon Nov 23 10:58:07 2026\n"
+        "\t302M / 302M scanned at 87.1M/s, 240M / 240M issued at 69.3M/s\n"
+        "\t80.0M resilvered, 100.00% done, no estimated completion time\n"
+    )
+    r = parse.parse_resilver(running)
+    assert (r.done, r.in_progress, r.rebuilt_vdev) == (False, True, "draid1:2d:5c:1s-0")
+    assert not parse.parse_scrub(running).seen
+    scrubbing = (
+        "  scan: scrub in progress since Mon Nov 23 10:58:13 2026\n"
+        "\t302M / 302M scanned, 30.8M / 301M issued at 30.8M/s\n"
+        "\t0B repaired, 10.21% done, 00:00:08 to go\n"
+        "  scan: resilvered (draid1:2d:5c:1s-0) 80.0M in 00:00:05 with 0 errors on Mon Nov 23 "
+        "10:58:13 2026\n"
+    )
+    r = parse.parse_resilver(scrubbing)
+    assert (r.done, r.in_progress, r.resilvered_bytes) == (True, False, 80 * MiB)
+    assert (parse.parse_scrub(scrubbing).seen, parse.parse_scrub(scrubbing).done) == (True, False)
+    text = data("openzfs-status-draid-rebuilt.txt")
+    r, sc = parse.parse_resilver(text), parse.parse_scrub(text)
+    assert (r.done, r.resilvered_bytes, r.rebuilt_vdev) == (True, 80 * MiB, "draid1:2d:5c:1s-0")
+    assert (sc.seen, sc.done) == (True, True) and "scrub repaired 0B" in sc.line
+    # the spare-4 interior and the distributed spare are not members; the offline disk is
+    s = parse.read_status(text, "rb")
+    assert [(t.kind, t.leaves) for t in s.tops] == [
+        ("draid1:2d:5c:1s", ("vdb", "vdc", "vdd", "vde", "vdf"))
+    ]
+    # A healing resilver onto the same spare (`zpool replace` without -s), recorded alike.
+    healing = "  scan: resilvered 162M in 00:00:04 with 0 errors on Mon Nov 23 10:56:10 2026\n"
+    r = parse.parse_resilver(healing)
+    assert (r.done, r.resilvered_bytes, r.rebuilt_vdev) == (True, 162 * MiB, "")
+    assert not parse.parse_scrub(healing).seen
+
+
 def test_status_of_another_pool_name_yields_nothing() -> None:
     s = parse.read_status(data("zfsfuse-status-raidz1-log-spare.txt"), "other")
     assert (s.tops, s.leaves, s.health) == ([], [], "ONLINE")

@@ -8,12 +8,13 @@ far below what the emulated CPU moves:
       flock /tmp/poolbench-guest.lock bash vm/run-openzfs-tier.sh \\
       tests/guest/test_openzfs_draid_speed.py -v -rA
 
-One disk's rate is measured first (a 32 MiB direct read of the raw disk in 128 KiB requests,
-after a read that uses up QEMU's burst allowance). A 2-disk stripe is the control: it must move 2 disks' worth, or the
-CPU, not the disks, set the figures. Then draid1:2d:6c:0s. dRAID fills one redundancy group
-(here 3 children) at a time (vdev_draid.c): a 128K block is 16 rows of 2 data + 1 parity
-sectors, so one group moves 32/16 = 2 disks; spread over all 6 children a stream would move
-6 × 32/(16 × 3) = 4 disks writing and 6 × 32/(16 × 2) = 6 reading. The model's figure is the
+One disk's rate is measured first (a 32 MiB direct read of the raw disk in 128 KiB
+requests, after a read that uses up QEMU's burst allowance). A 2-disk stripe is the control:
+it must move 2 disks' worth, or the CPU, not the disks, set the figures. Then
+draid1:2d:6c:0s. dRAID fills one redundancy group (here 3 children) at a time
+(vdev_draid.c): a 128K block is 16 rows of 2 data + 1 parity sectors, so one group moves
+32/16 = 2 disks; spread over all 6 children a stream would move 6 × 32/(16 × 3) = 4 disks
+writing and 6 × 32/(16 × 2) = 6 reading. The model's figure is the
 one-group figure (`vdev_multipliers`), the every-child figure its ceiling
 (`draid_stream_basis`); the measured figures must lie between them (±15 %). They are
 written to $OZVM_OUT/draid-speed.json for docs/planner.md. Without caps it skips, saying so.

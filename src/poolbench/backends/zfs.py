@@ -36,7 +36,15 @@ from poolbench.safety.journal import Journal
 from poolbench.system.runner import CommandError, Runner
 from poolbench.zfs import commands, parse, pools
 from poolbench.zfs.commands import OPENZFS, ZFS_FUSE
-from poolbench.zfs.parse import ResilverStatus, TopVdev, parse_resilver, parse_status, version_tuple
+from poolbench.zfs.parse import (
+    ResilverStatus,
+    ScrubStatus,
+    TopVdev,
+    parse_resilver,
+    parse_scrub,
+    parse_status,
+    version_tuple,
+)
 
 POOL_OPTIONS = ("ashift",)
 FS_OPTIONS = ("recordsize", "compression", "atime", "sync", "primarycache")
@@ -532,10 +540,12 @@ class ZfsBackend:
         pools.run(self.runner, commands.offline(pool.spec.name, leaf))
 
     def replace(self, pool: Pool, old: str, new: str) -> None:
-        """Replace member `old` with device `new`; the resilver starts at once."""
-        pools.run(self.runner, commands.replace(pool.spec.name, old, new))
+        """Replace member `old` with device `new`; the resilver starts at once. Onto a
+        distributed spare it is a sequential rebuild (`-s`), as zed's own spare activation."""
+        distributed = not new.startswith("/")  # a dRAID's distributed spare (draid1-0-0)
+        pools.run(self.runner, commands.replace(pool.spec.name, old, new, distributed))
         _, link_dir = self.paths(pool.spec)
-        if not self.runner.dry_run:
+        if not self.runner.dry_run and not distributed:
             self.link_member(link_dir, new)
 
     def data_vdevs(self, pool: Pool) -> list[TopVdev]:
@@ -572,6 +582,24 @@ class ZfsBackend:
             if time.monotonic() > deadline:
                 raise PoolbenchError(
                     f"The resilver of {pool.spec.name} did not finish within {timeout:.0f} s.",
+                    "Use a smaller working set, or check the pool with `zpool status`.",
+                )
+            time.sleep(0.1)
+
+    def wait_scrub(self, pool: Pool, timeout: float = 3600.0, start: float = 30.0) -> ScrubStatus:
+        """Poll `zpool status` until the scrub that follows a sequential rebuild finishes;
+        one not seen within `start` seconds is reported as not seen."""
+        t0 = time.monotonic()
+        while True:
+            st = parse_scrub(pools.status_text(self.runner, pool.spec.name))
+            if st.done or self.runner.dry_run:
+                return st
+            waited = time.monotonic() - t0
+            if not st.seen and waited > start:
+                return st
+            if waited > timeout:
+                raise PoolbenchError(
+                    f"The scrub of {pool.spec.name} did not finish within {timeout:.0f} s.",
                     "Use a smaller working set, or check the pool with `zpool status`.",
                 )
             time.sleep(0.1)

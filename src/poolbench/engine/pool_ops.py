@@ -19,6 +19,7 @@ import bz2
 import gzip
 import lzma
 import os
+import re
 import shutil
 import time
 from collections.abc import Mapping, Sequence
@@ -39,6 +40,7 @@ from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
 from poolbench.workloads.library import Workload, streaming
 from poolbench.zfs import commands as zfs_commands
+from poolbench.zfs.parse import TopVdev
 
 TRIAL_FACTORS = ("vdev_source", "compressibility", "fill")
 GiB = 1 << 30
@@ -118,6 +120,9 @@ def check_pool_workloads(
             "Use a mirror or raidz layout for degraded-read and resilver.",
         )
     used = sum(v.width for v in vdevs)
+    degraded = next(v for v in vdevs if v.parity > 0)  # the vdev whose member goes offline
+    if degraded.draid_spares:  # rebuilt onto its own distributed spare: no disk needed
+        return
     if any(w.name == "resilver" for w in workloads) and used >= n_disks:
         raise UsageError(
             f"Layout {layout} uses all {n_disks} disks: none is left to replace the offline one.",
@@ -235,6 +240,16 @@ def subject_for(
 
 
 # -- hooks ------------------------------------------------------------------------------------
+def distributed_spare(top: TopVdev | None) -> str | None:
+    """The first distributed spare of a dRAID top vdev as OpenZFS names it (draidP-T-S, T the
+    top vdev's index, from its status name "draidP:Dd:Cc:Ss-T"), or None: not a dRAID, or
+    one without spares."""
+    m = re.fullmatch(r"draid(\d):\d+d:\d+c:(\d+)s-(\d+)", top.name) if top else None
+    if m is None or int(m.group(2)) == 0:
+        return None
+    return f"draid{m.group(1)}-{m.group(3)}-0"
+
+
 class PoolHooks:
     """engine.hooks.TrialHooks for one trial's pool."""
 
@@ -243,6 +258,7 @@ class PoolHooks:
         self.backend = backend
         self.pool = pool
         self.offline_leaf: str | None = None
+        self.offline_top: TopVdev | None = None
 
     def before(self, w: Workload) -> dict[str, Any]:
         if w.pool_state != "degraded":
@@ -260,6 +276,7 @@ class PoolHooks:
                     f"Layout {self.pool.spec.layout} has no redundancy: no member can go offline.",
                     "Use a mirror or raidz layout for degraded-read and resilver.",
                 )
+            self.offline_top = redundant[0]
             self.offline_leaf = redundant[0].leaves[-1]
             self.backend.offline(self.pool, self.offline_leaf)
         return {"state": "degraded", "offline": self.offline_leaf}
@@ -285,14 +302,20 @@ class PoolHooks:
         raise PoolbenchError(f"No pool operation named {w.name}.", "")
 
     def _resilver(self) -> OpResult:
-        spare_list = list(self.pool.described.get("unused_devices") or [])
-        if not spare_list:
-            raise UsageError(
-                f"Resilver of {self.pool.spec.name}: no spare disk to replace the offline one.",
-                "Give the study one more disk than the layout uses.",
-            )
+        """Replace the offline member and time the resilver: onto the top vdev's distributed
+        spare when it is a dRAID with one (OpenZFS's sequential rebuild, then the scrub it
+        starts to verify the copied blocks, timed apart), else onto the unused disk."""
         assert self.offline_leaf is not None and isinstance(self.backend, ZfsBackend)
-        new = spare_list[0]
+        new = distributed_spare(self.offline_top)
+        if new is None:
+            spare_list = list(self.pool.described.get("unused_devices") or [])
+            if not spare_list:
+                raise UsageError(
+                    f"Resilver of {self.pool.spec.name}: no spare disk to replace the offline one.",
+                    "Give the study one more disk than the layout uses, or a dRAID layout with "
+                    "a distributed spare (e.g. draid1:2d:1s).",
+                )
+            new = spare_list[0]
         t0 = time.monotonic()
         self.backend.replace(self.pool, self.offline_leaf, new)
         st = self.backend.wait_resilver(self.pool)
@@ -301,23 +324,36 @@ class PoolHooks:
         warnings = []
         if st.resilvered_bytes is None:
             warnings.append("zpool status did not report the resilvered bytes")
-        return OpResult(
-            nbytes / seconds / MiB,
-            nbytes,
-            seconds,
-            sections={
-                "resilver": {
-                    "replaced": self.offline_leaf,
-                    "with": new,
-                    "resilvered_bytes": st.resilvered_bytes,
-                    "seconds": round(seconds, 3),
-                    "status_line": st.line,
-                    "timing": "from `zpool replace` until `zpool status` reports it finished "
-                    "(polled every 0.1 s)",
-                }
-            },
-            warnings=warnings,
-        )
+        section: dict[str, Any] = {
+            "replaced": self.offline_leaf,
+            "with": new,
+            "kind": "sequential rebuild to a distributed spare" if st.rebuilt_vdev
+            else "healing resilver",
+            "resilvered_bytes": st.resilvered_bytes,
+            "seconds": round(seconds, 3),
+            "status_line": st.line,
+            "timing": "from `zpool replace` until `zpool status` reports it finished "
+            "(polled every 0.1 s)",
+        }  # fmt: skip
+        if st.rebuilt_vdev:
+            section["rebuilt_vdev"] = st.rebuilt_vdev
+            section["verify_scrub"] = self._verify_scrub(warnings)
+        return OpResult(nbytes / seconds / MiB, nbytes, seconds,
+                        sections={"resilver": section}, warnings=warnings)  # fmt: skip
+
+    def _verify_scrub(self, warnings: list[str]) -> dict[str, Any]:
+        """The scrub OpenZFS starts after a sequential rebuild: its time, apart from the
+        rebuild's (redundancy is back when the rebuild ends; the checksums are checked when
+        the scrub does)."""
+        assert isinstance(self.backend, ZfsBackend)
+        t0 = time.monotonic()
+        sc = self.backend.wait_scrub(self.pool)
+        if not sc.seen:
+            warnings.append(
+                "no scrub followed the sequential rebuild (zfs_rebuild_scrub_enabled=0?)"
+            )
+            return {"seen": False}
+        return {"seen": True, "seconds": round(time.monotonic() - t0, 3), "status_line": sc.line}
 
     def after(self, w: Workload) -> dict[str, Any]:
         if not isinstance(self.backend, ZfsBackend):

@@ -51,6 +51,8 @@ class Resilver:
     replicate: int
     resilvered_bytes: int
     seconds: float | None
+    kind: str = ""  # "healing resilver" | "sequential rebuild to a distributed spare"
+    scrub_seconds: float | None = None  # the verifying scrub after a sequential rebuild
 
 
 @dataclass(frozen=True)
@@ -252,9 +254,12 @@ def _fill(f: Any) -> Fill | None:
 def _resilver(rs: Any, replicate: int) -> Resilver | None:
     if not isinstance(rs, dict):
         return None
-    seconds = rs.get("seconds")
+    seconds, scrub = rs.get("seconds"), rs.get("verify_scrub")
+    scrub_seconds = scrub.get("seconds") if isinstance(scrub, dict) else None
     return Resilver(
         replicate,
         int(rs.get("resilvered_bytes") or 0),
         float(seconds) if isinstance(seconds, int | float) else None,
+        str(rs.get("kind") or ""),
+        float(scrub_seconds) if isinstance(scrub_seconds, int | float) else None,
     )

@@ -76,8 +76,10 @@ def offline(name: str, leaf: str) -> list[str]:
     return ["zpool", "offline", name, leaf]
 
 
-def replace(name: str, old: str, new: str) -> list[str]:
-    return ["zpool", "replace", "-f", name, old, new]
+def replace(name: str, old: str, new: str, sequential: bool = False) -> list[str]:
+    """-s: OpenZFS's sequential rebuild (restores redundancy fast, checksums checked by the
+    scrub that follows); without it a healing resilver, even onto a distributed spare."""
+    return ["zpool", "replace", "-f", *(["-s"] if sequential else []), name, old, new]
 
 
 def labelclear(device: str) -> list[str]:

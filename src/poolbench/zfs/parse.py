@@ -192,14 +192,43 @@ class ResilverStatus:
     in_progress: bool
     resilvered_bytes: int | None  # as `zpool status` reports it (rounded by its units)
     line: str  # the scan/scrub line, for the record
+    # OpenZFS's sequential rebuild (dRAID onto a distributed spare, or `zpool replace -s`):
+    # the top-level vdev it rebuilt, as its status line names it ("draid1:2d:5c:1s-0"); ""
+    # for a healing resilver
+    rebuilt_vdev: str = ""
+
+
+@dataclass(frozen=True)
+class ScrubStatus:
+    """The scrub OpenZFS starts after a sequential rebuild (zfs_rebuild_scrub_enabled): a
+    rebuild copies blocks without checking their checksums, the scrub checks them."""
+
+    seen: bool  # a scrub line is in the output
+    done: bool
+    line: str
 
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = r"([\d.]+[BKMGT]?)"
+# print_rebuild_status_impl (cmd/zpool/zpool_main.c): "resilver (VDEV) in progress since
+# DATE", then "resilvered (VDEV) SIZE in H:MM:SS with N errors on DATE"
+_REBUILD_DONE = re.compile(r"resilvered \(([^)]+)\) " + _SIZE + r" in ")
+_REBUILD_RUNNING = re.compile(r"resilver \(([^)]+)\) in progress")
 
 
 def _human_bytes(text: str) -> int | None:
     m = re.fullmatch(r"([\d.]+)([BKMGT]?)", text.strip().upper())
     return int(float(m.group(1)) * _UNITS[m.group(2)]) if m else None
+
+
+def _scan_lines(status: str) -> list[str]:
+    """Every scan:/scrub: line (OpenZFS prints a scrub's and a rebuild's, one each)."""
+    out = []
+    for raw in status.splitlines():
+        words = raw.strip()
+        if words.startswith(("scan:", "scrub:")):
+            out.append(words)
+    return out
 
 
 def parse_resilver(status: str) -> ResilverStatus:
@@ -208,13 +237,19 @@ def parse_resilver(status: str) -> ResilverStatus:
     zfs-fuse (v23): ``scrub: resilver completed after 0h0m with 0 errors on ...`` and
     ``resilver in progress for 0h0m, 12.34% done, 0h1m to go``, with ``12M resilvered`` after
     the new member; OpenZFS: ``scan: resilvered 12.3M in 00:00:01 with 0 errors on ...`` and
-    ``scan: resilver in progress since ...``.
+    ``scan: resilver in progress since ...``; its sequential rebuild names the top vdev:
+    ``scan: resilver (draid1:2d:5c:1s-0) in progress since ...``, then ``scan: resilvered
+    (draid1:2d:5c:1s-0) 80.0M in 00:00:05 with 0 errors on ...`` below the scrub's line.
     """
-    line = ""
-    for raw in status.splitlines():
-        words = raw.strip()
-        if words.startswith(("scan:", "scrub:")):
-            line = words
+    lines = _scan_lines(status)
+    for line in lines:
+        m = _REBUILD_DONE.search(line)
+        if m:
+            return ResilverStatus(True, False, _human_bytes(m.group(2)), line, m.group(1))
+        m = _REBUILD_RUNNING.search(line)
+        if m:
+            return ResilverStatus(False, True, None, line, m.group(1))
+    line = lines[-1] if lines else ""
     in_progress = "resilver in progress" in status
     done = not in_progress and bool(
         re.search(r"resilver(ed)?\b.*\b(completed|with \d+ errors)", line)
@@ -229,6 +264,17 @@ def parse_resilver(status: str) -> ResilverStatus:
     found = [_human_bytes(x.group(1)) for x in each]
     sizes = [n for n in found if n is not None]
     return ResilverStatus(done, in_progress, sum(sizes) if sizes else None, line)
+
+
+def parse_scrub(status: str) -> ScrubStatus:
+    """OpenZFS's scrub line: ``scrub in progress since ...`` or ``scrub repaired 0B in
+    00:00:01 with 0 errors on ...`` (print_scan_scrub_resilver_status)."""
+    for line in _scan_lines(status):
+        if "scrub in progress" in line:
+            return ScrubStatus(True, False, line)
+        if "scrub repaired" in line or "scrub canceled" in line:
+            return ScrubStatus(True, True, line)
+    return ScrubStatus(False, False, "")
 
 
 # `zpool iostat -Hvlp` columns after the vdev name (OpenZFS 2.x, zpool-iostat(8)): capacity,

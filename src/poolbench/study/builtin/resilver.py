@@ -8,7 +8,7 @@ from poolbench.study.builtin.base import Builtin, MiB, StudyDict, need, study_fi
 from poolbench.study.builtin.context import Context
 
 if TYPE_CHECKING:
-    from poolbench.store.facts import StudyFacts
+    from poolbench.store.facts import Resilver, StudyFacts
 
 
 def build(ctx: Context) -> StudyDict:
@@ -28,14 +28,20 @@ def build(ctx: Context) -> StudyDict:
     )
 
 
+def _line(key: str, r: Resilver) -> str:
+    line = (
+        f"  {key} (replicate {r.replicate + 1}): {r.resilvered_bytes / MiB:.1f} MiB "
+        f"resilvered in {'?' if r.seconds is None else f'{r.seconds:g}'} s"
+    )
+    if r.kind.startswith("sequential"):  # redundancy is back here; the scrub checks it after
+        scrub = "none followed" if r.scrub_seconds is None else f"{r.scrub_seconds:g} s more"
+        line += f" (sequential rebuild to a distributed spare; the verifying scrub: {scrub})"
+    return line
+
+
 def notes(ctx: Context, facts: StudyFacts) -> list[str]:
     """Bytes resilvered and the time it took, per trial."""
-    lines = [
-        f"  {c.key} (replicate {r.replicate + 1}): {r.resilvered_bytes / MiB:.1f} MiB "
-        f"resilvered in {'?' if r.seconds is None else f'{r.seconds:g}'} s"
-        for c in facts.configs
-        for r in c.resilvers
-    ]
+    lines = [_line(c.key, r) for c in facts.configs for r in c.resilvers]
     return ["resilver: bytes and time per trial", *lines] if lines else []
 
 
@@ -44,6 +50,9 @@ BUILTIN = Builtin(
     "How slow is a degraded pool, and how long does a resilver take, per layout?",
     (5, "1G"),
     build,
-    {"layouts": "layouts (one disk is kept as the spare), e.g. mirror:2,raidz1:4"},
+    {
+        "layouts": "layouts (one disk is kept as the spare; a dRAID with a distributed "
+        "spare rebuilds onto it), e.g. mirror:2,raidz1:4,draid1:2d:5c:1s"
+    },
     notes=notes,
 )
