@@ -24,6 +24,19 @@ def test_write_not_absorbed_is_flagged_and_compressibility_named() -> None:
     assert "50% compressibility" in w
 
 
+def test_a_read_of_compressed_data_is_told_from_a_cached_one() -> None:
+    # Measured on OpenZFS 2.3.2, lz4, fio's buffer_compress_percentage=50 (compressratio
+    # 1.96x): the disks served 51% of a cold read's bytes. That is compression, not a cache.
+    w = check("read", 100 * MiB, Counters(51 * MiB, 0), 1.0, compressibility=50).warning
+    assert "50% compressibility lets a compressing filesystem store 50%" in w, w
+    assert "decompressed bytes" in w and "measures RAM" not in w
+    # Far below what compression explains: still a cache (or never-written ranges).
+    w = check("read", 100 * MiB, Counters(20 * MiB, 0), 1.0, compressibility=50).warning
+    assert "measures RAM" in w
+    # Incompressible data declared, half served: a cache, as before.
+    assert "measures RAM" in check("read", 100 * MiB, Counters(51 * MiB, 0), 1.0).warning
+
+
 def test_cached_test_carries_a_cache_warning_saying_it_is_intended() -> None:
     w = check("read", 100 * MiB, Counters(0, 0), 1.0, cached_by_design=True).warning
     assert "measures the cache" in w and "intends" in w

@@ -234,6 +234,16 @@ def check(
     if direction == "meta" or ratio >= 1 - SHORTFALL_TOLERANCE:
         return DeviceCheck(dev, app_bytes, mib_s, ratio, "")
     pct = f"{ratio:.0%}"
+    stored = 1 - compressibility / 100  # the share of the bytes a compressing pool keeps
+    if compressibility and ratio >= stored * (1 - SHORTFALL_TOLERANCE):
+        # Not a cache: the data was stored compressed, so the disks hold (and serve) less.
+        warning = (
+            f"the devices served only {pct} of the bytes read, as the declared "
+            f"{compressibility}% compressibility lets a compressing filesystem store "
+            f"{stored:.0%} of them: the figure counts decompressed bytes and is faster "
+            "than the disks."
+        )
+        return DeviceCheck(dev, app_bytes, mib_s, ratio, warning)
     warning = (
         f"the devices served only {pct} of the bytes read: the rest came from a cache "
         "or from never-written ranges, so this figure measures RAM, not the disks. Use a "
