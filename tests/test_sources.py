@@ -124,6 +124,42 @@ def test_make_disks_from_a_study_and_teardown_leaves_nothing(base: Path) -> None
     assert loops_over(base) == [] and os.listdir(base) == []
 
 
+def _signatures(dev: str) -> str:
+    return subprocess.run(["wipefs", "--no-act", "--noheadings", dev], capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+
+
+@needs_root
+@pytest.mark.root
+def test_a_given_disk_is_partitioned_for_a_slice_and_given_back_blank(base: Path) -> None:
+    # A device the user gave (here a loop device the test made, not poolbench): the slice
+    # vdev source writes a GPT on it; teardown must leave it as found, with no table, or the
+    # next study refuses the disk as "in use: has a gpt partition table" (found in the
+    # OpenZFS guest: vdev-source, then qd-curve on the same disks).
+    f = base / "given.img"
+    f.write_bytes(b"")
+    os.truncate(f, 160 * MiB)
+    dev = subprocess.run(["losetup", "--find", "--show", str(f)],
+                         capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    try:
+        assert _signatures(dev) == ""
+        j = Journal(LocalRunner())
+        parts = sources.partition(LocalRunner(), j, [dev], "slice", 64 * MiB)
+        assert parts == [dev + "p1"] and Path(parts[0]).exists() and "gpt" in _signatures(dev)
+        assert j.teardown() == []
+        assert not Path(dev + "p1").exists() and _signatures(dev) == ""
+        # A table that is no longer only ours (a second partition appeared) is left alone.
+        sources.partition(LocalRunner(), j, [dev], "slice", 64 * MiB)
+        subprocess.run(["sfdisk", "--quiet", "--append", dev], input="size=32MiB\n",
+                       text=True, check=True, capture_output=True)  # fmt: skip
+        subprocess.run(["partx", "--add", dev], capture_output=True)
+        left = j.teardown()
+        assert len(left) == 1 and "not only" in left[0] and "gpt" in _signatures(dev), left
+    finally:
+        subprocess.run(["wipefs", "--all", "--quiet", dev], capture_output=True)
+        subprocess.run(["losetup", "--detach", dev], capture_output=True)
+
+
 def test_refusals_without_touching_anything(tmp_path: Path) -> None:
     rec = RecordingRunner()
     j = Journal(rec)
@@ -133,7 +169,7 @@ def test_refusals_without_touching_anything(tmp_path: Path) -> None:
         sources.provide(rec, j, source="files", scratch=tmp_path / "x", sizes=[MiB],
                         partitioning="slice", slice_bytes=64 * MiB)  # fmt: skip
     with pytest.raises(UsageError, match="needs a slice size"):
-        sources.partition(rec, ["/dev/loop0"], "slice")
+        sources.partition(rec, j, ["/dev/loop0"], "slice")
     with pytest.raises(UsageError, match="Unknown disk source"):
         sources.provide(rec, j, source="nbd")
     assert rec.argvs == []

@@ -276,6 +276,7 @@ def test_openzfs_uses_labelclear_then_wipes_partitions_then_the_disk(tmp_path: P
         ("wipefs", "--all", "--quiet", str(d / "vdb1")),
         ("wipefs", "--all", "--quiet", str(d / "vdb9")),
         ("wipefs", "--all", "--quiet", str(disk)),
+        ("partx", "--delete", str(disk)),
     ]
 
 

@@ -133,9 +133,14 @@ def sfdisk_script(mode: str, slice_bytes: int | None) -> str:
 
 
 def partition(
-    runner: Runner, devices: Sequence[str], mode: str, slice_bytes: int | None = None
+    runner: Runner,
+    journal: Journal,
+    devices: Sequence[str],
+    mode: str,
+    slice_bytes: int | None = None,
 ) -> list[str]:
-    """Apply the vdev source `mode` to block devices; returns what the pool is built on."""
+    """Apply the vdev source `mode` to block devices; returns what the pool is built on.
+    Each partition table is journaled first: teardown wipes it, leaving the disk blank."""
     if mode not in PARTITIONING:
         raise UsageError(f"Unknown vdev source '{mode}'.", f"Use {', '.join(PARTITIONING)}.")
     if mode == "whole":
@@ -167,9 +172,10 @@ def partition(
                 f"({size >> 20} MiB with 2 MiB for the partition table).",
                 "Use a smaller --slice-size.",
             )
+        part = partition_name(dev)
+        journal.partition_table_intent(dev, part)
         runner.run(["sfdisk", "--quiet", "--wipe", "always", dev],
                    input_text=sfdisk_script(mode, slice_bytes))  # fmt: skip
-        part = partition_name(dev)
         if not runner.dry_run:
             _wait_partition(runner, dev, part)
         parts.append(part)
@@ -208,8 +214,8 @@ def provide(
         raise UsageError(f"Unknown disk source '{source}'.", f"Use {', '.join(SOURCES)}.")
     if source == "devices":
         whole = claimed_devices(claims)
-        return DiskSet(partition(runner, whole, partitioning, slice_bytes), source, partitioning,
-                       [], whole)  # fmt: skip
+        parts = partition(runner, journal, whole, partitioning, slice_bytes)
+        return DiskSet(parts, source, partitioning, [], whole)
     if scratch is None:
         raise UsageError("Sparse-file disks need a scratch directory.", "")
     files = sparse_files(journal, scratch, sizes)
@@ -221,8 +227,8 @@ def provide(
             )
         return DiskSet([str(f) for f in files], source, partitioning, files, [])
     loops = loop_devices(runner, journal, files)
-    return DiskSet(partition(runner, loops, partitioning, slice_bytes), source, partitioning,
-                   files, loops)  # fmt: skip
+    parts = partition(runner, journal, loops, partitioning, slice_bytes)
+    return DiskSet(parts, source, partitioning, files, loops)
 
 
 def make_disks(

@@ -25,7 +25,7 @@ from poolbench.guards.devices import mounts
 from poolbench.system.runner import CommandError, Runner
 from poolbench.system.umount import umount
 from poolbench.zfs import commands, pools
-from poolbench.zfs.labelclear import clear_member, partitions_of
+from poolbench.zfs.labelclear import clear_member, partitions_of, wipe_partition_table
 
 # How long a held loop device may take to run down after a detach before we call it stuck.
 LOOP_RUNDOWN_SECONDS = 10.0
@@ -144,6 +144,11 @@ class Journal:
         """Record, *before* `mdadm --create`, an md array about to be made from `members`;
         teardown stops it only if its member devices are exactly these."""
         self._add({"kind": "md", "device": device, "members": members})
+
+    def partition_table_intent(self, device: str, partition: str) -> None:
+        """Record, *before* sfdisk, the partition table about to be written on `device` for
+        a partition/slice vdev source; teardown wipes it again, so a disk goes back blank."""
+        self._add({"kind": "partition_table", "device": device, "partition": partition})
 
     def path_created(self, path: str) -> None:
         """A file or a directory tree poolbench made (removed with everything in it)."""
@@ -294,6 +299,25 @@ class Journal:
         self.runner.run(["mdadm", "--stop", real])
         for m in members:
             self.runner.run(["mdadm", "--zero-superblock", m], check=False)
+        return ""
+
+    def _undo_partition_table(self, e: dict[str, Any]) -> str:
+        """Wipe the table poolbench wrote, only if its one partition is still the only one
+        and nothing mounts it (the pool on it, newer in the journal, is gone by now)."""
+        dev, part = str(e["device"]), str(e["partition"])
+        if self.runner.dry_run:
+            self.runner.run(["wipefs", "--all", "--quiet", dev])
+            return ""
+        parts = partitions_of(dev, self.sys_block)
+        if not parts:
+            return ""  # never written (sfdisk did not run), or the device is gone
+        if [os.path.realpath(p) for p in parts] != [os.path.realpath(part)]:
+            return f"{dev} now has partitions {', '.join(parts)}, not only {part}; left alone"
+        if any(
+            os.path.realpath(m.source) == os.path.realpath(part) for m in mounts(self.mountinfo)
+        ):
+            return f"{part} is mounted; its partition table was left alone"
+        wipe_partition_table(self.runner, dev, parts)
         return ""
 
     def _undo_path(self, e: dict[str, Any]) -> str:

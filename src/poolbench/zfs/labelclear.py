@@ -87,6 +87,9 @@ def wipe_partition_table(runner: Runner, disk: str, parts: list[str]) -> None:
     for part in parts:
         runner.run(["wipefs", "--all", "--quiet", part])
     runner.run(["wipefs", "--all", "--quiet", disk])
+    # A loop device attached without partition scanning refuses the re-read (EINVAL) and
+    # keeps its partition nodes: drop them by hand (a no-op where the re-read worked).
+    runner.run(["partx", "--delete", disk], check=False)
 
 
 def clear_member(
