@@ -191,6 +191,13 @@ def test_untar_excess_is_explained_by_its_metadata_and_a_short_write_still_warns
     assert why in over.note and "more than metadata explains" not in over.note
     short = amp.judge(model, 100 * MiB_, 100 * MiB_, excess_why=why)  # one copy, no parity
     assert "did not reach the disks" in short.warning and short.note == ""
+    # The workload's own reason for a shortfall replaces the list of usual suspects.
+    lz4 = amp.judge(model, 100 * MiB_, 40 * MiB_, short_why="the pool compresses (lz4)")
+    assert (
+        "70% of the written data did not reach the disks (the pool compresses (lz4))"
+        in (lz4.warning)
+        and "fsync" not in lz4.warning
+    )
 
 
 MiB_ = 1 << 20

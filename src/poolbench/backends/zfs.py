@@ -556,7 +556,11 @@ class ZfsBackend:
 
     def compressratio(self, pool: Pool) -> str | None:
         """The root dataset's achieved compression ratio, or None if it cannot be read."""
-        argv = commands.dataset_value(pool.spec.name, "compressratio")
+        return self.dataset_property(pool, "compressratio")
+
+    def dataset_property(self, pool: Pool, prop: str) -> str | None:
+        """One property of the root dataset as ZFS reports it, or None if it cannot be read."""
+        argv = commands.dataset_value(pool.spec.name, prop)
         res = self.runner.run(argv, check=False, mutates=False)
         return res.stdout.strip() or None if res.returncode == 0 else None
 

@@ -55,10 +55,12 @@ class DeviceWindow:
         warn_unverified: bool = True,
         io_size: int | None = None,
         excess_why: str = "",
+        short_why: str = "",
     ) -> DeviceOutcome:
         """`direction`: read, write or meta. Without a countable device, the finding says why
         and (with `warn_unverified`) so does a warning. `excess_why`: why this workload's
-        devices may write more than its layout's model (untar: metadata), for the note."""
+        devices may write more than its layout's model (untar: metadata), for the note;
+        `short_why`: why they may write less (untar on a compressing pool), for the warning."""
         target = self.target
         per_member = self.sampler.stop() if self.sampler is not None else []
         self.sampler = None
@@ -83,6 +85,7 @@ class DeviceWindow:
             unmodelled=self.unmodelled,
             io_size=io_size,
             excess_why=excess_why,
+            short_why=short_why,
         )
         finding = DeviceFinding(
             devices=tuple(target.devices),

@@ -35,3 +35,8 @@ class TrialHooks(Protocol):
     def after(self, w: Workload) -> dict[str, Any]:
         """Read back what the pool says after the measurement (merged into the pool
         findings)."""
+
+    def compression(self) -> str | None:
+        """The compression the pool applies to what is written, as "compression=lz4" (ZFS:
+        the root dataset's property; "on" is OpenZFS's default), or None when it stores
+        data as written."""

@@ -365,6 +365,13 @@ class PoolHooks:
             out["zpool_iostat"] = iostat
         return out
 
+    def compression(self) -> str | None:
+        if isinstance(self.backend, ZfsBackend):  # read back: OpenZFS's default is "on" (lz4)
+            value = self.backend.dataset_property(self.pool, "compression")
+        else:  # btrfs: the compress= mount option the configuration asked for (checked at build)
+            value = self.pool.spec.fs_options.get("compression")
+        return None if value in (None, "off", "no", "none") else f"compression={value}"
+
 
 # -- untar source -----------------------------------------------------------------------------
 _OPENERS = {".xz": lzma.open, ".gz": gzip.open, ".tgz": gzip.open, ".bz2": bz2.open}

@@ -436,7 +436,7 @@ class Session:
             assert self._untar is not None and self.device_target is not None
             op = self._untar.measure(
                 self.workspace.root, self.device_target, self.options.compressibility, findings,
-                self.write_model,
+                self.write_model, hooks.compression() if hooks is not None else None,
             )  # fmt: skip
         else:
             assert hooks is not None

@@ -212,20 +212,25 @@ def judge(
     compressibility: int = 0,
     io_size: int | None = None,
     excess_why: str = "",
+    short_why: str = "",
 ) -> Verdict:
-    """Measured write amplification against the layout's; see SHORT_ and EXCESS_TOLERANCE."""
+    """Measured write amplification against the layout's; see SHORT_ and EXCESS_TOLERANCE.
+    `short_why`, when the workload knows why its disks may write less (untar on a compressing
+    pool), names the cause of a shortfall instead of the list of usual suspects."""
     amp = device_bytes / app_bytes if app_bytes else 0.0
     reached = amp / model.ratio if model.ratio else 0.0
     warning = note = ""
     if app_bytes and amp < model.low * (1 - SHORT_TOLERANCE):
-        warning = _short_text(model, amp, reached, compressibility)
+        warning = _short_text(model, amp, reached, compressibility, short_why)
     elif app_bytes and amp > model.high * (1 + EXCESS_TOLERANCE):
         note = _excess_text(model, amp, io_size, excess_why)
     return Verdict(amp, reached, warning, note)
 
 
-def _short_text(model: WriteModel, amp: float, reached: float, compressibility: int) -> str:
-    cause = (
+def _short_text(
+    model: WriteModel, amp: float, reached: float, compressibility: int, why: str = ""
+) -> str:
+    cause = why or (
         f"the declared {compressibility}% compressibility let the filesystem shrink it"
         if compressibility
         else "sync=disabled, or a cache that still held the data when the window closed "

@@ -215,6 +215,7 @@ def check(
     unmodelled: str = "",
     io_size: int | None = None,
     excess_why: str = "",
+    short_why: str = "",
 ) -> DeviceCheck:
     """Device bytes against the application's. A write is judged against what its layout must
     write (`model`, guards/amplification); without one (`unmodelled` says why), against one
@@ -227,8 +228,9 @@ def check(
     mib_s = dev / seconds / (1024 * 1024) if seconds > 0 else 0.0
     if direction == "write":
         return _check_write(
-            dev, app_bytes, mib_s, model, unmodelled, compressibility, io_size, excess_why
-        )
+            dev, app_bytes, mib_s, model, unmodelled, compressibility, io_size,
+            (excess_why, short_why),
+        )  # fmt: skip
     if cached_by_design and direction == "read":  # labelled by who served it (guards/reread)
         return DeviceCheck(dev, app_bytes, mib_s, ratio, reread.served(app_bytes, dev).warning)
     if direction == "meta" or ratio >= 1 - SHORTFALL_TOLERANCE:
@@ -261,11 +263,12 @@ def _check_write(
     unmodelled: str,
     compressibility: int,
     io_size: int | None,
-    excess_why: str = "",
+    why: tuple[str, str] = ("", ""),
 ) -> DeviceCheck:
+    """`why`: the workload's own reasons for writing more and for writing less (see judge)."""
     used = model or amplification.single_device("an unmodelled layout")
     v = amplification.judge(used, app_bytes, dev, compressibility=compressibility,
-                            io_size=io_size, excess_why=excess_why)  # fmt: skip
+                            io_size=io_size, excess_why=why[0], short_why=why[1])  # fmt: skip
     record: dict[str, object] = v.as_dict()
     if model is not None:
         record["model"] = model.as_dict()
