@@ -30,7 +30,7 @@ from poolbench.engine.pool_ops import (
     distributed_spare,
 )
 from poolbench.engine.trial import spec_for
-from poolbench.errors import UsageError
+from poolbench.errors import PoolbenchError, UsageError
 from poolbench.study import matrix
 from poolbench.study.builtin import registry
 from poolbench.study.builtin.context import Context
@@ -106,6 +106,24 @@ def test_study_options_are_checked() -> None:
         registry.build("parity", Context(4, "1G", options={"widths": "6"}))
     with pytest.raises(UsageError, match="no built-in study"):
         registry.get("speed")
+
+
+def test_parity_puts_draid_beside_raidz_on_openzfs_and_refuses_it_on_zfs_fuse() -> None:
+    both = {"layouts": "raidz2:6,draid2:4d:6c:0s"}
+    data = registry.build("parity", Context(6, "1G", dialect="openzfs", options=both))
+    assert data["factors"]["layout"] == ["raidz2:6", "draid2:4d:6c:0s"]
+    assert data["disks"]["count"] == 6
+    with pytest.raises(PoolbenchError, match="zfs-fuse .* has no dRAID"):
+        registry.build("parity", Context(6, "1G", dialect="zfs-fuse", options=both))
+    with pytest.raises(UsageError, match="--widths or --layouts, not both"):
+        registry.build(
+            "parity", Context(6, "1G", dialect="openzfs", options={**both, "widths": "6"})
+        )
+    # Without --layouts: every raidz parity that fits each width, on as many disks as needed.
+    data = registry.build("parity", Context(6, "1G", options={"widths": "4,5"}))
+    assert data["factors"]["layout"] == ["raidz1:4", "raidz2:4", "raidz1:5", "raidz2:5",
+                                         "raidz3:5"]  # fmt: skip
+    assert data["disks"]["count"] == 5
 
 
 def test_width_layouts_on_and_off_the_rule() -> None:

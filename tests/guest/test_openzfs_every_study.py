@@ -2,7 +2,7 @@
 tier), one after another on the same whole scratch disks with no override, as a user would
 run them: `poolbench study NAME --disks /dev/vdb,...`.
 
-parity and capacity (test_openzfs_studies.py), sync-slog and geometry
+parity and capacity (test_openzfs_studies.py; here parity again with dRAID), sync-slog and geometry
 (test_openzfs_iops_studies.py) and md alone (test_md_guest.py) run elsewhere. Here each
 study uses OpenZFS's own features where it has them (lz4 and zstd, recordsize 1M, per-vdev
 ashift, dRAID's sequential rebuild onto a distributed spare), and every stored figure is
@@ -194,6 +194,22 @@ def test_width_with_draid_beside_raidz(tmp_path: Path) -> None:
             assert r["guards"]["capacity"]["usable_bytes"] == plan.usable_bytes, r["config"]
     kinds = {r["pool"]["topology"][0]["kind"] for r in rows if "draid" in r["config"]}
     assert kinds == {"draid1:3d:5c:0s"}, kinds
+
+
+def test_parity_with_draid_beside_raidz(tmp_path: Path) -> None:
+    # draid2:2d:4c:0s is raidz2:4's twin: 2 data + 2 parity over 4 children, no spare. Both
+    # must write twice the data (a 128K record: 32 data sectors and 32 of parity at ashift
+    # 12), which the member disks confirm.
+    layouts = ["raidz2:4", "draid2:2d:4c:0s"]
+    rows, _ = _study(tmp_path, "parity", scratch_disks(4), "--layouts", ",".join(layouts),
+                     "--size", "32M")  # fmt: skip
+    assert {_level(r, "layout") for r in rows} == set(layouts)
+    for r in rows:
+        if r["workload"] == "seq-write":
+            amp = r["guards"]["device"]["amplification"]["amplification"]
+            assert 1.8 <= amp <= 2.6, (r["config"], amp)
+    kinds = {r["pool"]["topology"][0]["kind"] for r in rows if "draid" in r["config"]}
+    assert kinds == {"draid2:2d:4c:0s"}, kinds
 
 
 def test_concurrency(tmp_path: Path) -> None:
