@@ -339,16 +339,21 @@ class Session:
         findings.data = DataFinding(self.options.compressibility)
         findings.durability = _durability(w)
         warnings: list[str] = []
+        # The files and their block size are read before the cache drop, never after it: a
+        # listing of the metadata directory makes OpenZFS prefetch every file's dnode, and a
+        # stat reads an inode, which would warm exactly what a cold metadata read measures.
+        files = self.workspace.data_files(w, params) if w.cold else []
+        block_size = cache.block_size_of(files)
         if w.cached_by_design and not self.runner.dry_run:
             # iozone's reread: the first read warms the cache, the second is measured.
             fio.run_job(self.runner, job, jobs / f"warm-{w.name}.fio", w.direction)
             findings.cache = CacheFinding("kept on purpose (cached test)", None)
         elif w.cold:
-            findings.cache = self._defeat_cache(self.workspace.data_files(w, params), warnings)
+            findings.cache = self._defeat_cache(files, warnings)
         assert self.device_target is not None
-        files = self.workspace.data_files(w, params) if w.cold else []
         arc_of = self._zfs if w.cold and not w.cached_by_design else None
-        arc = cache.ArcWindow(arc_of, files, direct="direct=1" in job.splitlines())
+        arc = cache.ArcWindow(arc_of, block_size=block_size,
+                              direct="direct=1" in job.splitlines())  # fmt: skip
         window = DeviceWindow(self.device_target, *(self.write_model or (None, "")))
         clock = cpu.CpuWindow(self._zfs)
         try:

@@ -278,12 +278,17 @@ class ArcWindow:
         files: Sequence[Path] = (),
         arcstats: Path | None = None,
         direct: bool = False,
+        block_size: int | None = None,
     ) -> None:
+        """`block_size`: the files' ZFS block size, read before the cache drop (a stat after
+        it would warm a cold metadata read); None: read from `files` here."""
         self.flavour = flavour
         self.direct = direct
         self.arcstats = arcstats or arcstats_path(flavour)
         self.before = read_arcstats(self.arcstats)
-        self.block_size = block_size_of(files) if self.before else 0
+        if block_size is None:
+            block_size = block_size_of(files)
+        self.block_size = block_size if self.before else 0
 
     def close(self, app_bytes: int, ios: int = 0) -> dict[str, Any] | None:
         if self.flavour is None:
