@@ -339,11 +339,7 @@ class Session:
         findings.data = DataFinding(self.options.compressibility)
         findings.durability = _durability(w)
         warnings: list[str] = []
-        # The files and their block size are read before the cache drop, never after it: a
-        # listing of the metadata directory makes OpenZFS prefetch every file's dnode, and a
-        # stat reads an inode, which would warm exactly what a cold metadata read measures.
-        files = self.workspace.data_files(w, params) if w.cold else []
-        block_size = cache.block_size_of(files)
+        files, block_size = self._cold_files(w, params)
         if w.cached_by_design and not self.runner.dry_run:
             # iozone's reread: the first read warms the cache, the second is measured.
             fio.run_job(self.runner, job, jobs / f"warm-{w.name}.fio", w.direction)
@@ -390,6 +386,13 @@ class Session:
             result.total_ios, seconds, dev.device_bytes, dev.device_mib_s, warnings, findings,
             asdict(w), job, latency=result.latency,
         ))  # fmt: skip
+
+    def _cold_files(self, w: Workload, params: fiojob.JobParams) -> tuple[list[Path], int]:
+        """A cold read's files and their block size, read before the cache drop, never after
+        it: a listing of the metadata directory makes OpenZFS prefetch every file's dnode, and
+        a stat reads an inode, which would warm exactly what a cold metadata read measures."""
+        files = self.workspace.data_files(w, params) if w.cold else []
+        return files, cache.block_size_of(files)
 
     def _sync_metadata(self, w: Workload) -> float:
         """Metadata tests that change the tree end with a timed syncfs; returns its seconds."""
