@@ -7,9 +7,11 @@ fixture did not create.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import tempfile
 import time
@@ -17,6 +19,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -278,3 +281,15 @@ def _new_segfaults(daemons: _Daemons) -> str:
     lines = _segfaults()
     new, daemons.segfaults_seen = lines[daemons.segfaults_seen :], len(lines)
     return "dmesg: " + " | ".join(new) if new else ""
+
+
+def stored_rows(db: Path, workload: str) -> list[dict[str, Any]]:
+    """One workload's stored measurements, their guards and warnings decoded from JSON."""
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    q = "SELECT * FROM measurements WHERE workload = ?"
+    rows = [dict(r) for r in con.execute(q, (workload,))]
+    for r in rows:
+        r["guards"] = json.loads(r["guards"] or "{}")
+        r["warnings"] = json.loads(r["warnings"] or "[]")
+    return rows

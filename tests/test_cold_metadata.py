@@ -9,27 +9,13 @@ real CLI."""
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
-from tests.conftest import IS_ROOT, poolbench
+from tests.conftest import IS_ROOT, poolbench, stored_rows
 
 pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse, btrfs, loop devices)")
 FILES = 200
-
-
-def _stat_rows(db: Path) -> list[dict[str, Any]]:
-    con = sqlite3.connect(db)
-    con.row_factory = sqlite3.Row
-    q = "SELECT * FROM measurements WHERE workload = 'meta-stat-seq'"
-    rows = [dict(r) for r in con.execute(q)]
-    for r in rows:
-        r["guards"] = json.loads(r["guards"] or "{}")
-        r["warnings"] = json.loads(r["warnings"] or "[]")
-    return rows
 
 
 def test_cold_stat_of_every_file_reads_their_metadata_from_the_disks(
@@ -58,7 +44,7 @@ metadata_files = {FILES}
     p = poolbench("run", str(study), "--db", str(tmp_path / "r.db"),
                   "--scratch-dir", str(tmp_path / "scratch"))  # fmt: skip
     assert p.returncode == 0, p.stdout + p.stderr
-    rows = _stat_rows(tmp_path / "r.db")
+    rows = stored_rows(tmp_path / "r.db", "meta-stat-seq")
     assert {r["config"].split()[0] for r in rows} == {"backend=zfs", "backend=btrfs"}
     assert len(rows) == 4
     for r in rows:

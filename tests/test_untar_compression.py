@@ -7,13 +7,11 @@ real CLI; compression=gzip (zfs-fuse has no lz4) beside compression=off on the s
 from __future__ import annotations
 
 import json
-import sqlite3
 import tarfile
 from pathlib import Path
-from typing import Any
 
 import pytest
-from tests.conftest import IS_ROOT, poolbench
+from tests.conftest import IS_ROOT, poolbench, stored_rows
 
 pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse, loop devices)")
 
@@ -25,16 +23,6 @@ def _text_tarball(tmp: Path) -> Path:
         for sub in ("json", "email", "asyncio"):
             tf.add(lib / sub, arcname=f"stdlib/{sub}")
     return out
-
-
-def _rows(db: Path) -> list[dict[str, Any]]:
-    con = sqlite3.connect(db)
-    con.row_factory = sqlite3.Row
-    rows = [dict(r) for r in con.execute("SELECT * FROM measurements WHERE workload = 'untar'")]
-    for r in rows:
-        r["guards"] = json.loads(r["guards"] or "{}")
-        r["warnings"] = json.loads(r["warnings"] or "[]")
-    return rows
 
 
 def test_untar_shortfall_on_a_compressing_pool_names_its_compression(
@@ -64,7 +52,7 @@ tarball = "{_text_tarball(tmp_path)}"
     p = poolbench("run", str(study), "--db", str(tmp_path / "r.db"),
                   "--scratch-dir", str(tmp_path / "scratch"))  # fmt: skip
     assert p.returncode == 0, p.stdout + p.stderr
-    rows = _rows(tmp_path / "r.db")
+    rows = stored_rows(tmp_path / "r.db", "untar")
     by = {c: [r for r in rows if f"compression={c}" in r["config"]] for c in ("off", "gzip")}
     assert len(by["off"]) == len(by["gzip"]) == 2
     named = "the pool stores files compressed (compression=gzip)"
