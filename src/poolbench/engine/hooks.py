@@ -38,5 +38,5 @@ class TrialHooks(Protocol):
 
     def compression(self) -> str | None:
         """The compression the pool applies to what is written, as "compression=lz4" (ZFS:
-        the root dataset's property; "on" is OpenZFS's default), or None when it stores
-        data as written."""
+        the root dataset's property; "on" is OpenZFS's default), None when it stores data
+        as written, or a "not read (why)" when poolbench cannot know."""

@@ -366,6 +366,8 @@ class PoolHooks:
         return out
 
     def compression(self) -> str | None:
+        if self.pool.spec.backend == "directory":  # someone else's filesystem: not ours to say
+            return "not read (a directory on a filesystem poolbench did not make)"
         if isinstance(self.backend, ZfsBackend):  # read back: OpenZFS's default is "on" (lz4)
             value = self.backend.dataset_property(self.pool, "compression")
         else:  # btrfs: the compress= mount option the configuration asked for (checked at build)

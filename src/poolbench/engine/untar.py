@@ -91,8 +91,8 @@ class Untar:
 def _compressed_why(compression: str | None) -> str:
     """The shortfall's cause when the pool compresses: a source tree is text, which lz4 and
     zstd store in about half its bytes or less (2.2-2.4x measured on OpenZFS 2.3, lz4)."""
-    if not compression:
-        return ""
+    if not compression or not compression.startswith("compression="):
+        return ""  # none, or not known (a directory on someone else's filesystem)
     return (
         f"the pool stores files compressed ({compression}) and a source tree is text that "
         "compresses well; the figure counts the files' uncompressed bytes"
