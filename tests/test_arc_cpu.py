@@ -107,6 +107,39 @@ def test_arc_window_reads_before_and_after(tmp_path: Path) -> None:
     assert gone == {"observable": False, "note": cache.UNOBSERVABLE}
 
 
+def test_a_cold_stat_is_judged_by_the_arcs_metadata_counters(tmp_path: Path) -> None:
+    # The guest's cold stat of 200 files on OpenZFS 2.3: no data block fetched (a stat reads
+    # none) while the disks read ~5 KiB of dnodes. The data reckoning called that "~100% from
+    # RAM"; the metadata counters show the blocks came from the pool.
+    zero = {"size": 1, "data_size": 1, "demand_data_misses": 0, "demand_metadata_hits": 10,
+            "demand_metadata_misses": 0, "prefetch_metadata_misses": 0}  # fmt: skip
+    stats = kstat_file(tmp_path / "arcstats", **zero)
+    win = cache.ArcWindow("openzfs", arcstats=stats, block_size=REC, metadata=True)
+    kstat_file(stats, **{**zero, "demand_metadata_hits": 400, "demand_metadata_misses": 7,
+                         "prefetch_metadata_misses": 2})  # fmt: skip
+    seen = win.close(200 * 4096)
+    assert seen is not None and seen["warning"] == ""
+    assert seen["metadata_blocks_fetched"] == 9 and seen["metadata_demand_hits"] == 390
+    assert "served_fraction" not in seen  # a data share means nothing for a stat
+    record, warnings = cold_read.settle(
+        CacheFinding("export-import", None), seen, DeviceFinding(("vdb",), read_bytes=5120), 200
+    )
+    assert record.verified is True and warnings == []
+    # Every metadata block a hit, none fetched: RAM answered, whatever else was read.
+    win = cache.ArcWindow("openzfs", arcstats=stats, block_size=REC, metadata=True)
+    kstat_file(stats, **{**zero, "demand_metadata_hits": 610, "demand_metadata_misses": 7,
+                         "prefetch_metadata_misses": 2})  # fmt: skip
+    warm = win.close(200 * 4096)
+    assert warm is not None and "210 demand metadata hits, no block fetched" in warm["warning"]
+    record, warnings = cold_read.settle(
+        CacheFinding("export-import", None), warm, DeviceFinding(("vdb",), read_bytes=5120), 200
+    )
+    assert record.verified is False and warnings == [warm["warning"]]
+    # A ZFS without metadata counters (zfs-fuse publishes data ones only): nothing to say.
+    fuse = cache.arc_meta_read({"size": 1}, {"size": 1, "demand_data_misses": 3})
+    assert fuse.warning() == "" and fuse.as_dict()["metadata_blocks_fetched"] is None
+
+
 def test_the_arc_after_an_export_is_checked() -> None:
     emptied = (True, "the ARC holds 4096 bytes of data after the export")
     assert cache.arc_after_export({"data_size": 4096}, 0) == emptied

@@ -348,7 +348,7 @@ class Session:
             findings.cache = self._defeat_cache(files, warnings)
         assert self.device_target is not None
         arc_of = self._zfs if w.cold and not w.cached_by_design else None
-        arc = cache.ArcWindow(arc_of, block_size=block_size,
+        arc = cache.ArcWindow(arc_of, block_size=block_size, metadata=w.is_metadata,
                               direct="direct=1" in job.splitlines())  # fmt: skip
         window = DeviceWindow(self.device_target, *(self.write_model or (None, "")))
         clock = cpu.CpuWindow(self._zfs)
