@@ -104,6 +104,23 @@ def test_openzfs_sequential_rebuild_onto_a_distributed_spare_and_its_scrub() -> 
     assert not parse.parse_scrub(healing).seen
 
 
+def test_what_a_special_vdev_holds_from_status_and_iostat_recorded_on_openzfs() -> None:
+    # OpenZFS 2.3.2 in the guest: raidz1 of 3 + special mirror of 2, special_small_blocks=16K,
+    # 300 files of 8K and one of 20 MB written. iostat -H leaves the class header out (an
+    # empty line), so the special vdev is known by its name from zpool status.
+    status = parse.read_status(data("openzfs-2.3.2-special-status.txt"), "pbsp")
+    assert [t.name for t in status.tops] == ["raidz1-0"]
+    assert status.class_tops == {"special": ["mirror-1"]}
+    assert status.class_leaves == {"special": ["/var/tmp/sp/d3", "/var/tmp/sp/d4"]}
+    iostat = parse.parse_iostat(data("openzfs-2.3.2-special-iostat-Hvlp.txt"))
+    alloc = parse.class_alloc(status, iostat)
+    assert alloc == {"normal": 30007296, "special": 3002368}
+    assert alloc["special"] >= 300 * 8192  # one copy of each small file: a mirror's alloc
+    # A pool with no special class: the data vdevs alone; no iostat row: nothing said.
+    assert parse.class_alloc(parse.PoolStatus(tops=status.tops), iostat) == {"normal": 30007296}
+    assert parse.class_alloc(status, []) == {}
+
+
 def test_status_of_another_pool_name_yields_nothing() -> None:
     s = parse.read_status(data("zfsfuse-status-raidz1-log-spare.txt"), "other")
     assert (s.tops, s.leaves, s.health) == ([], [], "ONLINE")

@@ -47,7 +47,7 @@ from poolbench.zfs.parse import (
 )
 
 POOL_OPTIONS = ("ashift",)
-FS_OPTIONS = ("recordsize", "compression", "atime", "sync", "primarycache")
+FS_OPTIONS = ("recordsize", "compression", "atime", "sync", "primarycache", "special_small_blocks")
 _FUSE_COMPRESSION = ["on", "off", "lzjb", "gzip", *[f"gzip-{i}" for i in range(1, 10)], "zle"]
 _ZSTD = re.compile(r"^zstd(-([1-9]|1[0-9]))?$|^zstd-fast(-([1-9]|10|[2-9]0|100|500|1000))?$")
 _CHOICES = {
@@ -255,6 +255,8 @@ class ZfsBackend:
                 f"{version} has no 'sync' property (it came with pool version 28).",
                 "Drop the sync factor for zfs-fuse, or run the study on OpenZFS.",
             )
+        elif key == "special_small_blocks":
+            _check_special_small(value, fuse, version)
         elif value not in _CHOICES.get(key, (value,)):
             raise UsageError(
                 f"{key}={value} is not a valid value.", f"Use one of {', '.join(_CHOICES[key])}."
@@ -381,7 +383,7 @@ class ZfsBackend:
         status = parse.read_status(status_text, name)
         props = ["recordsize", "compression", "atime", "primarycache", "mountpoint", "mounted"]
         props += ["compressratio", "used", "available"]
-        props += ["sync"] if a.dialect == OPENZFS else []
+        props += ["sync", "special_small_blocks"] if a.dialect == OPENZFS else []
         values = parse.parse_zfs_get(self._run(commands.dataset_props(name, props)).stdout)
         zdb = self.runner.run(commands.zdb_config(name), check=False, mutates=False)
         ashifts = parse.parse_zdb_ashift(zdb.stdout) if zdb.returncode == 0 else []
@@ -573,6 +575,15 @@ class ZfsBackend:
                               mutates=False)  # fmt: skip
         return parse.parse_iostat(res.stdout) if res.returncode == 0 else None
 
+    def class_alloc(self, pool: Pool, iostat: list[dict[str, Any]]) -> dict[str, int]:
+        """Bytes allocated on the data vdevs and on each allocation class (special, dedup),
+        from an iostat snapshot (OpenZFS) and `zpool status`; {} where it cannot tell."""
+        res = self.runner.run(commands.status(pool.spec.name, self.dialect), check=False,
+                              mutates=False)  # fmt: skip
+        if res.returncode != 0:
+            return {}
+        return parse.class_alloc(parse.read_status(res.stdout, pool.spec.name), iostat)
+
     def resilver_status(self, pool: Pool) -> ResilverStatus:
         return parse_resilver(pools.status_text(self.runner, pool.spec.name))
 
@@ -628,9 +639,25 @@ class ZfsBackend:
             )
 
 
+def _check_special_small(value: str, fuse: bool, version: str) -> None:
+    """special_small_blocks: 0, or a power of two from 512 to 16M (OpenZFS 2.3)."""
+    if fuse:
+        raise UsageError(
+            f"{version} has no 'special_small_blocks' property (allocation classes came with "
+            "ZFS on Linux 0.8; pool v23 has none).",
+            "Drop the special_small_blocks factor on zfs-fuse, or run the study on OpenZFS "
+            "(the guest tier: vm/run-openzfs-tier.sh).",
+        )
+    from poolbench.units import parse_special_small
+
+    parse_special_small(value)
+
+
 def _same_value(key: str, asked: str, have: str | None) -> bool:
     if have is None:
         return False
+    if key == "special_small_blocks":
+        return asked == "0" and have == "0" or asked != "0" and parse_size(asked) == int(have)
     if key == "recordsize":
         try:
             return parse_size(asked) == int(have)

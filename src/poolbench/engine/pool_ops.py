@@ -363,6 +363,10 @@ class PoolHooks:
         iostat = self.backend.iostat_snapshot(self.pool)  # OpenZFS: per-vdev I/O and latency
         if iostat:
             out["zpool_iostat"] = iostat
+            # what the data vdevs and a special vdev hold (the special study's fill figure)
+            alloc = self.backend.class_alloc(self.pool, iostat)
+            if alloc:
+                out["class_alloc"] = alloc
         return out
 
     def compression(self) -> str | None:

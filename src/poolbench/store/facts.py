@@ -75,6 +75,9 @@ class ConfigFacts:
     # Workloads whose queue depth was never reached: fio did each I/O inside its submit
     # call in some replicate (guards queue_depth.blocking_submit, workloads/fiodepth.py).
     blocking_submit: frozenset[str] = frozenset()
+    # workload → bytes allocated on the data vdevs ("normal") and the special/dedup classes
+    # after its last replicate (OpenZFS; guards pool.class_alloc): the special study's fill
+    class_alloc: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def level(self, factor: str, default: str = "") -> str:
         return self.levels.get(factor, default)
@@ -210,7 +213,22 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
         cpu_s_per_gib={w: tuple(v) for w, v in cpu.items()},
         blocking_submit=frozenset(blocking),
         cpu_scope=scope,
+        class_alloc=_class_alloc(rows),
     )
+
+
+def _class_alloc(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per workload, the class allocation its last replicate read back (none: not recorded)."""
+    out: dict[str, tuple[int, dict[str, int]]] = {}
+    for r in rows:
+        got = _section(r["guards"], "pool").get("class_alloc")
+        if not isinstance(got, dict):
+            continue
+        alloc = {str(k): int(v) for k, v in got.items() if isinstance(v, int)}
+        rep = int(r["replicate"])
+        if alloc and rep >= out.get(r["workload"], (-1, {}))[0]:
+            out[r["workload"]] = (rep, alloc)
+    return {w: a for w, (_rep, a) in out.items()}
 
 
 def _add_latency(

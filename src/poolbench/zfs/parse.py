@@ -41,6 +41,8 @@ class PoolStatus:
     scan: str = ""  # the scan:/scrub: line (resilver progress)
     # the leaves of each class section, by its header: logs, cache, spares, special, dedup
     class_leaves: dict[str, list[str]] = field(default_factory=dict)
+    # the top-level vdevs of each class section (mirror-1, or a lone disk), as named there
+    class_tops: dict[str, list[str]] = field(default_factory=dict)
 
 
 def top_kind(name: str) -> str | None:
@@ -78,6 +80,15 @@ def _config_lines(text: str, status: PoolStatus) -> list[tuple[int, str]]:
     return out
 
 
+def _class_member(status: PoolStatus, section: str, word: str, top: bool) -> None:
+    """A line of a class section (logs, cache, spares, special, dedup)."""
+    if top:
+        status.class_tops[section].append(word)
+    if (not top or top_kind(word) is None) and not _NESTED_INTERIOR.match(word):
+        status.leaves.append(word)
+        status.class_leaves[section].append(word)
+
+
 def read_status(text: str, pool: str) -> PoolStatus:
     """Parse `zpool status POOL` (OpenZFS, with or without -P, and zfs-fuse)."""
     status = PoolStatus()
@@ -98,14 +109,14 @@ def read_status(text: str, pool: str) -> PoolStatus:
             close()
             cur, in_data, section = None, False, word
             status.class_leaves.setdefault(section, [])
+            status.class_tops.setdefault(section, [])
+            continue
+        if not in_data:
+            _class_member(status, section, word, top=indent == pool_indent + 2)
             continue
         kind = top_kind(word) if indent == pool_indent + 2 else None
         if kind is None and not _NESTED_INTERIOR.match(word):
             status.leaves.append(word)
-            if not in_data:
-                status.class_leaves[section].append(word)
-        if not in_data:
-            continue
         if indent == pool_indent + 2:
             close()
             cur = (kind, word, []) if kind is not None else None
@@ -286,6 +297,21 @@ IOSTAT_COLUMNS = (
     "syncq_wait_read_ns", "syncq_wait_write_ns", "asyncq_wait_read_ns", "asyncq_wait_write_ns",
     "scrub_wait_ns", "trim_wait_ns", "rebuild_wait_ns",
 )  # fmt: skip
+
+
+def class_alloc(status: PoolStatus, iostat: list[dict[str, str | int | None]]) -> dict[str, int]:
+    """Bytes allocated on the data vdevs ("normal") and on each allocation class's vdevs
+    (special, dedup), from `zpool iostat -v`'s per-vdev alloc and `zpool status`'s sections:
+    what a special vdev holds beside the data. A class whose vdevs have no alloc is left out."""
+    alloc = {str(r["name"]): r.get("alloc") for r in iostat}
+    out: dict[str, int] = {}
+    groups = {"normal": [t.name for t in status.tops]}
+    groups |= {c: status.class_tops.get(c, []) for c in ("special", "dedup")}
+    for cls, names in groups.items():
+        got = [alloc.get(n) for n in names]
+        if names and all(isinstance(v, int) for v in got):
+            out[cls] = sum(v for v in got if isinstance(v, int))
+    return out
 
 
 def parse_iostat(text: str) -> list[dict[str, str | int | None]]:
