@@ -196,6 +196,9 @@ def test_impossible_or_unsupported_specs_are_refused_before_anything_exists(lab:
         "power of two": lab.spec("stripe", files[:1], recordsize="96K"),
         "It offers: on, off, lzjb, gzip": lab.spec("stripe", files[:1], compression="lz4"),
         "has no 'sync' property": lab.spec("stripe", files[:1], sync="disabled"),
+        "has no 'special_small_blocks' property": lab.spec(
+            "stripe", files[:1], special_small_blocks="16K"
+        ),
         "ashift=14 is not possible": lab.spec("stripe", files[:1], {"ashift": "14"}),
         "Unknown ZFS dataset property 'dedup'": lab.spec("stripe", files[:1], dedup="on"),
     }

@@ -59,6 +59,7 @@ EXPECTED_TRIALS = {
     "sync-slog": 3 * 3 * 3,  # sync standard/always/disabled (OpenZFS) × log none/single/mirror
     "geometry": 4 * 3,  # mirror pairs, raidz1, raidz2, draid1 over the same 6 disks
     "qd-curve": 2 * 3,  # mirror pairs, raidz1; the depth × jobs sweep is workloads
+    "special": 4 * 3,  # raidz1:3 alone once, with a special mirror at 0, 16K and 64K
 }
 
 
@@ -124,6 +125,26 @@ def test_parity_puts_draid_beside_raidz_on_openzfs_and_refuses_it_on_zfs_fuse() 
     assert data["factors"]["layout"] == ["raidz1:4", "raidz2:4", "raidz1:5", "raidz2:5",
                                          "raidz3:5"]  # fmt: skip
     assert data["disks"]["count"] == 5
+
+
+def test_special_needs_allocation_classes_and_checks_its_thresholds() -> None:
+    data = registry.build("special", Context(5, "1G", dialect="openzfs"))
+    assert data["factors"]["layout"] == ["raidz1:3", "raidz1:3 + special mirror:2"]
+    assert data["factors"]["special_small_blocks"] == ["0", "16K", "64K"]
+    # 8K files go to the special vdev at 16K and 64K, 32K files at 64K only
+    assert {"smallfile-write-8k", "smallfile-write-32k"} <= set(data["workloads"]["names"])
+    assert "untar" not in data["workloads"]["names"]
+    untar = registry.build("special", Context(5, "1G", dialect="openzfs",
+                                              options={"tarball": "/t.tar"}))  # fmt: skip
+    assert untar["workloads"]["names"][0] == "untar" and untar["workloads"]["tarball"] == "/t.tar"
+    with pytest.raises(PoolbenchError, match="zfs-fuse .* no allocation classes"):
+        registry.build("special", Context(5, "1G", dialect="zfs-fuse"))
+    for bad in ("24K", "32M", "100", "x"):
+        with pytest.raises(UsageError, match="0 or a power of two from 512 to 16M"):
+            registry.build("special", Context(5, "1G", dialect="openzfs",
+                                              options={"levels": f"0,{bad}"}))  # fmt: skip
+    with pytest.raises(UsageError, match="at least 5"):
+        registry.build("special", Context(4, "1G", dialect="openzfs"))
 
 
 def test_width_layouts_on_and_off_the_rule() -> None:
@@ -290,6 +311,10 @@ def test_dry_run_at_full_scale_prints_plan_and_duration(
         "study", name, "--dry-run", "--db", str(tmp_path / "r.db"),
         "--scratch-dir", str(tmp_path / "scratch"), "--seed", "1", *extra,
     )  # fmt: skip
+    if name == "special":  # no allocation classes on zfs-fuse: refused before anything exists
+        assert p.returncode == 2 and "has no allocation classes" in p.stderr, p.stderr
+        assert "Traceback" not in p.stderr and not (tmp_path / "scratch").exists()
+        return
     assert p.returncode == 0, p.stderr
     assert f"plan for study '{name}'" in p.stdout
     m = re.search(r"estimated duration: about (\S+ \S+) for (\d+) trials", p.stdout)

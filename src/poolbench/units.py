@@ -92,6 +92,26 @@ def parse_size(text: str, *, what: str = "size", minimum: int = 1) -> int:
     return n
 
 
+# The largest special_small_blocks OpenZFS takes (2.3.2 in the guest: "must be zero or a
+# power of 2 from 512B to 16M")
+MAX_SPECIAL_SMALL = 16 << 20
+
+
+def parse_special_small(text: str) -> int:
+    """A ZFS special_small_blocks value in bytes: 0, or a power of two from 512 to 16M."""
+    try:
+        n = parse_size(text, what="special_small_blocks", minimum=0)
+    except UsageError:
+        n = -1
+    if n != 0 and (n < 512 or n > MAX_SPECIAL_SMALL or n & (n - 1)):
+        raise UsageError(
+            f"special_small_blocks={text} is not possible: it must be 0 or a power of two "
+            "from 512 to 16M.",
+            "Use e.g. 0, 16K or 64K (blocks of that size or smaller go to the special vdev).",
+        )
+    return n
+
+
 def format_size(nbytes: int) -> str:
     """Shortest exact spelling in the grammar: 4T, 1536M, 4TB, 123 (parse_size's inverse)."""
     options = [str(nbytes)]

@@ -19,7 +19,9 @@ from poolbench.system.runner import Runner
 from poolbench.workloads.library import Workload
 
 ZFS_POOL_OPTIONS = ("ashift",)
-ZFS_FS_OPTIONS = ("recordsize", "compression", "atime", "sync", "primarycache")
+ZFS_FS_OPTIONS = (
+    "recordsize", "compression", "atime", "sync", "primarycache", "special_small_blocks",
+)  # fmt: skip
 MD_POOL_OPTIONS = ("chunk", "assume_clean")  # backends/md.py POOL_OPTIONS
 
 

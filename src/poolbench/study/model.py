@@ -66,6 +66,8 @@ KNOWN_FACTORS = {
     "atime": "ZFS: on | off",
     "sync": "ZFS: standard | always | disabled",
     "primarycache": "ZFS: all | metadata | none",
+    "special_small_blocks": "ZFS (OpenZFS): 0, or a power of two up to 16M; blocks this "
+    "small or smaller go to the special vdev",
     "fs": "md: ext4 | ext3 | xfs",
     "chunk": "md chunk size (mdadm --chunk), e.g. 64K, 512K",
     "assume_clean": "md: yes | no; yes skips the initial resync (mdadm --assume-clean)",

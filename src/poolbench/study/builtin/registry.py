@@ -18,6 +18,7 @@ from poolbench.study.builtin import (
     qd_curve,
     recordsize,
     resilver,
+    special,
     sync_slog,
     vdev_source,
     width,
@@ -44,6 +45,7 @@ STUDIES: dict[str, Builtin] = {
         sync_slog.BUILTIN,
         geometry.BUILTIN,
         qd_curve.BUILTIN,
+        special.BUILTIN,
     )
 }
 
