@@ -60,6 +60,7 @@ EXPECTED_TRIALS = {
     "geometry": 4 * 3,  # mirror pairs, raidz1, raidz2, draid1 over the same 6 disks
     "qd-curve": 2 * 3,  # mirror pairs, raidz1; the depth × jobs sweep is workloads
     "special": 4 * 3,  # raidz1:3 alone once, with a special mirror at 0, 16K and 64K
+    "expand": 1 * 3,  # raidz1:3 grown to 4 disks
 }
 
 
@@ -145,6 +146,22 @@ def test_special_needs_allocation_classes_and_checks_its_thresholds() -> None:
                                               options={"levels": f"0,{bad}"}))  # fmt: skip
     with pytest.raises(UsageError, match="at least 5"):
         registry.build("special", Context(4, "1G", dialect="openzfs"))
+
+
+def test_expand_keeps_a_disk_to_attach_and_refuses_what_cannot_expand() -> None:
+    data = registry.build("expand", Context(5, "1G", dialect="openzfs"))
+    assert data["factors"]["layout"] == ["raidz1:4", "raidz2:4"]
+    assert data["workloads"]["names"] == ["seq-write", "expand", "seq-read", "capacity"]
+    with pytest.raises(PoolbenchError, match="zfs-fuse .* which cannot"):
+        registry.build("expand", Context(4, "1G", dialect="zfs-fuse"))
+    expand = parse_list("seq-write,expand")
+    check_pool_workloads("zfs", "raidz1:3", 4, expand)  # one disk left to attach: fine
+    with pytest.raises(UsageError, match="uses all 4 disks: none is left to attach"):
+        check_pool_workloads("zfs", "raidz1:4", 4, expand)
+    with pytest.raises(UsageError, match="has none"):
+        check_pool_workloads("zfs", "mirror:2", 4, expand)
+    with pytest.raises(UsageError, match="on btrfs has none"):
+        check_pool_workloads("btrfs", "raid5", 4, expand)
 
 
 def test_width_layouts_on_and_off_the_rule() -> None:
@@ -311,8 +328,9 @@ def test_dry_run_at_full_scale_prints_plan_and_duration(
         "study", name, "--dry-run", "--db", str(tmp_path / "r.db"),
         "--scratch-dir", str(tmp_path / "scratch"), "--seed", "1", *extra,
     )  # fmt: skip
-    if name == "special":  # no allocation classes on zfs-fuse: refused before anything exists
-        assert p.returncode == 2 and "has no allocation classes" in p.stderr, p.stderr
+    refused = {"special": "has no allocation classes", "expand": "which cannot (OpenZFS 2.3"}
+    if name in refused:  # not on zfs-fuse: refused before anything exists
+        assert p.returncode == 2 and refused[name] in p.stderr, p.stderr
         assert "Traceback" not in p.stderr and not (tmp_path / "scratch").exists()
         return
     assert p.returncode == 0, p.stderr

@@ -242,6 +242,32 @@ def test_qd_curve(tmp_path: Path) -> None:
     assert "qd1:" in out and "qd8:" in out
 
 
+def test_expand_grows_a_raidz_as_planned(tmp_path: Path) -> None:
+    # raidz1 of three whole 2 GiB disks, 64 MiB written, the fourth disk attached (RAIDZ
+    # expansion, OpenZFS 2.3): USED + AVAIL before and after must be the planner's to the
+    # byte (whole disks: zpool partitions each, the attached one too), the reflow must have
+    # had the data on the pool to move, and the read after it is device-verified.
+    from poolbench.planner.expansion import plan_expansion
+
+    disks = scratch_disks(4)
+    rows, out = _study(tmp_path, "expand", disks, "--layouts", "raidz1:3", "--size", "64M")
+    version = rows[0]["pool"]["zfs_version"]
+    size = disk_bytes(disks[0])
+    before = plan_pool(parse_layout("raidz1:3", (size,) * 3), 12, rules_for_reported(version),
+                       whole_disk=True)  # fmt: skip
+    after = plan_expansion(before, 4, new_device=size)
+    expansions = [r for r in rows if r["workload"] == "expand"]
+    assert len(expansions) == 2
+    for r in expansions:
+        e = r["guards"]["expand"]
+        assert (e["usable_before"], e["usable_after"]) == (before.usable_bytes, after.usable_bytes)
+        assert e["width_before"] == 3 and e["seconds"] > 0
+        assert e["allocated_bytes"] >= 64 << 20  # the working set (with its parity) moved
+    capacity = {r["value"] for r in rows if r["workload"] == "capacity"}
+    assert capacity == {after.usable_bytes / (1 << 30)}  # the capacity workload ran after it
+    assert out.count("reported +0.00%") == 2, out
+
+
 def test_cold_metadata_reads_reach_the_disks(tmp_path: Path) -> None:
     # fs-compare's first whole run found every cold stat of 200 files served from RAM (the
     # disks read 512 bytes on ZFS, 0 on btrfs): poolbench listed the files after the

@@ -550,6 +550,41 @@ class ZfsBackend:
         if not self.runner.dry_run and not distributed:
             self.link_member(link_dir, new)
 
+    def expand(self, pool: Pool, vdev: str, new: str) -> int | None:
+        """Attach `new` to the raidz vdev `vdev` and wait for the reflow (OpenZFS >= 2.3);
+        returns USED + AVAIL of the root dataset afterwards. `zpool attach -w` returns when
+        the reflow is done, but the new metaslabs arrive in a later transaction group (seen
+        on 2.3.2: SIZE still the old width's until then): two `zpool sync` first."""
+        from poolbench.planner.rules import raidz_expansion_supported
+
+        a = self.check()
+        if not raidz_expansion_supported(a.version):
+            raise UsageError(
+                f"RAIDZ expansion needs OpenZFS 2.3 or later; this ZFS is {a.version}.",
+                "Drop the expand workload, or run it on OpenZFS >= 2.3 (the guest tier: "
+                "vm/run-openzfs-tier.sh).",
+            )
+        name = pool.spec.name
+        pools.run(self.runner, commands.attach_wait(name, vdev, new))
+        _, link_dir = self.paths(pool.spec)
+        if not self.runner.dry_run:
+            self.link_member(link_dir, new)
+        for _ in range(2):
+            pools.run(self.runner, commands.sync(name))
+        return self.usable_now(pool)
+
+    def allocated(self, pool: Pool) -> int | None:
+        """The pool's allocated bytes (zpool ALLOC: parity included) now."""
+        got = self._pool_prop(pool.spec.name, "allocated")
+        return int(got) if got is not None and got.isdigit() else None
+
+    def usable_now(self, pool: Pool) -> int | None:
+        """USED + AVAIL of the root dataset as ZFS reports it now."""
+        got = [self.dataset_property(pool, p) for p in ("used", "available")]
+        if all(v is not None and v.isdigit() for v in got):
+            return sum(int(v) for v in got if v is not None)
+        return None
+
     def data_vdevs(self, pool: Pool) -> list[TopVdev]:
         """The data vdevs with their members as `zpool status` names them now (after an
         export/import through the member links, that is the link's path)."""

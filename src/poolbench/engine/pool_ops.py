@@ -102,10 +102,28 @@ def disks_for(disks: Disks, levels: Mapping[str, str]) -> Disks:
     return disks.model_copy(update={"vdev_source": source})
 
 
+def _check_expand(backend: str, layout: str, n_disks: int) -> None:
+    """RAIDZ expansion needs ZFS, a raidz vdev and a disk the layout leaves unused."""
+    vdevs = parse_topology(layout, n_disks) if backend == "zfs" else ()
+    if not any(v.kind.startswith("raidz") for v in vdevs):
+        raise UsageError(
+            f"expand attaches a disk to a raidz vdev; layout {layout} on {backend} has none.",
+            "Use a raidz layout (e.g. raidz1:3) on ZFS for the expand workload.",
+        )
+    if sum(v.width for v in vdevs) >= n_disks:
+        raise UsageError(
+            f"Layout {layout} uses all {n_disks} disks: none is left to attach.",
+            "Give the study one more disk than the layout uses (e.g. raidz1:3 on 4 disks).",
+        )
+
+
 def check_pool_workloads(
     backend: str, layout: str, n_disks: int, workloads: Sequence[Workload]
 ) -> None:
-    """Refuse, before anything is built, a degraded-read or resilver the pool cannot do."""
+    """Refuse, before anything is built, a degraded-read, resilver or expansion the pool
+    cannot do."""
+    if any(w.name == "expand" for w in workloads):
+        _check_expand(backend, layout, n_disks)
     if not any(w.pool_state == "degraded" for w in workloads):
         return
     if backend != "zfs":
@@ -203,6 +221,8 @@ def dry_commands(
             runner.run(["sync", "--file-system", "<dir>"])
         elif w.name == "resilver":
             runner.run(zfs_commands.replace(name, "<the offline member>", "<the spare>"))
+        elif w.name == "expand":
+            runner.run(zfs_commands.attach_wait(name, "<the raidz vdev>", "<the unused disk>"))
         elif w.name == "capacity":
             runner.run(zfs_commands.dataset_props(name, ["used", "available"]))
         else:
@@ -299,7 +319,42 @@ class PoolHooks:
             )
         if w.name == "resilver":
             return self._resilver()
+        if w.name == "expand":
+            return self._expand()
         raise PoolbenchError(f"No pool operation named {w.name}.", "")
+
+    def _expand(self) -> OpResult:
+        """RAIDZ expansion: attach the unused disk to the first raidz vdev, timed until the
+        reflow is done; the pool's allocated bytes (what the reflow moves) and its usable
+        space before and after, as ZFS reports them."""
+        assert isinstance(self.backend, ZfsBackend)
+        spare_list = list(self.pool.described.get("unused_devices") or [])
+        raidz = [t for t in self.backend.data_vdevs(self.pool) if t.kind.startswith("raidz")]
+        if not spare_list or not raidz:
+            raise UsageError(
+                f"Expansion of {self.pool.spec.name}: it needs a raidz vdev and an unused disk.",
+                "Give the study one more disk than a raidz layout uses (e.g. raidz1:3 on 4).",
+            )
+        before = self.backend.usable_now(self.pool)
+        alloc = self.backend.allocated(self.pool) or 0
+        t0 = time.monotonic()
+        after = self.backend.expand(self.pool, raidz[0].name, spare_list[0])
+        seconds = max(time.monotonic() - t0, 1e-3)
+        if after is not None:  # what a later capacity workload reports
+            self.pool.described["usable_bytes"] = after
+        section = {
+            "vdev": raidz[0].name,
+            "width_before": raidz[0].width,
+            "disk": spare_list[0],
+            "allocated_bytes": alloc,
+            "usable_before": before,
+            "usable_after": after,
+            "seconds": round(seconds, 3),
+            "timing": "`zpool attach -w` from its start until it returned (reflow done)",
+        }
+        warnings = [] if after is not None else ["the usable space after could not be read"]
+        return OpResult(alloc / seconds / MiB, alloc, seconds,
+                        sections={"expand": section}, warnings=warnings)  # fmt: skip
 
     def _resilver(self) -> OpResult:
         """Replace the offline member and time the resilver: onto the top vdev's distributed

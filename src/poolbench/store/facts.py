@@ -56,6 +56,20 @@ class Resilver:
 
 
 @dataclass(frozen=True)
+class Expansion:
+    """One RAIDZ expansion (the expand workload): the trial's replicate, the vdev's width
+    before, the pool's allocated bytes it reflowed, the seconds it took, and USED + AVAIL
+    before and after as ZFS reported them."""
+
+    replicate: int
+    width_before: int
+    allocated_bytes: int
+    seconds: float
+    usable_before: int | None
+    usable_after: int | None
+
+
+@dataclass(frozen=True)
 class ConfigFacts:
     key: str  # the configuration key as stored ("backend=zfs layout=raidz1 ashift=9")
     levels: Mapping[str, str]  # factor → level, from the recorded study file
@@ -78,6 +92,7 @@ class ConfigFacts:
     # workload → bytes allocated on the data vdevs ("normal") and the special/dedup classes
     # after its last replicate (OpenZFS; guards pool.class_alloc): the special study's fill
     class_alloc: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    expansions: tuple[Expansion, ...] = ()
 
     def level(self, factor: str, default: str = "") -> str:
         return self.levels.get(factor, default)
@@ -214,7 +229,24 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
         blocking_submit=frozenset(blocking),
         cpu_scope=scope,
         class_alloc=_class_alloc(rows),
+        expansions=tuple(sorted(_expansions(rows), key=lambda e: e.replicate)),
     )
+
+
+def _expansions(rows: list[dict[str, Any]]) -> list[Expansion]:
+    out = []
+    for r in rows:
+        e = _section(r["guards"], "expand")
+        if not isinstance(e.get("seconds"), int | float):
+            continue
+        before, after = e.get("usable_before"), e.get("usable_after")
+        out.append(Expansion(
+            int(r["replicate"]), int(e.get("width_before") or 0),
+            int(e.get("allocated_bytes") or 0), float(e["seconds"]),
+            before if isinstance(before, int) else None,
+            after if isinstance(after, int) else None,
+        ))  # fmt: skip
+    return out
 
 
 def _class_alloc(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:

@@ -440,6 +440,21 @@ def resilver() -> Workload:
     )
 
 
+def expand() -> Workload:
+    return Workload(
+        name="expand",
+        family="capacity",
+        summary="RAIDZ expansion (OpenZFS >= 2.3): attach the unused disk to the raidz vdev "
+        "(`zpool attach -w`) with the working set on the pool, timed until the reflow is "
+        "done; MiB/s of allocated data reflowed. Usable space before and after is recorded.",
+        direction="write",
+        unit="MiB/s",
+        fio={"rw": "read", "bs": str(MiB)},
+        needs_data=True,
+        kind="pool",
+    )
+
+
 def capacity() -> Workload:
     return Workload(
         name="capacity",
@@ -453,7 +468,7 @@ def capacity() -> Workload:
     )
 
 
-SPECIAL = ("untar", "degraded-read", "resilver", "capacity")
+SPECIAL = ("untar", "degraded-read", "resilver", "expand", "capacity")
 
 
 def reread() -> Workload:
@@ -504,6 +519,7 @@ def get(name: str) -> Workload:
         "untar": untar,
         "degraded-read": degraded_read,
         "resilver": resilver,
+        "expand": expand,
         "capacity": capacity,
     }
     if name in fixed:

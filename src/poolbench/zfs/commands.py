@@ -82,6 +82,16 @@ def replace(name: str, old: str, new: str, sequential: bool = False) -> list[str
     return ["zpool", "replace", "-f", *(["-s"] if sequential else []), name, old, new]
 
 
+def attach_wait(name: str, vdev: str, new: str) -> list[str]:
+    """OpenZFS >= 2.3: attach `new` to the raidz vdev `vdev` (RAIDZ expansion) and return when
+    the reflow is done (-w)."""
+    return ["zpool", "attach", "-f", "-w", name, vdev, new]
+
+
+def sync(name: str) -> list[str]:
+    return ["zpool", "sync", name]
+
+
 def labelclear(device: str) -> list[str]:
     """OpenZFS only: remove the four labels of a device that no imported pool uses."""
     return ["zpool", "labelclear", "-f", device]

@@ -10,6 +10,7 @@ from poolbench.study.builtin import (
     capacity,
     compression,
     concurrency,
+    expand,
     fill,
     fs_compare,
     geometry,
@@ -46,6 +47,7 @@ STUDIES: dict[str, Builtin] = {
         geometry.BUILTIN,
         qd_curve.BUILTIN,
         special.BUILTIN,
+        expand.BUILTIN,
     )
 }
 
