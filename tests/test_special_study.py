@@ -50,6 +50,12 @@ def test_the_notes_compare_with_the_pool_alone_and_say_how_full_the_special_clas
     assert any("special_small_blocks=0, after smallfile-write-8k: special 1.0 MiB" in x
                and ": 16 MiB of special per GiB" in x for x in lines)  # fmt: skip
     assert "cannot be removed" in lines[-1]
+    # every small file on the special vdev, (almost) nothing on the data vdevs: no ratio
+    rows.append(_row(WITH + "special_small_blocks=16K", "meta-create-seq", 1, 900.0,
+                     normal=512 * 1024, special=2 * MiB))  # fmt: skip
+    lines = special.notes(CTX, facts_from_records(meta, rows))
+    assert ("  special_small_blocks=16K, after meta-create-seq: special 2.0 MiB, data vdevs "
+            "0.5 MiB (too little on the data vdevs for a per-GiB figure)") in lines  # fmt: skip
 
 
 def test_without_recorded_allocations_the_note_says_so() -> None:

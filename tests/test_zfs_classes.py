@@ -78,6 +78,32 @@ def test_zfs_fuse_refuses_special_and_dedup_and_takes_log_cache_spare() -> None:
         ZfsBackend(_fuse()).validate(_spec("raidz1:3 + spare mirror:2", 5))
 
 
+def test_special_small_blocks_needs_a_special_vdev_and_0_is_never_passed() -> None:
+    # OpenZFS 2.3.2 refuses the property on a pool without a special vdev, even at 0 (its
+    # default): "special_small_blocks property requires a special vdev".
+    b = ZfsBackend(_openzfs())
+    three = tuple(f"/dev/loop{i}" for i in range(3))
+    alone = PoolSpec("zfs", "raidz1:3", three, "pbcls", Path("/var/tmp/pb"), {"ashift": "12"},
+                     {"special_small_blocks": "0"})  # fmt: skip
+    b.validate(alone)
+    assert not [w for w in b.create_argv(alone) if w.startswith("special_small_blocks")]
+    small = PoolSpec("zfs", "raidz1:3", alone.devices, "pbcls", Path("/var/tmp/pb"),
+                     {"ashift": "12"}, {"special_small_blocks": "16K"})  # fmt: skip
+    with pytest.raises(UsageError, match="refuses it on a pool without a special vdev"):
+        b.validate(small)
+    with_special = PoolSpec("zfs", "raidz1:3 + special mirror:2",
+                            tuple(f"/dev/loop{i}" for i in range(5)), "pbcls",
+                            Path("/var/tmp/pb"), {"ashift": "12"},
+                            {"special_small_blocks": "16K"})  # fmt: skip
+    b.validate(with_special)
+    assert "special_small_blocks=16K" in b.create_argv(with_special)
+    for bad in ("24K", "32M"):
+        with pytest.raises(UsageError, match="0 or a power of two from 512 to 16M"):
+            b.validate(PoolSpec("zfs", "raidz1:3 + special mirror:2", with_special.devices,
+                                "pbcls", Path("/var/tmp/pb"), {"ashift": "12"},
+                                {"special_small_blocks": bad}))  # fmt: skip
+
+
 def test_status_sections_name_the_class_leaves() -> None:
     text = """  pool: p
  state: ONLINE

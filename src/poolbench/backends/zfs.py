@@ -192,6 +192,14 @@ class ZfsBackend:
                 )
         for key, value in spec.fs_options.items():
             self._validate_property(key, str(value), fuse, a.version)
+        small = str(spec.fs_options.get("special_small_blocks", "0"))
+        if small != "0" and not any(cls in ("special", "dedup") for cls, _ in classes):
+            raise UsageError(
+                f"special_small_blocks={small} on layout '{spec.layout}': OpenZFS refuses it "
+                "on a pool without a special vdev.",
+                "Add a special vdev to the layout (e.g. '+ special mirror:2'), or use "
+                "special_small_blocks=0 for this layout (a study's exclude can pair them).",
+            )
 
     def _validate_layout(
         self, spec: PoolSpec, a: Availability
@@ -289,8 +297,14 @@ class ZfsBackend:
             for _, group in (p for p in placed if p[0] == cls):
                 words += group
         force = self._needs_force(vdevs, members, classes)
+        # special_small_blocks=0 is ZFS's default, and OpenZFS refuses the property, even at
+        # 0, on a pool without a special vdev ("property requires a special vdev", 2.3.2)
+        fs_options = {
+            k: v for k, v in spec.fs_options.items()
+            if not (k == "special_small_blocks" and str(v) == "0")
+        }  # fmt: skip
         return commands.create(
-            spec.name, words, str(mountpoint), spec.pool_options, spec.fs_options, force
+            spec.name, words, str(mountpoint), spec.pool_options, fs_options, force
         )
 
     @staticmethod
@@ -335,7 +349,12 @@ class ZfsBackend:
         for leaf in pool.described["leaves"] + _all_class_leaves(pool.described):
             self.link_member(link_dir, leaf)
         pool.described["unused_devices"] = list(spec.devices[len(members) :])
-        pool.block_devices = block_names(pool.described["leaves"])
+        # The devices that hold the pool's blocks: the data vdevs', and a special or dedup
+        # vdev's (metadata and small blocks live there: a cold stat reads them). Not a log's
+        # (its blocks are copies of what reaches the data vdevs) nor a cache's.
+        sections = pool.described.get("class_leaves") or {}
+        held = [leaf for c in ("special", "dedup") for leaf in sections.get(c, [])]
+        pool.block_devices = block_names(pool.described["leaves"] + held)
         return pool
 
     @staticmethod

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from poolbench.store.facts import ConfigFacts, StudyFacts
 
 GiB = 1 << 30
+PER_GIB_FLOOR = 1 << 20  # below this on the data vdevs, special-per-GiB is not a figure
 SMALL_BLOCKS = ["0", "16K", "64K"]
 # 8K files fit every threshold above 0; 32K files only 64K: the threshold's effect shows.
 WORKLOADS = ["meta-create-seq", "meta-stat-seq", "smallfile-write-8k", "smallfile-read-8k",
@@ -132,8 +133,10 @@ def _fill_line(c: ConfigFacts, workload: str, alloc: Mapping[str, int]) -> str:
     ssb = c.level("special_small_blocks", "0")
     text = f"  special_small_blocks={ssb}, after {workload}: special {special / MiB:.1f} MiB, "
     text += f"data vdevs {normal / MiB:.1f} MiB"
-    if normal > 0:
+    if normal >= PER_GIB_FLOOR:
         text += f": {special / (normal / GiB) / MiB:,.0f} MiB of special per GiB on the data vdevs"
+    else:  # empty files, or every block went to the special vdev: a ratio would mislead
+        text += " (too little on the data vdevs for a per-GiB figure)"
     return text
 
 
