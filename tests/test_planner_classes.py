@@ -9,7 +9,14 @@ from poolbench.errors import UsageError
 from poolbench.planner.capacity import plan_pool
 from poolbench.planner.expansion import plan_expansion
 from poolbench.planner.layout import parse_layout
-from poolbench.planner.rules import OZ_08, OZ_21, V23, ZOL_07, raidz_expansion_supported
+from poolbench.planner.rules import (
+    OZ_08,
+    OZ_21,
+    V23,
+    ZOL_07,
+    raidz_expansion_supported,
+    reported_release,
+)
 
 K, M, G = 1 << 10, 1 << 20, 1 << 30
 LEAF_1G = G - 4 * M - 512 * K  # 1069023232: labels and boot area off a 1 GiB file
@@ -135,3 +142,8 @@ def test_expansion_refuses_what_zpool_attach_refuses() -> None:
             plan_expansion(plan_pool(parse_layout(text), 12, OZ_21), 5)
     assert raidz_expansion_supported("2.3") and raidz_expansion_supported("2.3.2")
     assert not any(raidz_expansion_supported(v) for v in ("2.2.7", "2.1", "v23", "zfs-fuse"))
+    # as the pool reports it (`zpool version`), which the expand workload asks
+    reported = {"zfs-2.3.2-2~bpo12+2": True, "zfs-2.2.2-0ubuntu9": False,
+                "zfs-fuse, pool version 23": False, "": False}  # fmt: skip
+    for text, ok in reported.items():
+        assert raidz_expansion_supported(reported_release(text)) is ok, text

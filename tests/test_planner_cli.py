@@ -115,8 +115,9 @@ def _example_layouts() -> list[tuple[str, str, int, str]]:
 
 @pytest.mark.parametrize(("example", "layout", "count", "size"), _example_layouts())
 def test_every_example_layout_plans(example: str, layout: str, count: int, size: str) -> None:
-    # dRAID needs OpenZFS 2.1+; every other example layout is planned for zfs-fuse (v23).
-    version = "2.3" if layout.startswith("draid") else "v23"
+    # dRAID needs OpenZFS 2.1+ and a special vdev 0.8+; every other example layout is
+    # planned for zfs-fuse (v23).
+    version = "2.3" if layout.startswith("draid") or "special" in layout else "v23"
     doc = _plan_json("--layout", layout, "--disks", f"{count}x{size}", "--zfs-version", version)
     # the same vdevs the ZFS backend builds for the study
     want = []

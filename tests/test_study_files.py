@@ -31,6 +31,8 @@ EXPECTED_TRIALS = {
     "sync-slog.toml": 3 * 3 * 3,
     "geometry.toml": 4 * 3,
     "qd-curve.toml": 2 * 3,
+    "special.toml": 4 * 3,
+    "expand.toml": 1 * 3,
 }
 
 INVALID = {

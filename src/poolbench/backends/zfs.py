@@ -574,10 +574,10 @@ class ZfsBackend:
         returns USED + AVAIL of the root dataset afterwards. `zpool attach -w` returns when
         the reflow is done, but the new metaslabs arrive in a later transaction group (seen
         on 2.3.2: SIZE still the old width's until then): two `zpool sync` first."""
-        from poolbench.planner.rules import raidz_expansion_supported
+        from poolbench.planner.rules import raidz_expansion_supported, reported_release
 
         a = self.check()
-        if not raidz_expansion_supported(a.version):
+        if not raidz_expansion_supported(reported_release(a.version)):
             raise UsageError(
                 f"RAIDZ expansion needs OpenZFS 2.3 or later; this ZFS is {a.version}.",
                 "Drop the expand workload, or run it on OpenZFS >= 2.3 (the guest tier: "

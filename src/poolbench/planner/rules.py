@@ -208,14 +208,21 @@ def rules_by_name(name: str) -> RuleSet:
 _REPORTED_RE = re.compile(r"(\d+(?:\.\d+){1,3}(?:-rc\d+)?)", re.IGNORECASE)
 
 
+def reported_release(zfs_version: str) -> str:
+    """The release in a version as ZFS reported it, in --zfs-version's grammar:
+    'zfs-2.3.2-2~bpo12+2' → '2.3.2'; zfs-fuse (or nothing: this machine's ZFS) → 'v23'."""
+    if "fuse" in zfs_version or not zfs_version.strip():
+        return "v23"
+    m = _REPORTED_RE.search(zfs_version)
+    return m.group(1) if m else zfs_version
+
+
 def rules_for_reported(zfs_version: str) -> RuleSet:
     """The rules for a ZFS as a pool reported it: 'zfs-fuse, pool version 23' → v23,
     'zfs-2.3.2-2~bpo12+2' or '2.3.2-2~bpo12+2' → 2.3.2 (an empty version is taken as
     zfs-fuse, this machine's ZFS)."""
-    if "fuse" in zfs_version or not zfs_version.strip():
-        return V23
-    m = _REPORTED_RE.search(zfs_version)
-    return parse_zfs_version(m.group(1) if m else zfs_version)
+    release = reported_release(zfs_version)
+    return V23 if release == "v23" else parse_zfs_version(release)
 
 
 RAIDZ_EXPANSION_SINCE = (2, 3, 0)
