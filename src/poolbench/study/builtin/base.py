@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from poolbench.errors import UsageError
+from poolbench.errors import Unsupported, UsageError
 from poolbench.study.builtin.context import Context, parse_size
 
 if TYPE_CHECKING:
@@ -89,6 +89,16 @@ def working_set(ctx: Context, fraction: float, cap: str = "1G", floor: str = "8M
     """A working set: `fraction` of one disk, between floor and cap, whole MiB."""
     n = min(parse_size(cap), max(parse_size(floor), int(ctx.disk_bytes * fraction)))
     return f"{n // MiB}M"
+
+
+def refuse_on_zfs_fuse(ctx: Context, study: str, needs: str, lacks: str, since: str) -> None:
+    """A study zfs-fuse cannot run, refused before anything is created."""
+    if ctx.dialect == "zfs-fuse":
+        raise Unsupported(
+            f"The {study} study needs {needs}, but this machine's ZFS is zfs-fuse (pool "
+            f"version 23), which has no {lacks} ({since}); nothing was created.",
+            "Run the study on OpenZFS (the guest tier: vm/run-openzfs-tier.sh).",
+        )
 
 
 def need(ctx: Context, n: int, what: str) -> None:

@@ -15,8 +15,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from poolbench.errors import PoolbenchError, Unsupported
-from poolbench.study.builtin.base import Builtin, MiB, StudyDict, need, study_file, working_set
+from poolbench.errors import PoolbenchError
+from poolbench.study.builtin.base import (
+    Builtin,
+    MiB,
+    StudyDict,
+    need,
+    refuse_on_zfs_fuse,
+    study_file,
+    working_set,
+)
 from poolbench.study.builtin.context import Context
 
 if TYPE_CHECKING:
@@ -28,14 +36,13 @@ WORKLOADS = ["seq-write", "expand", "seq-read", "capacity"]
 
 
 def build(ctx: Context) -> StudyDict:
-    if ctx.dialect == "zfs-fuse":
-        raise Unsupported(
-            "The expand study attaches a disk to a raidz vdev (RAIDZ expansion), but this "
-            "machine's ZFS is zfs-fuse (pool version 23), which cannot (OpenZFS 2.3 added "
-            "it); nothing was created.",
-            "Run the study on OpenZFS >= 2.3 (the guest tier: vm/run-openzfs-tier.sh); "
-            "`poolbench plan --layout raidz1:3x4T --expand-to 4` predicts the space.",
-        )
+    refuse_on_zfs_fuse(
+        ctx,
+        "expand",
+        "to attach a disk to a raidz vdev",
+        "RAIDZ expansion",
+        "OpenZFS 2.3 added it; `poolbench plan --expand-to` predicts its space",
+    )
     need(ctx, 4, "expand study (a raidz1 of 3 and the disk to attach)")
     w = ctx.n - 1  # one disk stays out of the pool: the one attached
     default = [f"raidz1:{w}"] + ([f"raidz2:{w}"] if w >= 4 else [])

@@ -18,8 +18,15 @@ import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from poolbench.errors import Unsupported, UsageError
-from poolbench.study.builtin.base import Builtin, MiB, StudyDict, need, study_file
+from poolbench.errors import UsageError
+from poolbench.study.builtin.base import (
+    Builtin,
+    MiB,
+    StudyDict,
+    need,
+    refuse_on_zfs_fuse,
+    study_file,
+)
 from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.headline import mean, ratio_text
 from poolbench.units import parse_special_small
@@ -44,16 +51,6 @@ def with_special(base: str) -> str:
     return f"{base} + {SPECIAL}"
 
 
-def _refuse_on_fuse(ctx: Context) -> None:
-    if ctx.dialect == "zfs-fuse":
-        raise Unsupported(
-            "The special study needs special vdevs and special_small_blocks, but this "
-            "machine's ZFS is zfs-fuse (pool version 23), which has no allocation classes "
-            "(they came with ZFS on Linux 0.8); nothing was created.",
-            "Run the study on OpenZFS (the guest tier: vm/run-openzfs-tier.sh).",
-        )
-
-
 def _small_blocks(ctx: Context) -> list[str]:
     levels = [s.upper() for s in ctx.opt_list("levels", SMALL_BLOCKS)]
     for s in levels:
@@ -62,7 +59,13 @@ def _small_blocks(ctx: Context) -> list[str]:
 
 
 def build(ctx: Context) -> StudyDict:
-    _refuse_on_fuse(ctx)
+    refuse_on_zfs_fuse(
+        ctx,
+        "special",
+        "special vdevs and special_small_blocks",
+        "allocation classes",
+        "they came with ZFS on Linux 0.8",
+    )
     need(ctx, 5, "special study (raidz1 of 3 and a special mirror of 2)")
     base = ctx.options.get("base", f"raidz1:{ctx.n - 2}")
     levels = _small_blocks(ctx)
