@@ -162,6 +162,11 @@ def test_expand_keeps_a_disk_to_attach_and_refuses_what_cannot_expand() -> None:
         check_pool_workloads("zfs", "mirror:2", 4, expand)
     with pytest.raises(UsageError, match="on btrfs has none"):
         check_pool_workloads("btrfs", "raid5", 4, expand)
+    with pytest.raises(UsageError, match="needs OpenZFS 2.3 or later; this ZFS is zfs-fuse"):
+        check_pool_workloads("zfs", "raidz1:3", 4, expand, "zfs-fuse, pool version 23")
+    with pytest.raises(UsageError, match="this ZFS is zfs-2.2.2-0ubuntu9"):
+        check_pool_workloads("zfs", "raidz1:3", 4, expand, "zfs-2.2.2-0ubuntu9")
+    check_pool_workloads("zfs", "raidz1:3", 4, expand, "zfs-2.3.2-2~bpo12+2")
 
 
 def test_width_layouts_on_and_off_the_rule() -> None:
@@ -344,6 +349,24 @@ def test_dry_run_at_full_scale_prints_plan_and_duration(
     assert int(m.group(2)) == len(matrix.plan(parse(toml.stdout), 1))
     assert "dry run: nothing was changed" in p.stderr
     assert not (tmp_path / "scratch").exists()
+    assert not (tmp_path / "r.db").exists() or _count(tmp_path / "r.db") == 0
+
+
+@needs_root
+def test_a_study_file_asking_zfs_fuse_to_expand_a_raidz_is_refused_before_anything(
+    zfs_fuse: None, tmp_path: Path
+) -> None:
+    study = tmp_path / "expand.toml"
+    study.write_text(
+        'name = "expand-here"\nreplicates = 2\n[disks]\ncount = 4\nsize = "256M"\n'
+        'source = "loop"\n[factors]\nbackend = ["zfs"]\nlayout = ["raidz1:3"]\n'
+        '[workloads]\nnames = ["seq-write", "expand"]\nsize = "16M"\n'
+    )
+    p = poolbench("run", str(study), "--db", str(tmp_path / "r.db"),
+                  "--scratch-dir", str(tmp_path / "scratch"))  # fmt: skip
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "expand (RAIDZ expansion) needs OpenZFS 2.3 or later; this ZFS is zfs-fuse" in p.stderr
+    assert "Traceback" not in p.stderr and not (tmp_path / "scratch").exists()
     assert not (tmp_path / "r.db").exists() or _count(tmp_path / "r.db") == 0
 
 

@@ -102,8 +102,17 @@ def disks_for(disks: Disks, levels: Mapping[str, str]) -> Disks:
     return disks.model_copy(update={"vdev_source": source})
 
 
-def _check_expand(backend: str, layout: str, n_disks: int) -> None:
-    """RAIDZ expansion needs ZFS, a raidz vdev and a disk the layout leaves unused."""
+def _check_expand(backend: str, layout: str, n_disks: int, version: str) -> None:
+    """RAIDZ expansion needs OpenZFS >= 2.3, a raidz vdev and a disk the layout leaves
+    unused."""
+    from poolbench.planner.rules import raidz_expansion_supported, reported_release
+
+    if backend == "zfs" and version and not raidz_expansion_supported(reported_release(version)):
+        raise UsageError(
+            f"expand (RAIDZ expansion) needs OpenZFS 2.3 or later; this ZFS is {version}.",
+            "Drop the expand workload, or run the study on OpenZFS >= 2.3 (the guest tier: "
+            "vm/run-openzfs-tier.sh).",
+        )
     vdevs = parse_topology(layout, n_disks) if backend == "zfs" else ()
     if not any(v.kind.startswith("raidz") for v in vdevs):
         raise UsageError(
@@ -118,12 +127,12 @@ def _check_expand(backend: str, layout: str, n_disks: int) -> None:
 
 
 def check_pool_workloads(
-    backend: str, layout: str, n_disks: int, workloads: Sequence[Workload]
+    backend: str, layout: str, n_disks: int, workloads: Sequence[Workload], version: str = ""
 ) -> None:
     """Refuse, before anything is built, a degraded-read, resilver or expansion the pool
     cannot do."""
     if any(w.name == "expand" for w in workloads):
-        _check_expand(backend, layout, n_disks)
+        _check_expand(backend, layout, n_disks, version)
     if not any(w.pool_state == "degraded" for w in workloads):
         return
     if backend != "zfs":

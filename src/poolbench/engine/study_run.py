@@ -130,7 +130,8 @@ class StudyRun:
             spec = trial.spec_for(cfg, dummy, "pbcheck", self.paths.scratch)
             self.backends[name].validate(spec)
             pool_ops.disks_for(self.study.disks, dict(cfg.levels))
-            pool_ops.check_pool_workloads(name, spec.layout, n, self.workloads)
+            avail = found.get(name) or self.backends[name].check()
+            pool_ops.check_pool_workloads(name, spec.layout, n, self.workloads, avail.version)
         if not self.configs:
             raise UsageError(
                 f"Study '{self.study.name}': its exclude list drops every configuration.",
