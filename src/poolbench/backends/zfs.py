@@ -349,12 +349,7 @@ class ZfsBackend:
         for leaf in pool.described["leaves"] + _all_class_leaves(pool.described):
             self.link_member(link_dir, leaf)
         pool.described["unused_devices"] = list(spec.devices[len(members) :])
-        # The devices that hold the pool's blocks: the data vdevs', and a special or dedup
-        # vdev's (metadata and small blocks live there: a cold stat reads them). Not a log's
-        # (its blocks are copies of what reaches the data vdevs) nor a cache's.
-        sections = pool.described.get("class_leaves") or {}
-        held = [leaf for c in ("special", "dedup") for leaf in sections.get(c, [])]
-        pool.block_devices = block_names(pool.described["leaves"] + held)
+        pool.block_devices = _holding_devices(pool.described)
         return pool
 
     @staticmethod
@@ -590,6 +585,11 @@ class ZfsBackend:
             self.link_member(link_dir, new)
         for _ in range(2):
             pools.run(self.runner, commands.sync(name))
+        # The pool has one member more: read it back, and count the new disk in every device
+        # window from now on (the session's target shares this list).
+        unused = [d for d in pool.described.get("unused_devices") or [] if d != new]
+        pool.described.update(self.describe(name), unused_devices=unused)
+        pool.block_devices[:] = _holding_devices(pool.described)
         return self.usable_now(pool)
 
     def allocated(self, pool: Pool) -> int | None:
@@ -774,6 +774,15 @@ def _property_problems(spec: PoolSpec, props: dict[str, Any], mountpoint: Path) 
     if mp != str(mountpoint):
         problems.append(f"mountpoint is {mp}, not {mountpoint}")
     return problems
+
+
+def _holding_devices(described: dict[str, Any]) -> list[str]:
+    """Kernel names of the devices that hold the pool's blocks: the data vdevs', and a special
+    or dedup vdev's (metadata and small blocks live there: a cold stat reads them). Not a
+    log's (its blocks are copies of what reaches the data vdevs) nor a cache's."""
+    sections = described.get("class_leaves") or {}
+    held = [leaf for c in ("special", "dedup") for leaf in sections.get(c, [])]
+    return block_names(list(described["leaves"]) + held)
 
 
 def _member_count(vdevs: tuple[Vdev, ...], classes: tuple[tuple[str, Vdev], ...]) -> int:

@@ -251,7 +251,8 @@ def subject_for(
     devices = Target(
         str(pool.mountpoint),
         MountInfo(str(pool.mountpoint), spec.backend, spec.name, ""),
-        devices=list(pool.block_devices),
+        # the pool's own list: an expansion adds its new member to every later window
+        devices=pool.block_devices,
         how=f"members of {spec.backend} pool {spec.name}",
         unverified_reason="" if pool.block_devices else "the pool's members are plain files",
     )
