@@ -126,9 +126,24 @@ def _versus(facts: StudyFacts) -> list[str]:
                 continue
             lines.append(
                 f"  special_small_blocks={ssb}, {w}: {_value_text(w, values)} vs "
-                f"{_value_text(w, base.figures[w])} without: {ratio_text(a, b)}"
+                f"{_value_text(w, base.figures[w])} without: " + _verdict(base.figures[w], values)
             )
-    return ["with a special mirror against the pool alone:", *lines] if lines else []
+    head = "with a special mirror against the pool alone (ratio of means, 95% Fieller CI):"
+    return [head, *lines] if lines else []
+
+
+def _verdict(without: tuple[float, ...], with_special: tuple[float, ...]) -> str:
+    """The ratio, and whether the replicates show it is not noise."""
+    from poolbench.stats.compare import ratio_ci  # scipy: imported when a note needs it
+
+    a, b = mean(with_special), mean(without)
+    assert a is not None and b is not None
+    text = ratio_text(a, b)
+    r = ratio_ci(without, with_special)
+    if r.undetermined:
+        return f"{text}; {r.undetermined}"
+    ci = f"CI {r.low:.2f}–{r.high:.2f}×"
+    return f"{text} ({ci})" if r.significant else f"no significant difference ({text}; {ci})"
 
 
 def _fill_line(c: ConfigFacts, workload: str, alloc: Mapping[str, int]) -> str:
