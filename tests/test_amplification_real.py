@@ -42,6 +42,9 @@ def zpool(zfs_fuse: None, tmp_path: Path, request: pytest.FixtureRequest) -> Ite
     loops: list[str] = []
     created = False
     mnt = tmp_path / "mnt"
+    # A zfs-fuse that died under an earlier attempt (the rerun's condition) brings its pools
+    # back when it restarts: this test's own name, so destroying it harms no one else's.
+    sh("zpool", "destroy", "-f", "pbampz", check=False)
     try:
         loops = _loops(tmp_path, width, "256M")
         sh("zpool", "create", "-o", "ashift=12", "-m", str(mnt), "pbampz", kind, *loops)
@@ -49,10 +52,12 @@ def zpool(zfs_fuse: None, tmp_path: Path, request: pytest.FixtureRequest) -> Ite
         sh("zfs", "set", "recordsize=128K", "pbampz")
         yield mnt
     finally:
-        if created:
-            destroy_pool(LocalRunner(), "pbampz")
-        for d in loops:
-            sh("losetup", "--detach", d, check=False)
+        try:
+            if created:
+                destroy_pool(LocalRunner(), "pbampz")
+        finally:  # the loop devices go even when the pool could not be destroyed
+            for d in loops:
+                sh("losetup", "--detach", d, check=False)
 
 
 # (layout, width) → modelled amplification, by hand: a 128K record at ashift 12 is 32 sectors;

@@ -26,6 +26,9 @@ from poolbench.zfs import parse
 
 MiB = 1 << 20
 IS_ROOT = os.geteuid() == 0
+# Device names no machine has: whether `zpool create` needs -f depends on the members' sizes,
+# and /dev/loopN may exist here with any size (another test's loop device).
+NO_DEVICE = "/dev/pbcls-none"
 
 
 def _openzfs() -> RecordingRunner:
@@ -44,7 +47,7 @@ def _fuse() -> RecordingRunner:
 
 
 def _spec(layout: str, n: int) -> PoolSpec:
-    devices = tuple(f"/dev/loop{i}" for i in range(n))
+    devices = tuple(f"{NO_DEVICE}{i}" for i in range(n))
     return PoolSpec("zfs", layout, devices, "pbcls", Path("/var/tmp/pb"), {"ashift": "12"})
 
 
@@ -53,7 +56,7 @@ def test_argv_puts_each_class_word_once_after_the_data_vdevs() -> None:
     spec = _spec("raidz2:6 + log mirror:2 + special mirror:2 + spare 2 + cache 1 + log mirror:2",
                  16)  # fmt: skip
     b.validate(spec)
-    d = [f"/dev/loop{i}" for i in range(16)]
+    d = [f"{NO_DEVICE}{i}" for i in range(16)]
     assert b.create_argv(spec) == [
         "zpool", "create", "-f", "-o", "ashift=12", "-m", "/var/tmp/pb/pbcls", "pbcls",
         "raidz2", *d[0:6],
@@ -82,7 +85,7 @@ def test_special_small_blocks_needs_a_special_vdev_and_0_is_never_passed() -> No
     # OpenZFS 2.3.2 refuses the property on a pool without a special vdev, even at 0 (its
     # default): "special_small_blocks property requires a special vdev".
     b = ZfsBackend(_openzfs())
-    three = tuple(f"/dev/loop{i}" for i in range(3))
+    three = tuple(f"{NO_DEVICE}{i}" for i in range(3))
     alone = PoolSpec("zfs", "raidz1:3", three, "pbcls", Path("/var/tmp/pb"), {"ashift": "12"},
                      {"special_small_blocks": "0"})  # fmt: skip
     b.validate(alone)
@@ -92,7 +95,7 @@ def test_special_small_blocks_needs_a_special_vdev_and_0_is_never_passed() -> No
     with pytest.raises(UsageError, match="refuses it on a pool without a special vdev"):
         b.validate(small)
     with_special = PoolSpec("zfs", "raidz1:3 + special mirror:2",
-                            tuple(f"/dev/loop{i}" for i in range(5)), "pbcls",
+                            tuple(f"{NO_DEVICE}{i}" for i in range(5)), "pbcls",
                             Path("/var/tmp/pb"), {"ashift": "12"},
                             {"special_small_blocks": "16K"})  # fmt: skip
     b.validate(with_special)

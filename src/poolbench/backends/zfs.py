@@ -30,7 +30,7 @@ from poolbench.backends.base import (
     parse_classes,
     parse_topology,
 )
-from poolbench.errors import PoolbenchError, UsageError
+from poolbench.errors import PoolbenchError, Unsupported, UsageError
 from poolbench.guards import cache
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import CommandError, Runner
@@ -573,7 +573,7 @@ class ZfsBackend:
 
         a = self.check()
         if not raidz_expansion_supported(reported_release(a.version)):
-            raise UsageError(
+            raise Unsupported(
                 f"RAIDZ expansion needs OpenZFS 2.3 or later; this ZFS is {a.version}.",
                 "Drop the expand workload, or run it on OpenZFS >= 2.3 (the guest tier: "
                 "vm/run-openzfs-tier.sh).",

@@ -31,7 +31,7 @@ from poolbench.backends.zfs import ZfsBackend
 from poolbench.engine.hooks import OpResult
 from poolbench.engine.records import Findings
 from poolbench.engine.session import Subject
-from poolbench.errors import PoolbenchError, UsageError
+from poolbench.errors import PoolbenchError, Unsupported, UsageError
 from poolbench.guards import geometry
 from poolbench.guards.devices import MountInfo, Target, mount_of
 from poolbench.safety.journal import Journal
@@ -108,7 +108,7 @@ def _check_expand(backend: str, layout: str, n_disks: int, version: str) -> None
     from poolbench.planner.rules import raidz_expansion_supported, reported_release
 
     if backend == "zfs" and version and not raidz_expansion_supported(reported_release(version)):
-        raise UsageError(
+        raise Unsupported(
             f"expand (RAIDZ expansion) needs OpenZFS 2.3 or later; this ZFS is {version}.",
             "Drop the expand workload, or run the study on OpenZFS >= 2.3 (the guest tier: "
             "vm/run-openzfs-tier.sh).",
