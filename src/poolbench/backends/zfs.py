@@ -569,10 +569,8 @@ class ZfsBackend:
         returns USED + AVAIL of the root dataset afterwards. `zpool attach -w` returns when
         the reflow is done, but the new metaslabs arrive in a later transaction group (seen
         on 2.3.2: SIZE still the old width's until then): two `zpool sync` first."""
-        from poolbench.planner.rules import raidz_expansion_supported, reported_release
-
         a = self.check()
-        if not raidz_expansion_supported(reported_release(a.version)):
+        if not expansion_supported(a.version):
             raise Unsupported(
                 f"RAIDZ expansion needs OpenZFS 2.3 or later; this ZFS is {a.version}.",
                 "Drop the expand workload, or run it on OpenZFS >= 2.3 (the guest tier: "
@@ -774,6 +772,14 @@ def _property_problems(spec: PoolSpec, props: dict[str, Any], mountpoint: Path) 
     if mp != str(mountpoint):
         problems.append(f"mountpoint is {mp}, not {mountpoint}")
     return problems
+
+
+def expansion_supported(version: str) -> bool:
+    """Whether the ZFS that reported `version` (`zpool version`'s first line, or zfs-fuse's)
+    can attach a disk to a raidz vdev: OpenZFS >= 2.3."""
+    from poolbench.planner.rules import raidz_expansion_supported, reported_release
+
+    return raidz_expansion_supported(reported_release(version))
 
 
 def _holding_devices(described: dict[str, Any]) -> list[str]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from poolbench.backends.base import Backend, Pool, parse_topology
-from poolbench.backends.zfs import ZfsBackend
+from poolbench.backends.zfs import ZfsBackend, expansion_supported
 from poolbench.engine.hooks import OpResult
 from poolbench.engine.records import Findings
 from poolbench.engine.session import Subject
@@ -105,9 +105,7 @@ def disks_for(disks: Disks, levels: Mapping[str, str]) -> Disks:
 def _check_expand(backend: str, layout: str, n_disks: int, version: str) -> None:
     """RAIDZ expansion needs OpenZFS >= 2.3, a raidz vdev and a disk the layout leaves
     unused."""
-    from poolbench.planner.rules import raidz_expansion_supported, reported_release
-
-    if backend == "zfs" and version and not raidz_expansion_supported(reported_release(version)):
+    if backend == "zfs" and version and not expansion_supported(version):
         raise Unsupported(
             f"expand (RAIDZ expansion) needs OpenZFS 2.3 or later; this ZFS is {version}.",
             "Drop the expand workload, or run the study on OpenZFS >= 2.3 (the guest tier: "
