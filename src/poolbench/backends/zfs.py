@@ -564,9 +564,10 @@ class ZfsBackend:
         if not self.runner.dry_run and not distributed:
             self.link_member(link_dir, new)
 
-    def expand(self, pool: Pool, vdev: str, new: str) -> int | None:
+    def expand(self, pool: Pool, vdev: str, new: str) -> tuple[float, int | None]:
         """Attach `new` to the raidz vdev `vdev` and wait for the reflow (OpenZFS >= 2.3);
-        returns USED + AVAIL of the root dataset afterwards. `zpool attach -w` returns when
+        returns the seconds `zpool attach -w` took and USED + AVAIL of the root dataset
+        afterwards. `zpool attach -w` returns when
         the reflow is done, but the new metaslabs arrive in a later transaction group (seen
         on 2.3.2: SIZE still the old width's until then): two `zpool sync` first."""
         a = self.check()
@@ -577,7 +578,9 @@ class ZfsBackend:
                 "vm/run-openzfs-tier.sh).",
             )
         name = pool.spec.name
+        t0 = time.monotonic()
         pools.run(self.runner, commands.attach_wait(name, vdev, new))
+        seconds = max(time.monotonic() - t0, 1e-3)
         _, link_dir = self.paths(pool.spec)
         if not self.runner.dry_run:
             self.link_member(link_dir, new)
@@ -588,7 +591,7 @@ class ZfsBackend:
         unused = [d for d in pool.described.get("unused_devices") or [] if d != new]
         pool.described.update(self.describe(name), unused_devices=unused)
         pool.block_devices[:] = _holding_devices(pool.described)
-        return self.usable_now(pool)
+        return seconds, self.usable_now(pool)
 
     def allocated(self, pool: Pool) -> int | None:
         """The pool's allocated bytes (zpool ALLOC: parity included) now."""

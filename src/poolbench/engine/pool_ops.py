@@ -345,9 +345,7 @@ class PoolHooks:
             )
         before = self.backend.usable_now(self.pool)
         alloc = self.backend.allocated(self.pool) or 0
-        t0 = time.monotonic()
-        after = self.backend.expand(self.pool, raidz[0].name, spare_list[0])
-        seconds = max(time.monotonic() - t0, 1e-3)
+        seconds, after = self.backend.expand(self.pool, raidz[0].name, spare_list[0])
         if after is not None:  # what a later capacity workload reports
             self.pool.described["usable_bytes"] = after
         section = {
