@@ -57,10 +57,12 @@ EXPECTED_TRIALS = {
     "width": 7 * 3,
     "capacity": 5 * 2 * 2,
     "sync-slog": 3 * 3 * 3,  # sync standard/always/disabled (OpenZFS) × log none/single/mirror
-    "geometry": 4 * 3,  # mirror pairs, raidz1, raidz2, draid1 over the same 6 disks
+    # mirror pairs, raidz1, raidz2, draid1 over the same 6 disks, on a dataset and a zvol
+    "geometry": 4 * 2 * 3,
     "qd-curve": 2 * 3,  # mirror pairs, raidz1; the depth × jobs sweep is workloads
     "special": 4 * 3,  # raidz1:3 alone once, with a special mirror at 0, 16K and 64K
     "expand": 1 * 3,  # raidz1:3 grown to 4 disks
+    "volblocksize": 2 * 3 * 3,  # mirror pairs and raidz1 × volblocksize 8K, 16K, 64K
 }
 
 

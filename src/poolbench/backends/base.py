@@ -112,6 +112,8 @@ class PoolSpec:
     mount_root: Path  # where mountpoints are made
     pool_options: Mapping[str, str] = field(default_factory=dict)  # zfs: ashift
     fs_options: Mapping[str, str] = field(default_factory=dict)  # dataset props, mount opts, fs
+    # zfs: what the workloads run on, `target` (dataset | zvol) and the zvol's `volblocksize`
+    volume: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from poolbench.backends import zvol
 from poolbench.backends._common import block_names, mount_at, size_of, wait_for
 from poolbench.backends.base import (
     Availability,
@@ -192,6 +193,8 @@ class ZfsBackend:
                 )
         for key, value in spec.fs_options.items():
             self._validate_property(key, str(value), fuse, a.version)
+        large = zvol.MAX_BLOCK_LARGE if self._openzfs_at_least(2, 2) else zvol.MAX_BLOCK_OLD
+        zvol.validate(spec.volume, spec.fs_options, fuse, a.version, large)
         small = str(spec.fs_options.get("special_small_blocks", "0"))
         if small != "0" and not any(cls in ("special", "dedup") for cls, _ in classes):
             raise UsageError(
@@ -530,6 +533,8 @@ class ZfsBackend:
         now = pools.pool_guid(self.runner, name)
         mounted = wait_for(lambda: mount_at(pool.mountpoint, self.mountinfo) is not None)
         problems = _drop_problems(pool, exported, guid, now, mounted, page, arc_ok, arc_said)
+        if pool.described.get("zvol") and not zvol.node_back(name):
+            problems.append(f"the zvol's device {zvol.node(name)} did not come back")
         # False: a step failed; True: every step and the ARC checked out; None: the steps
         # did, but the ARC could not tell (zfs-fuse; other pools' data): the read decides.
         verified = False if problems else (True if arc_ok else None)
@@ -549,6 +554,18 @@ class ZfsBackend:
             "verified": verified,
             "detail": "; ".join(problems),
         }  # fmt: skip
+
+    # -- a zvol target ------------------------------------------------------------------------
+    def create_volume(self, pool: Pool, working_set: int) -> dict[str, Any]:
+        """The configuration's zvol (backends/zvol.py), recorded in the pool's description;
+        it goes with the pool when the pool is destroyed."""
+        made = zvol.create(self.runner, pool.spec.name, pool.spec.volume, pool.spec.fs_options,
+                           working_set)  # fmt: skip
+        pool.described["zvol"] = made
+        return made
+
+    def volume_space(self, pool: Pool) -> dict[str, int]:
+        return zvol.space(self.runner, pool.spec.name) if pool.described.get("zvol") else {}
 
     # -- pool operations (the resilver study) ------------------------------------------------
     def offline(self, pool: Pool, leaf: str) -> None:

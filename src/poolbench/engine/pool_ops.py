@@ -26,11 +26,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from poolbench.backends.base import Backend, Pool, parse_topology
+from poolbench.backends import zvol
+from poolbench.backends.base import Backend, Pool, PoolSpec, parse_topology
 from poolbench.backends.zfs import ZfsBackend, expansion_supported
 from poolbench.engine.hooks import OpResult
 from poolbench.engine.records import Findings
-from poolbench.engine.session import Subject
+from poolbench.engine.session import BlockDevice, Subject, block_device_refusal
 from poolbench.errors import PoolbenchError, Unsupported, UsageError
 from poolbench.guards import geometry
 from poolbench.guards.devices import MountInfo, Target, mount_of
@@ -155,6 +156,32 @@ def check_pool_workloads(
         )
 
 
+def check_volume(spec: PoolSpec, workloads: Sequence[Workload], size: str | None) -> None:
+    """A zvol target, refused before anything is built: workloads that need files, or no
+    working-set size to make the volume from."""
+    if not zvol.wanted(spec.volume):
+        return
+    refused = block_device_refusal(list(workloads))
+    if refused:
+        raise UsageError(*refused)
+    if size is None:
+        raise UsageError(
+            "A zvol target needs [workloads] size: the volume is made to hold the working set "
+            "(the 2x RAM default would not fit in a study's pool).",
+            'Set [workloads] size, e.g. size = "256M".',
+        )
+
+
+def make_volume(backend: Backend, pool: Pool, working_set: int | None) -> BlockDevice | None:
+    """The configuration's zvol, made in the pool (None: it measures the dataset)."""
+    if not zvol.wanted(pool.spec.volume):
+        return None
+    assert isinstance(backend, ZfsBackend) and working_set is not None  # check_volume
+    made = backend.create_volume(pool, working_set)
+    block = made.get("volblocksize") or 0
+    return BlockDevice(Path(made["path"]), int(made["volsize"]), int(block))
+
+
 def usable_bytes(pool: Pool) -> int:
     """The pool's usable space as it reports it (ZFS: USED + AVAIL), else statvfs."""
     usable = pool.described.get("usable_bytes")
@@ -241,11 +268,18 @@ def dry_commands(
 
 # -- what the session measures ----------------------------------------------------------------
 def subject_for(
-    runner: Runner, backend: Backend, pool: Pool, config: str, findings: Findings
+    runner: Runner,
+    backend: Backend,
+    pool: Pool,
+    config: str,
+    findings: Findings,
+    working_set: int | None = None,
 ) -> Subject:
-    """The pool as one object for the measurement session: its mountpoint and members, its
-    backend's cache defeat, the trial's hooks and findings."""
+    """The pool as one object for the measurement session: its mountpoint and members (and
+    the zvol the configuration measures, made here), its backend's cache defeat, the
+    trial's hooks and findings."""
     spec = pool.spec
+    block = make_volume(backend, pool, working_set)
     devices = Target(
         str(pool.mountpoint),
         MountInfo(str(pool.mountpoint), spec.backend, spec.name, ""),
@@ -262,8 +296,13 @@ def subject_for(
         hooks=PoolHooks(runner, backend, pool),
         findings=findings,
         write_model=geometry.for_pool(
-            spec.backend, spec.layout, len(pool.block_devices), pool.described
-        ),
+            spec.backend,
+            spec.layout,
+            len(pool.block_devices),
+            pool.described,
+            block=block.block_size if block else None,
+        ),  # fmt: skip
+        block_device=block,
     )
 
 
@@ -421,6 +460,9 @@ class PoolHooks:
             return {}
         ratio = self.backend.compressratio(self.pool)
         out: dict[str, Any] = {"compressratio": ratio} if ratio else {}
+        volume = self.backend.volume_space(self.pool)  # a zvol target: what it is charged
+        if volume:
+            out["zvol"] = volume
         iostat = self.backend.iostat_snapshot(self.pool)  # OpenZFS: per-vdev I/O and latency
         if iostat:
             out["zpool_iostat"] = iostat

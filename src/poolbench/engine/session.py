@@ -101,6 +101,15 @@ class WorkloadResult:
             self.warnings.append(text)
 
 
+@dataclass(frozen=True)
+class BlockDevice:
+    """A block device measured in place of files: a zvol of a study's pool."""
+
+    path: Path  # its stable name (/dev/zvol/POOL/VOL): an import re-creates the node under it
+    size_bytes: int
+    block_size: int  # ZFS's block for it (volblocksize): the ARC guard's unit
+
+
 # Called before a cold read with the data files; returns what it did (for the record).
 CacheDefeat = Callable[[list[Path]], dict[str, Any]]
 
@@ -119,6 +128,8 @@ class Subject:
     # What the layout must write per application byte (guards/geometry), or None and why;
     # None here: read from the stack at preflight.
     write_model: geometry.Found | None = None
+    # Measured instead of files under `path` (which still holds the job files); None: files.
+    block_device: BlockDevice | None = None
 
     @classmethod
     def directory(cls, path: Path) -> Subject:
@@ -148,7 +159,8 @@ class Session:
         self.seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
         self.round_orders: list[list[str]] = []  # bench: each round's workload order
         self._reads_disturbed = False  # a write ran since the read data was laid out
-        self.workspace = Workspace(runner, subject.path, run_id)
+        block = subject.block_device
+        self.workspace = Workspace(runner, subject.path, run_id, block.path if block else None)
         self.device_target = subject.devices
         self.write_model = subject.write_model
         self.working_set: workingset.WorkingSet | None = None
@@ -165,6 +177,7 @@ class Session:
         self.fio_version = fio.fio_version(self.runner)
         self._refuse_target()
         self._refuse_workloads()
+        self._refuse_block_device()
         meta_bytes = 0
         meta = [w for w in self.options.workloads if w.is_metadata]
         if meta:  # each file: its data (smallfile-*) and about 4 KiB of metadata
@@ -220,6 +233,25 @@ class Session:
             raise UsageError(
                 "Pool operations (capacity, resilver, degraded-read) run only inside a study.",
                 "Use them in a study file, not with `poolbench bench`.",
+            )
+
+    def _refuse_block_device(self) -> None:
+        """On a block device: only what a block device can do, and room for the working
+        set (checked again here: a study checks the workloads before it builds anything)."""
+        block = self.subject.block_device
+        if block is None:
+            return
+        refused = block_device_refusal(self.options.workloads)
+        if refused:
+            raise UsageError(*refused)
+        need = (self.options.size or 0) + max(
+            (int(w.fio.get("bs", 0)) for w in self.options.workloads if w.tail_record), default=0
+        )
+        if self.options.size is None or need > block.size_bytes:
+            raise UsageError(
+                f"The block device {block.path} holds {block.size_bytes} bytes; the working set "
+                f"needs {need or 'an explicit size'}.",
+                "Set [workloads] size to what the device can hold.",
             )
 
     # -- the loops --------------------------------------------------------------------------
@@ -293,6 +325,7 @@ class Session:
             iodepth=self.options.iodepth,
             numjobs=self.options.numjobs,
             metadata_files=self.options.metadata_files,
+            device=str(block.path) if (block := self.subject.block_device) else None,
         )
 
     def _findings_for(self, w: Workload) -> Findings:
@@ -320,8 +353,7 @@ class Session:
         """Prepare the data; a read replicate reads data laid out as in the first one, so a
         file that a write workload has changed since it was laid out is laid out afresh."""
         if w.direction == "read" and self._reads_disturbed:
-            for f in self.workspace.data_files(w, params):
-                f.unlink(missing_ok=True)
+            self.workspace.discard(w, params)
             self._reads_disturbed = False
         elif not w.is_metadata:
             self._reads_disturbed = True
@@ -392,7 +424,8 @@ class Session:
         it: a listing of the metadata directory makes OpenZFS prefetch every file's dnode, and
         a stat reads an inode, which would warm exactly what a cold metadata read measures."""
         files = self.workspace.data_files(w, params) if w.cold else []
-        return files, cache.block_size_of(files)
+        block = self.subject.block_device
+        return files, block.block_size if block else cache.block_size_of(files)
 
     def _sync_metadata(self, w: Workload) -> float:
         """Metadata tests that change the tree end with a timed syncfs; returns its seconds."""
@@ -493,6 +526,25 @@ class Session:
 
     def flush_commands(self) -> None:
         self.commands.flush()
+
+
+def block_device_refusal(workloads: list[Workload]) -> tuple[str, str] | None:
+    """(problem, fix) when a workload cannot run on a block device: one that works on files
+    (metadata, small files, untar), several streams (each a file of its own), or a pool
+    operation; None when all can."""
+    bad = [
+        w.name for w in workloads
+        if w.kind != "fio" or w.is_metadata or w.streams > 1 or w.cached_by_design
+    ]  # fmt: skip
+    if not bad:
+        return None
+    return (
+        f"{', '.join(bad)} cannot run on a block device (a zvol): metadata, small-file, "
+        "untar, multi-stream, cached and pool-operation workloads work on files.",
+        "Measure those on a dataset (target = dataset), and on a zvol only single-stream fio "
+        "reads and writes (seq-read, seq-write, rand-read-4k, rand-write-16k, rand-mix70-16k, "
+        "sync-write-*).",
+    )
 
 
 def _random_io_size(w: Workload) -> int | None:

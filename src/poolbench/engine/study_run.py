@@ -46,6 +46,7 @@ from poolbench.study.model import Study
 from poolbench.study.model import parse as parse_study
 from poolbench.system import probes
 from poolbench.system.runner import Runner
+from poolbench.units import parse_size
 from poolbench.workloads import fio
 from poolbench.workloads.library import parse_list
 
@@ -132,6 +133,7 @@ class StudyRun:
             pool_ops.disks_for(self.study.disks, dict(cfg.levels))
             avail = found.get(name) or self.backends[name].check()
             pool_ops.check_pool_workloads(name, spec.layout, n, self.workloads, avail.version)
+            pool_ops.check_volume(spec, self.workloads, self.study.workloads.size)
         if not self.configs:
             raise UsageError(
                 f"Study '{self.study.name}': its exclude list drops every configuration.",
@@ -325,6 +327,7 @@ class StudyRun:
         devices = sources.make_disks(self.runner, journal, disks, base, claims=self.claims)
         pool = backend.create(trial.spec_for(tc.config, devices, name, base), journal)
         if self.runner.dry_run:
+            pool_ops.make_volume(backend, pool, parse_size(self.study.workloads.size))
             pool_ops.dry_commands(self.runner, pool, tc.levels, self.workloads)
         else:
             trial.refuse_if_not_as_asked(tc, backend.verify(pool))
@@ -337,7 +340,9 @@ class StudyRun:
             trial.options_for(self.study, self.workloads, tc, self.untar_source), seed=self.seed
         )
         findings = trial.findings_for(self.runner, pool, tc, options)
-        subject = pool_ops.subject_for(self.runner, backend, pool, tc.key, findings)
+        subject = pool_ops.subject_for(
+            self.runner, backend, pool, tc.key, findings, working_set=options.size
+        )
         session = Session(
             self.runner, self.store, self.run_id, subject, options, commands=self.commands
         )

@@ -23,6 +23,7 @@ ZFS_FS_OPTIONS = (
     "recordsize", "compression", "atime", "sync", "primarycache", "special_small_blocks",
 )  # fmt: skip
 MD_POOL_OPTIONS = ("chunk", "assume_clean")  # backends/md.py POOL_OPTIONS
+ZFS_VOLUME_OPTIONS = ("target", "volblocksize")  # backends/zvol.py: what the workloads run on
 
 
 class TrialRefused(PoolbenchError):
@@ -30,12 +31,14 @@ class TrialRefused(PoolbenchError):
 
 
 def _options_by_backend(backend: str, levels: dict[str, str]) -> tuple[dict[str, str], ...]:
-    """(pool options, filesystem options) the backend takes from the levels."""
+    """(pool options, filesystem options, volume options) the backend takes from the levels."""
     pool_opts: dict[str, str] = {}
     fs_opts: dict[str, str] = {}
+    volume: dict[str, str] = {}
     if backend == "zfs":
         pool_opts = {k: levels[k] for k in ZFS_POOL_OPTIONS if k in levels}
         fs_opts = {k: levels[k] for k in ZFS_FS_OPTIONS if k in levels}
+        volume = {k: levels[k] for k in ZFS_VOLUME_OPTIONS if k in levels}
     elif backend == "btrfs":
         if "compression" in levels:
             fs_opts["compression"] = levels["compression"]
@@ -44,17 +47,20 @@ def _options_by_backend(backend: str, levels: dict[str, str]) -> tuple[dict[str,
     elif backend == "md":
         pool_opts = {k: levels[k] for k in MD_POOL_OPTIONS if k in levels}
         fs_opts["fs"] = levels.get("fs", "ext4")
-    return pool_opts, fs_opts
+    return pool_opts, fs_opts, volume
 
 
 def spec_for(cfg: matrix.Config, devices: Sequence[str], name: str, mount_root: Path) -> PoolSpec:
     backend = cfg.get("backend", "zfs") or "zfs"
     levels = dict(cfg.levels)
-    pool_opts, fs_opts = _options_by_backend(backend, levels)
+    pool_opts, fs_opts, volume = _options_by_backend(backend, levels)
     # Applied by the trial loop itself; and `fs = <backend>` names a stack's own filesystem
     # (fs-compare's matrix: fs=zfs, fs=btrfs beside md's fs=ext3/ext4/xfs).
     consumed = set(pool_ops.TRIAL_FACTORS) | ({"fs"} if levels.get("fs") == backend else set())
-    unused = set(levels) - {"backend", "layout"} - set(pool_opts) - set(fs_opts) - consumed
+    unused = (
+        set(levels) - {"backend", "layout"} - set(pool_opts) - set(fs_opts) - set(volume)
+        - consumed
+    )  # fmt: skip
     if unused:
         raise UsageError(
             f"Configuration '{cfg.key}': the {backend} backend has no use for "
@@ -69,6 +75,7 @@ def spec_for(cfg: matrix.Config, devices: Sequence[str], name: str, mount_root: 
         mount_root=mount_root,
         pool_options=pool_opts,
         fs_options=fs_opts,
+        volume=volume,
     )
 
 

@@ -1,5 +1,7 @@
 """The files one session works with under the target: its working directory, the fio job
-files, and the data each workload needs prepared (never timed)."""
+files, and the data each workload needs prepared (never timed). On a block device target (a
+zvol) the data is the device's first bytes, laid out once and again after a write changed
+them; the job files still live in the directory."""
 
 from __future__ import annotations
 
@@ -15,8 +17,12 @@ from poolbench.workloads.library import Workload, metadata, smallfile
 class Workspace:
     """`<target>/.poolbench-run<R>-<pid>/`: data files, `meta/` for metadata tests, `jobs/`."""
 
-    def __init__(self, runner: Runner, target: Path, run_id: int) -> None:
+    def __init__(
+        self, runner: Runner, target: Path, run_id: int, device: Path | None = None
+    ) -> None:
         self.runner = runner
+        self.device = device
+        self.device_laid_out = 0  # bytes of the device holding laid-out data (0: none)
         self.root = target / f".poolbench-run{run_id}-{os.getpid()}"
         if runner.dry_run:
             self.root = target / ".poolbench-dry-run"
@@ -34,12 +40,25 @@ class Workspace:
         return str(self.meta_dir if w.is_metadata else self.root)
 
     def data_files(self, w: Workload, params: fiojob.JobParams) -> list[Path]:
+        if self.device is not None:
+            return [self.device]
         if w.is_metadata:
             return sorted(self.meta_dir.glob("meta.*")) if self.meta_dir.exists() else []
         return [self.root / n for n in fiojob.file_names(params, w.streams)]
 
+    def discard(self, w: Workload, params: fiojob.JobParams) -> None:
+        """Forget the data laid out for `w`: its next read lays it out afresh."""
+        if self.device is not None:
+            self.device_laid_out = 0
+            return
+        for f in self.data_files(w, params):
+            f.unlink(missing_ok=True)
+
     def prepare(self, w: Workload, params: fiojob.JobParams) -> None:
         """Bring the data into the state the workload needs. Never timed."""
+        if self.device is not None:
+            self._prepare_device(w, params)
+            return
         if w.is_metadata:
             self._prepare_metadata(w, params)
             return
@@ -56,6 +75,17 @@ class Workspace:
         for f in files:
             f.unlink(missing_ok=True)
         fio.run_job(self.runner, job, self.jobs_dir / f"prepare-{w.name}.fio", "write")
+
+    def _prepare_device(self, w: Workload, params: fiojob.JobParams) -> None:
+        """A write to a block device overwrites what is there (there is no file to delete:
+        fresh_file means nothing); a read or an in-place write needs its bytes written once."""
+        need = fiojob.file_bytes(w, params)
+        if not w.needs_data or self.device_laid_out >= need:
+            return
+        job = fiojob.render_prepare(w, params)
+        assert job is not None
+        fio.run_job(self.runner, job, self.jobs_dir / f"prepare-{w.name}.fio", "write")
+        self.device_laid_out = need
 
     def _prepare_metadata(self, w: Workload, params: fiojob.JobParams) -> None:
         op = w.name.split("-")[1]

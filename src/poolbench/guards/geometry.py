@@ -55,12 +55,19 @@ def _int(value: object) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def for_pool(backend: str, layout: str, n_devices: int, described: Mapping[str, Any]) -> Found:
-    """A study's pool, from what its backend read back after creating it."""
+def for_pool(
+    backend: str,
+    layout: str,
+    n_devices: int,
+    described: Mapping[str, Any],
+    block: int | None = None,
+) -> Found:
+    """A study's pool, from what its backend read back after creating it; `block`: the block
+    written (a zvol's volblocksize) in place of the dataset's recordsize."""
     if backend == "zfs":
         tops = [(str(t["kind"]), int(t["width"])) for t in described.get("topology") or []]
         props = described.get("properties") or {}
-        rs = _int((props.get("recordsize") or {}).get("value"))
+        rs = block or _int((props.get("recordsize") or {}).get("value"))
         return zfs_model(tops, [int(a) for a in described.get("vdev_ashift") or []], rs)
     try:
         if backend == "btrfs":

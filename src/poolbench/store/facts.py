@@ -70,6 +70,22 @@ class Expansion:
 
 
 @dataclass(frozen=True)
+class ZvolSpace:
+    """What a zvol target was charged (guards pool.zvol, read after each measurement): its
+    volblocksize, and per reading the bytes it references (parity and padding, deflated as
+    `zfs list` shows them) and the logical bytes written to it."""
+
+    volblocksize: int
+    readings: tuple[tuple[int, int], ...]  # (referenced, logicalreferenced)
+
+    @property
+    def charged_per_byte(self) -> float | None:
+        """referenced ÷ logicalreferenced of the fullest reading (None: under 1 MiB written)."""
+        ref, logical = max(self.readings, key=lambda x: x[1], default=(0, 0))
+        return ref / logical if logical >= 1 << 20 else None
+
+
+@dataclass(frozen=True)
 class ConfigFacts:
     key: str  # the configuration key as stored ("backend=zfs layout=raidz1 ashift=9")
     levels: Mapping[str, str]  # factor → level, from the recorded study file
@@ -93,6 +109,7 @@ class ConfigFacts:
     # after its last replicate (OpenZFS; guards pool.class_alloc): the special study's fill
     class_alloc: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     expansions: tuple[Expansion, ...] = ()
+    zvol: ZvolSpace | None = None  # a zvol target: its space as ZFS charged it
 
     def level(self, factor: str, default: str = "") -> str:
         return self.levels.get(factor, default)
@@ -230,7 +247,21 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
         cpu_scope=scope,
         class_alloc=_class_alloc(rows),
         expansions=tuple(sorted(_expansions(rows), key=lambda e: e.replicate)),
+        zvol=_zvol_space(rows),
     )
+
+
+def _zvol_space(rows: list[dict[str, Any]]) -> ZvolSpace | None:
+    block, readings = 0, []
+    for r in rows:
+        got = _section(r["guards"], "pool").get("zvol")
+        if not isinstance(got, dict):
+            continue
+        ref, logical = got.get("referenced"), got.get("logicalreferenced")
+        block = block or int(got.get("volblocksize") or 0)
+        if isinstance(ref, int) and isinstance(logical, int):
+            readings.append((ref, logical))
+    return ZvolSpace(block, tuple(readings)) if block else None
 
 
 def _expansions(rows: list[dict[str, Any]]) -> list[Expansion]:

@@ -68,6 +68,10 @@ KNOWN_FACTORS = {
     "primarycache": "ZFS: all | metadata | none",
     "special_small_blocks": "ZFS (OpenZFS): 0, or a power of two up to 16M; blocks this "
     "small or smaller go to the special vdev",
+    "target": "ZFS: dataset (files on the pool's dataset) | zvol (a sparse zvol's block "
+    "device; OpenZFS)",
+    "volblocksize": "ZFS, with target = zvol: the zvol's block, a power of two from 512 "
+    "(without it a zvol takes the recordsize level, else ZFS's default)",
     "fs": "md: ext4 | ext3 | xfs",
     "chunk": "md chunk size (mdadm --chunk), e.g. 64K, 512K",
     "assume_clean": "md: yes | no; yes skips the initial resync (mdadm --assume-clean)",

@@ -31,6 +31,9 @@ class JobParams:
     # fio's randseed for random workloads: the same seed replays the same offsets (with it
     # set, fio ignores randrepeat and seeds every generator from it). None = not seeded.
     randseed: int | None = None
+    # A block device measured in place of files in `directory` (a zvol): fio opens it with
+    # O_DIRECT (the block device's own page cache would otherwise serve reads), one stream.
+    device: str | None = None
 
 
 def data_pattern(compressibility: int) -> dict[str, str]:
@@ -50,6 +53,8 @@ def data_pattern(compressibility: int) -> dict[str, str]:
 
 
 def file_names(params: JobParams, streams: int) -> list[str]:
+    if params.device is not None:
+        return [params.device]
     if streams == 1:
         return [f"{params.file_prefix}.0"]
     return [f"{params.file_prefix}.s{streams}.{i}" for i in range(streams)]
@@ -94,10 +99,17 @@ def _timed(workload: Workload, params: JobParams) -> dict[str, str]:
     return g
 
 
+def _place(params: JobParams) -> dict[str, str]:
+    """Where the data lives: files in a directory, or a block device read and written with
+    O_DIRECT (only the ZFS ARC may then cache a zvol's blocks, and the cold drop evicts it)."""
+    if params.device is not None:
+        return {"direct": "1"}
+    return {"directory": params.directory}
+
+
 def _global_options(workload: Workload, params: JobParams) -> dict[str, str]:
     """The options every measurement's job starts from."""
-    return {
-        "directory": params.directory,
+    return _place(params) | {
         "group_reporting": "1",
         # No posix_fallocate: a write must allocate as an application's write does.
         "fallocate": "none",
@@ -180,8 +192,7 @@ def render_prepare(workload: Workload, params: JobParams) -> str | None:
         return None
     size = file_bytes(workload, params)
     whole, tail = prepare_blocks(size)
-    g: dict[str, str] = {
-        "directory": params.directory,
+    g: dict[str, str] = _place(params) | {
         "rw": "write",
         "ioengine": "psync",
         "fallocate": "none",

@@ -59,6 +59,15 @@ def create(
     return [*argv, "-m", mountpoint, name, *vdev_words]
 
 
+def create_volume(name: str, volsize: int, props: Mapping[str, object]) -> list[str]:
+    """`zfs create -s -V SIZE -o ... POOL/VOL`: a sparse zvol (charged as it is written, so
+    its space is what the data really costs, and no reservation can exceed a small pool)."""
+    argv = ["zfs", "create", "-s", "-V", str(volsize)]
+    for key, value in props.items():
+        argv += ["-o", f"{key}={value}"]
+    return [*argv, name]
+
+
 def destroy(name: str) -> list[str]:
     return ["zpool", "destroy", name]
 

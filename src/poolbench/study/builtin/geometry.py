@@ -2,12 +2,15 @@
 (databases, VM images): IOPS (p99 when recorded) of random 4K/16K reads, writes and a 70/30
 mix, beside the space each block really costs on each layout (the planner's block table).
 
-On a dataset (recordsize = the largest I/O size, so a record is one I/O). dRAID needs
-OpenZFS ≥ 2.1: on zfs-fuse it is left out of the default layouts and refused when asked for.
+On a dataset (recordsize = the largest I/O size, so a record is one I/O) and, on OpenZFS, on
+a zvol whose volblocksize is that same size (`target`: backends/zvol.py), with the space the
+zvol was charged beside the planner's. zfs-fuse has neither zvols nor dRAID: there the
+default is the dataset alone and without dRAID, and either is refused when asked for.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from poolbench.errors import PoolbenchError, Unsupported
@@ -24,6 +27,7 @@ from poolbench.study.builtin.headline import figure
 from poolbench.workloads.library import format_size, parse_record_size
 
 if TYPE_CHECKING:
+    from poolbench.planner.capacity import BlockCost
     from poolbench.store.facts import ConfigFacts, StudyFacts
 
 ASHIFT = 12
@@ -49,10 +53,26 @@ def refuse_draid_on_fuse(ctx: Context, layouts: list[str], study: str) -> None:
         )
 
 
+def default_targets(dialect: str) -> list[str]:
+    return ["dataset"] if dialect == "zfs-fuse" else ["dataset", "zvol"]
+
+
+def refuse_zvol_on_fuse(ctx: Context, targets: list[str], study: str) -> None:
+    if ctx.dialect == "zfs-fuse" and "zvol" in targets:
+        raise Unsupported(
+            f"The {study} study was asked for a zvol target, but this machine's ZFS is "
+            "zfs-fuse, which has no zvols; nothing was created.",
+            "Drop zvol from --targets to measure datasets here, or run the study on OpenZFS "
+            "(the guest tier: vm/run-openzfs-tier.sh).",
+        )
+
+
 def build(ctx: Context) -> StudyDict:
     need(ctx, 4, "geometry study (two mirror pairs)")
     layouts = ctx.opt_list("layouts", default_layouts(ctx.n, ctx.dialect))
     refuse_draid_on_fuse(ctx, layouts, "geometry")
+    targets = ctx.opt_list("targets", default_targets(ctx.dialect))
+    refuse_zvol_on_fuse(ctx, targets, "geometry")
     records = [parse_record_size(r) for r in ctx.opt_list("records", ["4k", "16k"])]
     names: list[str] = []
     for r in records:
@@ -62,21 +82,24 @@ def build(ctx: Context) -> StudyDict:
         ctx,
         "geometry",
         "the same disks as striped mirrors vs raidz1/raidz2 vs dRAID: random reads, writes "
-        "and a 70/30 mix on a dataset whose recordsize is the largest I/O size",
+        "and a 70/30 mix on a dataset whose recordsize is the largest I/O size"
+        + (" and on a zvol of that volblocksize" if "zvol" in targets else ""),
         {
             "backend": ["zfs"],
             "layout": layouts,
             "ashift": [ASHIFT],
+            # on a zvol target this is its volblocksize (backends/zvol.py)
             "recordsize": [format_size(max(records)).upper()],
+            "target": targets,
         },
         {"names": names, "size": working_set(ctx, 0.15, cap="512M"), "runtime": 10},
         disks={"count": ctx.n} if not ctx.devices else None,
     )
 
 
-def block_cost_line(layout: str, facts: StudyFacts, block: int) -> str:
-    """What one `block`-byte block costs on `layout` (first top-level vdev), per the
-    planner's block table: raw bytes written across the members and the efficiency."""
+def planned_block(layout: str, facts: StudyFacts, block: int) -> BlockCost | str:
+    """What one `block`-byte block costs on `layout` (first top-level vdev) per the
+    planner's block table, or why it cannot say."""
     from poolbench.planner.capacity import plan_pool
     from poolbench.planner.layout import parse_layout
     from poolbench.planner.rules import rules_for_reported
@@ -90,21 +113,57 @@ def block_cost_line(layout: str, facts: StudyFacts, block: int) -> str:
     except (PoolbenchError, ValueError) as exc:
         return f"n/a ({exc})"
     cost = next((b for b in plan.vdevs[0].blocks if b.psize == block), None)
-    if cost is None:
-        return f"n/a (the planner has no {format_size(block)} row)"
+    return cost if cost is not None else f"n/a (the planner has no {format_size(block)} row)"
+
+
+def block_cost_line(layout: str, facts: StudyFacts, block: int) -> str:
+    """What one `block`-byte block costs on `layout`: raw bytes written across the members
+    and the efficiency."""
+    cost = planned_block(layout, facts, block)
+    if isinstance(cost, str):
+        return cost
     return (
         f"a {format_size(block)} block writes {cost.raw_bytes // 1024}K raw "
         f"({cost.efficiency:.0%} efficient)"
     )
 
 
-def _by_layout(facts: StudyFacts) -> dict[str, ConfigFacts]:
-    return {c.level("layout"): c for c in facts.configs if c.level("layout")}
+def zvol_space_line(label: str, c: ConfigFacts, facts: StudyFacts) -> str:
+    """What a zvol target was charged per byte written, beside the planner's figure for a
+    block of its volblocksize (BlockCost.charged_bytes: the deflated asize `zfs list` shows)."""
+    space = c.zvol
+    got = space.charged_per_byte if space else None
+    if space is None or got is None:
+        return f"  {label}: not recorded (read with zfs get referenced,logicalreferenced)"
+    text = (
+        f"  {label}: charged {got:.2f} bytes per byte written (referenced ÷ "
+        f"logicalreferenced, volblocksize {format_size(space.volblocksize).upper()})"
+    )
+    cost = planned_block(c.level("layout"), facts, space.volblocksize)
+    if isinstance(cost, str):
+        return f"{text}; planner {cost}"
+    planned = cost.charged_bytes / cost.psize
+    off = got / planned - 1
+    verdict = "as planned" if abs(off) <= SPACE_TOLERANCE else f"{off:+.1%} from the planner"
+    return f"{text}; planner {planned:.2f} ({verdict})"
 
 
-def notes(ctx: Context, facts: StudyFacts) -> list[str]:
-    """Per workload, the layouts best first; then per layout the space a block costs."""
-    configs = _by_layout(facts)
+# A zvol's referenced bytes include its indirect blocks (one 128K L1 per 1024 blocks, before
+# compression): a few percent over the data blocks' own charge.
+SPACE_TOLERANCE = 0.03
+
+
+def config_label(c: ConfigFacts) -> str:
+    """A configuration as the notes name it: its layout, and its target when a zvol."""
+    label = c.level("layout")
+    if c.level("target") == "zvol":
+        vbs = c.level("volblocksize") or c.level("recordsize")
+        label += f" zvol{f' {vbs}' if vbs else ''}"
+    return label
+
+
+def ranked_lines(configs: Mapping[str, ConfigFacts]) -> list[str]:
+    """Per workload, the configurations best first by IOPS (p99 when recorded)."""
     workloads = list(dict.fromkeys(w for c in configs.values() for w in c.figures))
     lines: list[str] = []
     for w in workloads:
@@ -116,14 +175,26 @@ def notes(ctx: Context, facts: StudyFacts) -> list[str]:
         if len(ranked) < 2:
             continue
         lines.append(f"{w}: " + " > ".join(f"{lay} {f.text()}" for lay, f in ranked))
+    return lines
+
+
+def notes(ctx: Context, facts: StudyFacts) -> list[str]:
+    """Per workload, the layouts (and targets) best first; per layout the space a block
+    costs; per zvol what it was charged."""
+    configs = {config_label(c): c for c in facts.configs if c.level("layout")}
+    lines = ranked_lines(configs)
     blocks = {parse_size(c.level("recordsize", "16K")) for c in configs.values()}
     lines.append(
         "space each block really costs (planner block table, ashift 12; raidz pads each "
         "block to a multiple of parity+1 sectors, a mirror writes one copy per disk):"
     )
-    for lay in configs:
+    for lay in dict.fromkeys(c.level("layout") for c in configs.values()):
         for b in sorted({4096, *blocks}):
             lines.append(f"  {lay}: {block_cost_line(lay, facts, b)}")
+    zvols = [zvol_space_line(label, c, facts) for label, c in configs.items()
+             if c.level("target") == "zvol"]  # fmt: skip
+    if zvols:
+        lines += ["space a zvol was charged once its working set was written:", *zvols]
     return lines
 
 
@@ -135,6 +206,7 @@ BUILTIN = Builtin(
     {
         "layouts": "layouts over the same disks, e.g. mirror:2+mirror:2,raidz1:4",
         "records": "random I/O sizes, e.g. 4k,16k",
+        "targets": "dataset, zvol or both (zvol: OpenZFS only)",
     },
     notes=notes,
 )

@@ -22,6 +22,7 @@ from poolbench.study.builtin import (
     special,
     sync_slog,
     vdev_source,
+    volblocksize,
     width,
 )
 from poolbench.study.builtin.base import COMMON_OPTIONS, Builtin, StudyDict
@@ -48,6 +49,7 @@ STUDIES: dict[str, Builtin] = {
         qd_curve.BUILTIN,
         special.BUILTIN,
         expand.BUILTIN,
+        volblocksize.BUILTIN,
     )
 }
 
