@@ -150,6 +150,32 @@ def test_special_needs_allocation_classes_and_checks_its_thresholds() -> None:
         registry.build("special", Context(4, "1G", dialect="openzfs"))
 
 
+def test_volblocksize_measures_zvols_and_geometry_adds_them_on_openzfs() -> None:
+    data = registry.build("volblocksize", Context(4, "1G", dialect="openzfs"))
+    f = data["factors"]
+    assert f["layout"] == ["mirror:2+mirror:2", "raidz1:4"] and f["target"] == ["zvol"]
+    assert f["volblocksize"] == ["8K", "16K", "64K"] and f["compression"] == ["off"]
+    names = data["workloads"]["names"]
+    assert names == ["rand-read-4k", "rand-write-4k", "rand-mix70-4k", "rand-read-16k",
+                     "rand-write-16k", "rand-mix70-16k"]  # fmt: skip
+    # every workload can run on a block device
+    from poolbench.engine.session import block_device_refusal
+
+    assert block_device_refusal(parse_list(",".join(names))) is None
+    with pytest.raises(PoolbenchError, match="zfs-fuse .* has no ZFS volumes"):
+        registry.build("volblocksize", Context(4, "1G", dialect="zfs-fuse"))
+    with pytest.raises(UsageError, match="must be a power of two"):
+        registry.build("volblocksize", Context(4, "1G", dialect="openzfs",
+                                                   options={"levels": "8K,24K"}))  # fmt: skip
+    assert registry.build("geometry", Context(6, "1G", dialect="openzfs"))["factors"][
+        "target"] == ["dataset", "zvol"]  # fmt: skip
+    assert registry.build("geometry", Context(6, "1G", dialect="zfs-fuse"))["factors"][
+        "target"] == ["dataset"]  # fmt: skip
+    with pytest.raises(PoolbenchError, match="no zvols"):
+        registry.build("geometry", Context(6, "1G", dialect="zfs-fuse",
+                                           options={"targets": "zvol"}))  # fmt: skip
+
+
 def test_expand_keeps_a_disk_to_attach_and_refuses_what_cannot_expand() -> None:
     data = registry.build("expand", Context(5, "1G", dialect="openzfs"))
     assert data["factors"]["layout"] == ["raidz1:4", "raidz2:4"]
@@ -335,7 +361,8 @@ def test_dry_run_at_full_scale_prints_plan_and_duration(
         "study", name, "--dry-run", "--db", str(tmp_path / "r.db"),
         "--scratch-dir", str(tmp_path / "scratch"), "--seed", "1", *extra,
     )  # fmt: skip
-    refused = {"special": "has no allocation classes", "expand": "has no RAIDZ expansion"}
+    refused = {"special": "has no allocation classes", "expand": "has no RAIDZ expansion",
+               "volblocksize": "has no ZFS volumes"}  # fmt: skip
     if name in refused:  # not on zfs-fuse: refused before anything exists
         assert p.returncode == 2 and refused[name] in p.stderr, p.stderr
         assert "Traceback" not in p.stderr and not (tmp_path / "scratch").exists()

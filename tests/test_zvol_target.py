@@ -177,3 +177,46 @@ def test_a_session_on_a_block_device_counts_its_bytes_exactly(tmp_path: Path) ->
     assert list(work.iterdir()) == []
     assert sqlite3.connect(tmp_path / "r.db").execute("SELECT COUNT(*) FROM measurements"
                                                       ).fetchone()[0] == 3  # fmt: skip
+
+
+def _zvol_row(config: str, workload: str, rep: int, value: float, ref: int, logical: int,
+              block: int) -> dict[str, object]:  # fmt: skip
+    zv = {"volblocksize": block, "volsize": 200 * MiB, "referenced": ref,
+          "logicalreferenced": logical}  # fmt: skip
+    return {"config": config, "workload": workload, "replicate": rep, "value": value,
+            "guards": {"pool": {"zvol": zv}}, "clat": None}  # fmt: skip
+
+
+def test_volblocksize_notes_put_each_zvols_charge_beside_the_planners() -> None:
+    from poolbench.store.facts import facts_from_records
+    from poolbench.study.builtin import registry, volblocksize
+    from poolbench.study.builtin.context import Context
+
+    ctx = Context(4, "1G", dialect="openzfs")
+    meta = {"study_text": registry.study_text("volblocksize", ctx)}
+    key = "backend=zfs layout={} ashift=12 compression=off target=zvol volblocksize={}"
+    data = 100 * MiB
+    rows = [
+        # raidz1 of 4, 8K: 4 sectors per block (2 data + 1 parity, padded) × 32/44 deflate
+        _zvol_row(key.format("raidz1:4", "8K"), "rand-write-4k", r, 900.0 + r,
+                  int(data * 1.4545 * 1.005), data, 8192)
+        for r in (0, 1)
+    ] + [
+        # a mirror charged 10% more than one copy: not what the planner says
+        _zvol_row(key.format("mirror:2+mirror:2", "64K"), "rand-write-4k", r, 1500.0 + r,
+                  int(data * 1.10), data, 65536)
+        for r in (0, 1)
+    ]  # fmt: skip
+    lines = volblocksize.notes(ctx, facts_from_records(meta, rows))
+    text = "\n".join(lines)
+    assert "rand-write-4k: mirror:2+mirror:2 zvol 64K 1,500 IOPS > raidz1:4 zvol 8K 900 IOPS" in text
+    assert ("  raidz1:4 zvol 8K: charged 1.46 bytes per byte written (referenced ÷ "
+            "logicalreferenced, volblocksize 8K); planner 1.45 (as planned)") in lines
+    assert "  mirror:2+mirror:2 zvol 64K: charged 1.10 bytes per byte written" in text
+    assert "planner 1.00 (+10.0% from the planner)" in text
+    assert "  raidz1:4 zvol 8K: a 8K block writes 16K raw (50% efficient)" in lines
+    assert ("mirror:2+mirror:2 zvol 64K: rand-write-4k write less than a 64K block, so each "
+            "write rewrites a whole block") in text
+    # under 1 MiB written there is no per-byte figure
+    few = [_zvol_row(key.format("raidz1:4", "16K"), "rand-read-4k", 0, 10.0, 4096, 8192, 16384)]
+    assert "not recorded" in "\n".join(volblocksize.notes(ctx, facts_from_records(meta, few)))

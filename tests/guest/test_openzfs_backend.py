@@ -150,3 +150,40 @@ def test_a_silently_different_ashift_and_property_are_reported(lab: Lab) -> None
         assert "recordsize is 131072, not 32K as asked" in text
     finally:
         lab.backend.destroy(made, lab.journal)
+
+
+def test_a_zvol_target_is_made_measured_across_a_cache_drop_and_goes_with_its_pool(
+    lab: Lab,
+) -> None:
+    """A sparse 8K zvol on raidz1 of 3 (ashift 12): made with its device node, written and
+    read with O_DIRECT across an export/import (which re-creates the node), and charged
+    what raidz1 of 3 charges an 8K block: 2 data + 1 parity sectors padded to 4, times the
+    vdev's 128K deflate ratio 32/48, i.e. 1.33 bytes per byte."""
+
+    devices = lab.disks(3, "loop")
+    spec = PoolSpec("zfs", "raidz1", tuple(devices), f"pboz{uuid.uuid4().hex[:8]}", lab.base,
+                    {"ashift": "12"}, {"compression": "off"},
+                    volume={"target": "zvol", "volblocksize": "8K"})  # fmt: skip
+    lab.backend.validate(spec)
+    pool = lab.backend.create(spec, lab.journal)
+    try:
+        made = lab.backend.create_volume(pool, 32 * MiB)
+        node = Path(made["path"])
+        assert node == Path(f"/dev/zvol/{spec.name}/pbvol") and node.exists(), made
+        assert (made["volblocksize"], made["volsize"]) == (8192, 33 * MiB), made
+        params = fiojob.JobParams(str(pool.mountpoint), 32 * MiB, device=str(node))
+        job = pool.spec.mount_root / f"{pool.spec.name}.fio"
+        w = fio.run_job(lab.runner, fiojob.render(library.streaming("write"), params), job, "write")
+        assert w.io_bytes == 32 * MiB
+        drop = lab.backend.drop_cache(pool)
+        assert drop["verified"] is not False and node.exists(), drop
+        r = fio.run_job(lab.runner, fiojob.render(library.streaming("read"), params), job, "read")
+        assert r.io_bytes == 32 * MiB
+        space = lab.backend.volume_space(pool)
+        assert space["logicalreferenced"] >= 32 * MiB, space
+        charged = space["referenced"] / space["logicalreferenced"]
+        assert abs(charged / (4 / 2 * 32 / 48) - 1) <= 0.03, space
+        job.unlink()
+    finally:
+        lab.backend.destroy(pool, lab.journal)
+    assert spec.name not in pools() and not Path(f"/dev/zvol/{spec.name}").exists()

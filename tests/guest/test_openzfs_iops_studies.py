@@ -59,8 +59,10 @@ def test_sync_slog_study_sync_standard_vs_disabled(tmp_path: Path) -> None:
 def test_geometry_study_with_draid(tmp_path: Path) -> None:
     disks = scratch_disks(4)
     blank(disks)
+    # datasets only: the zvol target has its own test (test_openzfs_zvol.py)
     rows, out = _study(tmp_path, "geometry", disks, "--layouts", "mirror:2+mirror:2,draid1:1s",
-                       "--records", "4k", "--workloads", "rand-read-4k,rand-write-4k")  # fmt: skip
+                       "--records", "4k", "--workloads", "rand-read-4k,rand-write-4k",
+                       "--targets", "dataset")  # fmt: skip
     layouts = {dict(kv.split("=", 1) for kv in r["config"].split())["layout"] for r in rows}
     assert layouts == {"mirror:2+mirror:2", "draid1:1s"}
     check_figures(rows)

@@ -112,3 +112,21 @@ def test_geometry_on_a_zvol_beside_a_dataset(tmp_path: Path) -> None:
     want = raidz_charge_per_byte(16384, 4, 1)  # 6 sectors × 32/44: 1.09
     assert abs(_charged(rows, base + "zvol") / want - 1) <= 0.03
     assert "raidz1:4 zvol 16K" in p.stdout and "as planned" in p.stdout
+
+
+def test_volblocksize_dry_run_plans_each_zvol_and_estimates(tmp_path: Path) -> None:
+    disks = scratch_disks(4)
+    blank(disks)
+    scratch = tmp_path / "scratch"
+    p = poolbench("study", "volblocksize", "--disks", ",".join(disks), "--dry-run",
+                  "--db", str(tmp_path / "r.db"), "--scratch-dir", str(scratch),
+                  "--seed", "1")  # fmt: skip
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-3000:]
+    # 2 layouts × 3 volblocksizes × 3 replicates, each trial making its sparse zvol
+    assert "estimated duration: about" in out and "for 18 trials" in out, out[-3000:]
+    for vbs in ("8K", "16K", "64K"):
+        assert f"-o volblocksize={vbs}" in out, vbs
+    assert "zfs create -s -V" in out and "/pbvol" in out
+    assert "dry run: nothing was changed" in p.stderr and not scratch.exists()
+    assert leftovers(scratch) == []
