@@ -150,22 +150,28 @@ def test_a_session_on_a_block_device_counts_its_bytes_exactly(tmp_path: Path) ->
             write_model=(amplification.single_device(dev), ""),
             block_device=BlockDevice(Path(dev), 80 * MiB, 4096),
         )  # fmt: skip
-        options = Options(parse_list("seq-write,rand-read-4k,rand-write-4k"), size=64 * MiB,
-                          runtime_s=2, seed=3)  # fmt: skip
+        names = "seq-write,rand-read-4k,seq-read,rand-read-16k,rand-write-4k"
+        options = Options(parse_list(names), size=64 * MiB, runtime_s=2, seed=3)
         run_id = store.start_run("bench", "loop", ["test"], {})
-        session = Session(LocalRunner(), store, run_id, subject, options)
+        runner = LocalRunner()
+        session = Session(runner, store, run_id, subject, options)
         session.preflight()
         session.run_once(0)
         rows = {r["workload"]: r for r in store.measurements(run_id)}
+        prepares = [c.argv for c in runner.calls if any("prepare-" in a for a in c.argv)]
     finally:
         subprocess.run(["losetup", "--detach", dev], check=False)
-    assert set(rows) == {"seq-write", "rand-read-4k", "rand-write-4k"}
+    assert set(rows) == {"seq-write", "rand-read-4k", "seq-read", "rand-read-16k",
+                         "rand-write-4k"}  # fmt: skip
+    # The data is laid out once: after seq-write overwrote the device, for the first read;
+    # the reads after it and the in-place write find it as laid out (a read changes nothing).
+    assert len(prepares) == 1 and "prepare-rand-read-4k.fio" in prepares[0][-1], prepares
     for w, r in rows.items():
         job = r["job_file"].splitlines()
         assert f"filename={dev}" in job and "direct=1" in job, (w, job)
         guards = json.loads(r["guards"])
         dev_said = guards["device"]
-        if w == "rand-read-4k":
+        if w.endswith("read") or "-read-" in w:
             # every byte fio read came from the device (O_DIRECT, nothing cached)
             assert dev_said["read_bytes"] >= r["app_bytes"] > 0, (w, dev_said)
         else:
@@ -176,7 +182,7 @@ def test_a_session_on_a_block_device_counts_its_bytes_exactly(tmp_path: Path) ->
     # the workspace (job files) is gone
     assert list(work.iterdir()) == []
     assert sqlite3.connect(tmp_path / "r.db").execute("SELECT COUNT(*) FROM measurements"
-                                                      ).fetchone()[0] == 3  # fmt: skip
+                                                      ).fetchone()[0] == 5  # fmt: skip
 
 
 def _zvol_row(config: str, workload: str, rep: int, value: float, ref: int, logical: int,
@@ -209,14 +215,20 @@ def test_volblocksize_notes_put_each_zvols_charge_beside_the_planners() -> None:
     ]  # fmt: skip
     lines = volblocksize.notes(ctx, facts_from_records(meta, rows))
     text = "\n".join(lines)
-    assert "rand-write-4k: mirror:2+mirror:2 zvol 64K 1,500 IOPS > raidz1:4 zvol 8K 900 IOPS" in text
-    assert ("  raidz1:4 zvol 8K: charged 1.46 bytes per byte written (referenced ÷ "
-            "logicalreferenced, volblocksize 8K); planner 1.45 (as planned)") in lines
+    assert (
+        "rand-write-4k: mirror:2+mirror:2 zvol 64K 1,500 IOPS > raidz1:4 zvol 8K 900 IOPS"
+    ) in text
+    assert (
+        "  raidz1:4 zvol 8K: charged 1.46 bytes per byte written (referenced ÷ "
+        "logicalreferenced, volblocksize 8K); planner 1.45 (as planned)"
+    ) in lines
     assert "  mirror:2+mirror:2 zvol 64K: charged 1.10 bytes per byte written" in text
     assert "planner 1.00 (+10.0% from the planner)" in text
-    assert "  raidz1:4 zvol 8K: a 8K block writes 16K raw (50% efficient)" in lines
-    assert ("mirror:2+mirror:2 zvol 64K: rand-write-4k write less than a 64K block, so each "
-            "write rewrites a whole block") in text
+    assert "  raidz1:4 zvol 8K: each 8K block writes 16K raw (50% efficient)" in lines
+    assert (
+        "mirror:2+mirror:2 zvol 64K: rand-write-4k write less than one 64K block, so each "
+        "write rewrites a whole block"
+    ) in text
     # under 1 MiB written there is no per-byte figure
     few = [_zvol_row(key.format("raidz1:4", "16K"), "rand-read-4k", 0, 10.0, 4096, 8192, 16384)]
     assert "not recorded" in "\n".join(volblocksize.notes(ctx, facts_from_records(meta, few)))

@@ -355,7 +355,8 @@ class Session:
         if w.direction == "read" and self._reads_disturbed:
             self.workspace.discard(w, params)
             self._reads_disturbed = False
-        elif not w.is_metadata:
+        elif w.direction != "read" and not w.is_metadata:
+            # (a read changes nothing: the next read finds its data as laid out)
             self._reads_disturbed = True
         self.workspace.prepare(w, params)
 

@@ -65,6 +65,7 @@ class WriteModel:
     high: float  # the dearest
     basis: str  # how the ratio follows from the layout, in words
     record_bytes: int | None = None  # the unit writes are stored in (ZFS recordsize)
+    record_name: str = "recordsize"  # what ZFS calls that unit (a zvol's: volblocksize)
 
     def expected_bytes(self, app_bytes: int) -> int:
         return round(app_bytes * self.ratio)
@@ -121,26 +122,29 @@ def _alloc_weight(spec: VdevSpec) -> float:
     return 1.0  # a disk, or a mirror (one side's space)
 
 
-def zfs(tops: Sequence[tuple[str, int]], ashift: int, recordsize: int) -> WriteModel:
+def zfs(
+    tops: Sequence[tuple[str, int]], ashift: int, recordsize: int, record_name: str = "recordsize"
+) -> WriteModel:
     """ZFS from its top-level vdevs [(kind, width)], the vdevs' ashift and the dataset's
-    recordsize."""
+    recordsize (or, `record_name` "volblocksize", a zvol's block)."""
     specs = [zfs_vdev(k, w) for k, w in tops]
     costs = [_cost(s, recordsize, ashift) for s in specs]
     per = [a * c for a, c in costs]
     ratio = _zfs_mix(costs, [_alloc_weight(s) for s in specs])
     rec = format_size(recordsize)
-    layout = f"{_zfs_shape(tops)}, ashift {ashift}, recordsize {rec}"
+    layout = f"{_zfs_shape(tops)}, ashift {ashift}, {record_name} {rec}"
+    noun = "record" if record_name == "recordsize" else "block"
     first = specs[0]
     if len(set(per)) == 1:
         alloc = format_size(psize_to_asize(first, recordsize, ashift))
         sides = f" on each of {first.width} sides" if first.kind == "mirror" else ""
-        basis = f"a {rec} record takes {alloc}{sides}"
+        basis = f"a {rec} {noun} takes {alloc}{sides}"
     else:
         basis = (
-            f"records cost {min(per):.3g}–{max(per):.3g}× on the different vdevs; mixed in "
+            f"{noun}s cost {min(per):.3g}–{max(per):.3g}× on the different vdevs; mixed in "
             "proportion to each vdev's free space"
         )
-    return WriteModel(layout, ratio, min(per), max(per), basis, recordsize)
+    return WriteModel(layout, ratio, min(per), max(per), basis, recordsize, record_name)
 
 
 def _zfs_shape(tops: Sequence[tuple[str, int]]) -> str:
@@ -261,9 +265,10 @@ def _excess_text(model: WriteModel, amp: float, io_size: int | None, why: str = 
 def _likely_excess_cause(model: WriteModel, io_size: int | None) -> str:
     rec = model.record_bytes
     if rec and io_size and io_size < rec:
+        noun = "record" if model.record_name == "recordsize" else "block"
         return (
             f"the {format_size(io_size)} writes are smaller than the {format_size(rec)} "
-            "recordsize, so each rewrites a whole record"
+            f"{model.record_name}, so each rewrites a whole {noun}"
         )
     if model.ratio > 1.0 and PARITY.keys() & set(model.layout.split()) and io_size:
         return "writes smaller than a full stripe make the array read, modify and rewrite it"

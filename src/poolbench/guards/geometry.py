@@ -14,6 +14,7 @@ compares with one copy and says the layout was not modelled.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +32,13 @@ SYS_BLOCK = Path("/sys/class/block")
 Found = tuple[WriteModel | None, str]  # the model, or None and why not
 
 
-def zfs_model(tops: Sequence[tuple[str, int]], ashifts: Sequence[int], recordsize: int | None
-              ) -> Found:  # fmt: skip
+def zfs_model(tops: Sequence[tuple[str, int]], ashifts: Sequence[int], recordsize: int | None,
+              record_name: str = "recordsize") -> Found:  # fmt: skip
     if not tops:
         return None, "the pool's vdevs could not be read"
     ashift = max(ashifts) if ashifts else LEAST_ASHIFT
     try:
-        model = amp.zfs(tops, ashift, recordsize or DEFAULT_RECORDSIZE)
+        model = amp.zfs(tops, ashift, recordsize or DEFAULT_RECORDSIZE, record_name)
     except ValueError as exc:
         return None, str(exc)
     if not ashifts:
@@ -47,7 +48,7 @@ def zfs_model(tops: Sequence[tuple[str, int]], ashifts: Sequence[int], recordsiz
 
 
 def _relabel(model: WriteModel, layout: str) -> WriteModel:
-    return WriteModel(layout, model.ratio, model.low, model.high, model.basis, model.record_bytes)
+    return replace(model, layout=layout)
 
 
 def _int(value: object) -> int | None:
@@ -68,7 +69,8 @@ def for_pool(
         tops = [(str(t["kind"]), int(t["width"])) for t in described.get("topology") or []]
         props = described.get("properties") or {}
         rs = block or _int((props.get("recordsize") or {}).get("value"))
-        return zfs_model(tops, [int(a) for a in described.get("vdev_ashift") or []], rs)
+        ashifts = [int(a) for a in described.get("vdev_ashift") or []]
+        return zfs_model(tops, ashifts, rs, "volblocksize" if block else "recordsize")
     try:
         if backend == "btrfs":
             profiles = described.get("profiles") or {}
