@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -474,3 +475,33 @@ def test_store_records_overrides_with_the_run(tmp_path: Path) -> None:
     assert (row["ident"], json.loads(row["reasons"])) == ("WD-1", ["holds ext4"])
     s.close()
     assert "0002_device_overrides" in Store(tmp_path / "r.db").migrations()
+
+
+def test_cleanup_sees_a_zpool_create_still_running(tmp_path: Path) -> None:
+    """A killed poolbench leaves its `zpool create` running; cleanup must see it (from
+    /proc/*/cmdline) and wait, or the pool appears after cleanup said all was undone."""
+    import threading
+
+    from poolbench.safety import journal
+
+    def proc(pid: int, *argv: str) -> Path:
+        d = tmp_path / str(pid)
+        d.mkdir()
+        (d / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+        return d
+
+    proc(10, "/usr/sbin/zpool", "create", "-o", "ashift=12", "pb1t0", "raidz1", "/dev/loop0")
+    proc(11, "/bin/bash", "/tmp/x/bin/zpool", "create", "pb2t0", "/dev/loop1")
+    proc(12, "zpool", "destroy", "pb3t0")
+    proc(13, "vim", "notes about zpool create pb3t0")
+    (tmp_path / "self").mkdir()
+    assert journal.zpool_creating("pb1t0", tmp_path)
+    assert journal.zpool_creating("pb2t0", tmp_path)  # a script named zpool running it
+    assert not journal.zpool_creating("pb3t0", tmp_path)  # destroy; a mention in an editor
+    assert not journal.zpool_creating("pb1t", tmp_path)  # the whole name, not a prefix
+    # the wait ends when the command does
+    threading.Timer(0.3, lambda: (tmp_path / "10" / "cmdline").write_bytes(b"")).start()
+    t0 = time.monotonic()
+    assert journal._await_create("pb1t0", tmp_path, timeout=10)
+    assert 0.2 < time.monotonic() - t0 < 5
+    assert not journal._await_create("pb9t0", tmp_path)

@@ -29,10 +29,11 @@ EXPECTED_TRIALS = {
     "width.toml": 7 * 3,
     "capacity.toml": 5 * 2 * 2,
     "sync-slog.toml": 3 * 3 * 3,
-    "geometry.toml": 4 * 3,
+    "geometry.toml": 4 * 2 * 3,  # on a dataset and a zvol
     "qd-curve.toml": 2 * 3,
     "special.toml": 4 * 3,
     "expand.toml": 1 * 3,
+    "volblocksize.toml": 2 * 3 * 3,
 }
 
 INVALID = {

@@ -175,9 +175,9 @@ def test_interrupt_then_resume(zfs_fuse: None, tmp_path: Path, sig: int, step: s
         assert _leftovers(scratch) == []
     else:
         assert proc.returncode == -signal.SIGKILL
-        # An orphaned zpool command may still be finishing, as it would on a real box; fio
-        # jobs still running are cleanup's to stop.
-        time.sleep(1)
+        # An orphaned zpool command may still be finishing, as it would on a real box (the
+        # wrapper's `zpool create` sleeps 3 s first): cleanup waits for it, and fio jobs still
+        # running are cleanup's to stop.
         c = poolbench("cleanup", "--db", str(db))
         assert c.returncode == 0, c.stderr
         assert _leftovers(scratch) == [], c.stdout

@@ -258,6 +258,10 @@ class Journal:
         if self.runner.dry_run:
             return ""  # the dry run's `zpool destroy` is printed by the "pool" entry
         leaves = pools.members(self.runner, name)
+        if leaves is None and _await_create(name):
+            # A poolbench killed mid-`zpool create` leaves that command running: the pool
+            # appears after the kill, so wait for the command before deciding.
+            leaves = pools.members(self.runner, name)
         if leaves is None:
             return ""  # never created (or already destroyed)
         want = sorted(os.path.realpath(str(m)) for m in e["members"])
@@ -352,6 +356,38 @@ class Journal:
             for m in mounts(self.mountinfo)
             if m.mountpoint == root or m.mountpoint.startswith(root.rstrip("/") + "/")
         ]
+
+
+CREATE_WAIT_S = 120.0  # a `zpool create` of whole disks under load takes seconds, not minutes
+
+
+def zpool_creating(name: str, proc: Path = Path("/proc")) -> bool:
+    """Whether a `zpool create` of pool `name` is running now (from /proc/*/cmdline: zpool
+    itself, or a script named zpool that runs it)."""
+    for p in proc.iterdir() if proc.is_dir() else []:
+        if not p.name.isdigit():
+            continue
+        try:
+            args = [a.decode(errors="replace") for a in (p / "cmdline").read_bytes().split(b"\0")]
+        except OSError:
+            continue
+        if (
+            "create" in args
+            and name in args
+            and any(os.path.basename(a) == "zpool" for a in args[:2])
+        ):
+            return True
+    return False
+
+
+def _await_create(name: str, proc: Path = Path("/proc"), timeout: float = CREATE_WAIT_S) -> bool:
+    """Wait for a running `zpool create` of `name` to end; True if one was running."""
+    if not zpool_creating(name, proc):
+        return False
+    deadline = time.monotonic() + timeout
+    while zpool_creating(name, proc) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return True
 
 
 def _partitions_of(members: list[str], leaves: list[str], sys_block: Path) -> bool:
