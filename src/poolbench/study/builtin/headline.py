@@ -76,3 +76,22 @@ def ratio_text(a: float, b: float) -> str:
     if 0.95 <= r <= 1.05:
         return f"within 5% ({r:.2f}×)"
     return f"{r:.2f}× faster" if r > 1 else f"{1 / r:.2f}× slower"
+
+
+def compared(without: Sequence[float], with_: Sequence[float]) -> tuple[str, bool]:
+    """mean(with_) against mean(without) as a factor with its 95% Fieller interval from the
+    replicates ('3.00× faster (CI 2.40–4.00×)', or 'no significant difference (…; CI …)'),
+    and whether the replicates show it is not noise."""
+    from poolbench.stats.compare import ratio_ci  # scipy: imported when a note needs it
+
+    a, b = mean(with_), mean(without)
+    if a is None or b is None:
+        return "not comparable (not measured on both)", False
+    text = ratio_text(a, b)
+    r = ratio_ci(without, with_)
+    if r.undetermined:
+        return f"{text}; {r.undetermined}", False
+    ci = f"CI {r.low:.2f}–{r.high:.2f}×"
+    if r.significant:
+        return f"{text} ({ci})", True
+    return f"no significant difference ({text}; {ci})", False

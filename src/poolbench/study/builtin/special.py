@@ -28,7 +28,7 @@ from poolbench.study.builtin.base import (
     study_file,
 )
 from poolbench.study.builtin.context import Context
-from poolbench.study.builtin.headline import mean, ratio_text
+from poolbench.study.builtin.headline import compared, mean
 from poolbench.units import parse_special_small
 from poolbench.workloads import library
 
@@ -134,16 +134,7 @@ def _versus(facts: StudyFacts) -> list[str]:
 
 def _verdict(without: tuple[float, ...], with_special: tuple[float, ...]) -> str:
     """The ratio, and whether the replicates show it is not noise."""
-    from poolbench.stats.compare import ratio_ci  # scipy: imported when a note needs it
-
-    a, b = mean(with_special), mean(without)
-    assert a is not None and b is not None
-    text = ratio_text(a, b)
-    r = ratio_ci(without, with_special)
-    if r.undetermined:
-        return f"{text}; {r.undetermined}"
-    ci = f"CI {r.low:.2f}–{r.high:.2f}×"
-    return f"{text} ({ci})" if r.significant else f"no significant difference ({text}; {ci})"
+    return compared(without, with_special)[0]
 
 
 def _fill_line(c: ConfigFacts, workload: str, alloc: Mapping[str, int]) -> str:

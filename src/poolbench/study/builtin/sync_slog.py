@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from poolbench.errors import Unsupported, UsageError
 from poolbench.study.builtin.base import Builtin, StudyDict, need, study_file, working_set
 from poolbench.study.builtin.context import Context
-from poolbench.study.builtin.headline import Figure, figure, ratio_text
+from poolbench.study.builtin.headline import Figure, compared, figure
 from poolbench.workloads.library import format_size, parse_record_size
 
 if TYPE_CHECKING:
@@ -129,32 +129,38 @@ def _sync_cost(facts: StudyFacts) -> list[str]:
     c = _find(facts, "none", "standard")
     lines: list[str] = []
     for w in c.figures if c is not None else ():
+        plain = "rand-write-" + w.removeprefix("sync-write-")
         s = figure(c, w) if w.startswith("sync-write-") and c is not None else None
-        a = figure(c, "rand-write-" + w.removeprefix("sync-write-")) if c is not None else None
-        if s and a:
-            lines.append(
-                f"  {w}: {s.text()} vs plain writes {a.text()}: "
-                f"sync is {ratio_text(s.iops, a.iops)}"
-            )
-    return ["what sync writes cost (sync=standard, no log):", *lines] if lines else []
+        a = figure(c, plain) if c is not None else None
+        if s and a and c is not None:
+            text, significant = compared(c.figures[plain], c.figures[w])
+            said = f"sync is {text}" if significant else text
+            lines.append(f"  {w}: {s.text()} vs plain writes {a.text()}: {said}")
+    head = "what sync writes cost (sync=standard, no log; ratio of mean IOPS, 95% Fieller CI):"
+    return [head, *lines] if lines else []
 
 
-def _sync_pairs(a: ConfigFacts | None, b: ConfigFacts | None) -> list[tuple[str, Figure, Figure]]:
-    """The sync-write workloads measured on both a and b: (workload, a's, b's figure)."""
+Pair = tuple[str, Figure, Figure, str, bool]  # workload, a's and b's figure, a vs b, significant
+
+
+def _sync_pairs(a: ConfigFacts | None, b: ConfigFacts | None) -> list[Pair]:
+    """The sync-write workloads measured on both a and b: (workload, a's figure, b's, a
+    against b with its interval, whether the replicates show a difference)."""
     if a is None or b is None:
         return []
     out = []
     for w in a.figures:
         fa, fb = figure(a, w), figure(b, w)
         if w.startswith("sync-write-") and fa and fb:
-            out.append((w, fa, fb))
+            out.append((w, fa, fb, *compared(b.figures[w], a.figures[w])))
     return out
 
 
-def _verdict(with_log: Figure, without: Figure) -> str:
-    """A SLOG pays when sync writes get ≥ 10% more IOPS with it (and a lower p99, if known)."""
+def _verdict(with_log: Figure, without: Figure, significant: bool) -> str:
+    """A SLOG pays when sync writes get ≥ 10% more IOPS with it, the replicates show the
+    difference is not noise, and the p99 is lower too (when recorded)."""
     r = with_log.iops / without.iops if without.iops > 0 else 0.0
-    faster = r >= PAYS
+    faster = r >= PAYS and significant
     if with_log.p99_ms is not None and without.p99_ms is not None:
         faster = faster and with_log.p99_ms < without.p99_ms
     return "the SLOG pays" if faster else "the SLOG does not pay here"
@@ -163,22 +169,26 @@ def _verdict(with_log: Figure, without: Figure) -> str:
 def _slog_pays(facts: StudyFacts) -> list[str]:
     lines = [
         f"  sync={sync}, {w}: log {log} {a.text()} vs no log {b.text()}: "
-        f"{ratio_text(a.iops, b.iops)}; {_verdict(a, b)}"
+        f"{text}; {_verdict(a, b, significant)}"
         for sync in ("standard", "always")
         for log in ("single", "mirror")
-        for w, a, b in _sync_pairs(_find(facts, log, sync), _find(facts, "none", sync))
+        for w, a, b, text, significant in _sync_pairs(
+            _find(facts, log, sync), _find(facts, "none", sync)
+        )
     ]
     if not lines:
         return []
-    return ["when a SLOG pays (synchronous writes, with a log vs without):", *lines, SAME_DEVICES]
+    head = "when a SLOG pays (synchronous writes, with a log vs without; 95% Fieller CI):"
+    return [head, *lines, SAME_DEVICES]
 
 
 def _disabled(facts: StudyFacts) -> list[str]:
     lines = [
-        f"  log {log}, {w}: sync=disabled {a.text()} vs standard {b.text()}: "
-        f"{ratio_text(a.iops, b.iops)}"
+        f"  log {log}, {w}: sync=disabled {a.text()} vs standard {b.text()}: {text}"
         for log in LOG_DISKS
-        for w, a, b in _sync_pairs(_find(facts, log, "disabled"), _find(facts, log, "standard"))
+        for w, a, b, text, _ in _sync_pairs(
+            _find(facts, log, "disabled"), _find(facts, log, "standard")
+        )
     ]
     return ["what sync=disabled 'helps':", *lines, DISABLED_RISK] if lines else []
 
