@@ -55,6 +55,21 @@ def test_the_notes_compare_with_the_pool_alone_and_say_how_full_the_special_clas
     assert any("special_small_blocks=0, after smallfile-write-8k: special 1.0 MiB" in x
                and ": 16 MiB of special per GiB" in x for x in lines)  # fmt: skip
     assert "cannot be removed" in lines[-1]
+    # how full the special class is, from what iostat says is still free there; past 75%
+    # OpenZFS sends small blocks to the data vdevs again, and the note says so
+    rows.append(_row(WITH + "special_small_blocks=16K", "smallfile-read-8k", 1, 2000.0,
+                     normal=16 * MiB, special=8 * MiB))  # fmt: skip
+    rows[-1]["guards"]["pool"]["class_free"] = {"normal": 900 * MiB, "special": 24 * MiB}
+    rows.append(_row(WITH + "special_small_blocks=16K", "smallfile-write-32k", 1, 900.0,
+                     normal=40 * MiB, special=26 * MiB))  # fmt: skip
+    rows[-1]["guards"]["pool"]["class_free"] = {"normal": 800 * MiB, "special": 6 * MiB}
+    lines = special.notes(CTX, facts_from_records(meta, rows))
+    assert (
+        "  special_small_blocks=16K, after smallfile-read-8k: special 8.0 MiB (25.0% of its "
+        "32 MiB), data vdevs 16.0 MiB: 512 MiB of special per GiB on the data vdevs"
+    ) in lines
+    assert any("after smallfile-write-32k: special 26.0 MiB (81.2% of its 32 MiB, past the "
+               "threshold: new small blocks go to the data vdevs)" in x for x in lines)  # fmt: skip
     # every small file on the special vdev, (almost) nothing on the data vdevs: no ratio
     rows.append(_row(WITH + "special_small_blocks=16K", "meta-create-seq", 1, 900.0,
                      normal=512 * 1024, special=2 * MiB))  # fmt: skip

@@ -116,6 +116,9 @@ def test_what_a_special_vdev_holds_from_status_and_iostat_recorded_on_openzfs() 
     alloc = parse.class_alloc(status, iostat)
     assert alloc == {"normal": 30007296, "special": 3002368}
     assert alloc["special"] >= 300 * 8192  # one copy of each small file: a mirror's alloc
+    # and what is still free there: the special mirror's 480 MiB less its 2.9 MiB
+    free = parse.class_alloc(status, iostat, "free")
+    assert free == {"normal": 1446387712, "special": 500314112}
     # A pool with no special class: the data vdevs alone; no iostat row: nothing said.
     assert parse.class_alloc(parse.PoolStatus(tops=status.tops), iostat) == {"normal": 30007296}
     assert parse.class_alloc(status, []) == {}

@@ -647,14 +647,18 @@ class ZfsBackend:
                               mutates=False)  # fmt: skip
         return parse.parse_iostat(res.stdout) if res.returncode == 0 else None
 
-    def class_alloc(self, pool: Pool, iostat: list[dict[str, Any]]) -> dict[str, int]:
-        """Bytes allocated on the data vdevs and on each allocation class (special, dedup),
-        from an iostat snapshot (OpenZFS) and `zpool status`; {} where it cannot tell."""
+    def class_alloc(
+        self, pool: Pool, iostat: list[dict[str, Any]]
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        """Bytes allocated, and bytes free, on the data vdevs and on each allocation class
+        (special, dedup), from an iostat snapshot (OpenZFS) and `zpool status`; empty
+        where it cannot tell."""
         res = self.runner.run(commands.status(pool.spec.name, self.dialect), check=False,
                               mutates=False)  # fmt: skip
         if res.returncode != 0:
-            return {}
-        return parse.class_alloc(parse.read_status(res.stdout, pool.spec.name), iostat)
+            return {}, {}
+        status = parse.read_status(res.stdout, pool.spec.name)
+        return parse.class_alloc(status, iostat), parse.class_alloc(status, iostat, "free")
 
     def resilver_status(self, pool: Pool) -> ResilverStatus:
         return parse_resilver(pools.status_text(self.runner, pool.spec.name))

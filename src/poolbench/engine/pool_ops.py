@@ -467,9 +467,11 @@ class PoolHooks:
         if iostat:
             out["zpool_iostat"] = iostat
             # what the data vdevs and a special vdev hold (the special study's fill figure)
-            alloc = self.backend.class_alloc(self.pool, iostat)
+            alloc, free = self.backend.class_alloc(self.pool, iostat)
             if alloc:
                 out["class_alloc"] = alloc
+            if free:  # how full each class is: special's 75% threshold
+                out["class_free"] = free
         return out
 
     def compression(self) -> str | None:

@@ -108,6 +108,7 @@ class ConfigFacts:
     # workload → bytes allocated on the data vdevs ("normal") and the special/dedup classes
     # after its last replicate (OpenZFS; guards pool.class_alloc): the special study's fill
     class_alloc: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    class_free: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # the same, free
     expansions: tuple[Expansion, ...] = ()
     zvol: ZvolSpace | None = None  # a zvol target: its space as ZFS charged it
 
@@ -246,6 +247,7 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
         blocking_submit=frozenset(blocking),
         cpu_scope=scope,
         class_alloc=_class_alloc(rows),
+        class_free=_class_alloc(rows, "class_free"),
         expansions=tuple(sorted(_expansions(rows), key=lambda e: e.replicate)),
         zvol=_zvol_space(rows),
     )
@@ -280,11 +282,12 @@ def _expansions(rows: list[dict[str, Any]]) -> list[Expansion]:
     return out
 
 
-def _class_alloc(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """Per workload, the class allocation its last replicate read back (none: not recorded)."""
+def _class_alloc(rows: list[dict[str, Any]], key: str = "class_alloc") -> dict[str, dict[str, int]]:
+    """Per workload, the class allocation (`key` "class_free": free bytes) its last replicate
+    read back (none: not recorded)."""
     out: dict[str, tuple[int, dict[str, int]]] = {}
     for r in rows:
-        got = _section(r["guards"], "pool").get("class_alloc")
+        got = _section(r["guards"], "pool").get(key)
         if not isinstance(got, dict):
             continue
         alloc = {str(k): int(v) for k, v in got.items() if isinstance(v, int)}

@@ -299,11 +299,14 @@ IOSTAT_COLUMNS = (
 )  # fmt: skip
 
 
-def class_alloc(status: PoolStatus, iostat: list[dict[str, str | int | None]]) -> dict[str, int]:
+def class_alloc(
+    status: PoolStatus, iostat: list[dict[str, str | int | None]], column: str = "alloc"
+) -> dict[str, int]:
     """Bytes allocated on the data vdevs ("normal") and on each allocation class's vdevs
     (special, dedup), from `zpool iostat -v`'s per-vdev alloc and `zpool status`'s sections:
-    what a special vdev holds beside the data. A class whose vdevs have no alloc is left out."""
-    alloc = {str(r["name"]): r.get("alloc") for r in iostat}
+    what a special vdev holds beside the data; `column` "free": the bytes still free there.
+    A class whose vdevs have no such figure is left out."""
+    alloc = {str(r["name"]): r.get(column) for r in iostat}
     out: dict[str, int] = {}
     groups = {"normal": [t.name for t in status.tops]}
     groups |= {c: status.class_tops.get(c, []) for c in ("special", "dedup")}

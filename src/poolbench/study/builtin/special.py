@@ -140,8 +140,14 @@ def _verdict(without: tuple[float, ...], with_special: tuple[float, ...]) -> str
 def _fill_line(c: ConfigFacts, workload: str, alloc: Mapping[str, int]) -> str:
     special, normal = alloc.get("special", 0), alloc.get("normal", 0)
     ssb = c.level("special_small_blocks", "0")
-    text = f"  special_small_blocks={ssb}, after {workload}: special {special / MiB:.1f} MiB, "
-    text += f"data vdevs {normal / MiB:.1f} MiB"
+    text = f"  special_small_blocks={ssb}, after {workload}: special {special / MiB:.1f} MiB"
+    free = c.class_free.get(workload, {}).get("special")
+    if free is not None and special + free > 0:
+        full = special / (special + free)
+        text += f" ({full:.1%} of its {(special + free) / MiB:,.0f} MiB"
+        text += ", past the threshold: new small blocks go to the data vdevs)" if (
+            full >= FILL_WARNING) else ")"  # fmt: skip
+    text += f", data vdevs {normal / MiB:.1f} MiB"
     if normal >= PER_GIB_FLOOR:
         text += f": {special / (normal / GiB) / MiB:,.0f} MiB of special per GiB on the data vdevs"
     else:  # empty files, or every block went to the special vdev: a ratio would mislead
