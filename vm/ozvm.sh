@@ -358,6 +358,9 @@ cmd_run() {
   local script=$1; shift
   local w; w=$(new_rundir)
   ln -sfn "$w" "$OZVM_DIR/last-run"
+  # A caller that must find this run's files while another guest may start (last-run then
+  # points there) names a file to receive this run's directory.
+  if [[ -n ${OZVM_RUN_DIR_FILE:-} ]]; then echo "$w" >"$OZVM_RUN_DIR_FILE"; fi
   cp "$script" "$w/share/script.sh"
   if (($#)); then printf '%s\0' "$@" >"$w/share/args"; fi
   : >"$w/output.log"

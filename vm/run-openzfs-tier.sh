@@ -36,18 +36,22 @@ fi
 "$HERE/ozvm.sh" build
 (($#)) || set -- -m openzfs
 base=${POOLBENCH_OZVM_DIR:-/var/tmp/poolbench-ozvm}
+# This run's own directory, as ozvm.sh names it (not the last-run link, which a second guest
+# started meanwhile would re-point).
+dir_file=$(mktemp)
+trap 'rm -f "$dir_file"' EXIT
 dir=$base/last-run
 
 # One boot of the guest; stopped if it shows no sign of life (the init writes
 # share/ready-uptime just before it starts the script) within BOOT_TIMEOUT seconds.
 run_once() {
-  local before now pid waited=0
-  before=$(readlink "$dir" 2>/dev/null || true)
-  "$HERE/ozvm.sh" run "$HERE/guest/pytest.sh" "$@" &
+  local pid waited=0
+  : >"$dir_file"
+  OZVM_RUN_DIR_FILE=$dir_file "$HERE/ozvm.sh" run "$HERE/guest/pytest.sh" "$@" &
   pid=$!
   while kill -0 "$pid" 2>/dev/null; do
-    now=$(readlink "$dir" 2>/dev/null || true)
-    [[ $now != "$before" && -e $now/share/ready-uptime ]] && break
+    [[ -s $dir_file ]] && dir=$(<"$dir_file")
+    [[ -s $dir_file && -e $dir/share/ready-uptime ]] && break
     if ((waited >= BOOT_TIMEOUT)); then
       echo "[ozvm] no sign of life from the guest after ${BOOT_TIMEOUT}s: stopping it" >&2
       kill -TERM "$pid" 2>/dev/null || true
@@ -57,6 +61,9 @@ run_once() {
     waited=$((waited + 1))
   done
   wait "$pid"
+  local rc=$?
+  [[ -s $dir_file ]] && dir=$(<"$dir_file")
+  return "$rc"
 }
 
 for attempt in 1 2; do
