@@ -71,3 +71,21 @@ def test_resync_seconds_size_and_rate_per_configuration(tmp_path: Path) -> None:
 
 def test_no_md_no_resync_line(tmp_path: Path) -> None:
     assert "md initial resync" not in dict(_run(tmp_path, {"backend=zfs": {"usable_bytes": 1}}))
+
+
+def test_the_data_line_says_untar_writes_its_own_files(tmp_path: Path) -> None:
+    """--compressibility describes fio's buffers; an untar workload writes the source tree's
+    own files (text that compresses 2-4x), and the header must not let one stand for both."""
+    store = Store(tmp_path / "r.db")
+    meta = {"study": {"name": "s", "workloads": {"compressibility": 0}}}
+    run = store.start_run("study", "s", ["poolbench"], meta)
+    for name, kind in (("seq-write", "fio"), ("untar", "untar")):
+        store.add_measurement(run, Measurement(
+            "backend=zfs layout=raidz1", name, 0, 50.0, "MiB/s", 1, 1, 1.0, None, None, [],
+            {"pool": {"compressratio": "2.10x"}}, {"kind": kind}, "",
+        ))  # fmt: skip
+    store.finish_run(run, "finished")
+    data = dict(lines(load_run(store, str(run)), None))["data"]
+    assert data.startswith("0% compressible, fresh random buffers per write (never zeros) "
+                           "(fio's data; untar writes the source tree's files")  # fmt: skip
+    assert "achieved compressratio 2.10x" in data
