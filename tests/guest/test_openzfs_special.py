@@ -53,4 +53,12 @@ def test_special_study_puts_small_files_on_the_special_mirror(tmp_path: Path) ->
     assert 0 < meta_only < FILES * SMALL, meta_only
     assert FILES * SMALL * 0.95 <= small - meta_only <= FILES * SMALL * 1.5, (small, meta_only)
     assert "MiB of special per GiB on the data vdevs" in p.stdout
+    # how full the special mirror is, from what iostat says is free there: a few MiB of a
+    # 2 GiB mirror, far from the 75% threshold
+    last = max((r for r in rows if r["workload"] == "smallfile-write-8k"
+                and r["config"] == with_special + "special_small_blocks=16K"),
+               key=lambda r: r["replicate"])  # the notes read the last replicate's  # fmt: skip
+    held, free = last["pool"]["class_alloc"]["special"], last["pool"]["class_free"]["special"]
+    assert held + free > 1 << 30, (held, free)
+    assert f"({held / (held + free):.1%} of its " in " ".join(p.stdout.split())
     assert "special_small_blocks=16K, smallfile-write-8k:" in p.stdout
