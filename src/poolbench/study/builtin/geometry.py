@@ -67,17 +67,24 @@ def refuse_zvol_on_fuse(ctx: Context, targets: list[str], study: str) -> None:
         )
 
 
+def random_workloads(ctx: Context) -> tuple[list[int], list[str]]:
+    """The I/O sizes (--records, default 4k,16k) and, at each, a random read, a random write
+    and a 70/30 mix."""
+    records = [parse_record_size(r) for r in ctx.opt_list("records", ["4k", "16k"])]
+    names: list[str] = []
+    for r in records:
+        size = format_size(r)
+        names += [f"rand-read-{size}", f"rand-write-{size}", f"rand-mix70-{size}"]
+    return records, names
+
+
 def build(ctx: Context) -> StudyDict:
     need(ctx, 4, "geometry study (two mirror pairs)")
     layouts = ctx.opt_list("layouts", default_layouts(ctx.n, ctx.dialect))
     refuse_draid_on_fuse(ctx, layouts, "geometry")
     targets = ctx.opt_list("targets", default_targets(ctx.dialect))
     refuse_zvol_on_fuse(ctx, targets, "geometry")
-    records = [parse_record_size(r) for r in ctx.opt_list("records", ["4k", "16k"])]
-    names: list[str] = []
-    for r in records:
-        size = format_size(r)
-        names += [f"rand-read-{size}", f"rand-write-{size}", f"rand-mix70-{size}"]
+    records, names = random_workloads(ctx)
     return study_file(
         ctx,
         "geometry",

@@ -32,6 +32,7 @@ from poolbench.study.builtin.geometry import (
     ASHIFT,
     config_label,
     planned_block,
+    random_workloads,
     ranked_lines,
     zvol_space_line,
 )
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from poolbench.store.facts import StudyFacts
 
 LEVELS = ["8K", "16K", "64K"]
-IO_SIZES = ["4k", "16k"]
 
 
 def _levels(ctx: Context) -> list[str]:
@@ -57,11 +57,7 @@ def build(ctx: Context) -> StudyDict:
     refuse_on_zfs_fuse(ctx, "volblocksize", "zvols", "ZFS volumes", "zvols are not part of it")
     need(ctx, 4, "volblocksize study (two mirror pairs, or a raidz1 of 4)")
     layouts = ctx.opt_list("layouts", [mirror_pairs(ctx.n), f"raidz1:{ctx.n}"])
-    ios = [parse_record_size(r) for r in ctx.opt_list("records", IO_SIZES)]
-    names: list[str] = []
-    for bs in ios:
-        size = format_size(bs)
-        names += [f"rand-read-{size}", f"rand-write-{size}", f"rand-mix70-{size}"]
+    _, names = random_workloads(ctx)
     return study_file(
         ctx,
         "volblocksize",
