@@ -53,6 +53,13 @@ case $outcome in
   fail) echo 12.5 >"$D/share/ready-uptime"
         echo "===== 1 failed, 2 passed in 9.00s =====" >"$D/output.log"
         exit 1;;
+  repointed)  # this run's own dir, named to the caller; then a second guest takes last-run
+        W=$POOLBENCH_OZVM_DIR/runs/$n; mkdir -p "$W/share" "$POOLBENCH_OZVM_DIR/other"
+        rm -rf "$D"; ln -sfn "$W" "$D"; echo "$W" >"$OZVM_RUN_DIR_FILE"
+        echo 12.5 >"$W/share/ready-uptime"
+        echo "===== 5 passed in 1.00s =====" >"$W/output.log"
+        ln -sfn "$POOLBENCH_OZVM_DIR/other" "$D"
+        exit 0;;
 esac
 """
 
@@ -66,6 +73,8 @@ esac
         (["fail", "pass"], 1, 1, "summary: ===== 1 failed, 2 passed in 9.00s"),
         (["stall", "pass"], 2, 0, "no sign of life from the guest after 2s: stopping it"),
         (["stall", "stall"], 2, 125, "FAILED: the guest never reported an exit code"),
+        # a second guest re-pointed last-run meanwhile: the summary is still this run's
+        (["repointed"], 1, 0, "summary: ===== 5 passed in 1.00s"),
     ],
 )
 def test_tier_boots_once_more_only_when_the_guest_did_not_boot(
