@@ -372,3 +372,26 @@ def test_the_gpt_zpool_wrote_on_a_whole_disk_is_wiped_with_its_labels(lab: Lab) 
     assert not [p for p in os.listdir(f"/sys/class/block/{base}") if p.startswith(base)]
     assert sh("wipefs", "--no-act", disk).strip() == ""  # no GPT, no protective MBR
     assert _free([disk]) == {disk: []}
+
+
+def test_the_read_back_after_a_measurement_writes_the_open_txg_first_on_openzfs() -> None:
+    """What a workload fsync'd is in the ZIL, not yet in iostat's alloc or a zvol's
+    referenced: OpenZFS's `zpool sync` comes before them; zfs-fuse has no `zpool sync`."""
+    from poolbench.backends.base import Pool
+    from poolbench.engine.pool_ops import PoolHooks
+    from poolbench.workloads.library import get
+
+    rec = _openzfs("zfs-2.3.2-2")
+    spec = PoolSpec("zfs", "raidz1:3", ("/dev/a", "/dev/b", "/dev/c"), "pbsy", Path("/mnt"))
+    PoolHooks(rec, ZfsBackend(rec), Pool(spec, Path("/mnt/pbsy"), [])).after(get("seq-write"))
+    argvs = [c.argv for c in rec.calls]
+    sync = argvs.index(("zpool", "sync", "pbsy"))
+    reads = [i for i, a in enumerate(argvs) if a[:2] in (("zfs", "get"), ("zpool", "iostat"))]
+    assert reads and sync < min(reads), argvs
+    fuse = RecordingRunner(responses={
+        ("zpool", "version"): CommandResult(("zpool",), 2, "", "unrecognized command", 0),
+        ("zpool", "upgrade", "-v"): "This system is currently running ZFS pool version 23.\n",
+        ("zpool", "list", "-H"): "",
+    })  # fmt: skip
+    PoolHooks(fuse, ZfsBackend(fuse), Pool(spec, Path("/mnt/pbsy"), [])).after(get("seq-write"))
+    assert not any(c.argv[:2] == ("zpool", "sync") for c in fuse.calls)

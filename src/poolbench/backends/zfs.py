@@ -638,6 +638,14 @@ class ZfsBackend:
         res = self.runner.run(argv, check=False, mutates=False)
         return res.stdout.strip() or None if res.returncode == 0 else None
 
+    def sync_txg(self, pool: Pool) -> None:
+        """OpenZFS: write the open transaction group (`zpool sync`). What a workload wrote
+        is in the ZIL after its fsync and syncfs, but in the pool's allocation (iostat's
+        alloc, a zvol's referenced, compressratio) only once its txg is written; zfs-fuse
+        (pool v23) has no `zpool sync`."""
+        if self.dialect == OPENZFS:
+            self.runner.run(commands.sync(pool.spec.name), check=False)
+
     def iostat_snapshot(self, pool: Pool) -> list[dict[str, Any]] | None:
         """OpenZFS: every vdev's `zpool iostat -vlp` figures since import, or None (zfs-fuse
         has no latency columns; a failed read is not a failed trial)."""
