@@ -92,7 +92,10 @@ def test_libaio_queues_on_ext4(make_loop_fs, tmp_path: Path) -> None:  # type: i
     fs = make_loop_fs("256M")
     d = _depth_run(Path(fs.mountpoint), tmp_path)
     assert d is not None and d.low >= 8, d  # a real block device keeps the queue full
-    assert d.submit_busy is not None and d.submit_busy < 0.6, d
+    # truly asynchronous: below the share at which poolbench calls the submit blocking
+    # (quiet machine 0.31; 0.64 with a TCG guest beside the suite on 2 cores)
+    assert d.submit_busy is not None and d.submit_busy < fiodepth.BLOCKING_SUBMIT, d
+    assert not d.blocking, d
     assert fiodepth.warning(d, "libaio") == ""
 
 
