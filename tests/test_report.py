@@ -86,7 +86,7 @@ def test_baseline_option(store: Store) -> None:
     b = choose_baseline(run, "ashift=12")
     assert (
         b is not None
-        and b.partner("backend=zfs layout=raidz2 ashift=9", run.configs)
+        and b.partner("backend=zfs layout=raidz2 ashift=9", run, run.configs)
         == "backend=zfs layout=raidz2 ashift=12"
     )
     with pytest.raises(UsageError, match="layout=raidz1, layout=raidz2, ashift=9, ashift=12"):

@@ -31,6 +31,9 @@ from poolbench.engine.pool_ops import (
 )
 from poolbench.engine.trial import spec_for
 from poolbench.errors import PoolbenchError, UsageError
+from poolbench.report import export
+from poolbench.report.data import load_run
+from poolbench.store.db import Store
 from poolbench.study import matrix
 from poolbench.study.builtin import registry
 from poolbench.study.builtin.context import Context
@@ -489,6 +492,16 @@ def test_study_runs_for_real_at_small_scale(zfs_fuse: None, tmp_path: Path, name
     n_cfg = len(matrix.configs(study))
     rows = _measurements(db)
     assert len(rows) == n_cfg * 2 * len(study.workloads.names)
+    # Each row's factor levels stored as data, and exported as the configuration's own
+    # (a sync-slog layout 'mirror:2 + log stripe:1' holds spaces: its key cannot be split).
+    by_key = {c.key: dict(c.levels) for c in matrix.configs(study)}
+    assert {r["config"]: json.loads(r["config_levels"]) for r in rows} == by_key
+    store = Store(db, mode="read")
+    try:
+        exported = export.rows(load_run(store, "1"))
+    finally:
+        store.close()
+    assert all(e["config_levels"] == by_key[e["config"]] for e in exported)
     # The comparison table with its CI, for every workload.
     for w in study.workloads.names:
         assert f"{w} (" in p.stdout

@@ -274,6 +274,7 @@ def subject_for(
     config: str,
     findings: Findings,
     working_set: int | None = None,
+    levels: dict[str, str] | None = None,
 ) -> Subject:
     """The pool as one object for the measurement session: its mountpoint and members (and
     the zvol the configuration measures, made here), its backend's cache defeat, the
@@ -291,6 +292,7 @@ def subject_for(
     return Subject(
         pool.mountpoint,
         config,
+        levels=dict(levels or {}),
         devices=devices,
         cache_defeat=lambda _files: backend.drop_cache(pool),
         hooks=PoolHooks(runner, backend, pool),

@@ -9,6 +9,7 @@ schema and the reports of older runs stay as they were. This module is pure: no 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -266,6 +267,9 @@ class Measurement:
     job_file: str
     host: str | None = None  # fleet runs: the host measured; None on one machine
     latency: Latency | None = None  # fio's completion latency (None: not a fio job, or none)
+    # The configuration's factor levels as data ({} for a bench target); None: not known
+    # (a fleet host's path, a row stored before levels were kept).
+    config_levels: dict[str, str] | None = None
 
     def to_row(self) -> StoredMeasurement:
         return StoredMeasurement(
@@ -285,6 +289,7 @@ class Measurement:
             job_file=self.job_file,
             host=self.host,
             clat=self.latency.to_json() if self.latency is not None else None,
+            config_levels=None if self.config_levels is None else dict(self.config_levels),
         )
 
     def to_json(self) -> JSON:
@@ -316,7 +321,20 @@ class Measurement:
             job_file=str(d.get("job_file") or ""),
             host=str(d["host"]) if d.get("host") else None,
             latency=Latency.from_json(d["clat"]) if isinstance(d.get("clat"), Mapping) else None,
+            config_levels=_levels(d.get("config_levels")),
         )
+
+
+def _levels(v: object) -> dict[str, str] | None:
+    """Stored factor levels (a JSON object, or its decoded dict); None when absent or not one."""
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return None
+    if not isinstance(v, Mapping):
+        return None
+    return {str(k): str(x) for k, x in v.items()}
 
 
 # -- write amplification as stored (guards → device → amplification, guards/amplification) -----

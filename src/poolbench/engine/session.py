@@ -13,7 +13,7 @@ import os
 import secrets
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -121,6 +121,8 @@ class Subject:
 
     path: Path
     config: str  # stored as the measurement's configuration (bench: the path)
+    # The configuration's factor levels as data, stored beside `config` ({}: a bench target).
+    levels: Mapping[str, str] = field(default_factory=dict)
     devices: Target | None = None  # None: found from the mount at preflight
     cache_defeat: CacheDefeat | None = None  # None: the page cache drop (guards/cache.py)
     hooks: TrialHooks | None = None  # pool state and pool operations (studies only)
@@ -417,7 +419,7 @@ class Session:
         self._record(res, Measurement(
             self.subject.config, w.name, replicate, value, w.unit, result.io_bytes,
             result.total_ios, seconds, dev.device_bytes, dev.device_mib_s, warnings, findings,
-            asdict(w), job, latency=result.latency,
+            asdict(w), job, latency=result.latency, config_levels=dict(self.subject.levels),
         ))  # fmt: skip
 
     def _cold_files(self, w: Workload, params: fiojob.JobParams) -> tuple[list[Path], int]:
@@ -491,6 +493,7 @@ class Session:
         self._record(res, Measurement(
             self.subject.config, w.name, replicate, op.value, w.unit, op.app_bytes, op.ops,
             op.seconds, op.device_bytes, device_mib_s, op.warnings, findings, asdict(w), "",
+            config_levels=dict(self.subject.levels),
         ))  # fmt: skip
 
     def _record(self, res: WorkloadResult, m: Measurement) -> None:

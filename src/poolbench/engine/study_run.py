@@ -341,7 +341,13 @@ class StudyRun:
         )
         findings = trial.findings_for(self.runner, pool, tc, options)
         subject = pool_ops.subject_for(
-            self.runner, backend, pool, tc.key, findings, working_set=options.size
+            self.runner,
+            backend,
+            pool,
+            tc.key,
+            findings,
+            working_set=options.size,
+            levels=tc.levels,
         )
         session = Session(
             self.runner, self.store, self.run_id, subject, options, commands=self.commands

@@ -18,6 +18,7 @@ from poolbench.report.metrics import VALUE, Figure, Metric, tail_warning
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.store import queries
 from poolbench.store.db import Store, resume_command
+from poolbench.study.matrix import parse_key
 
 GiB = 1024**3
 MiB = 1024**2
@@ -117,6 +118,20 @@ class RunData:
     failed_trials: list[queries.FailedTrial] = field(default_factory=list)
     # The command that measures the failed or missing trials (with --db unless default).
     resume_hint: str = ""
+    # Each configuration's factor levels as stored (the key alone cannot be split back).
+    config_levels: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def levels(self, config: str) -> dict[str, str]:
+        """A configuration's factor levels (a copy); a key not measured in this run (a
+        baseline partner built from levels) is read with the key grammar."""
+        known = self.config_levels.get(config)
+        return dict(known) if known is not None else parse_key(config)
+
+    def without(self, config: str, factor: str) -> str:
+        """The configuration key with one factor removed (the series of a curve)."""
+        levels = self.levels(config)
+        levels.pop(factor, None)
+        return key_of(levels)
 
     # -- what the run measured -----------------------------------------------------------
     @property
@@ -131,7 +146,7 @@ class RunData:
         """Factor → levels in study order, for the factors that vary between configurations."""
         seen: dict[str, list[str]] = {}
         for c in self.configs:
-            for k, v in parse_config(c).items():
+            for k, v in self.levels(c).items():
                 if v not in seen.setdefault(k, []):
                     seen[k].append(v)
         return {k: v for k, v in seen.items() if len(v) > 1}
@@ -139,7 +154,7 @@ class RunData:
     def fixed_levels(self) -> dict[str, str]:
         """Factor levels shared by every configuration (said once, in the header)."""
         varying = self.factors()
-        levels = [parse_config(c) for c in self.configs]
+        levels = [self.levels(c) for c in self.configs]
         if not levels or not all(levels):
             return {}
         return {
@@ -151,7 +166,7 @@ class RunData:
     def label(self, config: str) -> str:
         """The configuration without the levels every configuration shares."""
         fixed = self.fixed_levels()
-        levels = parse_config(config)
+        levels = self.levels(config)
         short = " ".join(f"{k}={v}" for k, v in levels.items() if k not in fixed)
         return short or config
 
@@ -235,22 +250,27 @@ class RunData:
         return when.strftime("%Y-%m-%d %H:%M UTC")
 
 
-def parse_config(config: str) -> dict[str, str]:
-    """'backend=zfs layout=raidz1 ashift=9' → levels; {} for a bench run's target path."""
-    out: dict[str, str] = {}
-    for token in config.split():
-        k, sep, v = token.partition("=")
-        if not sep or not k:
-            return {}
-        out[k] = v
-    return out
-
-
-def without(config: str, factor: str) -> str:
-    """The configuration key with one factor removed (the series of a curve)."""
-    levels = parse_config(config)
-    levels.pop(factor, None)
+def key_of(levels: dict[str, str]) -> str:
+    """The configuration key of these levels (study/matrix.py `Config.key`)."""
     return " ".join(f"{k}={v}" for k, v in levels.items())
+
+
+def cell_config(m: dict[str, Any]) -> str:
+    """The configuration a measurement row belongs to in the reports: a run measured on many
+    hosts keeps each host's replicates apart, the host one more factor of it."""
+    return str(m["config"]) + (f" host={m['host']}" if m.get("host") else "")
+
+
+def _stored_levels(m: dict[str, Any], config: str) -> dict[str, str]:
+    """A measurement's factor levels: as stored (0006_config_levels), a fleet host added as
+    one more factor; rows stored before that are read from their key."""
+    stored = _json(m.get("config_levels"), None)
+    if not isinstance(stored, dict):
+        return parse_key(config)
+    levels = {str(k): str(v) for k, v in stored.items()}
+    if levels and m.get("host"):
+        levels["host"] = str(m["host"])
+    return levels
 
 
 def _json(text: str | None, default: Any) -> Any:
@@ -310,10 +330,10 @@ def load_run(store: Store, ref: str) -> RunData:
         measurements.append(m)
     commands = _commands(store, run_id)
     cells: dict[tuple[str, str], Cell] = {}
+    config_levels: dict[str, dict[str, str]] = {}
     for m in sorted(measurements, key=lambda m: (m["replicate"], m["id"])):
-        # A run measured on many hosts keeps each host's replicates apart: the host is one
-        # more factor of the configuration.
-        config = str(m["config"]) + (f" host={m['host']}" if m.get("host") else "")
+        config = cell_config(m)
+        config_levels.setdefault(config, _stored_levels(m, config))
         ck = (config, str(m["workload"]))
         cell = cells.setdefault(ck, Cell(ck[0], ck[1], str(m["unit"])))
         cell.values.append(float(m["value"]))
@@ -344,6 +364,7 @@ def load_run(store: Store, ref: str) -> RunData:
         workloads=[],
         failed_trials=queries.failed_trials(store, run_id),
         resume_hint=resume_command(store.path, run_id),
+        config_levels=config_levels,
     )
     for cell in cells.values():
         cell.policy = run.policy()  # the run's own min/max/target: Stein's interval
@@ -364,7 +385,7 @@ def _config_order(run: RunData, seen: list[str]) -> list[str]:
         return configs
 
     def rank(c: str) -> tuple[int, ...]:
-        levels = parse_config(c)
+        levels = run.levels(c)
         out = []
         for k in levels:
             listed = [str(x) for x in factors.get(k, [])]

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from poolbench.engine.records import write_amplification
-from poolbench.report.data import RunData, parse_config
+from poolbench.report.data import RunData, cell_config
 from poolbench.report.metrics import percentile_ns
 
 EXPORT_VERSION = 1
@@ -99,7 +99,7 @@ def rows(run: RunData) -> list[dict[str, Any]]:
                 "run_status": run.status,
                 "run_started_at": _iso(run.started_at),
                 "config": m["config"],
-                "config_levels": parse_config(m["config"]),
+                "config_levels": run.levels(cell_config(m)),
                 "workload": m["workload"],
                 "replicate": m["replicate"],
                 "value": m["value"],

@@ -30,7 +30,7 @@ from collections import defaultdict
 from poolbench.errors import PoolbenchError
 from poolbench.planner.performance import DiskSpeed
 from poolbench.report import header, predicted, qdcurve
-from poolbench.report.data import Cell, RunData, fmt_value, parse_config, without
+from poolbench.report.data import Cell, RunData, fmt_value
 from poolbench.report.metrics import LATENCY, latency_matters
 from poolbench.report.svg import (
     Bar,
@@ -227,7 +227,7 @@ def _factor_curves(
     unit = ""
     for cfg in run.configs:
         cell = run.cell(cfg, workload)
-        level = parse_config(cfg).get(factor)
+        level = run.levels(cfg).get(factor)
         if cell is None or level is None:
             continue
         x = _size_bytes(level) if parse == "size" else _percent(level)
@@ -235,7 +235,7 @@ def _factor_curves(
             return None
         ticks[x] = level
         unit = cell.unit
-        series[run.label(without(cfg, factor))].append(_point(cell, x))
+        series[run.label(run.without(cfg, factor))].append(_point(cell, x))
     if len(ticks) < 2:
         return None
     if parse == "size":
@@ -313,7 +313,7 @@ def _space_chart(run: RunData) -> Safe | None:
         usable = pool.get("usable_bytes")
         if not isinstance(usable, int | float) or usable <= 0:
             continue
-        levels = parse_config(cfg)
+        levels = run.levels(cfg)
         key = " ".join(f"{k}={levels[k]}" for k in POOL_FACTORS if k in levels) or cfg
         if key in seen:
             continue

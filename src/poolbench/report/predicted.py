@@ -26,7 +26,7 @@ from poolbench.planner.performance import (
     Prediction,
     predict_detailed,
 )
-from poolbench.report.data import RunData, fmt_value, parse_config
+from poolbench.report.data import RunData, fmt_value
 from poolbench.report.measured_disk import disk_speed_from_store
 from poolbench.report.svg import Safe, fmt, join
 from poolbench.store.db import Store
@@ -113,11 +113,11 @@ def _prediction(layout: Layout, levels: dict[str, str], disk: DiskSpeed) -> Pred
 def baseline_disk(run: RunData, config: str) -> DiskSpeed | None:
     """The disk as the study measured it: the configuration with the same levels but the
     single-disk layout (`[planner] disk_baseline`); None when the study has none."""
-    levels = parse_config(config)
+    levels = run.levels(config)
     if "layout" not in levels:
         return None
     levels["layout"] = BASELINE_LAYOUT
-    partner = next((c for c in run.configs if parse_config(c) == levels), None)
+    partner = next((c for c in run.configs if run.levels(c) == levels), None)
     if partner is None:
         return None
     figs = {}
@@ -139,7 +139,7 @@ def predicted_rows(run: RunData, disk: DiskSpeed | None) -> list[PredictedRow]:
     single-disk baseline."""
     rows: list[PredictedRow] = []
     for config in run.configs:
-        levels = parse_config(config)
+        levels = run.levels(config)
         layout = study_layout(run, levels)
         d = disk or baseline_disk(run, config)
         pred = _prediction(layout, levels, d) if layout is not None and d is not None else None
@@ -175,7 +175,7 @@ def _figure(pred: Prediction | None, workload: str, has_layout: bool) -> tuple[f
 
 
 def has_layouts(run: RunData) -> bool:
-    return any(study_layout(run, parse_config(c)) is not None for c in run.configs)
+    return any(study_layout(run, run.levels(c)) is not None for c in run.configs)
 
 
 def heading(disk: DiskSpeed | None) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from poolbench.errors import UsageError
-from poolbench.report.data import Cell, RunData, parse_config
+from poolbench.report.data import Cell, RunData
 from poolbench.report.metrics import VALUE, Figure, Metric
 from poolbench.stats import outliers
 from poolbench.stats.compare import Ratio, compare_family, constant, exact_ratio
@@ -31,16 +31,16 @@ class Baseline:
     def label(self) -> str:
         return f"{self.factor}={self.level}" if self.factor else self.level
 
-    def partner(self, config: str, configs: list[str]) -> str | None:
+    def partner(self, config: str, run: RunData, configs: list[str]) -> str | None:
         """The configuration `config` is compared with; itself when it is the baseline."""
         if self.factor is None:
             return self.level if self.level in configs else None
-        levels = parse_config(config)
+        levels = run.levels(config)
         if self.factor not in levels:
             return None
         levels[self.factor] = self.level
         for c in configs:
-            if parse_config(c) == levels:
+            if run.levels(c) == levels:
                 return c
         return None
 
@@ -144,11 +144,11 @@ def cell_warnings(cell: Cell, ci_target: float, metric: Metric = VALUE) -> list[
     return out
 
 
-def _role(row: Row, baseline: Baseline | None, present: list[str]) -> str | None:
+def _role(run: RunData, row: Row, baseline: Baseline | None, present: list[str]) -> str | None:
     """The row's role against the baseline, and its partner's configuration if compared."""
     if baseline is None:
         return None
-    partner = baseline.partner(row.cell.config, present)
+    partner = baseline.partner(row.cell.config, run, present)
     if partner is None:
         row.role = "no-baseline"
     elif partner == row.cell.config:
@@ -173,7 +173,7 @@ def workload_table(
     compared: list[Row] = []
     for cell in cells:
         row = Row(cell, "single", figure=cell.figure(metric))
-        partner = _role(row, baseline, present)
+        partner = _role(run, row, baseline, present)
         if partner is not None:
             base = run.cell(partner, workload)
             assert base is not None

@@ -15,7 +15,7 @@ from rich.text import Text
 from poolbench.planner.performance import DiskSpeed
 from poolbench.report import header, predicted
 from poolbench.report.compare_runs import Pair, RunComparison
-from poolbench.report.data import RunData, fmt_value, load_run, parse_config
+from poolbench.report.data import RunData, fmt_value, load_run
 from poolbench.report.layout import Column, print_fitted
 from poolbench.report.metrics import (
     DEFAULT_LATENCY,
@@ -69,7 +69,7 @@ def config_columns(run: RunData, configs: Sequence[str]) -> list[Column]:
     factors = run.factors()
     if factors:
         return [
-            Column(f"factor:{k}", k, [Text(parse_config(c).get(k, "–")) for c in configs],
+            Column(f"factor:{k}", k, [Text(run.levels(c).get(k, "–")) for c in configs],
                    factor=True)
             for k in factors
         ]  # fmt: skip

@@ -166,6 +166,17 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE measurements ADD COLUMN clat TEXT
         """,
     ),
+    (
+        # The configuration's factor levels as data (a JSON object, factor → level), beside
+        # the `config` key that names it: a level may hold spaces ('raidz1:3 + log mirror:2'),
+        # so the key alone cannot be split back into levels. NULL for a bench run (its
+        # configuration is a path) and for rows written before this migration, which the
+        # report reads with store.configkey.parse_levels.
+        "0006_config_levels",
+        """
+        ALTER TABLE measurements ADD COLUMN config_levels TEXT
+        """,
+    ),
 ]
 
 # The percentile columns of 0005_latency: column → the percentile it holds.
@@ -236,6 +247,9 @@ class Measurement:
     # Completion latency as fioparse.Latency.to_json writes it (percentiles keyed "99.9"),
     # None when the workload is not a fio job or fio timed no completion.
     clat: dict[str, Any] | None = None
+    # The configuration's factor levels in key order (0006_config_levels); None: a bench
+    # run's target, or a fleet host's path.
+    config_levels: dict[str, str] | None = None
 
 
 # Columns that must hold numbers (SQLite stores whatever it is given): a row with text there
@@ -424,8 +438,8 @@ class Store:
             cur = c.execute(
                 "INSERT INTO measurements (run_id, config, workload, replicate, value, unit, "
                 "app_bytes, ops, seconds, device_bytes, device_mib_s, warnings, guards, "
-                "workload_def, job_file, created_at, host) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "workload_def, job_file, created_at, host, config_levels) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     m.config,
@@ -444,6 +458,7 @@ class Store:
                     m.job_file,
                     time.time(),
                     m.host,
+                    None if m.config_levels is None else json.dumps(m.config_levels),
                 ),
             )
             mid = int(cur.lastrowid or 0)

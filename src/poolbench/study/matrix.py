@@ -35,6 +35,26 @@ class Config:
         return default
 
 
+def parse_key(key: str) -> dict[str, str]:
+    """A stored configuration key back into its levels: the inverse of `Config.key`, for
+    rows stored before the levels were kept as data (store 0006_config_levels).
+
+    A level may hold spaces ('layout=raidz1:3 + log mirror:2'), so a token without '=' (or
+    one that starts with '=') continues the previous level; {} when the key does not start
+    with a level at all (a bench run's target path)."""
+    out: dict[str, str] = {}
+    last = ""
+    for token in key.split(" "):
+        k, sep, v = token.partition("=")
+        if sep and k and k not in out:
+            out[k], last = v, k
+        elif last:
+            out[last] += " " + token
+        else:
+            return {}
+    return out
+
+
 @dataclass(frozen=True)
 class Trial:
     index: int  # position in the run's order
