@@ -27,7 +27,7 @@ import re
 import shlex
 from collections import defaultdict
 
-from poolbench.errors import PoolbenchError
+from poolbench.errors import PoolbenchError, UsageError
 from poolbench.planner.performance import DiskSpeed
 from poolbench.report import header, predicted, qdcurve
 from poolbench.report.data import Cell, RunData, fmt_value
@@ -51,6 +51,7 @@ from poolbench.report.tables import (
     change_text,
     tables,
 )
+from poolbench.units import parse_size
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1180px;color:#222;
@@ -109,11 +110,11 @@ def _chart_id(prefix: str, text: str, used: set[str]) -> str:
 
 
 def _size_bytes(text: str) -> float | None:
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", text.strip().lower())
-    if not m:
+    """A size level in bytes by the one size grammar (4K = 4096, 4KB = 4000); None if not."""
+    try:
+        return float(parse_size(text))
+    except UsageError:
         return None
-    power: int = " kmgt".index(m.group(2) or " ")
-    return float(m.group(1)) * float(1024**power)
 
 
 def _size_text(n: float) -> str:
@@ -342,7 +343,6 @@ def _predicted_usable(run: RunData, levels: dict[str, str], zfs_version: str) ->
         return None
     try:
         from poolbench.planner.capacity import predicted_usable
-        from poolbench.units import parse_size
 
         return predicted_usable(
             levels["layout"], int(levels.get("ashift", "12")), int(disks["count"]),

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from poolbench.errors import UsageError
+from poolbench.units import parse_size
 
 # mixed: a random read/write mix (rand-mix70-4k); its figure counts the reads and the writes.
 Direction = Literal["read", "write", "meta", "mixed"]
@@ -28,23 +29,24 @@ MiB = 1024 * 1024
 IOZONE_STRIDE_RECORDS = 17
 DEFAULT_METADATA_FILES = 20000
 
-_SIZE_RE = re.compile(r"^([0-9]+)([kmg])$")  # ASCII digits only: "١٢k" is not 12k
-
 
 def parse_record_size(text: str) -> int:
-    """'4k' → 4096, '1m' → 1 MiB. Record sizes are powers of two from 512 bytes to 64 MiB."""
-    m = _SIZE_RE.match(text.lower())
-    if not m:
+    """'4k' → 4096, '1m' → 1 MiB: the one size grammar (units.parse_size: 4K = 4KiB = 4096,
+    4KB = 4000). Record sizes are powers of two from 512 bytes to 64 MiB."""
+    try:
+        value = parse_size(text, what="record size")
+    except UsageError:
         raise UsageError(
             f"'{text}' is not a record size.",
-            "Write it as a number with k, m or g, e.g. 4k, 128k, 1m.",
-        )
-    value = int(m.group(1)) * {"k": 1024, "m": MiB, "g": 1024 * MiB}[m.group(2)]
+            "Write it as a number with K, M or G (powers of 1024), e.g. 4k, 128K, 1M, 4KiB.",
+        ) from None
     if value < 512 or value > 64 * MiB or value & (value - 1):
         raise UsageError(
-            f"Record size '{text}' must be a power of two between 512 bytes and 64m.",
+            f"Record size '{text}' must be a power of two between 512 bytes and 64m"
+            + (" (KB, MB and GB are powers of 1000)." if "B" in text.upper() and "I" not in
+               text.upper() else "."),
             "Use e.g. 4k, 64k, 1m.",
-        )
+        )  # fmt: skip
     return value
 
 
