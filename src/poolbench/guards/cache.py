@@ -159,12 +159,9 @@ def zfs_flavour(path: Path) -> str | None:
         m = mount_of(path)
     except (OSError, ValueError):
         return None
-    if m.fstype == "zfs":
-        return "openzfs"
-    # zfs-fuse mounts as FUSE with the dataset name as its source (as devices.resolve reads it)
-    if m.fstype in ("fuse", "fuse.zfs") and not m.source.startswith("/"):
-        return "zfs-fuse"
-    return None
+    if not m.is_zfs:
+        return None
+    return "openzfs" if m.fstype == "zfs" else "zfs-fuse"
 
 
 @dataclass(frozen=True)

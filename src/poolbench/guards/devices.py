@@ -36,6 +36,19 @@ class MountInfo:
     source: str
     major_minor: str
 
+    @property
+    def is_zfs(self) -> bool:
+        """A ZFS dataset: OpenZFS mounts as "zfs"; zfs-fuse as a FUSE mount ("fuse.zfs", or
+        plain "fuse") whose source is the dataset name, not a path."""
+        return self.fstype in ("zfs", "fuse.zfs") or (
+            self.fstype == "fuse" and not self.source.startswith("/")
+        )
+
+    @property
+    def zfs_pool(self) -> str:
+        """The pool of a ZFS mount's dataset ('tank/a/b' → 'tank')."""
+        return self.source.split("/")[0]
+
 
 @dataclass
 class Target:
@@ -140,9 +153,8 @@ def _zfs_devices(runner: Runner, pool: str) -> tuple[list[str], str]:
 def resolve(path: Path, runner: Runner) -> Target:
     m = mount_of(path)
     t = Target(str(path), m)
-    # OpenZFS mounts as "zfs"; zfs-fuse as a FUSE mount whose source is the dataset name.
-    if m.fstype in ("zfs", "fuse.zfs") or (m.fstype == "fuse" and not m.source.startswith("/")):
-        pool = m.source.split("/")[0]
+    if m.is_zfs:
+        pool = m.zfs_pool
         t.devices, reason = _zfs_devices(runner, pool)
         t.how = f"members of ZFS pool {pool}"
         t.unverified_reason = reason

@@ -88,7 +88,7 @@ def for_target(target: Target, runner: Runner) -> Found:
     m = target.mount
     if not target.devices:
         return None, target.unverified_reason
-    if m.fstype in ("zfs", "fuse.zfs") or (m.fstype == "fuse" and not m.source.startswith("/")):
+    if m.is_zfs:
         return _zfs_of(m.source, runner)
     if m.fstype == "btrfs":
         return btrfs_of(target.devices)

@@ -315,8 +315,8 @@ def _mount_devices(inv: Inventory, m: MountInfo, paths: Paths) -> list[str]:
             members = _listdir(paths.sys_root / "fs" / "btrfs" / fs / "devices")
             if src in members:
                 names += [n for n in members if n not in names and n in inv.devices]
-    if m.fstype in ("zfs", "fuse.zfs") or (m.fstype == "fuse" and not m.source.startswith("/")):
-        pool = m.source.split("/")[0]
+    if m.is_zfs:
+        pool = m.zfs_pool
         names += [
             d.name
             for d in inv.devices.values()
