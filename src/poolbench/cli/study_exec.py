@@ -263,7 +263,7 @@ def _clean_earlier(runner: Runner, journals: Path, err: Console) -> None:
 
 
 def _uses_zfs(study: Study) -> bool:
-    return any((c.get("backend") or "zfs") == "zfs" for c in matrix.configs(study))
+    return any(c.backend == "zfs" for c in matrix.configs(study))
 
 
 @contextlib.contextmanager

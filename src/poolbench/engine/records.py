@@ -51,7 +51,7 @@ class TrialConfig:
 
     @property
     def backend(self) -> str:
-        return self.config.get("backend", "zfs") or "zfs"
+        return self.config.backend
 
 
 # -- what the guards found ----------------------------------------------------------------------

@@ -107,7 +107,7 @@ class StudyRun:
     def preflight(self) -> dict[str, Availability]:
         """Refuse every problem we can see before creating anything."""
         n = self.study.disks.n
-        if n == 0 and any((c.get("backend") or "zfs") != "directory" for c in self.configs):
+        if n == 0 and any(c.backend != "directory" for c in self.configs):
             raise UsageError(
                 f"Study '{self.study.name}' has no disks.",
                 "Set [disks] count and size (sparse files), or pass --disks 5x512M.",
@@ -117,7 +117,7 @@ class StudyRun:
         found: dict[str, Availability] = {}
         dummy = [f"/dev/disk{i}" for i in range(n)]
         for cfg in self.configs:
-            name = cfg.get("backend", "zfs") or "zfs"
+            name = cfg.backend
             if name not in self.backends:
                 backend = self.make_backend(name, self.runner)
                 avail = backend.check()

@@ -51,7 +51,7 @@ def _options_by_backend(backend: str, levels: dict[str, str]) -> tuple[dict[str,
 
 
 def spec_for(cfg: matrix.Config, devices: Sequence[str], name: str, mount_root: Path) -> PoolSpec:
-    backend = cfg.get("backend", "zfs") or "zfs"
+    backend = cfg.backend
     levels = dict(cfg.levels)
     pool_opts, fs_opts, volume = _options_by_backend(backend, levels)
     # Applied by the trial loop itself; and `fs = <backend>` names a stack's own filesystem

@@ -51,6 +51,7 @@ from poolbench.report.tables import (
     change_text,
     tables,
 )
+from poolbench.study.matrix import DEFAULT_BACKEND
 from poolbench.units import parse_size
 
 CSS = """
@@ -339,7 +340,7 @@ def _predicted_usable(run: RunData, levels: dict[str, str], zfs_version: str) ->
     """The planner's usable space for a ZFS pool built from the study's sparse-file disks;
     None where it cannot say (other backends, real devices of unrecorded size)."""
     disks = run.study.get("disks") or {}
-    if levels.get("backend", "zfs") != "zfs" or disks.get("source") == "devices":
+    if levels.get("backend", DEFAULT_BACKEND) != "zfs" or disks.get("source") == "devices":
         return None
     try:
         from poolbench.planner.capacity import predicted_usable

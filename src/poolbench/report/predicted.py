@@ -30,6 +30,7 @@ from poolbench.report.data import RunData, fmt_value
 from poolbench.report.measured_disk import disk_speed_from_store
 from poolbench.report.svg import Safe, fmt, join
 from poolbench.store.db import Store
+from poolbench.study.matrix import DEFAULT_BACKEND
 from poolbench.study.model import BASELINE_LAYOUT
 from poolbench.units import parse_size
 
@@ -92,7 +93,7 @@ def report_disk(store: Store, ref: str) -> DiskSpeed:
 
 def study_layout(run: RunData, levels: dict[str, str]) -> Layout | None:
     """The ZFS layout a configuration built, on the study's disk count; None if it has none."""
-    if levels.get("backend", "zfs") != "zfs" or "layout" not in levels:
+    if levels.get("backend", DEFAULT_BACKEND) != "zfs" or "layout" not in levels:
         return None
     disks = run.study.get("disks") or {}
     count = disks.get("count") or len(disks.get("devices") or [])

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from poolbench.study.model import Study
 
+# The stack a configuration builds when its study names none.
+DEFAULT_BACKEND = "zfs"
 # Factors listed in this order in configuration keys, the rest alphabetically after.
 _KEY_ORDER = ("backend", "layout", "ashift", "recordsize", "compression", "fs")
 # (Trial factors — vdev_source, compressibility, fill — sort alphabetically after these.)
@@ -27,6 +29,11 @@ class Config:
     @property
     def key(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.levels)
+
+    @property
+    def backend(self) -> str:
+        """The stack this configuration builds (DEFAULT_BACKEND when its study names none)."""
+        return self.get("backend") or DEFAULT_BACKEND
 
     def get(self, factor: str, default: str | None = None) -> str | None:
         for k, v in self.levels:
@@ -64,7 +71,7 @@ class Trial:
 
 def configs(study: Study) -> list[Config]:
     factors = dict(study.factors)
-    factors.setdefault("backend", ["zfs"])
+    factors.setdefault("backend", [DEFAULT_BACKEND])
     names = sorted(factors, key=lambda f: (_KEY_ORDER.index(f) if f in _KEY_ORDER else 99, f))
     combos = itertools.product(*(factors[n] for n in names))
     out = [
