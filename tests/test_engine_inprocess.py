@@ -1,0 +1,142 @@
+"""The trial loop driven in-process, for the fast tier: a study on the directory backend
+(two plain directories as its two "layouts", nothing built or destroyed) measured with real
+fio by StudyRun itself, no CLI subprocess. It covers the engine's own branches that the
+real-pool tests reach only through `poolbench run` as root: stage one in interleaved
+rounds, the replicate rule's extra rounds, the stored levels, resume of exactly the missing
+cells, a trial failure kept with its reason while the study goes on, and the report read
+back from the store."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from poolbench.engine import lifecycle, study_run
+from poolbench.errors import PoolbenchError
+from poolbench.report.data import load_run
+from poolbench.store import queries
+from poolbench.store.db import Store
+from poolbench.study import matrix
+from poolbench.study.model import parse
+from poolbench.system.runner import LocalRunner
+
+pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
+
+
+def _study(a: Path, b: Path, replicates: int = 3, max_replicates: int = 3) -> tuple[str, object]:
+    text = (
+        f'name = "inproc"\nreplicates = {replicates}\nmax_replicates = {max_replicates}\n'
+        'ci_target = 50\n[disks]\ncount = 0\n[factors]\nbackend = ["directory"]\n'
+        f'layout = ["{a}", "{b}"]\n'
+        '[workloads]\nnames = ["seq-write", "seq-read"]\nsize = "1M"\n'
+    )
+    return text, parse(text)
+
+
+def _run(tmp: Path, text: str, resume: int | None = None) -> study_run.StudyRun:
+    study = parse(text)
+    store = Store(tmp / "r.db")
+    sr = study_run.StudyRun(
+        LocalRunner(), store, study, text,
+        study_run.Paths(scratch=tmp / "scratch", journals=tmp / "journals"), seed=7,
+    )  # fmt: skip
+    avail = sr.preflight()
+    if resume is None:
+        sr.run_id = lifecycle.start(store, "study", study.name, sr.metadata(avail), ["test"])
+    else:
+        sr.run_id = resume
+    sr.run()
+    return sr
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    return a, b
+
+
+def test_stage_one_interleaves_and_stores_every_cell_with_its_levels(
+    tmp_path: Path, dirs: tuple[Path, Path]
+) -> None:
+    text, _ = _study(*dirs)
+    sr = _run(tmp_path, text)
+    rows = sr.store.measurements(sr.run_id)
+    assert len(rows) == 2 * 3 * 2  # configurations × replicates × workloads
+    keys = [c.key for c in matrix.configs(sr.study)]
+    # rounds: every configuration once per replicate, never the same one twice in a row
+    order = [r["config"] for r in rows if r["workload"] == "seq-write"]
+    assert sorted(order[:2]) == sorted(keys) and sorted(order[2:4]) == sorted(keys)
+    assert all(x != y for x, y in zip(order, order[1:], strict=False))
+    for r in rows:  # the figure is fio's bytes over its time, and the levels are data
+        assert r["value"] == pytest.approx(r["app_bytes"] / r["seconds"] / 2**20, rel=1e-6)
+        assert r["app_bytes"] == 1 << 20
+    run = load_run(sr.store, str(sr.run_id))
+    assert {c: run.levels(c)["layout"] for c in run.configs} == {
+        k: k.split("layout=")[1] for k in keys
+    }
+    assert run.factors() == {"layout": [str(d) for d in dirs]}
+
+
+def test_resume_measures_exactly_the_missing_cells(tmp_path: Path, dirs: tuple[Path, Path]) -> None:
+    text, _ = _study(*dirs)
+    sr = _run(tmp_path, text)
+    victim = sr.store.measurements(sr.run_id)[5]
+    sr.store.conn.execute("DELETE FROM measurements WHERE id = ?", (victim["id"],))
+    kept = {r["id"] for r in sr.store.measurements(sr.run_id)}
+    again = _run(tmp_path, text, resume=sr.run_id)
+    rows = again.store.measurements(sr.run_id)
+    new = [r for r in rows if r["id"] not in kept]
+    assert [(r["config"], r["workload"], r["replicate"]) for r in new] == [
+        (victim["config"], victim["workload"], victim["replicate"])
+    ]
+
+
+def test_the_replicate_rule_adds_rounds_up_to_the_maximum(
+    tmp_path: Path, dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A configuration whose stage one is noisy is owed more replicates; they run in extra
+    rounds after stage one, never back to back, up to max_replicates."""
+    text, _ = _study(*dirs, replicates=3, max_replicates=5)
+    planned_for: dict[str, int] = {}
+
+    def planned(self: study_run.StudyRun, cfg: matrix.Config, rule: object) -> int:
+        planned_for[cfg.key] = 5 if cfg.key.endswith(str(dirs[0])) else 3
+        return planned_for[cfg.key]
+
+    monkeypatch.setattr(study_run.StudyRun, "_planned", planned)
+    sr = _run(tmp_path, text)
+    per = queries.values_by_workload(sr.store, sr.run_id, next(iter(planned_for)))
+    counts = {
+        k: len(queries.values_by_workload(sr.store, sr.run_id, k)["seq-write"]) for k in planned_for
+    }
+    assert counts == planned_for and per
+    reps = [r["replicate"] for r in sr.store.measurements(sr.run_id) if r["workload"] == "seq-read"]
+    assert reps[-2:] == [3, 4]  # the extra replicates come last, in their own rounds
+
+
+def test_a_failing_trial_is_kept_with_its_reason_and_the_study_goes_on(
+    tmp_path: Path, dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text, _ = _study(*dirs)
+    real = study_run.StudyRun._build_measure_destroy
+    calls = {"n": 0}
+
+    def flaky(self: study_run.StudyRun, tc: object, name: str, journal: object) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise PoolbenchError("the pool went away", "try again")
+        real(self, tc, name, journal)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(study_run.StudyRun, "_build_measure_destroy", flaky)
+    sr = _run(tmp_path, text)
+    failed = sr.failed()
+    assert len(failed) == 1 and "the pool went away" in failed[0].reason
+    assert len(sr.store.measurements(sr.run_id)) == (2 * 3 - 1) * 2
+    # resume measures the failed trial and marks it resolved
+    monkeypatch.setattr(study_run.StudyRun, "_build_measure_destroy", real)
+    again = _run(tmp_path, text, resume=sr.run_id)
+    assert again.failed() == [] and len(again.store.measurements(sr.run_id)) == 2 * 3 * 2
