@@ -77,7 +77,9 @@ def report(
     metrics = parse_metrics(metric_text)
     store = open_store(db, "read")
     run = load_run(store, run_ref)
-    base = choose_baseline(run, baseline)
+    # The verdict ranks and gives each factor's effect without a baseline; the tables
+    # compare against one only when asked.
+    base = choose_baseline(run, baseline) if baseline else None
     disk = predicted.report_disk(store, disk_ref) if disk_ref else None
     terminal.render_run(Console(), run, base, disk, metrics)
     if html_file is not None:

@@ -187,13 +187,14 @@ def _notes(rows: list[PredictedRow]) -> list[str]:
     return list(dict.fromkeys(r.basis for r in rows))
 
 
-def render_terminal(console: Console, run: RunData, disk: DiskSpeed | None) -> None:
-    """The table after a study's report; one line when no disk figures are known."""
+def render_terminal(console: Console, run: RunData, disk: DiskSpeed | None) -> list[str]:
+    """The table after a study's report. Without disk figures nothing is printed here: the
+    next step that would give them is returned, for the end of the report."""
     if not has_layouts(run):
-        return
+        return []
     if disk is None and not has_baseline(run):
-        console.print(Text(f"predicted: no disk figures known for run {run.id} ({HOW})"))
-        return
+        return [f"to see the planner's prediction beside each figure: poolbench report "
+                f"{run.id} --disk-speed-from BENCH_RUN (or model:NAME)"]  # fmt: skip
     rows = predicted_rows(run, disk)
     notes = _notes(rows)
     t = Table(title=Text(heading(disk)), title_justify="left")
@@ -209,6 +210,7 @@ def render_terminal(console: Console, run: RunData, disk: DiskSpeed | None) -> N
     console.print(t)
     for i, n in enumerate(notes, 1):
         console.print(Text(f"†{i} {n}", style="dim"))
+    return []
 
 
 def html_section(run: RunData, disk: DiskSpeed | None) -> list[Safe]:
