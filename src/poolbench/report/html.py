@@ -27,9 +27,9 @@ import re
 import shlex
 from collections import defaultdict
 
-from poolbench.errors import PoolbenchError
 from poolbench.planner.performance import DiskSpeed
-from poolbench.report import header, predicted, qdcurve
+from poolbench.report import header, predicted, qdcurve, verdict_html
+from poolbench.report.costs import POOL_FACTORS, predicted_usable
 from poolbench.report.data import Cell, RunData, fmt_value
 from poolbench.report.metrics import LATENCY, latency_matters
 from poolbench.report.svg import (
@@ -47,10 +47,10 @@ from poolbench.report.tables import (
     Baseline,
     Footnotes,
     WorkloadTable,
-    answer,
     change_text,
     tables,
 )
+from poolbench.report.verdict import verdict
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1180px;color:#222;
@@ -299,9 +299,6 @@ def _record_curves(
     )
 
 
-POOL_FACTORS = ("backend", "layout", "ashift")  # what decides a pool's usable space
-
-
 def _space_chart(run: RunData) -> Safe | None:
     """Usable space per layout as the pool reported it (`usable_bytes` in its description),
     each beside the planner's prediction for the same layout, disks and ZFS version."""
@@ -319,7 +316,7 @@ def _space_chart(run: RunData) -> Safe | None:
             continue
         seen.add(key)
         label = run.label(key)
-        predicted = _predicted_usable(run, levels, str(pool.get("zfs_version") or ""))
+        predicted = predicted_usable(run, levels, str(pool.get("zfs_version") or ""))
         if predicted is None:
             bars.append(Bar(label, usable / 1024**3, None, None))
             continue
@@ -332,24 +329,6 @@ def _space_chart(run: RunData) -> Safe | None:
         "chart-space", "usable space per layout: as the pool reports it, and as planned", "GiB",
         bars,
     )  # fmt: skip
-
-
-def _predicted_usable(run: RunData, levels: dict[str, str], zfs_version: str) -> int | None:
-    """The planner's usable space for a ZFS pool built from the study's sparse-file disks;
-    None where it cannot say (other backends, real devices of unrecorded size)."""
-    disks = run.study.get("disks") or {}
-    if levels.get("backend", "zfs") != "zfs" or disks.get("source") == "devices":
-        return None
-    try:
-        from poolbench.planner.capacity import predicted_usable
-        from poolbench.units import parse_size
-
-        return predicted_usable(
-            levels["layout"], int(levels.get("ashift", "12")), int(disks["count"]),
-            parse_size(str(disks["size"])), zfs_version,
-        )  # fmt: skip
-    except (PoolbenchError, KeyError, ValueError):  # a layout/version the planner lacks
-        return None
 
 
 def _charts(run: RunData) -> list[tuple[str, Safe]]:
@@ -436,12 +415,15 @@ def _measurements(run: RunData) -> Safe:
 
 def render(run: RunData, baseline: Baseline | None, disk: DiskSpeed | None = None) -> str:
     notes = Footnotes()
+    bases = {baseline.factor: baseline.level} if baseline and baseline.factor else {}
     wts = tables(run, baseline, notes)
     used: set[str] = set()
     body: list[Safe] = [
         fmt("<h1>{}</h1>", header.title(run)),
-        Safe('<h2 id="summary">Summary</h2>'),
-        fmt("<ul>{}</ul>", join([fmt("<li>{}</li>", answer(run, w)) for w in run.workloads])),
+        # The answer first, from the same Verdict the terminal ends with: one interval per
+        # ratio, wherever it is shown.
+        *verdict_html.section(run, verdict(run, bases), predicted.next_steps(run, disk)),
+        Safe('<h2 id="how">What was measured, and how</h2>'),
         fmt(
             '<dl class="hdr">{}</dl>',
             join([fmt("<dt>{}</dt><dd>{}</dd>", k, v) for k, v in header.lines(run, baseline)]),

@@ -19,7 +19,7 @@ from poolbench.errors import UsageError
 from poolbench.report.data import Cell, RunData
 from poolbench.report.metrics import VALUE, Figure, Metric
 from poolbench.stats import outliers
-from poolbench.stats.compare import Ratio, compare_family, constant, exact_ratio
+from poolbench.stats.compare import Ratio, constant, exact_ratio
 
 
 @dataclass(frozen=True)
@@ -226,25 +226,3 @@ def mean_ci_text(cell: Cell) -> str:
     if math.isnan(s.ci_low):
         return fmt_value(s.mean)
     return f"{fmt_value(s.mean)} ± {fmt_value((s.ci_high - s.ci_low) / 2)}"
-
-
-def answer(run: RunData, workload: str) -> str:
-    """One sentence: the best configuration for a workload, and by how much (or not)."""
-    cells = [c for c in (run.cell(cfg, workload) for cfg in run.configs) if c is not None]
-    if not cells:
-        return f"{workload}: nothing measured"
-    ranked = sorted(cells, key=lambda c: -c.summary.mean)
-    best = ranked[0]
-    head = f"{workload}: {run.label(best.config)} is highest at {value_text(best)} {best.unit}"
-    if len(ranked) == 1:
-        return head
-    second = ranked[1]
-    if _exact([second, best], [second.values, best.values]):
-        r = exact_ratio(second.values, best.values)
-    else:
-        r = compare_family([(second.values, best.values)], first_stage=run.policy().min_runs)[0]
-    if r.undetermined:
-        return f"{head}; against {run.label(second.config)}: {r.undetermined}"
-    if not r.significant:
-        return f"{head}; against {run.label(second.config)}: {r.full_text()}"
-    return f"{head}, {r.text()} over the next, {run.label(second.config)}"
