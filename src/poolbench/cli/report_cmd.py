@@ -54,8 +54,9 @@ def _write(path: Path, text: str) -> None:
     "--baseline",
     default=None,
     metavar="FACTOR=LEVEL",
-    help="Compare against this level (default: the first level of the first factor "
-    "that varies), or a whole configuration key.",
+    help="Add a change column to the tables against this level, or a whole configuration "
+    "key (default: none; the answer at the end ranks every configuration and gives each "
+    "factor's effect without one). The answer then measures that factor from this level.",
 )
 @disk_speed_option
 @click.option("--metric", "metric_text", default=None, metavar="METRIC[,METRIC]", help=METRIC_HELP)

@@ -40,12 +40,16 @@ def _space(pairs: Sequence[tuple[Cost, Cost]], disk: int | None) -> str:
     diffs = [(u - b, (u - b) / b) for u, b in known if u is not None and b]
     if len(diffs) != len(pairs) or not diffs or all(d == 0 for d, _ in diffs):
         return ""
-    d, rel = min(diffs, key=lambda x: abs(x[0]))
-    d_hi = max(abs(x[0]) for x in diffs)
-    amount = fmt_bytes(abs(d)) if d_hi == abs(d) else f"{fmt_bytes(abs(d))}–{fmt_bytes(d_hi)}"
-    disks = f", {abs(d) / disk:.1f} disk" if disk else ""
-    verb = "costs" if d < 0 else "adds"
-    return f"{verb} {amount} of usable space ({pct(rel)}{disks})"
+    lo, hi = min(diffs, key=lambda x: abs(x[0])), max(diffs, key=lambda x: abs(x[0]))
+
+    def span(a: str, b: str) -> str:  # one figure, or the range over the pairs
+        return a if a == b else f"{a}–{b}"
+
+    amount = span(fmt_bytes(abs(lo[0])), fmt_bytes(abs(hi[0])))
+    share = span(pct(lo[1]), pct(hi[1]))
+    disks = f", {span(f'{abs(lo[0]) / disk:.1f}', f'{abs(hi[0]) / disk:.1f}')} disk" if disk else ""
+    verb = "costs" if lo[0] < 0 else "adds"
+    return f"{verb} {amount} of usable space ({share}{disks})"
 
 
 def _failures(pairs: Sequence[tuple[Cost, Cost]]) -> str:

@@ -61,7 +61,8 @@ def render(console: Console, run: RunData, v: Verdict, extra: Sequence[str] = ()
     steps that would decide what is still undecided)."""
     console.print()
     console.print(Text(f"The answer (run {v.run_id})", style="bold underline"))
-    console.print(Text(HOW_VERDICT, style="dim"))
+    if any(len(rk.standings) > 1 for rk in v.rankings):  # something was compared
+        console.print(Text(HOW_VERDICT, style="dim"))
     for rk in v.rankings:
         if len(rk.standings) > 1:
             better = "higher" if rk.higher_better else "lower"
