@@ -150,6 +150,10 @@ def test_a_factor_effect_needs_no_baseline(run: RunData) -> None:
     out = _terminal(run, baseline="ashift=9")
     table = out.split("\nThe answer")[0]
     assert all(ratio_text(e.ratio) in table for e in ashift)
+    # ... and so does the page's table, in the same words.
+    page = html.render(run, choose_baseline(run, "ashift=9"))
+    tables = _html_text(page.split('id="workloads"')[1])
+    assert all(ratio_text(e.ratio) in tables for e in ashift)
 
 
 def _texts(v: Verdict) -> Iterator[str]:

@@ -47,7 +47,7 @@ from poolbench.report.tables import (
     Baseline,
     Footnotes,
     WorkloadTable,
-    change_text,
+    short_change,
     tables,
 )
 from poolbench.report.verdict import verdict
@@ -150,7 +150,7 @@ def _table(run: RunData, wt: WorkloadTable, baseline: Baseline | None) -> Safe:
         ]
         if baseline is not None:
             sig = r.change is not None and r.change.significant
-            tds.append(fmt('<td class="{}">{}</td>', "sig" if sig else "nsd", change_text(r)))
+            tds.append(fmt('<td class="{}">{}</td>', "sig" if sig else "nsd", short_change(r)))
         dev = r.cell.device_mean
         tds += [
             fmt('<td class="num">{}</td>', r.cell.summary.n),
@@ -206,7 +206,7 @@ def _bar_chart(run: RunData, wt: WorkloadTable, chart_id: str) -> Safe:
     for r in wt.rows:
         s = r.cell.summary
         ok = s.determined
-        note = change_text(r) if r.role == "compared" else ""
+        note = short_change(r) if r.role == "compared" else ""
         bars.append(
             Bar(
                 run.label(r.cell.config),

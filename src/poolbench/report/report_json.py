@@ -16,7 +16,7 @@ from poolbench.planner.performance import DiskSpeed
 from poolbench.report import predicted
 from poolbench.report.data import RunData
 from poolbench.report.metrics import VALUE, Metric
-from poolbench.report.tables import Baseline, Footnotes, Row, WorkloadTable, change_text, tables
+from poolbench.report.tables import Baseline, Footnotes, Row, WorkloadTable, short_change, tables
 from poolbench.report.verdict import Effect, Ranking, Verdict, ratio_text, verdict
 from poolbench.report.verdict_text import level_changes, next_steps, ranking_sentence
 from poolbench.stats.compare import Ratio
@@ -63,7 +63,7 @@ def _row(run: RunData, wt: WorkloadTable, row: Row, notes: Footnotes, found: lis
         "figure_text": row.figure_text,
         "role": row.role,
         "change": change,
-        "change_text": change_text(row) if change is None else ratio_text(row.change),
+        "change_text": short_change(row),
         "notes": [notes.items[n - 1] for n in row.notes],
     }
 

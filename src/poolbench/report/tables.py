@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from poolbench.errors import UsageError
 from poolbench.report.data import Cell, RunData
 from poolbench.report.metrics import VALUE, Figure, Metric
+from poolbench.report.verdict import ratio_text
 from poolbench.stats import outliers
 from poolbench.stats.compare import Ratio, constant, exact_ratio
 
@@ -226,3 +227,14 @@ def mean_ci_text(cell: Cell) -> str:
     if math.isnan(s.ci_low):
         return fmt_value(s.mean)
     return f"{fmt_value(s.mean)} ± {fmt_value((s.ci_high - s.ci_low) / 2)}"
+
+
+def short_change(row: Row) -> str:
+    """The change as the verdict prints it ('n.s. [-11.4%, +17.1%]'), in the terminal
+    (a cell that stays within two lines at 80 columns; what n.s. could have detected is
+    said under the table) and on the page alike: one text per interval."""
+    if row.role == "compared" and row.change is not None:
+        if row.change.undetermined:
+            return row.change.undetermined
+        return ratio_text(row.change)
+    return change_text(row)

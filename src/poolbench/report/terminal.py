@@ -28,13 +28,12 @@ from poolbench.report.metrics import (
 from poolbench.report.tables import (
     Baseline,
     Footnotes,
-    Row,
     WorkloadTable,
-    change_text,
     choose_baseline,
+    short_change,
     tables,
 )
-from poolbench.report.verdict import NS, ratio_text, verdict
+from poolbench.report.verdict import NS, verdict
 from poolbench.store.db import Store
 
 
@@ -79,16 +78,6 @@ def _latency_column(wt: WorkloadTable) -> Column | None:
     ]
     header = f"{DEFAULT_LATENCY.key} {LATENCY_UNIT}\n(95% CI)"
     return Column("p99", header, cells, "right", optional=3)
-
-
-def short_change(row: Row) -> str:
-    """The change as the verdict prints it ('n.s. [-11.4%, +17.1%]'): a cell that stays
-    within two lines at 80 columns; what n.s. could have detected is said under the table."""
-    if row.role == "compared" and row.change is not None:
-        if row.change.undetermined:
-            return row.change.undetermined
-        return ratio_text(row.change)
-    return change_text(row)
 
 
 def ns_legend(wt: WorkloadTable) -> str:
