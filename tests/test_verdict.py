@@ -11,6 +11,7 @@ Pure: no root, no pools.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -31,7 +32,7 @@ from poolbench.report import html, layout, report_json, terminal
 from poolbench.report.data import RunData, load_run
 from poolbench.report.tables import choose_baseline
 from poolbench.report.verdict import Verdict, ratio_text, verdict
-from poolbench.stats.compare import compare_family
+from poolbench.stats.compare import holm, ratio_ci
 from poolbench.stats.power import noncentrality
 from poolbench.store.db import Store
 from report_store import SEQ_READ, SEQ_WRITE, K, _add, _machine, _study
@@ -94,6 +95,28 @@ def _html_text(page: str) -> str:
     return " ".join(" ".join(p.parts).split())
 
 
+def _reference(
+    values: dict[str, list[float]], wanted: list[tuple[str, str]]
+) -> dict[tuple[str, str], str]:
+    """What each wanted (base, config) comparison must print, computed here: every distinct
+    pair once in one Holm family, Fieller's interval at the level Holm tests it at."""
+    pairs = list(dict.fromkeys(frozenset(p) for p in wanted))
+    p_values = [ratio_ci(*(values[c] for c in sorted(p)), first_stage=3).p_value for p in pairs]
+    tests = dict(zip(pairs, holm(p_values), strict=True))
+    out = {}
+    for a, b in wanted:
+        rejected, level = tests[frozenset((a, b))]
+        r = ratio_ci(values[a], values[b], 1 - level, first_stage=3)
+        out[(a, b)] = ratio_text(dataclasses.replace(r, significant=rejected))
+    return out
+
+
+def _wanted(v: Verdict, workload: str) -> list[tuple[str, str]]:
+    rk = next(rk for rk in v.rankings if rk.workload == workload)
+    wanted = [(rk.best.config, s.config) for s in rk.standings[1:]]
+    return wanted + [(e.partner, e.config) for e in v.effects if e.workload == workload]
+
+
 def test_a_clear_winner_is_ranked_with_its_holm_intervals(run: RunData) -> None:
     v = verdict(run)
     write = next(rk for rk in v.rankings if rk.workload == "seq-write")
@@ -101,13 +124,13 @@ def test_a_clear_winner_is_ranked_with_its_holm_intervals(run: RunData) -> None:
         K("raidz1", 12), K("raidz1", 9), K("raidz2", 12), K("raidz2", 9)
     ]  # fmt: skip
     assert not write.tied and write.to_decide is None
-    # Every other configuration against the best, one Holm family of three, computed here
-    # from the planted values alone.
-    best = WRITE[K("raidz1", 12)]
-    others = [WRITE[K("raidz1", 9)], WRITE[K("raidz2", 12)], WRITE[K("raidz2", 9)]]
-    expected = compare_family([(best, o) for o in others], first_stage=3)
+    # Every comparison the workload's answer shows — three against the best, four factor
+    # pairs, five distinct pairs — is one Holm family, computed here from the values alone.
+    wanted = _wanted(v, "seq-write")
+    assert len(wanted) == 7 and len({frozenset(p) for p in wanted}) == 5
+    expected = _reference(WRITE, wanted)
     got = [s.ratio for s in write.standings[1:]]
-    assert [ratio_text(r) for r in got] == [ratio_text(r) for r in expected]
+    assert [ratio_text(r) for r in got] == [expected[p] for p in wanted[:3]]
     assert [round(r.ratio, 4) for r in got if r] == [0.75, 0.65, 0.5]
     assert all(r is not None and r.significant for r in got)
     assert ratio_text(got[0]).startswith("-25.0% [") and ratio_text(got[2]).startswith("-50.0% [")
@@ -117,21 +140,38 @@ def test_a_clear_winner_is_ranked_with_its_holm_intervals(run: RunData) -> None:
     assert write.standings[3].cost.failures_survived == 2
 
 
+def test_one_pair_has_one_interval_wherever_it_is_shown(run: RunData) -> None:
+    """raidz1 ashift=9 against the best (raidz1 ashift=12) is also the ashift effect within
+    raidz1, the other way round: one test, and Fieller's interval inverts exactly."""
+    v = verdict(run)
+    vs_best = v.ratio("seq-write", K("raidz1", 12), K("raidz1", 9))
+    effect = v.ratio("seq-write", K("raidz1", 9), K("raidz1", 12))
+    assert vs_best is not None and effect is not None
+    assert vs_best.confidence == effect.confidence and vs_best.p_value == effect.p_value
+    assert effect.low == pytest.approx(1 / vs_best.high) and effect.high == pytest.approx(
+        1 / vs_best.low
+    )
+
+
 def test_a_tie_is_said_plainly_with_the_replicates_that_would_decide_it(run: RunData) -> None:
     v = verdict(run)
     read = next(rk for rk in v.rankings if rk.workload == "seq-read")
     assert len(read.tied) == 4 and "no decision at this noise" in read.tie_text()
+    assert [ratio_text(s.ratio) for s in read.standings[1:]] == [
+        _reference(READ, _wanted(v, "seq-read"))[(read.best.config, s.config)]
+        for s in read.standings[1:]
+    ]
     widest = max(max(abs(s.ratio.low - 1), abs(s.ratio.high - 1))
                  for s in read.standings[1:] if s.ratio)  # fmt: skip
     assert f"±{math.ceil(widest * 100 - 1e-9)}%" in read.tie_text()
     d = read.to_decide
     assert d is not None and d.replicates is not None
     # From the observed CV with the power function: n = 2 (λ·cv / δ)², λ the noncentrality
-    # of Hsu's df (stage one of 3: df 2) at Holm's first level of a family of three.
-    best = [s for s in read.standings][0]
+    # of Hsu's df (stage one of 3: df 2) at Holm's first level of the family of five pairs.
+    best = read.standings[0]
     other = next(s for s in read.standings if s.label == d.other)
     assert d.change == pytest.approx(abs(other.figure.center / best.figure.center - 1))
-    lam = noncentrality(2, 0.05 / 3, 0.8)
+    lam = noncentrality(2, 0.05 / 5, 0.8)
     assert d.replicates == math.ceil(2 * (lam * d.cv / d.change) ** 2 - 1e-9)
 
 
@@ -141,9 +181,10 @@ def test_a_factor_effect_needs_no_baseline(run: RunData) -> None:
     assert [(e.base, e.level, e.context) for e in ashift] == [
         ("9", "12", "layout=raidz1"), ("9", "12", "layout=raidz2")
     ]  # fmt: skip
-    pairs = [(WRITE[K(lay, 9)], WRITE[K(lay, 12)]) for lay in ("raidz1", "raidz2")]
-    expected = compare_family(pairs, first_stage=3)  # one Holm family: the ashift pairs
-    assert [ratio_text(e.ratio) for e in ashift] == [ratio_text(r) for r in expected]
+    expected = _reference(WRITE, _wanted(v, "seq-write"))
+    assert [ratio_text(e.ratio) for e in ashift] == [
+        expected[(e.partner, e.config)] for e in ashift
+    ]
     assert ratio_text(ashift[0].ratio).startswith("+33.3% [")
     assert ratio_text(ashift[1].ratio).startswith("+30.0% [")
     # The table that compares against ashift=9 prints the very same intervals.

@@ -416,13 +416,14 @@ def _measurements(run: RunData) -> Safe:
 def render(run: RunData, baseline: Baseline | None, disk: DiskSpeed | None = None) -> str:
     notes = Footnotes()
     bases = {baseline.factor: baseline.level} if baseline and baseline.factor else {}
-    wts = tables(run, baseline, notes)
+    answer = verdict(run, bases)
+    wts = tables(run, baseline, notes, known=answer)
     used: set[str] = set()
     body: list[Safe] = [
         fmt("<h1>{}</h1>", header.title(run)),
         # The answer first, from the same Verdict the terminal ends with: one interval per
         # ratio, wherever it is shown.
-        *verdict_html.section(run, verdict(run, bases), predicted.next_steps(run, disk)),
+        *verdict_html.section(run, answer, predicted.next_steps(run, disk)),
         Safe('<h2 id="how">What was measured, and how</h2>'),
         fmt(
             '<dl class="hdr">{}</dl>',

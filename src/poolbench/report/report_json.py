@@ -69,12 +69,13 @@ def _row(run: RunData, wt: WorkloadTable, row: Row, notes: Footnotes, found: lis
 
 
 def _tables(
-    run: RunData, baseline: Baseline | None, metrics: Sequence[Metric], found: list[Json]
-) -> list[Json]:
+    run: RunData, baseline: Baseline | None, metrics: Sequence[Metric], v: Verdict,
+    found: list[Json],
+) -> list[Json]:  # fmt: skip
     notes = Footnotes()
     out: list[Json] = []
     for metric in metrics:
-        for wt in tables(run, baseline, notes, metric):
+        for wt in tables(run, baseline, notes, metric, v):
             rows = [_row(run, wt, r, notes, found) for r in wt.rows]
             out.append({"workload": wt.workload, "unit": wt.unit, "metric": metric.key,
                         "rows": rows})  # fmt: skip
@@ -135,7 +136,7 @@ def report(
     bases = {baseline.factor: baseline.level} if baseline and baseline.factor else {}
     v = verdict(run, bases)
     comparisons: list[Json] = []  # every comparison below, once, in the order shown
-    doc_tables = _tables(run, baseline, metrics, comparisons)
+    doc_tables = _tables(run, baseline, metrics, v, comparisons)
     doc_verdict = _verdict(run, v, predicted.next_steps(run, disk), comparisons)
     return {
         "format": "poolbench-report",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from poolbench.errors import UsageError
 from poolbench.report.data import Cell, RunData
 from poolbench.report.metrics import VALUE, Figure, Metric
-from poolbench.report.verdict import ratio_text
+from poolbench.report.verdict import Verdict, ratio_text
 from poolbench.stats import outliers
 from poolbench.stats.compare import Ratio, constant, exact_ratio
 
@@ -162,16 +162,19 @@ def _role(run: RunData, row: Row, baseline: Baseline | None, present: list[str])
 
 def workload_table(
     run: RunData, workload: str, baseline: Baseline | None, notes: Footnotes,
-    metric: Metric = VALUE,
+    metric: Metric = VALUE, known: Verdict | None = None,
 ) -> WorkloadTable:  # fmt: skip
     """One workload's rows in `metric` (cells without that figure are left out), each
-    compared with its baseline partner; the comparisons form one Holm family."""
+    compared with its baseline partner: as the answer (`known`) compared them when it
+    shows every such pair — one interval per pair in the whole report — else as one Holm
+    family of the table's own."""
     cells = [c for c in (run.cell(cfg, workload) for cfg in run.configs) if c is not None]
     cells = [c for c in cells if c.has(metric)]
     present = [c.config for c in cells]
     rows: list[Row] = []
     pairs: list[tuple[list[float], list[float]]] = []
     compared: list[Row] = []
+    shown: list[Ratio | None] = []  # the answer's comparison of each pair
     for cell in cells:
         row = Row(cell, "single", figure=cell.figure(metric))
         partner = _role(run, row, baseline, present)
@@ -180,10 +183,15 @@ def workload_table(
             assert base is not None
             pairs.append((base.metric_values(metric), cell.metric_values(metric)))
             compared.append(row)
+            mine = known if metric == VALUE else None  # the answer is about the figure
+            shown.append(mine.ratio(workload, partner, cell.config) if mine else None)
         warnings = cell_warnings(cell, run.ci_target(), metric)
         row.notes = sorted({notes.number(w) for w in warnings})
         rows.append(row)
-    if not metric.is_latency and _exact(cells, [v for p in pairs for v in p]):
+    answered = [r for r in shown if r is not None]
+    if answered and len(answered) == len(pairs):
+        family = answered
+    elif not metric.is_latency and _exact(cells, [v for p in pairs for v in p]):
         family = [exact_ratio(a, b) for a, b in pairs]
     else:
         family = metric.compare(pairs, run.policy().min_runs)
@@ -194,10 +202,12 @@ def workload_table(
 
 
 def tables(
-    run: RunData, baseline: Baseline | None, notes: Footnotes, metric: Metric = VALUE
-) -> list[WorkloadTable]:
-    """Every workload's table in `metric`; workloads without that figure have none."""
-    out = [workload_table(run, w, baseline, notes, metric) for w in run.workloads]
+    run: RunData, baseline: Baseline | None, notes: Footnotes, metric: Metric = VALUE,
+    known: Verdict | None = None,
+) -> list[WorkloadTable]:  # fmt: skip
+    """Every workload's table in `metric`; workloads without that figure have none.
+    `known`: the run's answer, whose comparisons the tables show where they are the same."""
+    out = [workload_table(run, w, baseline, notes, metric, known) for w in run.workloads]
     return [t for t in out if t.rows]
 
 

@@ -138,8 +138,10 @@ def render_run(
         console.print("no measurements stored in this run")
         return
     notes = Footnotes()
+    bases = {baseline.factor: baseline.level} if baseline and baseline.factor else {}
+    answer = verdict(run, bases)  # first: the tables show its comparisons where they agree
     for metric in metrics:
-        wts = tables(run, baseline, notes, metric)
+        wts = tables(run, baseline, notes, metric, answer)
         if not wts:
             console.print(Text(f"{metric.key}: not recorded for any workload of this run"))
         for wt in wts:
@@ -150,8 +152,7 @@ def render_run(
                 console.print(Text(legend, style="dim"))
     render_footnotes(console, notes)
     hints = predicted.render_terminal(console, run, disk)  # the model beside the figures
-    bases = {baseline.factor: baseline.level} if baseline and baseline.factor else {}
-    verdict_view.render(console, run, verdict(run, bases), hints)
+    verdict_view.render(console, run, answer, hints)
 
 
 def comparison_columns(cmp: RunComparison, pairs: list[Pair], notes: Footnotes) -> list[Column]:

@@ -6,17 +6,21 @@ One computation, three media: the terminal (`verdict_view`), `report --json`
 the same `ratio_text`, so a ratio never appears with two different intervals.
 
 - **Ranking**: per workload, configurations best first (higher is better, except for
-  times), each with its ratio to the best and the interval of that ratio; the comparisons
-  with the best form one Holm family (`ReplicatePolicy.compare_family`).
+  times), each with its ratio to the best and the interval of that ratio.
 - **Ties**: the configurations whose ratio to the best is not significant cannot be told
   apart from it; the report says so, with the widest interval, and how many replicates
   would detect the difference observed (the project's power function, from the CV the
   replicates showed — not a guess).
 - **Effects**: each factor's effect without a chosen baseline: every pair of
   configurations that differ in that factor alone, the later level against the first
-  (or against `--baseline FACTOR=LEVEL`). One factor's pairs in one workload form one Holm
-  family: exactly the family of the table `--baseline FACTOR=LEVEL` prints, so the two
-  give the same interval for the same pair.
+  (or against `--baseline FACTOR=LEVEL`).
+
+Everything one workload's answer shows is **one Holm family** (`WorkloadFamily`): each pair
+of configurations is tested once, whichever way round it is printed and however many times
+(raidz1 ashift=9 against the best is also the ashift effect within raidz1), so a pair has
+one interval wherever it appears — and Fieller's interval of A ÷ B is exactly the inverse of
+B ÷ A's. A table that compares against `--baseline` shows these same comparisons
+(`Verdict.ratio`).
 """
 
 from __future__ import annotations
@@ -72,26 +76,33 @@ def exact_cells(cells: Sequence[Cell]) -> bool:
     return bool(cells) and all(c.exact and constant(c.values) and c.values[0] > 0 for c in cells)
 
 
-Pairs = Sequence[tuple[list[float], list[float]]]
-
-
-def family(policy: ReplicatePolicy, pairs: Pairs) -> list[Ratio]:
-    """Each (A, B) pair as B ÷ A, Holm-corrected as one family, on the policy's own
-    comparison: the first pass gives the p-values, Holm the level each is tested at, and
+class WorkloadFamily:
+    """The comparisons one workload's answer shows, Holm-corrected as one family over the
+    distinct pairs of configurations, on the policy's own comparison: a first pass gives
+    each pair's p-value (the same either way round), Holm the level it is tested at, and
     the interval is the policy's at that level (what `compare_family` does for pairs that
-    share one baseline; here each pair has its own)."""
-    first = [policy.compare(a, b) for a, b in pairs]
-    out = []
-    for (a, b), r, (rejected, level) in zip(
-        pairs, first, holm([r.p_value for r in first], 1 - policy.confidence), strict=True
-    ):
-        if r.undetermined and math.isnan(r.p_value):
-            out.append(r)
-            continue
-        adj = dataclasses.replace(policy, confidence=1 - level).compare(a, b)
+    share one baseline; here they need not)."""
+
+    def __init__(
+        self, policy: ReplicatePolicy, values: dict[str, list[float]],
+        wanted: Sequence[tuple[str, str]],
+    ) -> None:  # fmt: skip
+        self.policy, self.values = policy, values
+        pairs = list(dict.fromkeys(frozenset(p) for p in wanted if p[0] != p[1]))
+        first = [policy.compare(*(values[c] for c in sorted(p))) for p in pairs]
+        tests = holm([r.p_value for r in first], 1 - policy.confidence)
+        self.size = sum(1 for r in first if not math.isnan(r.p_value))
+        self._tests = {p: (r, *t) for p, r, t in zip(pairs, first, tests, strict=True)}
+
+    def ratio(self, base: str, config: str) -> Ratio:
+        """mean(config) ÷ mean(base) at the level Holm tested their pair."""
+        a, b = self.values[base], self.values[config]
+        first, rejected, level = self._tests[frozenset((base, config))]
+        if first.undetermined and math.isnan(first.p_value):
+            return self.policy.compare(a, b)  # untestable: no family member, says why
+        adj = dataclasses.replace(self.policy, confidence=1 - level).compare(a, b)
         significant = rejected and not adj.undetermined
-        out.append(dataclasses.replace(adj, p_value=r.p_value, significant=significant))
-    return out
+        return dataclasses.replace(adj, p_value=first.p_value, significant=significant)
 
 
 @dataclass(frozen=True)
@@ -174,9 +185,12 @@ class Verdict:
     effects: tuple[Effect, ...]
     costs: dict[str, Cost]
     resume_hint: str = ""  # failed trials to measure ("" when none)
+    # (workload, base, config) → config ÷ base: every comparison the answer shows.
+    ratios: dict[tuple[str, str, str], Ratio] = dataclasses.field(default_factory=dict)
 
-    def effects_of(self, workload: str, factor: str) -> list[Effect]:
-        return [e for e in self.effects if e.workload == workload and e.factor == factor]
+    def ratio(self, workload: str, base: str, config: str) -> Ratio | None:
+        """The answer's comparison of `config` with `base`, None when it shows none."""
+        return self.ratios.get((workload, base, config))
 
 
 def _cells(run: RunData, workload: str) -> list[Cell]:
@@ -213,37 +227,29 @@ def to_decide(run: RunData, best: Cell, other: Cell, r: Ratio, m: int) -> ToDeci
     return ToDecide(run.label(best.config), run.label(other.config), change, cv, lo, have)
 
 
-def rank(run: RunData, workload: str, costs: dict[str, Cost]) -> Ranking | None:
-    """The workload's configurations best first, each against the best (one Holm family)."""
-    cells = _cells(run, workload)
-    if not cells:
-        return None
-    up = higher_is_better(cells[0].unit)
-    ordered = sorted(cells, key=lambda c: -c.summary.mean if up else c.summary.mean)
-    best, rest = ordered[0], ordered[1:]
-    exact = exact_cells(ordered)
-    if exact:
-        ratios = [exact_ratio(best.values, c.values) for c in rest]
-    else:
-        fam = run.policy().compare_family(best.values, {c.config: c.values for c in rest})
-        ratios = [fam[c.config] for c in rest]
-    standings = [Standing(best.config, run.label(best.config), best.figure(VALUE), None,
-                          costs[best.config])]  # fmt: skip
-    standings += [
-        Standing(c.config, run.label(c.config), c.figure(VALUE), r, costs[c.config])
-        for c, r in zip(rest, ratios, strict=True)
-    ]
+def _ranking(
+    run: RunData, ordered: list[Cell], ratios: dict[tuple[str, str], Ratio],
+    costs: dict[str, Cost], exact: bool, family_size: int,
+) -> Ranking:  # fmt: skip
+    """The ranking from the workload's comparisons: ties, and what would decide them."""
+    best, workload, unit = ordered[0], ordered[0].workload, ordered[0].unit
+    standings = [
+        Standing(c.config, run.label(c.config), c.figure(VALUE),
+                 ratios[(best.config, c.config)] if c is not best else None, costs[c.config])
+        for c in ordered
+    ]  # fmt: skip
+    up = higher_is_better(unit)
     apart = [s for s in standings[1:] if s.ratio is not None and s.ratio.determined
              and not s.ratio.significant and not s.ratio.exact]  # fmt: skip
     if not apart:
-        return Ranking(workload, cells[0].unit, up, tuple(standings), (), math.nan, None, exact)
+        return Ranking(workload, unit, up, tuple(standings), (), math.nan, None, exact)
     within = max(max(abs(s.ratio.low - 1), abs(s.ratio.high - 1)) for s in apart if s.ratio)
     tied = (standings[0].label, *(s.label for s in apart))
     closest = apart[0]  # the tied configuration ranked highest after the best
     other = run.cell(closest.config, workload)
     assert other is not None and closest.ratio is not None
-    decide = to_decide(run, best, other, closest.ratio, len(rest))
-    return Ranking(workload, cells[0].unit, up, tuple(standings), tied, within, decide, exact)
+    decide = to_decide(run, best, other, closest.ratio, family_size)
+    return Ranking(workload, unit, up, tuple(standings), tied, within, decide, exact)
 
 
 def _pairs(run: RunData, cells: list[Cell], factor: str, base: str) -> list[tuple[Cell, Cell, str]]:
@@ -259,38 +265,54 @@ def _pairs(run: RunData, cells: list[Cell], factor: str, base: str) -> list[tupl
         partner = by_levels.get(tuple(sorted({**levels, factor: base}.items())))
         if partner is not None:
             held = [f"{k}={v}" for k, v in levels.items() if k in varying and k != factor]
-            context = " ".join(held)
-            out.append((c, partner, context))
+            out.append((c, partner, " ".join(held)))
     return out
 
 
-def effects(run: RunData, workload: str, bases: dict[str, str]) -> list[Effect]:
-    """Each varying factor's pairs for `workload`, later level ÷ base level; one Holm
-    family per factor."""
+def _comparisons(
+    run: RunData, cells: list[Cell], wanted: list[tuple[str, str]]
+) -> tuple[dict[tuple[str, str], Ratio], bool, int]:
+    """Each wanted (base, config) comparison, whether they are exact, the family's size."""
+    if exact_cells(cells):  # read from the pool: nothing to estimate, no family
+        values = {c.config: c.values for c in cells}
+        return {(a, b): exact_ratio(values[a], values[b]) for a, b in wanted}, True, 0
+    fam = WorkloadFamily(run.policy(), {c.config: c.values for c in cells}, wanted)
+    return {(a, b): fam.ratio(a, b) for a, b in wanted}, False, fam.size
+
+
+def answer(
+    run: RunData, workload: str, bases: dict[str, str], costs: dict[str, Cost]
+) -> tuple[Ranking | None, list[Effect], dict[tuple[str, str], Ratio]]:
+    """One workload's ranking and factor effects, all one Holm family."""
     cells = _cells(run, workload)
-    out: list[Effect] = []
+    if not cells:
+        return None, [], {}
+    up = higher_is_better(cells[0].unit)
+    ordered = sorted(cells, key=lambda c: -c.summary.mean if up else c.summary.mean)
+    wanted = [(ordered[0].config, c.config) for c in ordered[1:]]
+    found = []
     for factor, levels in run.factors().items():
         base = bases.get(factor, levels[0])
-        pairs = _pairs(run, cells, factor, base)
-        if not pairs:
-            continue
-        if exact_cells([x for c, p, _ in pairs for x in (c, p)]):
-            ratios = [exact_ratio(p.values, c.values) for c, p, _ in pairs]
-        else:
-            ratios = family(run.policy(), [(p.values, c.values) for c, p, _ in pairs])
-        out += [
-            Effect(workload, factor, base, run.levels(c.config)[factor], ctx, c.config,
-                   p.config, r)
-            for (c, p, ctx), r in zip(pairs, ratios, strict=True)
-        ]  # fmt: skip
-    return out
+        found += [(factor, base, c, p, ctx) for c, p, ctx in _pairs(run, cells, factor, base)]
+    wanted += [(p.config, c.config) for _f, _b, c, p, _ctx in found]
+    ratios, exact, size = _comparisons(run, cells, wanted)
+    effects = [
+        Effect(workload, f, base, run.levels(c.config)[f], ctx, c.config, p.config,
+               ratios[(p.config, c.config)])
+        for f, base, c, p, ctx in found
+    ]  # fmt: skip
+    return _ranking(run, ordered, ratios, costs, exact, size), effects, ratios
 
 
 def verdict(run: RunData, bases: dict[str, str] | None = None) -> Verdict:
     """The run's answer; `bases`: factor → the level its effects are measured against
     (default: each factor's first level in study order)."""
     costs = {c: cost(run, c) for c in run.configs}
-    rankings = [r for r in (rank(run, w, costs) for w in run.workloads) if r is not None]
-    found = [e for w in run.workloads for e in effects(run, w, bases or {})]
+    rankings, effects, ratios = [], [], {}
+    for w in run.workloads:
+        rk, found, pairs = answer(run, w, bases or {}, costs)
+        rankings += [rk] if rk is not None else []
+        effects += found
+        ratios.update({(w, a, b): r for (a, b), r in pairs.items()})
     hint = run.resume_hint if run.failed_trials else ""
-    return Verdict(run.id, run.kind, tuple(rankings), tuple(found), costs, hint)
+    return Verdict(run.id, run.kind, tuple(rankings), tuple(effects), costs, hint, ratios)

@@ -15,10 +15,10 @@ from poolbench.report.verdict import MAX_REPLICATES, PRACTICAL, Effect, Ranking,
 from poolbench.stats.power import pct
 
 HOW_VERDICT = (
-    "ranked best first; each figure against the best as a ratio of means with its 95% "
-    "interval, Holm-corrected per workload; a factor's effect is every pair of "
-    "configurations that differ in it alone, Holm-corrected per factor and workload; "
-    "n.s. = no significant difference (the interval includes no change)"
+    "ranked best first, each against the best; a factor's effect is every pair of "
+    "configurations that differ in it alone. A change is the ratio of the means with its "
+    "95% interval, Holm-corrected over everything shown for the workload (each pair once, "
+    "the same interval wherever it appears); n.s. = no significant difference"
 )
 
 
