@@ -102,8 +102,9 @@ def test_without_disk_figures_one_line(tmp_path: Path) -> None:
     _, study = _store(db)
     p = poolbench("report", str(study), "--db", str(db))
     assert p.returncode == 0, p.stderr
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("predicted:")]
-    assert len(lines) == 1 and "no disk figures known" in lines[0]
+    # No table and no line of its own: one next step at the end, what would give figures.
+    tail = p.stdout.split("\nNext:\n")[1]
+    assert "--disk-speed-from BENCH_RUN|model:NAME" in tail and "disk_baseline = true" in tail
     assert "measured ÷ predicted" not in p.stdout
 
 

@@ -75,8 +75,6 @@ def demo(dry_run: bool, scratch_dir: Path | None, db: Path | None) -> None:
     with zfs_available(runner) as zfs:
         text = ZFS_DEMO if zfs or dry_run else BTRFS_DEMO
         study = parse(text, "demo")
-        console.print(
-            f"poolbench demo: {study.description}. The disks are sparse files on this "
-            "machine's own disk, so the figures show the method, not your hardware."
-        )
+        # What sparse-file disks can and cannot show is said once, in the report's header.
+        console.print(f"poolbench demo: {study.description}.")
         execute_study(study, text, db=db, dry_run=dry_run, scratch_dir=scratch_dir, console=console)

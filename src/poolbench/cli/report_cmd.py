@@ -10,7 +10,7 @@ from rich.console import Console
 
 from poolbench.cli.common import db_option, disk_speed_option, open_store
 from poolbench.errors import UsageError
-from poolbench.report import compare_runs, html, predicted, terminal
+from poolbench.report import compare_runs, html, predicted, report_json, terminal
 from poolbench.report import export as export_mod
 from poolbench.report.data import load_run
 from poolbench.report.metrics import METRICS, parse_metrics
@@ -54,15 +54,23 @@ def _write(path: Path, text: str) -> None:
     "--baseline",
     default=None,
     metavar="FACTOR=LEVEL",
-    help="Compare against this level (default: the first level of the first factor "
-    "that varies), or a whole configuration key.",
+    help="Add a change column to the tables against this level, or a whole configuration "
+    "key (default: none; the answer at the end ranks every configuration and gives each "
+    "factor's effect without one). The answer then measures that factor from this level.",
 )
 @disk_speed_option
 @click.option("--metric", "metric_text", default=None, metavar="METRIC[,METRIC]", help=METRIC_HELP)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the report as one JSON document instead (tables, every comparison, the "
+    "verdict; keys in docs/export.md).",
+)
 @db_option
 def report(
     run_ref: str, html_file: Path | None, baseline: str | None, disk_ref: str | None,
-    metric_text: str | None, db: Path | None,
+    metric_text: str | None, as_json: bool, db: Path | None,
 ) -> None:  # fmt: skip
     """Tables of a run: each configuration's mean ± 95% CI and its change against a
     baseline level with significance; with --html, a self-contained page with charts.
@@ -72,14 +80,23 @@ def report(
 
     RUN is a run id (see 'poolbench runs') or 'latest'.
 
+    Every report ends with the answer: per workload the configurations ranked with their
+    ratio to the best, each factor's effect, what the faster choice costs in usable space
+    and failures survived, and what would decide what is still undecided.
+
     Example: poolbench report latest --baseline layout=raidz1 --metric value,p99
     """
     metrics = parse_metrics(metric_text)
     store = open_store(db, "read")
     run = load_run(store, run_ref)
-    base = choose_baseline(run, baseline)
+    # The verdict ranks and gives each factor's effect without a baseline; the tables
+    # compare against one only when asked.
+    base = choose_baseline(run, baseline) if baseline else None
     disk = predicted.report_disk(store, disk_ref) if disk_ref else None
-    terminal.render_run(Console(), run, base, disk, metrics)
+    if as_json:
+        sys.stdout.write(report_json.to_json(run, base, disk, metrics))
+    else:
+        terminal.render_run(Console(), run, base, disk, metrics)
     if html_file is not None:
         _write(html_file, html.render(run, base, disk))
         click.echo(f"HTML report written to {html_file}", err=True)

@@ -153,13 +153,10 @@ def _measure(
         # removed by its teardown; leave no empty directory behind either.
         with contextlib.suppress(OSError):
             sr.paths.scratch.rmdir()
-    if sr.study.disks.source != "devices":
-        console.print(
-            "[yellow]note:[/] these disks are files on one physical disk of this machine: the "
-            "figures show the method and the relative cost of each layout, not your hardware."
-        )
-    terminal.render_stored(console, store, sr.run_id, disk=disk)
+    # The report's header says once that sparse-file disks show the method, not the
+    # hardware, and the report ends with the answer and what to do next: nothing after it.
     console.print(f"stored as run {sr.run_id} in {store.path}", markup=False)
+    terminal.render_stored(console, store, sr.run_id, disk=disk)
     if failed:
         raise TrialsFailed(
             f"Study finished, {len(failed)} trial(s) failed (each torn down; the reasons are "

@@ -310,24 +310,27 @@ def _commands(store: Store, run_id: int) -> list[dict[str, Any]]:
     return commands
 
 
+def _measurement(r: Any) -> dict[str, Any]:
+    """One stored measurement row with its JSON columns parsed (a wrong type read as empty)."""
+    m = dict(r)
+    m["warnings"] = _json(r["warnings"], [])
+    m["guards"] = _json(r["guards"], {})
+    m["workload_def"] = _json(r["workload_def"], {})
+    if not isinstance(m["warnings"], list):
+        m["warnings"] = [str(m["warnings"])]
+    for key in ("guards", "workload_def"):
+        if not isinstance(m[key], dict):
+            m[key] = {}
+    clat = _json(m.get("clat"), None)
+    m["clat"] = clat if isinstance(clat, dict) else None
+    return m
+
+
 def load_run(store: Store, ref: str) -> RunData:
     run_id = resolve_run(store, ref)
     row = store.run(run_id)
     metadata = _json(row["metadata"], {})
-    measurements = []
-    for r in store.measurements(run_id):
-        m = dict(r)
-        m["warnings"] = _json(r["warnings"], [])
-        m["guards"] = _json(r["guards"], {})
-        m["workload_def"] = _json(r["workload_def"], {})
-        if not isinstance(m["warnings"], list):
-            m["warnings"] = [str(m["warnings"])]
-        for key in ("guards", "workload_def"):
-            if not isinstance(m[key], dict):
-                m[key] = {}
-        clat = _json(m.get("clat"), None)
-        m["clat"] = clat if isinstance(clat, dict) else None
-        measurements.append(m)
+    measurements = [_measurement(r) for r in store.measurements(run_id)]
     commands = _commands(store, run_id)
     cells: dict[tuple[str, str], Cell] = {}
     config_levels: dict[str, dict[str, str]] = {}

@@ -27,9 +27,10 @@ import re
 import shlex
 from collections import defaultdict
 
-from poolbench.errors import PoolbenchError, UsageError
+from poolbench.errors import UsageError
 from poolbench.planner.performance import DiskSpeed
-from poolbench.report import header, predicted, qdcurve
+from poolbench.report import header, predicted, qdcurve, verdict_html
+from poolbench.report.costs import POOL_FACTORS, predicted_usable
 from poolbench.report.data import Cell, RunData, fmt_value
 from poolbench.report.metrics import LATENCY, latency_matters
 from poolbench.report.svg import (
@@ -47,11 +48,10 @@ from poolbench.report.tables import (
     Baseline,
     Footnotes,
     WorkloadTable,
-    answer,
-    change_text,
+    short_change,
     tables,
 )
-from poolbench.study.matrix import DEFAULT_BACKEND
+from poolbench.report.verdict import verdict
 from poolbench.units import parse_size
 
 CSS = """
@@ -152,7 +152,7 @@ def _table(run: RunData, wt: WorkloadTable, baseline: Baseline | None) -> Safe:
         ]
         if baseline is not None:
             sig = r.change is not None and r.change.significant
-            tds.append(fmt('<td class="{}">{}</td>', "sig" if sig else "nsd", change_text(r)))
+            tds.append(fmt('<td class="{}">{}</td>', "sig" if sig else "nsd", short_change(r)))
         dev = r.cell.device_mean
         tds += [
             fmt('<td class="num">{}</td>', r.cell.summary.n),
@@ -208,7 +208,7 @@ def _bar_chart(run: RunData, wt: WorkloadTable, chart_id: str) -> Safe:
     for r in wt.rows:
         s = r.cell.summary
         ok = s.determined
-        note = change_text(r) if r.role == "compared" else ""
+        note = short_change(r) if r.role == "compared" else ""
         bars.append(
             Bar(
                 run.label(r.cell.config),
@@ -301,9 +301,6 @@ def _record_curves(
     )
 
 
-POOL_FACTORS = ("backend", "layout", "ashift")  # what decides a pool's usable space
-
-
 def _space_chart(run: RunData) -> Safe | None:
     """Usable space per layout as the pool reported it (`usable_bytes` in its description),
     each beside the planner's prediction for the same layout, disks and ZFS version."""
@@ -321,7 +318,7 @@ def _space_chart(run: RunData) -> Safe | None:
             continue
         seen.add(key)
         label = run.label(key)
-        predicted = _predicted_usable(run, levels, str(pool.get("zfs_version") or ""))
+        predicted = predicted_usable(run, levels, str(pool.get("zfs_version") or ""))
         if predicted is None:
             bars.append(Bar(label, usable / 1024**3, None, None))
             continue
@@ -334,23 +331,6 @@ def _space_chart(run: RunData) -> Safe | None:
         "chart-space", "usable space per layout: as the pool reports it, and as planned", "GiB",
         bars,
     )  # fmt: skip
-
-
-def _predicted_usable(run: RunData, levels: dict[str, str], zfs_version: str) -> int | None:
-    """The planner's usable space for a ZFS pool built from the study's sparse-file disks;
-    None where it cannot say (other backends, real devices of unrecorded size)."""
-    disks = run.study.get("disks") or {}
-    if levels.get("backend", DEFAULT_BACKEND) != "zfs" or disks.get("source") == "devices":
-        return None
-    try:
-        from poolbench.planner.capacity import predicted_usable
-
-        return predicted_usable(
-            levels["layout"], int(levels.get("ashift", "12")), int(disks["count"]),
-            parse_size(str(disks["size"])), zfs_version,
-        )  # fmt: skip
-    except (PoolbenchError, KeyError, ValueError):  # a layout/version the planner lacks
-        return None
 
 
 def _charts(run: RunData) -> list[tuple[str, Safe]]:
@@ -437,12 +417,16 @@ def _measurements(run: RunData) -> Safe:
 
 def render(run: RunData, baseline: Baseline | None, disk: DiskSpeed | None = None) -> str:
     notes = Footnotes()
-    wts = tables(run, baseline, notes)
+    bases = {baseline.factor: baseline.level} if baseline and baseline.factor else {}
+    answer = verdict(run, bases)
+    wts = tables(run, baseline, notes, known=answer)
     used: set[str] = set()
     body: list[Safe] = [
         fmt("<h1>{}</h1>", header.title(run)),
-        Safe('<h2 id="summary">Summary</h2>'),
-        fmt("<ul>{}</ul>", join([fmt("<li>{}</li>", answer(run, w)) for w in run.workloads])),
+        # The answer first, from the same Verdict the terminal ends with: one interval per
+        # ratio, wherever it is shown.
+        *verdict_html.section(run, answer, predicted.next_steps(run, disk)),
+        Safe('<h2 id="how">What was measured, and how</h2>'),
         fmt(
             '<dl class="hdr">{}</dl>',
             join([fmt("<dt>{}</dt><dd>{}</dd>", k, v) for k, v in header.lines(run, baseline)]),

@@ -21,6 +21,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from poolbench.report.data import RunData
+
 # Two-line headers for the factors whose names are long words (study/model.py
 # KNOWN_FACTORS), hyphenated where a reader expects it; other long names split at "_".
 SPLIT_HEADERS = {
@@ -172,3 +174,19 @@ def print_fitted(
             Text(f"not shown at {console.width} columns: {', '.join(hidden)} ({where()})",
                  style="dim")
         )  # fmt: skip
+
+
+def config_columns(run: RunData, configs: Sequence[str]) -> list[Column]:
+    """One column per factor that varies (levels unbroken), else the configuration itself
+    (a bench run's target path), else nothing when there is only one configuration."""
+    factors = run.factors()
+    if factors:
+        return [
+            Column(f"factor:{k}", k, [Text(run.levels(c).get(k, "–")) for c in configs],
+                   factor=True)
+            for k in factors
+        ]  # fmt: skip
+    if len(run.configs) > 1 or any(run.label(c) != run.name for c in configs):
+        labels = [Text(run.label(c)) for c in configs]
+        return [Column("configuration", "configuration", labels, prose=True)]
+    return []

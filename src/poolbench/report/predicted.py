@@ -188,13 +188,21 @@ def _notes(rows: list[PredictedRow]) -> list[str]:
     return list(dict.fromkeys(r.basis for r in rows))
 
 
-def render_terminal(console: Console, run: RunData, disk: DiskSpeed | None) -> None:
-    """The table after a study's report; one line when no disk figures are known."""
-    if not has_layouts(run):
-        return
-    if disk is None and not has_baseline(run):
-        console.print(Text(f"predicted: no disk figures known for run {run.id} ({HOW})"))
-        return
+def next_steps(run: RunData, disk: DiskSpeed | None) -> list[str]:
+    """What would put the model beside the figures, when nothing can: no disk figures."""
+    if not has_layouts(run) or disk is not None or has_baseline(run):
+        return []
+    return [f"to see the planner's prediction beside each figure: poolbench report "
+            f"{run.id} --disk-speed-from BENCH_RUN|model:NAME, or measure one disk in the "
+            "study with [planner] disk_baseline = true"]  # fmt: skip
+
+
+def render_terminal(console: Console, run: RunData, disk: DiskSpeed | None) -> list[str]:
+    """The table after a study's report. Without disk figures nothing is printed here: the
+    next step that would give them is returned, for the end of the report."""
+    hint = next_steps(run, disk)
+    if hint or not has_layouts(run):
+        return hint
     rows = predicted_rows(run, disk)
     notes = _notes(rows)
     t = Table(title=Text(heading(disk)), title_justify="left")
@@ -210,6 +218,7 @@ def render_terminal(console: Console, run: RunData, disk: DiskSpeed | None) -> N
     console.print(t)
     for i, n in enumerate(notes, 1):
         console.print(Text(f"†{i} {n}", style="dim"))
+    return []
 
 
 def html_section(run: RunData, disk: DiskSpeed | None) -> list[Safe]:

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from poolbench.errors import UsageError
 from poolbench.report.data import Cell, RunData
 from poolbench.report.metrics import VALUE, Figure, Metric
+from poolbench.report.verdict import Verdict, ratio_text
 from poolbench.stats import outliers
-from poolbench.stats.compare import Ratio, compare_family, constant, exact_ratio
+from poolbench.stats.compare import Ratio, constant, exact_ratio
 
 
 @dataclass(frozen=True)
@@ -161,16 +162,19 @@ def _role(run: RunData, row: Row, baseline: Baseline | None, present: list[str])
 
 def workload_table(
     run: RunData, workload: str, baseline: Baseline | None, notes: Footnotes,
-    metric: Metric = VALUE,
+    metric: Metric = VALUE, known: Verdict | None = None,
 ) -> WorkloadTable:  # fmt: skip
     """One workload's rows in `metric` (cells without that figure are left out), each
-    compared with its baseline partner; the comparisons form one Holm family."""
+    compared with its baseline partner: as the answer (`known`) compared them when it
+    shows every such pair — one interval per pair in the whole report — else as one Holm
+    family of the table's own."""
     cells = [c for c in (run.cell(cfg, workload) for cfg in run.configs) if c is not None]
     cells = [c for c in cells if c.has(metric)]
     present = [c.config for c in cells]
     rows: list[Row] = []
     pairs: list[tuple[list[float], list[float]]] = []
     compared: list[Row] = []
+    shown: list[Ratio | None] = []  # the answer's comparison of each pair
     for cell in cells:
         row = Row(cell, "single", figure=cell.figure(metric))
         partner = _role(run, row, baseline, present)
@@ -179,10 +183,15 @@ def workload_table(
             assert base is not None
             pairs.append((base.metric_values(metric), cell.metric_values(metric)))
             compared.append(row)
+            mine = known if metric == VALUE else None  # the answer is about the figure
+            shown.append(mine.ratio(workload, partner, cell.config) if mine else None)
         warnings = cell_warnings(cell, run.ci_target(), metric)
         row.notes = sorted({notes.number(w) for w in warnings})
         rows.append(row)
-    if not metric.is_latency and _exact(cells, [v for p in pairs for v in p]):
+    answered = [r for r in shown if r is not None]
+    if answered and len(answered) == len(pairs):
+        family = answered
+    elif not metric.is_latency and _exact(cells, [v for p in pairs for v in p]):
         family = [exact_ratio(a, b) for a, b in pairs]
     else:
         family = metric.compare(pairs, run.policy().min_runs)
@@ -193,10 +202,12 @@ def workload_table(
 
 
 def tables(
-    run: RunData, baseline: Baseline | None, notes: Footnotes, metric: Metric = VALUE
-) -> list[WorkloadTable]:
-    """Every workload's table in `metric`; workloads without that figure have none."""
-    out = [workload_table(run, w, baseline, notes, metric) for w in run.workloads]
+    run: RunData, baseline: Baseline | None, notes: Footnotes, metric: Metric = VALUE,
+    known: Verdict | None = None,
+) -> list[WorkloadTable]:  # fmt: skip
+    """Every workload's table in `metric`; workloads without that figure have none.
+    `known`: the run's answer, whose comparisons the tables show where they are the same."""
+    out = [workload_table(run, w, baseline, notes, metric, known) for w in run.workloads]
     return [t for t in out if t.rows]
 
 
@@ -228,23 +239,12 @@ def mean_ci_text(cell: Cell) -> str:
     return f"{fmt_value(s.mean)} ± {fmt_value((s.ci_high - s.ci_low) / 2)}"
 
 
-def answer(run: RunData, workload: str) -> str:
-    """One sentence: the best configuration for a workload, and by how much (or not)."""
-    cells = [c for c in (run.cell(cfg, workload) for cfg in run.configs) if c is not None]
-    if not cells:
-        return f"{workload}: nothing measured"
-    ranked = sorted(cells, key=lambda c: -c.summary.mean)
-    best = ranked[0]
-    head = f"{workload}: {run.label(best.config)} is highest at {value_text(best)} {best.unit}"
-    if len(ranked) == 1:
-        return head
-    second = ranked[1]
-    if _exact([second, best], [second.values, best.values]):
-        r = exact_ratio(second.values, best.values)
-    else:
-        r = compare_family([(second.values, best.values)], first_stage=run.policy().min_runs)[0]
-    if r.undetermined:
-        return f"{head}; against {run.label(second.config)}: {r.undetermined}"
-    if not r.significant:
-        return f"{head}; against {run.label(second.config)}: {r.full_text()}"
-    return f"{head}, {r.text()} over the next, {run.label(second.config)}"
+def short_change(row: Row) -> str:
+    """The change as the verdict prints it ('n.s. [-11.4%, +17.1%]'), in the terminal
+    (a cell that stays within two lines at 80 columns; what n.s. could have detected is
+    said under the table) and on the page alike: one text per interval."""
+    if row.role == "compared" and row.change is not None:
+        if row.change.undetermined:
+            return row.change.undetermined
+        return ratio_text(row.change)
+    return change_text(row)

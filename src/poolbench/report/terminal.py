@@ -6,6 +6,7 @@ configuration or warning containing "[bold]" prints as written.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -13,10 +14,10 @@ from rich.table import Table
 from rich.text import Text
 
 from poolbench.planner.performance import DiskSpeed
-from poolbench.report import header, predicted
+from poolbench.report import header, predicted, verdict_view
 from poolbench.report.compare_runs import Pair, RunComparison
 from poolbench.report.data import RunData, fmt_value, load_run
-from poolbench.report.layout import Column, print_fitted
+from poolbench.report.layout import Column, config_columns, print_fitted
 from poolbench.report.metrics import (
     DEFAULT_LATENCY,
     LATENCY_UNIT,
@@ -28,10 +29,11 @@ from poolbench.report.tables import (
     Baseline,
     Footnotes,
     WorkloadTable,
-    change_text,
     choose_baseline,
+    short_change,
     tables,
 )
+from poolbench.report.verdict import NS, verdict
 from poolbench.store.db import Store
 
 
@@ -63,22 +65,6 @@ def render_footnotes(console: Console, notes: Footnotes) -> None:
 WIDER = "the figures are in `poolbench export`, or widen the terminal (COLUMNS)"
 
 
-def config_columns(run: RunData, configs: Sequence[str]) -> list[Column]:
-    """One column per factor that varies (levels unbroken), else the configuration itself
-    (a bench run's target path), else nothing when there is only one configuration."""
-    factors = run.factors()
-    if factors:
-        return [
-            Column(f"factor:{k}", k, [Text(run.levels(c).get(k, "–")) for c in configs],
-                   factor=True)
-            for k in factors
-        ]  # fmt: skip
-    if len(run.configs) > 1 or any(run.label(c) != run.name for c in configs):
-        labels = [Text(run.label(c)) for c in configs]
-        return [Column("configuration", "configuration", labels, prose=True)]
-    return []
-
-
 def _latency_column(wt: WorkloadTable) -> Column | None:
     """p99 beside the figure where latency decides (random I/O, synchronous writes)."""
     rows = wt.rows
@@ -94,6 +80,21 @@ def _latency_column(wt: WorkloadTable) -> Column | None:
     return Column("p99", header, cells, "right", optional=3)
 
 
+def ns_legend(wt: WorkloadTable) -> str:
+    """'n.s. = no significant difference; these comparisons could detect ≥ 19–21%'."""
+    found = sorted(
+        r.change.detectable
+        for r in wt.rows
+        if r.change is not None and r.change.determined and not r.change.significant
+        and not r.change.exact and math.isfinite(r.change.detectable)
+    )  # fmt: skip
+    if not found:
+        return ""
+    lo, hi = (math.ceil(x * 100 - 1e-9) for x in (found[0], found[-1]))
+    span = f"{lo}%" if lo == hi else f"{lo}–{hi}%"
+    return f"{NS} = no significant difference; these comparisons could detect ≥ {span}"
+
+
 def workload_columns(run: RunData, wt: WorkloadTable, baseline: Baseline | None) -> list[Column]:
     """The columns of one workload's table, in order; optional ones may be left out to fit."""
     rows = wt.rows
@@ -101,7 +102,7 @@ def workload_columns(run: RunData, wt: WorkloadTable, baseline: Baseline | None)
     cols.append(Column("figure", wt.metric.statistic, [Text(r.figure_text) for r in rows], "right"))
     if baseline is not None:
         changes = [
-            _change(change_text(r), r.change is not None and r.change.significant) for r in rows
+            _change(short_change(r), r.change is not None and r.change.significant) for r in rows
         ]
         cols.append(Column("change", "change", changes, prose=True))
     cols.append(
@@ -137,15 +138,21 @@ def render_run(
         console.print("no measurements stored in this run")
         return
     notes = Footnotes()
+    bases = {baseline.factor: baseline.level} if baseline and baseline.factor else {}
+    answer = verdict(run, bases)  # first: the tables show its comparisons where they agree
     for metric in metrics:
-        wts = tables(run, baseline, notes, metric)
+        wts = tables(run, baseline, notes, metric, answer)
         if not wts:
             console.print(Text(f"{metric.key}: not recorded for any workload of this run"))
         for wt in wts:
             title = wt.title + (f"; change against {baseline.label}" if baseline else "")
             print_fitted(console, Text(title), workload_columns(run, wt, baseline), lambda: WIDER)
+            legend = ns_legend(wt)
+            if legend:
+                console.print(Text(legend, style="dim"))
     render_footnotes(console, notes)
-    predicted.render_terminal(console, run, disk)  # the model beside the measured figures
+    hints = predicted.render_terminal(console, run, disk)  # the model beside the figures
+    verdict_view.render(console, run, answer, hints)
 
 
 def comparison_columns(cmp: RunComparison, pairs: list[Pair], notes: Footnotes) -> list[Column]:
@@ -224,7 +231,8 @@ def render_stored(
 ) -> None:
     """The report of a stored run (what `poolbench run` prints at the end of a study)."""
     run = load_run(store, str(run_id))
-    render_run(console, run, choose_baseline(run, baseline), disk, metrics)
+    base = choose_baseline(run, baseline) if baseline else None
+    render_run(console, run, base, disk, metrics)
 
 
 def render_failed_trials(console: Console, run: RunData) -> None:
