@@ -18,6 +18,9 @@ class DeviceOutcome:
     device_mib_s: float | None = None
     warnings: list[str] = field(default_factory=list)
     members: list[members.MemberRate] = field(default_factory=list)  # per-disk breakdown
+    # What this window shows of a slow member (guards/members.py `evidence`); a warning
+    # comes only from the replicates together (engine/slow_members.py).
+    slow_evidence: dict[str, object] | None = None
 
 
 class DeviceWindow:
@@ -95,6 +98,7 @@ class DeviceWindow:
             more={"amplification": chk.amplification} if chk.amplification else {},
         )
         warnings = [w for w in (chk.warning, chk.note) if w]
-        if not cached_by_design:
-            warnings += members.slow_members(per_member)
-        return DeviceOutcome(finding, chk.device_bytes, chk.device_mib_s, warnings, per_member)
+        interval = members.SAMPLE_INTERVAL
+        evidence = None if cached_by_design else members.evidence(per_member, interval)
+        return DeviceOutcome(finding, chk.device_bytes, chk.device_mib_s, warnings, per_member,
+                             evidence)  # fmt: skip

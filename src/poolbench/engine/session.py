@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from poolbench.engine import cold_read, replicates
-from poolbench.engine.device_window import DeviceWindow
+from poolbench.engine import cold_read, replicates, slow_members
+from poolbench.engine.device_window import DeviceOutcome, DeviceWindow
 from poolbench.engine.hooks import TrialHooks
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import (
@@ -82,6 +82,7 @@ class WorkloadResult:
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)
     # Per replicate, fio's completion latency as stored (Latency.to_json), None without.
     clats: list[dict[str, Any] | None] = field(default_factory=list)
+    guards: list[dict[str, Any]] = field(default_factory=list)  # per replicate, as stored
 
     @property
     def summary(self) -> MeanCI:
@@ -306,6 +307,8 @@ class Session:
                 res.add_warning(summary.warning())
                 if summary.outliers:
                     res.add_warning(outliers.note(", ".join(str(i + 1) for i in summary.outliers)))
+            for text in slow_members.named(res.guards):
+                res.add_warning(text)
 
     def _plan_only(self) -> None:
         """--dry-run: show every fio job that would run, once per workload; run nothing."""
@@ -403,9 +406,7 @@ class Session:
             warn_unverified=not w.is_metadata,
             io_size=_random_io_size(w),
         )
-        findings.device = dev.finding
-        if dev.members:  # per-disk breakdown, kept in the measurement's guards JSON
-            findings.other["members"] = {m.name: m.as_dict() for m in dev.members}
+        _device_findings(findings, dev)
         if w.cached_by_design and findings.cache is not None:
             findings.cache = _served(findings.cache, result.io_bytes, dev.finding.read_bytes)
         arc_seen = arc.close(result.io_bytes, result.total_ios)
@@ -506,6 +507,7 @@ class Session:
         if per_gib is not None:
             res.cpu_s_per_gib.append(per_gib)
         guards = m.findings.to_json()
+        res.guards.append(guards)
         got = write_amplification(guards)
         if got is not None:
             res.amplification.append(got)
@@ -549,6 +551,16 @@ def block_device_refusal(workloads: list[Workload]) -> tuple[str, str] | None:
         "reads and writes (seq-read, seq-write, rand-read-4k, rand-write-16k, rand-mix70-16k, "
         "sync-write-*).",
     )
+
+
+def _device_findings(findings: Findings, dev: DeviceOutcome) -> None:
+    """The device check's record, with the per-disk breakdown and what it shows of a slow
+    member (a warning only comes from the replicates together: engine/slow_members.py)."""
+    findings.device = dev.finding
+    if dev.members:
+        findings.other["members"] = {m.name: m.as_dict() for m in dev.members}
+    if dev.slow_evidence is not None:
+        findings.other[slow_members.KEY] = dev.slow_evidence
 
 
 def _random_io_size(w: Workload) -> int | None:
