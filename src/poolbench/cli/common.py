@@ -23,6 +23,7 @@ from rich.progress import (
 from poolbench.errors import UsageError
 from poolbench.store.db import Store, default_path
 from poolbench.store.opening import Mode
+from poolbench.study.model import Study
 from poolbench.units import parse_size
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -190,3 +191,30 @@ def open_store(db: Path | None, mode: Mode = "write") -> Store:
     """The result store: "write" creates it if needed; "read" (reports, listings, the source
     of an import) never creates or changes it; "dry" (dry runs) reads it if it exists."""
     return Store(default_path() if db is None else db, mode)
+
+
+MIN_WINDOW_HELP = (
+    "Shortest timed window in seconds: time-based workloads run at least this long, shorter "
+    "size-bound writes are repeated (fio loops); 0 turns it off. Default: the study's "
+    "[workloads] min_window (3)."
+)
+
+
+def min_window_option(f: F) -> F:
+    """--min-window SECONDS for commands that run a study file (run, demo)."""
+    return click.option(
+        "--min-window",
+        "min_window",
+        type=FiniteFloat(0, 3600),
+        default=None,
+        metavar="SECONDS",
+        help=MIN_WINDOW_HELP,
+    )(f)
+
+
+def override_min_window(study: Study, seconds: float | None) -> Study:
+    """The study with [workloads] min_window from --min-window, when given."""
+    if seconds is None:
+        return study
+    workloads = study.workloads.model_copy(update={"min_window": float(seconds)})
+    return study.model_copy(update={"workloads": workloads})
