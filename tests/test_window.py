@@ -105,14 +105,19 @@ def test_a_repeated_write_records_its_first_pass_and_its_steady_state() -> None:
     assert ss["rounds"] == 4 and ss["steady"] is False
     assert "fio_slope" not in ss  # fio computes its criterion only on a full ring
     assert len(warnings) == 1 and warnings[0].startswith("the window never reached steady")
+    assert ss["why_not"] == "range 34% of the mean > 20% and slope 31% of the mean > 10%"
 
 
 def test_a_short_cold_read_says_what_working_set_would_fill_the_window() -> None:
     found, warnings = window.finding(get("seq-read"), _result(0.5, io=128 * MiB), 0.5, 3.0)
-    assert found == {"seconds": 0.5, "min_s": 3.0, "reached": False}
+    # 128 MiB in 0.5 s, for 3 s with 50% to spare: 1152 MiB, as a power of two
+    assert found == {"seconds": 0.5, "min_s": 3.0, "reached": False,
+                     "fill_working_set_mib": 2048}  # fmt: skip
     (w,) = warnings
-    assert w.startswith("the timed window lasted 0.50 s, under the 3 s minimum")
-    assert "about 1152 MiB" in w  # 128 MiB in 0.5 s, for 3 s with 50% to spare
+    assert w.startswith("the timed window was shorter than the 3 s minimum: a cold read")
+    assert "about 2048 MiB" in w
+    # Another replicate a little faster or slower says the same words.
+    assert window.finding(get("seq-read"), _result(0.55, io=128 * MiB), 0.55, 3.0)[1] == warnings
     steady_long = _result(6.0, (100.0, 101.0, 99.0, 100.0, 100.0))
     found, warnings = window.finding(get("rand-read-4k"), steady_long, 6.0, 3.0)
     assert warnings == [] and found["steady_state"]["steady"] is True

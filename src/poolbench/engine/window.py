@@ -75,31 +75,39 @@ def finding(
                            "reached": seconds >= min_window_s}  # fmt: skip
     if first_pass_s is not None:
         out["repeated"] = {"first_pass_s": round(first_pass_s, 3), "loops": loops}
+    # The warnings' words are the same for every replicate of a cell (a report lists each
+    # distinct warning once); each window's own numbers are in its finding.
     warnings = []
     if seconds < min_window_s:
-        warnings.append(_short(w, result, seconds, min_window_s))
+        warnings.append(_short(w, result, seconds, min_window_s, out))
     if result.steady_bw:
         judged = steady.judge(result.steady_bw, STEADY_ROUNDS)
         out["steady_state"] = judged.as_dict()
         if len(result.steady_bw) >= STEADY_ROUNDS:  # fio judges only a full ring
             out["steady_state"]["fio_slope"] = result.steady_criterion
         if judged.steady is False:
+            out["steady_state"]["why_not"] = judged.why_not()
             warnings.append(
-                f"the window never reached steady state ({judged.why_not()} over its last "
-                f"{judged.rounds} one-second rounds, SNIA PTS rule): the figure averages a "
-                "transient; a longer min_window (--min-window) gives it time to settle"
+                "the window never reached steady state (SNIA PTS rule: over its last "
+                f"one-second rounds, range within {steady.MAX_RANGE:.0%} and slope within "
+                f"{steady.MAX_SLOPE:.0%} of the mean): the figure averages a transient; a "
+                "longer min_window (--min-window) gives it time to settle"
             )
     return out, warnings
 
 
-def _short(w: Workload, result: FioResult, seconds: float, min_window_s: float) -> str:
-    said = f"the timed window lasted {seconds:.2f} s, under the {min_window_s:g} s minimum"
+def _short(
+    w: Workload, result: FioResult, seconds: float, min_window_s: float, out: dict[str, Any]
+) -> str:
+    said = f"the timed window was shorter than the {min_window_s:g} s minimum"
     if w.cold and result.io_bytes and seconds > 0:
-        need = math.ceil(result.io_bytes * min_window_s * HEADROOM / seconds / MiB)
+        need = result.io_bytes * min_window_s * HEADROOM / seconds / MiB
+        # A power of two, so replicates that differ by a little suggest the same size.
+        out["fill_working_set_mib"] = 2 ** math.ceil(math.log2(max(1.0, need)))
         return (
             f"{said}: a cold read covers the working set once (a second pass would be served "
-            f"from the cache it filled), so the figure is mostly start-up and jitter; a "
-            f"working set of about {need} MiB would fill the window"
+            "from the cache it filled), so the figure is mostly start-up and jitter; a "
+            f"working set of about {out['fill_working_set_mib']} MiB would fill the window"
         )
     if w.is_metadata:
         return f"{said}: the figure is mostly start-up and jitter; raise metadata_files"
