@@ -124,6 +124,25 @@ def test_a_member_slow_in_one_replicate_of_four_is_not_named() -> None:
     assert _replicates([half, half])[0].startswith("member c ")
 
 
+def test_a_member_is_followed_by_its_place_in_the_pool_across_rebuilt_pools() -> None:
+    """A study rebuilds the pool for each trial, on loop devices whose names may change: the
+    third disk is slow in three trials though it was loop2, loop6 and loop9."""
+    from poolbench.engine import slow_members as rule
+    from poolbench.guards.members import evidence
+
+    def trial(names: list[str]) -> dict[str, object]:
+        ticks = {n: [6.4] * 15 + [0.0] * 15 for n in names[:2]} | {names[2]: [3.2] * 30}
+        return {rule.KEY: evidence(_window(ticks))}
+
+    got = rule.named([trial(["loop0", "loop1", "loop2"]), trial(["loop4", "loop5", "loop6"]),
+                      trial(["loop7", "loop8", "loop9"])])  # fmt: skip
+    assert got == [
+        "member loop9 (disk 3 in the pool's order) was slower than its peers in 3 of 3 "
+        "replicates (median 50% slower while busy): the pool waits for its slowest member, so "
+        "this disk limits the figure"
+    ]
+
+
 def test_the_replicate_rule_reads_stored_rows_of_any_shape() -> None:
     from poolbench.engine import slow_members as rule
 

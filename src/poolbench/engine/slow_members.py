@@ -23,21 +23,30 @@ def needed(judged: int) -> int:
     return max(MIN_REPLICATES, judged // 2 + 1)
 
 
+def _member(name: str, d: object) -> tuple[str, str]:
+    """(what identifies the member across replicates, how to call it): its place in the
+    pool where recorded (loop device names change between a study's trials), else its name."""
+    pos = d.get("position") if isinstance(d, Mapping) else None
+    if isinstance(pos, int) and not isinstance(pos, bool):
+        return f"#{pos}", f"{name} (disk {pos + 1} in the pool's order)"
+    return name, name
+
+
 def named(guards: Sequence[Mapping[str, Any]]) -> list[str]:
     """One warning per member slow in enough of these replicates' windows."""
     judged = [g[KEY] for g in guards if isinstance(g.get(KEY), Mapping)]
     hits: dict[str, list[float]] = {}
+    called: dict[str, str] = {}
     for ev in judged:
         slow = ev.get("slow")
         for name, d in slow.items() if isinstance(slow, Mapping) else []:
+            key, called[key] = _member(str(name), d)
             frac = d.get("slower") if isinstance(d, Mapping) else None
-            hits.setdefault(str(name), []).append(
-                float(frac) if isinstance(frac, int | float) else 0.0
-            )
+            hits.setdefault(key, []).append(float(frac) if isinstance(frac, int | float) else 0.0)
     return [
-        f"member {name} was slower than its peers in {len(got)} of {len(judged)} replicates "
-        f"(median {statistics.median(got):.0%} slower while busy): the pool waits for its "
-        "slowest member, so this disk limits the figure"
-        for name, got in sorted(hits.items())
+        f"member {called[key]} was slower than its peers in {len(got)} of {len(judged)} "
+        f"replicates (median {statistics.median(got):.0%} slower while busy): the pool waits "
+        "for its slowest member, so this disk limits the figure"
+        for key, got in sorted(hits.items())
         if len(got) >= needed(len(judged))
     ]

@@ -162,13 +162,21 @@ def evidence(
     if sum(1 for m in members if top and m.moved >= MIN_SHARE * top and m.busy_s > 0) < 2:
         return None
     found = _slow(members, interval)
+    order = [m.name for m in members]
     return {
         "rule": f"rate while busy < {1 - SLOW_FRACTION:.2f} x peers' median, and busy longer "
         f"than their median by > {LONGER_BUSY:.0%} and > {RESOLUTION_SAMPLES} sampling "
         "intervals",
         "interval_s": interval,
+        # The members in the pool's order: a study's trials rebuild the pool on loop devices
+        # whose names may differ from one trial to the next, its place in the pool does not.
+        "order": order,
         "slow": {
-            m.name: {"slower": round(1 - m.mib_s / peers, 3), "longer_s": round(m.busy_s - busy, 3)}
+            m.name: {
+                "slower": round(1 - m.mib_s / peers, 3),
+                "longer_s": round(m.busy_s - busy, 3),
+                "position": order.index(m.name),
+            }
             for m, peers, busy in found
-        },
+        },  # fmt: skip
     }
