@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.conftest import needs_fio
 
 from poolbench.engine import window
 from poolbench.stats import steady
@@ -165,3 +166,36 @@ def test_min_window_is_a_study_setting_with_a_cli_override() -> None:
         w, 8 * MiB, 3, 100)  # fmt: skip
     sw = get("seq-write")
     assert estimate.workload_seconds(sw, 8 * MiB, 1, 100, 3.0) > 3.0
+
+
+# -- a real session on a plain directory: fio only, nothing that needs root -----------------------
+@needs_fio
+def test_a_session_repeats_a_short_write_and_stores_the_window(tmp_path: Path) -> None:
+    import json
+
+    from poolbench.engine.session import Options, Session, Subject
+    from poolbench.store.db import Store
+    from poolbench.system.runner import LocalRunner
+    from poolbench.workloads.library import parse_list
+
+    target = tmp_path / "fs"
+    target.mkdir()
+    store = Store(tmp_path / "r.db")
+    run_id = store.start_run("bench", "w", ["test"], {})
+    options = Options(parse_list("seq-write"), size=16 * MiB, min_window_s=1.0, seed=1)
+    session = Session(LocalRunner(), store, run_id, Subject.directory(target), options)
+    session.preflight()
+    (res,) = session.run_once(0)
+    (row,) = store.measurements(run_id)
+    win = json.loads(row["guards"])["window"]
+    assert win["min_s"] == 1.0 and win["seconds"] == pytest.approx(row["seconds"], abs=1e-3)
+    if "repeated" in win:  # one 16 MiB pass is well under a second on most disks
+        loops = win["repeated"]["loops"]
+        assert loops >= 2 and win["repeated"]["first_pass_s"] < 1.0
+        assert row["app_bytes"] == loops * 16 * MiB
+        job = _opts(row["job_file"])
+        assert job["loops"] == str(loops) and job["unlink_each_loop"] == "1"
+    else:
+        assert row["app_bytes"] == 16 * MiB and row["seconds"] >= 1.0
+    assert res.values == [row["value"]]
+    assert list(target.iterdir()) == []  # the workspace is gone
