@@ -66,6 +66,8 @@ class DeviceWindow:
         `short_why`: why they may write less (untar on a compressing pool), for the warning."""
         target = self.target
         per_member = self.sampler.stop() if self.sampler is not None else []
+        # The counters' time resolution is the interval they were read at (guards/members.py).
+        interval = self.sampler.interval if self.sampler is not None else members.SAMPLE_INTERVAL
         self.sampler = None
         if not target.verifiable:
             warnings = []
@@ -98,7 +100,6 @@ class DeviceWindow:
             more={"amplification": chk.amplification} if chk.amplification else {},
         )
         warnings = [w for w in (chk.warning, chk.note) if w]
-        interval = members.SAMPLE_INTERVAL
         evidence = None if cached_by_design else members.evidence(per_member, interval)
         return DeviceOutcome(finding, chk.device_bytes, chk.device_mib_s, warnings, per_member,
                              evidence)  # fmt: skip
