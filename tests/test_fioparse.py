@@ -135,3 +135,23 @@ def test_recorded_sync_write_counts_fios_fsyncs() -> None:
     res = parse((DATA / "fio-sync-write-4k.json").read_text(), "write")
     assert (res.total_ios, res.fsyncs) == (1024, 1023)  # one after each write but the last
     assert parse((DATA / "fio-seq-write.json").read_text(), "write").fsyncs == 0
+
+
+def test_steady_state_samples_are_the_seconds_fio_really_sampled() -> None:
+    """fio's steady-state ring (`steadystate_duration=5s`) is printed whole: a 4.7 s seq-write
+    of 96 MiB written 22 times (fiojob's options, loops=22, on ext4) filled four slots, then
+    zeros."""
+    res = parse((DATA / "fio-seq-write-loops22.json").read_text(), "write")
+    assert res.runtime_s == pytest.approx(4.715) and res.io_bytes == 22 * 96 * 2**20
+    assert len(res.steady_bw) == 4 and all(x > 0 for x in res.steady_bw)
+    assert res.steady_criterion is not None
+    # Two streams, time-based 3 s, group_reporting: job_runtime sums the two jobs (6098 ms),
+    # the group ran 3.055 s: three samples, not five.
+    two = parse((DATA / "fio-streams-write-2-3s.json").read_text(), "write")
+    assert two.runtime_s == pytest.approx(3.055) and len(two.steady_bw) == 3
+    assert 0.0 not in two.steady_bw
+
+
+def test_no_steady_state_section_gives_no_samples() -> None:
+    res = parse((DATA / "fio-seq-write.json").read_text(), "write")
+    assert res.steady_bw == () and res.steady_criterion is None

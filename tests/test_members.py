@@ -60,9 +60,94 @@ def test_a_member_with_less_to_do_is_not_slow() -> None:
     read = [MemberRate(f"loop{i}", int(mib * MiB), 0, 0.573)
             for i, mib in enumerate((25.4, 25.5, 40.8, 37.0))]  # fmt: skip
     assert slow_members(read) == []
-    # The same with loop0 also busy a quarter longer than the others: it holds them up.
+    # The same with loop0 also busy a quarter longer than the others: it holds them up, as
+    # far as counters read every 0.02 s can tell; read every 0.1 s, 0.147 s is 1.5 readings.
     held = [MemberRate("loop0", int(25.4 * MiB), 0, 0.72), *read[1:]]
-    assert [w.split()[1] for w in slow_members(held)] == ["loop0"]
+    assert [w.split()[1] for w in slow_members(held, interval=0.02)] == ["loop0"]
+    assert slow_members(held, interval=0.1) == []
+
+
+# -- one window is evidence; the replicates together are the verdict --------------------------
+def _window(per_tick: dict[str, list[float]], interval: float = 0.1) -> list[MemberRate]:
+    """Member rates from synthetic counters read every `interval` s: per member, the MiB it
+    wrote in each interval."""
+    samples = [(0.0, {k: Counters(0, 0) for k in per_tick})]
+    total = dict.fromkeys(per_tick, 0.0)
+    for t in range(len(next(iter(per_tick.values())))):
+        for k, v in per_tick.items():
+            total[k] += v[t]
+        samples.append(((t + 1) * interval, {k: Counters(0, int(total[k] * MiB))
+                                              for k in per_tick}))  # fmt: skip
+    return rates(samples)
+
+
+def _replicates(windows: list[list[MemberRate]]) -> list[str]:
+    from poolbench.engine import slow_members as rule
+    from poolbench.guards.members import evidence
+
+    return rule.named([{rule.KEY: evidence(w)} for w in windows])
+
+
+def test_equal_disks_with_one_reading_of_jitter_are_never_flagged() -> None:
+    """The demo's case: every member wrote the same ~32 MiB, one finished a reading later
+    (0.284 against 0.384 s busy): 26% "slower" by one counter reading, in every replicate."""
+    windows = []
+    for late in range(4):  # a different member is the late one in each replicate
+        ticks = {f"loop{i}": [11.0, 11.0, 10.0] + ([0.0] if i != late else [])
+                 for i in range(4)}  # fmt: skip
+        ticks[f"loop{late}"] = [8.0, 8.0, 8.0, 8.0]
+        windows.append(_window(ticks))
+    assert all(slow_members(w) == [] for w in windows)
+    # Even the same member late by one reading in every replicate is not named.
+    same = _window({"loop0": [8.0] * 4, "loop1": [11.0, 11.0, 10.0, 0.0],
+                    "loop2": [11.0, 11.0, 10.0, 0.0]})  # fmt: skip
+    assert _replicates([same] * 4) == []
+
+
+def test_a_half_speed_member_is_flagged_in_every_replicate_and_named() -> None:
+    """Three mirror members write 96 MiB each; the third at half its peers' speed (3 s of
+    readings at 0.1 s against 1.5 s): flagged in every window, named across them."""
+    half = _window({"a": [6.4] * 15 + [0.0] * 15, "b": [6.4] * 15 + [0.0] * 15, "c": [3.2] * 30})
+    assert [w.split()[1] for w in slow_members(half)] == ["c"]
+    named = _replicates([half] * 4)
+    assert len(named) == 1 and named[0].startswith("member c ")
+    assert "in 4 of 4 replicates" in named[0] and "50% slower" in named[0]
+
+
+def test_a_member_slow_in_one_replicate_of_four_is_not_named() -> None:
+    even = _window({"a": [6.4] * 15, "b": [6.4] * 15, "c": [6.4] * 15})
+    half = _window({"a": [6.4] * 15 + [0.0] * 15, "b": [6.4] * 15 + [0.0] * 15, "c": [3.2] * 30})
+    assert _replicates([half, even, even, even]) == []
+    assert _replicates([half, half, even, even]) == []  # 2 of 4 is not a majority
+    assert _replicates([half, half, half, even])[0].startswith("member c ")
+    assert _replicates([half]) == []  # one replicate is never enough
+    assert _replicates([half, half])[0].startswith("member c ")
+
+
+def test_a_member_is_followed_by_its_place_in_the_pool_across_rebuilt_pools() -> None:
+    """A study rebuilds the pool for each trial, on loop devices whose names may change: the
+    third disk is slow in three trials though it was loop2, loop6 and loop9."""
+    from poolbench.engine import slow_members as rule
+    from poolbench.guards.members import evidence
+
+    def trial(names: list[str]) -> dict[str, object]:
+        ticks = {n: [6.4] * 15 + [0.0] * 15 for n in names[:2]} | {names[2]: [3.2] * 30}
+        return {rule.KEY: evidence(_window(ticks))}
+
+    got = rule.named([trial(["loop0", "loop1", "loop2"]), trial(["loop4", "loop5", "loop6"]),
+                      trial(["loop7", "loop8", "loop9"])])  # fmt: skip
+    assert got == [
+        "member loop9 (disk 3 in the pool's order) was slower than its peers in 3 of 3 "
+        "replicates (median 50% slower while busy): the pool waits for its slowest member, so "
+        "this disk limits the figure"
+    ]
+
+
+def test_the_replicate_rule_reads_stored_rows_of_any_shape() -> None:
+    from poolbench.engine import slow_members as rule
+
+    assert rule.named([{}, {rule.KEY: "junk"}, {rule.KEY: {"slow": ["x"]}}]) == []
+    assert [rule.needed(n) for n in (1, 2, 3, 4, 5)] == [2, 2, 2, 3, 3]
 
 
 # -- real: one member of a mirror capped -----------------------------------------------------
@@ -159,3 +244,26 @@ def test_member_rates_carry_read_requests_from_the_stat_file(tmp_path: Path) -> 
     (m,) = rates([(0.0, first), (0.5, read_counters(["loop7"], tmp_path))])
     assert (m.read_bytes, m.read_ios, m.write_bytes, m.busy_s) == (128 * 1024, 2, 0, 0.5)
     assert m.as_dict()["read_ios"] == 2  # kept in the measurement's guards JSON
+
+
+def test_the_reports_name_a_member_only_across_replicates(tmp_path: Path) -> None:
+    """Every report reads the cells of load_run: a member slow in 3 of 3 replicates of one
+    configuration is named there, one slow in 1 of 3 of another is not."""
+    from poolbench.engine import slow_members as rule
+    from poolbench.report.data import load_run
+    from poolbench.store.db import Measurement, Store
+
+    store = Store(tmp_path / "r.db")
+    run_id = store.start_run("study", "s", ["poolbench"], {})
+    slow = {rule.KEY: {"slow": {"loop2": {"slower": 0.5, "longer_s": 1.5}}}}
+    even: dict[str, object] = {rule.KEY: {"slow": {}}}
+    for config, guards in (("layout=mirror", [slow] * 3), ("layout=raidz1", [slow, even, even])):
+        for rep, g in enumerate(guards):
+            store.add_measurement(run_id, Measurement(
+                config=config, workload="seq-write", replicate=rep, value=100.0, unit="MiB/s",
+                app_bytes=MiB, ops=1, seconds=1.0, device_bytes=None, device_mib_s=None,
+                warnings=[], guards=dict(g), workload_def={}, job_file="",
+            ))  # fmt: skip
+    cells = load_run(store, str(run_id)).cells
+    assert [w.split()[1] for w in cells[("layout=mirror", "seq-write")].warnings] == ["loop2"]
+    assert cells[("layout=raidz1", "seq-write")].warnings == []

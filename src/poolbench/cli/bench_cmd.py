@@ -84,6 +84,16 @@ def _check_args(
     help="Seconds per time-based (random) run.",
 )
 @click.option(
+    "--min-window",
+    "min_window",
+    type=FiniteFloat(0, 3600),
+    default=3.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Shortest timed window: time-based workloads run at least this long, shorter "
+    "size-bound writes are repeated (fio loops); 0 turns it off.",
+)
+@click.option(
     "--iodepth",
     type=click.IntRange(1, 1024),
     default=1,
@@ -161,6 +171,7 @@ def bench(
     size: str | None,
     compressibility: int,
     runtime: int,
+    min_window: float,
     iodepth: int,
     numjobs: int,
     metadata_files: int,
@@ -196,6 +207,7 @@ def bench(
         size=cli_size(size, "--size") if size else None,
         compressibility=compressibility,
         runtime_s=runtime,
+        min_window_s=min_window,
         iodepth=iodepth,
         numjobs=numjobs,
         metadata_files=metadata_files,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +23,7 @@ from rich.progress import (
 from poolbench.errors import UsageError
 from poolbench.store.db import Store, default_path
 from poolbench.store.opening import Mode
+from poolbench.study.model import Study
 from poolbench.units import parse_size
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -101,9 +103,73 @@ def db_option(f: F) -> F:
     )(f)
 
 
+def clock_text(seconds: float) -> str:
+    """1:02:03, 2:05: elapsed and remaining times in progress lines."""
+    s = max(0, round(seconds))
+    h, m, sec = s // 3600, s // 60 % 60, s % 60
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+
+
+class PlainProgress:
+    """Progress where no bar can be drawn (nohup, a log file, a pipe): rich draws its bar only
+    on a terminal, so a study run into a log said nothing for hours. One plain line per
+    finished item: which, its figures, the time so far and an estimate of the time left
+    (the mean time of the items finished in this invocation × the items still to do; a
+    resumed run's earlier items took no time here and are not counted)."""
+
+    def __init__(
+        self,
+        write: Callable[[str], None],
+        clock: Callable[[], float] = time.monotonic,
+        noun: str = "trial",
+    ) -> None:
+        self.write = write
+        self.noun = noun
+        self.clock = clock
+        self.start = clock()
+        self.first_done: int | None = None  # items already done when this invocation began
+        self.pending: str | None = None  # (bench) the item being measured
+
+    def finished(self, done: int, total: int, what: str, figures: str = "") -> str:
+        """The line for item `done` of `total`, written and returned."""
+        if self.first_done is None:
+            self.first_done = done - 1
+        elapsed = self.clock() - self.start
+        here = done - self.first_done
+        line = f"{self.noun} {done} of {total}: {what}"
+        line += f": {figures}" if figures else ""
+        line += f"; elapsed {clock_text(elapsed)}"
+        if done < total and here > 0:
+            line += f", about {clock_text(elapsed / here * (total - done))} left"
+        self.write(line)
+        return line
+
+    def trial_done(self, done: int, total: int, what: str, figures: str) -> None:
+        self.finished(done, total, what, figures)
+
+    def update(self, description: str, done: int, total: int) -> None:
+        """As a progress callback (bench): called before each item, so the previous one has
+        finished when `done` moves on."""
+        if self.first_done is None:
+            self.first_done = done
+        if self.pending is not None and done > self.first_done:
+            self.finished(done, total, self.pending)
+        self.pending = description if description != "done" else None
+
+
 @contextmanager
-def progress_bar(console: Console) -> Iterator[Callable[[str, int, int], None]]:
-    """A progress bar with ETA on stderr; yields `update(description, done, total)`."""
+def progress_bar(
+    console: Console, *, plain_lines: bool = True
+) -> Iterator[Callable[[str, int, int], None]]:
+    """A progress bar with ETA on stderr; yields `update(description, done, total)`. Off a
+    terminal, one plain line per finished item instead (`plain_lines`; a caller that prints
+    its own lines, a study's per-trial ones, passes False)."""
+    if not console.is_terminal:
+        plain = PlainProgress(
+            lambda line: console.print(line, markup=False, highlight=False), noun="measurement"
+        )
+        yield plain.update if plain_lines else (lambda _d, _done, _total: None)
+        return
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -125,3 +191,30 @@ def open_store(db: Path | None, mode: Mode = "write") -> Store:
     """The result store: "write" creates it if needed; "read" (reports, listings, the source
     of an import) never creates or changes it; "dry" (dry runs) reads it if it exists."""
     return Store(default_path() if db is None else db, mode)
+
+
+MIN_WINDOW_HELP = (
+    "Shortest timed window in seconds: time-based workloads run at least this long, shorter "
+    "size-bound writes are repeated (fio loops); 0 turns it off. Default: the study's "
+    "[workloads] min_window (3)."
+)
+
+
+def min_window_option(f: F) -> F:
+    """--min-window SECONDS for commands that run a study file (run, demo)."""
+    return click.option(
+        "--min-window",
+        "min_window",
+        type=FiniteFloat(0, 3600),
+        default=None,
+        metavar="SECONDS",
+        help=MIN_WINDOW_HELP,
+    )(f)
+
+
+def override_min_window(study: Study, seconds: float | None) -> Study:
+    """The study with [workloads] min_window from --min-window, when given."""
+    if seconds is None:
+        return study
+    workloads = study.workloads.model_copy(update={"min_window": float(seconds)})
+    return study.model_copy(update={"workloads": workloads})

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from poolbench.cli.common import db_option
+from poolbench.cli.common import db_option, min_window_option, override_min_window
 from poolbench.cli.study_exec import execute_study
 from poolbench.engine.zfs_daemon import zfs_available
 from poolbench.study.model import parse
@@ -60,8 +60,11 @@ size = "128M"
 @click.command()
 @click.option("--dry-run", is_flag=True, help="Print the plan and every command; change nothing.")
 @click.option("--scratch-dir", type=click.Path(path_type=Path), default=None)
+@min_window_option
 @db_option
-def demo(dry_run: bool, scratch_dir: Path | None, db: Path | None) -> None:
+def demo(
+    dry_run: bool, scratch_dir: Path | None, min_window: float | None, db: Path | None
+) -> None:
     """Run a short real study on sparse-file disks: the embedded default.
 
     Uses the best ZFS available (OpenZFS, else zfs-fuse — its daemon started for the demo and
@@ -74,7 +77,7 @@ def demo(dry_run: bool, scratch_dir: Path | None, db: Path | None) -> None:
     runner = LocalRunner(dry_run=dry_run)
     with zfs_available(runner) as zfs:
         text = ZFS_DEMO if zfs or dry_run else BTRFS_DEMO
-        study = parse(text, "demo")
+        study = override_min_window(parse(text, "demo"), min_window)
         # What sparse-file disks can and cannot show is said once, in the report's header.
         console.print(f"poolbench demo: {study.description}.")
         execute_study(study, text, db=db, dry_run=dry_run, scratch_dir=scratch_dir, console=console)

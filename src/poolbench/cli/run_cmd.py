@@ -17,7 +17,9 @@ from poolbench.cli.common import (
     cli_size,
     db_option,
     disk_speed_option,
+    min_window_option,
     open_store,
+    override_min_window,
 )
 from poolbench.cli.study_exec import DRY_RUN_CONFIGS, execute_study
 from poolbench.engine import cleanup as cleanup_mod
@@ -98,6 +100,7 @@ def _override_disks(study: Study, disks: str | None) -> Study:
     "or the /dev path of a device with neither). Repeat per device; asks unless --yes.",
 )
 @click.option("--yes", is_flag=True, help="Do not ask before destroying overridden devices.")
+@min_window_option
 @disk_speed_option
 @db_option
 def run(
@@ -110,6 +113,7 @@ def run(
     all_commands: bool,
     destroy_data_on: tuple[str, ...],
     yes: bool,
+    min_window: float | None,
     disk_ref: str | None,
     db: Path | None,
 ) -> None:
@@ -148,7 +152,7 @@ def run(
         )
     study, text = load_study(study_file)
     execute_study(
-        _override_disks(study, disks),
+        override_min_window(_override_disks(study, disks), min_window),
         text,
         db=db,
         dry_run=dry_run,

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from poolbench.cli.common import MAX_ID, db_option, open_store
+from poolbench.cli.common import MAX_ID, FiniteFloat, db_option, open_store
 from poolbench.cli.study_exec import execute_study
 from poolbench.errors import TrialsFailed
 from poolbench.study import consistency
@@ -71,6 +71,7 @@ _INT_OPTIONS = {
     "replicates": click.IntRange(2, 100),
     "max_replicates": click.IntRange(2, 1000),
     "runtime": click.IntRange(1, 3600),
+    "min_window": FiniteFloat(0, 3600),
 }
 
 

@@ -16,6 +16,7 @@ from rich.text import Text
 from poolbench.backends.base import Availability
 from poolbench.cli.claiming import claim_from_cli
 from poolbench.cli.common import (
+    PlainProgress,
     open_store,
     progress_bar,
 )
@@ -141,9 +142,13 @@ def _measure(
     try:
         with (
             lifecycle.tracked(store, sr.run_id, on_interrupt=interrupted) as outcome,
-            progress_bar(err) as update,
+            progress_bar(err, plain_lines=False) as update,
         ):
             sr.progress = update
+            if not err.is_terminal:  # under nohup or into a log: a line per finished trial
+                sr.on_trial = PlainProgress(
+                    lambda line: err.print(line, markup=False, highlight=False)
+                ).trial_done
             sr.run()
             failed = sr.failed()
             if failed:  # still "finished": every other trial was measured

@@ -18,6 +18,9 @@ class DeviceOutcome:
     device_mib_s: float | None = None
     warnings: list[str] = field(default_factory=list)
     members: list[members.MemberRate] = field(default_factory=list)  # per-disk breakdown
+    # What this window shows of a slow member (guards/members.py `evidence`); a warning
+    # comes only from the replicates together (engine/slow_members.py).
+    slow_evidence: dict[str, object] | None = None
 
 
 class DeviceWindow:
@@ -63,6 +66,8 @@ class DeviceWindow:
         `short_why`: why they may write less (untar on a compressing pool), for the warning."""
         target = self.target
         per_member = self.sampler.stop() if self.sampler is not None else []
+        # The counters' time resolution is the interval they were read at (guards/members.py).
+        interval = self.sampler.interval if self.sampler is not None else members.SAMPLE_INTERVAL
         self.sampler = None
         if not target.verifiable:
             warnings = []
@@ -95,6 +100,6 @@ class DeviceWindow:
             more={"amplification": chk.amplification} if chk.amplification else {},
         )
         warnings = [w for w in (chk.warning, chk.note) if w]
-        if not cached_by_design:
-            warnings += members.slow_members(per_member)
-        return DeviceOutcome(finding, chk.device_bytes, chk.device_mib_s, warnings, per_member)
+        evidence = None if cached_by_design else members.evidence(per_member, interval)
+        return DeviceOutcome(finding, chk.device_bytes, chk.device_mib_s, warnings, per_member,
+                             evidence)  # fmt: skip

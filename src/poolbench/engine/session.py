@@ -18,8 +18,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from poolbench.engine import cold_read, replicates
-from poolbench.engine.device_window import DeviceWindow
+from poolbench.engine import cold_read, replicates, slow_members
+from poolbench.engine import window as long_window
+from poolbench.engine.device_window import DeviceOutcome, DeviceWindow
 from poolbench.engine.hooks import TrialHooks
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import (
@@ -57,6 +58,8 @@ class Options:
     iodepth: int = 1
     numjobs: int = 1
     metadata_files: int = 20000
+    # The shortest timed window (engine/window.py); 0 = measure each workload as it comes.
+    min_window_s: float = 3.0
     stop: ReplicatePolicy = field(default_factory=replicates.policy)
     tarball: Path | None = None  # the plain tar the `untar` workload extracts
     # Seeds the workload order of each round and fio's random offsets (randseed), so a run
@@ -82,6 +85,7 @@ class WorkloadResult:
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)
     # Per replicate, fio's completion latency as stored (Latency.to_json), None without.
     clats: list[dict[str, Any] | None] = field(default_factory=list)
+    guards: list[dict[str, Any]] = field(default_factory=list)  # per replicate, as stored
 
     @property
     def summary(self) -> MeanCI:
@@ -99,6 +103,18 @@ class WorkloadResult:
     def add_warning(self, text: str) -> None:
         if text and text not in self.warnings:
             self.warnings.append(text)
+
+
+@dataclass
+class Timed:
+    """One timed fio run and the windows opened around it (closed by the caller)."""
+
+    result: FioResult
+    seconds: float
+    window: DeviceWindow
+    arc: cache.ArcWindow
+    clock: cpu.CpuWindow
+    warnings: list[str] = field(default_factory=list)  # the window's own (engine/window.py)
 
 
 @dataclass(frozen=True)
@@ -306,6 +322,8 @@ class Session:
                 res.add_warning(summary.warning())
                 if summary.outliers:
                     res.add_warning(outliers.note(", ".join(str(i + 1) for i in summary.outliers)))
+            for text in slow_members.named(res.guards):
+                res.add_warning(text)
 
     def _plan_only(self) -> None:
         """--dry-run: show every fio job that would run, once per workload; run nothing."""
@@ -328,6 +346,7 @@ class Session:
             numjobs=self.options.numjobs,
             metadata_files=self.options.metadata_files,
             device=str(block.path) if (block := self.subject.block_device) else None,
+            min_window_s=self.options.min_window_s,
         )
 
     def _findings_for(self, w: Workload) -> Findings:
@@ -381,19 +400,11 @@ class Session:
             findings.cache = CacheFinding("kept on purpose (cached test)", None)
         elif w.cold:
             findings.cache = self._defeat_cache(files, warnings)
-        assert self.device_target is not None
-        arc_of = self._zfs if w.cold and not w.cached_by_design else None
-        arc = cache.ArcWindow(arc_of, block_size=block_size, metadata=w.is_metadata,
-                              direct="direct=1" in job.splitlines())  # fmt: skip
-        window = DeviceWindow(self.device_target, *(self.write_model or (None, "")))
-        clock = cpu.CpuWindow(self._zfs)
-        try:
-            result = fio.run_job(self.runner, job, jobs / f"{w.name}.{replicate}.fio", w.direction)
-            seconds = result.runtime_s + self._sync_metadata(w)
-        except BaseException:
-            window.abandon()
-            raise
-        findings.other["cpu"] = clock.close(result.cpu_usr_s, result.cpu_sys_s, result.io_bytes)
+        timed, job = self._long_enough(w, params, job, replicate, block_size, findings)
+        result, seconds, window, arc = timed.result, timed.seconds, timed.window, timed.arc
+        findings.other["cpu"] = timed.clock.close(
+            result.cpu_usr_s, result.cpu_sys_s, result.io_bytes
+        )
         dev = window.close(
             w.direction if not w.is_metadata else "meta",
             result.io_bytes,
@@ -403,16 +414,14 @@ class Session:
             warn_unverified=not w.is_metadata,
             io_size=_random_io_size(w),
         )
-        findings.device = dev.finding
-        if dev.members:  # per-disk breakdown, kept in the measurement's guards JSON
-            findings.other["members"] = {m.name: m.as_dict() for m in dev.members}
+        _device_findings(findings, dev)
         if w.cached_by_design and findings.cache is not None:
             findings.cache = _served(findings.cache, result.io_bytes, dev.finding.read_bytes)
         arc_seen = arc.close(result.io_bytes, result.total_ios)
         warnings += dev.warnings + self._settle_cold(w, findings, arc_seen)
         warnings += self._cold_rule_warning(w, findings)
         findings.fio = FioFinding(result.fio_version, result.within_run_bw_dev, result.lat_mean_ns)
-        warnings += _depth_check(job, result, findings)
+        warnings += _depth_check(job, result, findings) + timed.warnings
         warnings += _fsync_check(w, result, findings)
         self._read_back(w, findings)
         value = figure(w, result.io_bytes, result.total_ios, seconds)
@@ -421,6 +430,44 @@ class Session:
             result.total_ios, seconds, dev.device_bytes, dev.device_mib_s, warnings, findings,
             asdict(w), job, latency=result.latency, config_levels=dict(self.subject.levels),
         ))  # fmt: skip
+
+    def _timed(self, w: Workload, job: str, name: str, block_size: int) -> Timed:
+        """One timed fio run inside the device, ARC and CPU windows."""
+        assert self.device_target is not None
+        arc_of = self._zfs if w.cold and not w.cached_by_design else None
+        arc = cache.ArcWindow(arc_of, block_size=block_size, metadata=w.is_metadata,
+                              direct="direct=1" in job.splitlines())  # fmt: skip
+        window = DeviceWindow(self.device_target, *(self.write_model or (None, "")))
+        clock = cpu.CpuWindow(self._zfs)
+        try:
+            result = fio.run_job(self.runner, job, self.workspace.jobs_dir / name, w.direction)
+            seconds = result.runtime_s + self._sync_metadata(w)
+        except BaseException:
+            window.abandon()
+            raise
+        return Timed(result, seconds, window, arc, clock)
+
+    def _long_enough(
+        self, w: Workload, params: fiojob.JobParams, job: str, replicate: int,
+        block_size: int, findings: Findings,
+    ) -> tuple[Timed, str]:  # fmt: skip
+        """The timed run, and for a size-bound write that ended before the minimum window,
+        the run again over the working set written `loops` times (engine/window.py); the
+        first pass only sizes the second. Returns the run kept and its job."""
+        timed = self._timed(w, job, f"{w.name}.{replicate}.fio", block_size)
+        minimum, first_pass = params.min_window_s, None
+        loops = long_window.loops_for(timed.seconds, minimum) if long_window.extendable(w) else 1
+        if loops > 1:
+            timed.window.abandon()
+            first_pass = timed.seconds
+            params = replace(params, loops=loops)
+            job = fiojob.render(w, params)
+            self._lay_out(w, params)
+            timed = self._timed(w, job, f"{w.name}.{replicate}.loops.fio", block_size)
+        findings.other["window"], timed.warnings = long_window.finding(
+            w, timed.result, timed.seconds, minimum, first_pass_s=first_pass, loops=loops
+        )
+        return timed, job
 
     def _cold_files(self, w: Workload, params: fiojob.JobParams) -> tuple[list[Path], int]:
         """A cold read's files and their block size, read before the cache drop, never after
@@ -506,6 +553,7 @@ class Session:
         if per_gib is not None:
             res.cpu_s_per_gib.append(per_gib)
         guards = m.findings.to_json()
+        res.guards.append(guards)
         got = write_amplification(guards)
         if got is not None:
             res.amplification.append(got)
@@ -549,6 +597,16 @@ def block_device_refusal(workloads: list[Workload]) -> tuple[str, str] | None:
         "reads and writes (seq-read, seq-write, rand-read-4k, rand-write-16k, rand-mix70-16k, "
         "sync-write-*).",
     )
+
+
+def _device_findings(findings: Findings, dev: DeviceOutcome) -> None:
+    """The device check's record, with the per-disk breakdown and what it shows of a slow
+    member (a warning only comes from the replicates together: engine/slow_members.py)."""
+    findings.device = dev.finding
+    if dev.members:
+        findings.other["members"] = {m.name: m.as_dict() for m in dev.members}
+    if dev.slow_evidence is not None:
+        findings.other[slow_members.KEY] = dev.slow_evidence
 
 
 def _random_io_size(w: Workload) -> int | None:

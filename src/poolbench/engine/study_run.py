@@ -51,6 +51,9 @@ from poolbench.workloads import fio
 from poolbench.workloads.library import parse_list
 
 Progress = Callable[[str, int, int], None]
+# After each trial: (trials done, total, the trial as "config (replicate r)", its headline
+# figures or why it failed), for progress lines where no progress bar can be drawn.
+TrialDone = Callable[[int, int, str, str], None]
 # Known errors that stop the study rather than fail one trial (see the module docstring).
 NOT_TRIAL_FAILURES = (UsageError, ToolMissingError, ClaimRefused, DeviceChanged, StoreError)
 log = logging.getLogger(__name__)
@@ -83,6 +86,7 @@ class StudyRun:
     paths: Paths
     make_backend: Callable[[str, Runner], Backend] = field(default=registry.make)
     progress: Progress | None = None
+    on_trial: TrialDone | None = None
     seed: int | None = None
     run_id: int = 0
     argv: Sequence[str] = ()
@@ -98,6 +102,7 @@ class StudyRun:
         # Pools are named pb<run><token>t<trial>: the random token keeps a stale pool of a
         # crashed run (or of another store's run with the same id) from blocking this one.
         self.pool_token = secrets.token_hex(2)
+        self.headline = ""  # the last trial's figures, or why it failed (on_trial)
         # The run's one command log is made by run(), once the run has its id; a dry run's
         # trials (which store nothing) use this one.
         self.commands = CommandLog(self.runner, self.store, self.run_id)
@@ -202,6 +207,7 @@ class StudyRun:
             self._progress(t, done, total)
             self.trial(t.config, t.replicate, t.index)
             done += 1
+            self._trial_done(t, done, total)
         total, done = self._extra_rounds(total, done, planned[-1].config if planned else None)
         if self.progress:
             self.progress("done", done, total)
@@ -226,15 +232,21 @@ class StudyRun:
             for c in order:
                 if self.missing(c, replicate):
                     total += 1
-                    self._progress(matrix.Trial(total - 1, replicate, c), done, total)
+                    t = matrix.Trial(total - 1, replicate, c)
+                    self._progress(t, done, total)
                     self.trial(c, replicate, total - 1)
                     done += 1
+                    self._trial_done(t, done, total)
             last = order[-1] if order else last
         return total, done
 
     def _progress(self, t: matrix.Trial, done: int, total: int) -> None:
         if self.progress:
-            self.progress(f"{t.config.key} (replicate {t.replicate + 1})", done, total)
+            self.progress(_describe(t), done, total)
+
+    def _trial_done(self, t: matrix.Trial, done: int, total: int) -> None:
+        if self.on_trial:
+            self.on_trial(done, total, _describe(t), self.headline)
 
     def _planned(self, cfg: matrix.Config, rule: replicates.ReplicatePolicy) -> int:
         """The total Stein's rule fixed from stage one: the most any of the configuration's
@@ -255,6 +267,7 @@ class StudyRun:
         (see the module docstring) is stored with its reason and the study goes on."""
         tc = TrialConfig(cfg, replicate, index)
         name = self.pool_name(index)
+        self.headline = ""
         dry = self.runner.dry_run
         journal_path = self.paths.journals / f"run{self.run_id}-pid{os.getpid()}-trial{index}.jsonl"
         journal = Journal(self.runner, None if dry else journal_path)
@@ -275,6 +288,8 @@ class StudyRun:
             if left:
                 raise self._teardown_failed(tc, index, failure, left)
         self._record(tc, index, name, failure)
+        if failure is not None:
+            self.headline = f"failed: {failure}"
 
     def _teardown_failed(
         self, tc: TrialConfig, index: int, failure: PoolbenchError | None, left: list[str]
@@ -354,7 +369,16 @@ class StudyRun:
         )
         session.preflight()
         have = {w.name for w in self.workloads} - self.missing(tc.config, tc.replicate)
-        session.run_once(tc.replicate, skip=have)
+        results = session.run_once(tc.replicate, skip=have)
+        self.headline = ", ".join(
+            f"{r.workload.name} {r.values[-1]:.1f} {r.workload.unit}"
+            for r in results
+            if r.values and r.workload.name not in have
+        )
+
+
+def _describe(t: matrix.Trial) -> str:
+    return f"{t.config.key} (replicate {t.replicate + 1})"
 
 
 def load_resume(store: Store, run_id: int) -> tuple[Study, str, int]:

@@ -101,6 +101,7 @@ def options_for(
         size=parse_size(wl.size),
         compressibility=int(tc.levels.get("compressibility", wl.compressibility)),
         runtime_s=wl.runtime,
+        min_window_s=wl.min_window,
         iodepth=wl.iodepth,
         numjobs=wl.jobs,
         metadata_files=wl.metadata_files,

@@ -14,6 +14,13 @@ before this rule, though they only had less to read (where raidz puts parity and
 data column varies with the block's offset).
 Members that moved (almost) nothing are left out of the comparison: a raid1 read may
 legitimately use one side only.
+
+Busy time is counted in whole sampling intervals, so two equal members can differ by one
+interval by chance: in the demo, members that wrote the same 31.8-32.7 MiB were busy 0.284 and
+0.384 s and the second was named "26% slower". A gap of a few intervals is no evidence
+(RESOLUTION_SAMPLES); and one window is only evidence, never the verdict: `evidence` records
+what this window showed, and a member is named only when it was slow in most replicates
+(engine/slow_members.py).
 """
 
 from __future__ import annotations
@@ -32,6 +39,11 @@ SLOW_FRACTION = 0.25  # slower than its peers' median by more than this: flagged
 MIN_SHARE = 0.05  # a member moving < 5% of the busiest member's bytes is not compared
 # A slow member is busy at least this much longer than its peers' median (they wait for it).
 LONGER_BUSY = 0.10
+# ... and longer by more than this many sampling intervals: busy time is counted in whole
+# intervals, so a gap of one or two is what equal disks show by chance. /proc/diskstats
+# counts in milliseconds (io_ticks in jiffies), far finer than the 0.1 s interval.
+RESOLUTION_SAMPLES = 3
+SAMPLE_INTERVAL = 0.1  # seconds between the Sampler's reads
 
 
 @dataclass(frozen=True)
@@ -59,7 +71,7 @@ class MemberRate:
 class Sampler:
     """Samples the members' counters in a background thread between start() and stop()."""
 
-    def __init__(self, devices: Sequence[str], interval: float = 0.1,
+    def __init__(self, devices: Sequence[str], interval: float = SAMPLE_INTERVAL,
                  sys_block: Path = SYS_BLOCK) -> None:  # fmt: skip
         self.devices = list(devices)
         self.interval = interval
@@ -110,8 +122,8 @@ def rates(samples: Sequence[tuple[float, dict[str, Counters]]]) -> list[MemberRa
     return out
 
 
-def slow_members(members: Sequence[MemberRate]) -> list[str]:
-    """A warning per member more than SLOW_FRACTION slower than the median of its peers."""
+def _slow(members: Sequence[MemberRate], interval: float) -> list[tuple[MemberRate, float, float]]:
+    """(member, its peers' median rate, their median busy time) for each slow member."""
     top = max((m.moved for m in members), default=0)
     active = [m for m in members if top and m.moved >= MIN_SHARE * top and m.busy_s > 0]
     if len(active) < 2:
@@ -120,10 +132,51 @@ def slow_members(members: Sequence[MemberRate]) -> list[str]:
     for m in active:
         peers = statistics.median(p.mib_s for p in active if p is not m)
         peers_busy = statistics.median(p.busy_s for p in active if p is not m)
-        if m.mib_s < (1 - SLOW_FRACTION) * peers and m.busy_s > (1 + LONGER_BUSY) * peers_busy:
-            out.append(
-                f"member {m.name} moved data at {m.mib_s:.1f} MiB/s while busy, "
-                f"{1 - m.mib_s / peers:.0%} slower than its peers' median {peers:.1f} MiB/s: "
-                "the pool waits for its slowest member, so this disk limits the figure"
-            )
+        longer = m.busy_s - peers_busy
+        if (
+            m.mib_s < (1 - SLOW_FRACTION) * peers
+            and longer > LONGER_BUSY * peers_busy
+            and longer > RESOLUTION_SAMPLES * interval
+        ):
+            out.append((m, peers, peers_busy))
     return out
+
+
+def slow_members(members: Sequence[MemberRate], interval: float = SAMPLE_INTERVAL) -> list[str]:
+    """What this window shows of each member more than SLOW_FRACTION slower than the median
+    of its peers and busy longer than they were by more than the counters' resolution."""
+    return [
+        f"member {m.name} moved data at {m.mib_s:.1f} MiB/s while busy, "
+        f"{1 - m.mib_s / peers:.0%} slower than its peers' median {peers:.1f} MiB/s "
+        f"(busy {m.busy_s:.2f} s against their {busy:.2f} s)"
+        for m, peers, busy in _slow(members, interval)
+    ]
+
+
+def evidence(
+    members: Sequence[MemberRate], interval: float = SAMPLE_INTERVAL
+) -> dict[str, object] | None:
+    """The per-measurement finding (`members_slow` in the guards JSON): the rule, and which
+    members it caught in this window; None when fewer than two members can be compared."""
+    top = max((m.moved for m in members), default=0)
+    if sum(1 for m in members if top and m.moved >= MIN_SHARE * top and m.busy_s > 0) < 2:
+        return None
+    found = _slow(members, interval)
+    order = [m.name for m in members]
+    return {
+        "rule": f"rate while busy < {1 - SLOW_FRACTION:.2f} x peers' median, and busy longer "
+        f"than their median by > {LONGER_BUSY:.0%} and > {RESOLUTION_SAMPLES} sampling "
+        "intervals",
+        "interval_s": interval,
+        # The members in the pool's order: a study's trials rebuild the pool on loop devices
+        # whose names may differ from one trial to the next, its place in the pool does not.
+        "order": order,
+        "slow": {
+            m.name: {
+                "slower": round(1 - m.mib_s / peers, 3),
+                "longer_s": round(m.busy_s - busy, 3),
+                "position": order.index(m.name),
+            }
+            for m, peers, busy in found
+        },  # fmt: skip
+    }

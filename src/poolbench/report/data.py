@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from poolbench.engine import slow_members
 from poolbench.engine.records import Findings, modelled_amplification, write_amplification
 from poolbench.errors import UsageError
 from poolbench.report.metrics import VALUE, Figure, Metric, tail_warning
@@ -369,11 +370,18 @@ def load_run(store: Store, ref: str) -> RunData:
         resume_hint=resume_command(store.path, run_id),
         config_levels=config_levels,
     )
-    for cell in cells.values():
-        cell.policy = run.policy()  # the run's own min/max/target: Stein's interval
+    _finish_cells(run)
     run.configs = _config_order(run, [c.config for c in cells.values()])
     run.workloads = _workload_order(run, [m["workload"] for m in measurements])
     return run
+
+
+def _finish_cells(run: RunData) -> None:
+    """What each cell learns from the run and from its replicates together."""
+    for cell in run.cells.values():
+        cell.policy = run.policy()  # the run's own min/max/target: Stein's interval
+        # A slow member is named across the replicates, never from one window.
+        cell.warnings += [w for w in slow_members.named(cell.guards) if w not in cell.warnings]
 
 
 def _unique(items: list[str]) -> list[str]:

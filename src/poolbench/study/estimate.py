@@ -59,7 +59,9 @@ def fmt_duration(seconds: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
-def workload_seconds(w: Workload, ws_bytes: int, runtime: int, meta_files: int) -> float:
+def workload_seconds(
+    w: Workload, ws_bytes: int, runtime: int, meta_files: int, min_window: float = 0.0
+) -> float:
     mib = ws_bytes / MiB
     if w.kind == "pool":
         return 0.5 if w.name == "capacity" else mib * RESILVER_FACTOR / ASSUMED_MIB_S + 2
@@ -67,7 +69,9 @@ def workload_seconds(w: Workload, ws_bytes: int, runtime: int, meta_files: int) 
         return UNTAR_S
     if w.is_metadata:
         return meta_files / META_OPS_S + (CACHE_DROP_S if w.cold else 0.5)
-    t = runtime if w.time_based else mib * w.io_fraction / ASSUMED_MIB_S
+    t = max(runtime, min_window) if w.time_based else mib * w.io_fraction / ASSUMED_MIB_S
+    if not w.time_based and w.direction == "write" and not w.cached_by_design and t < min_window:
+        t += min_window  # a short write's first pass sizes a repeat that fills the window
     if w.needs_data and w.direction in ("write", "mixed"):
         t += mib / ASSUMED_MIB_S  # the data to rewrite in place is written first
     if w.cold:
@@ -82,7 +86,8 @@ def estimate(study: Study) -> Estimate:
     ws = parse_size(wl.size)
     workloads = parse_list(",".join(wl.names))
     per_trial = SETUP_S + PER_DISK_S * study.disks.n
-    per_trial += sum(workload_seconds(w, ws, wl.runtime, wl.metadata_files) for w in workloads)
+    per_trial += sum(workload_seconds(w, ws, wl.runtime, wl.metadata_files, wl.min_window)
+                     for w in workloads)  # fmt: skip
     configs = matrix.configs(study)
     fill_extra = 0.0
     for c in configs:

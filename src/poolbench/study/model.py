@@ -24,6 +24,7 @@ ashift = [9, 12]
 names = ["seq-write", "seq-read"]
 size = "256M"                 # working set per configuration
 runtime = 10                  # seconds, for time-based workloads
+min_window = 3                # seconds: the shortest timed window (short writes repeat)
 compressibility = 0
 ```
 
@@ -141,6 +142,9 @@ class Workloads(_Strict):
     names: list[str] = Field(default_factory=lambda: ["seq-write", "seq-read"], min_length=1)
     size: str = "256M"
     runtime: int = Field(default=10, ge=1, le=3600)
+    # The shortest timed window worth a figure (DESIGN.md section 3 rule 7, engine/window.py):
+    # time-based workloads run at least this long, shorter size-bound writes are repeated.
+    min_window: float = Field(default=3.0, ge=0, le=3600, allow_inf_nan=False)
     compressibility: int = Field(default=0, ge=0, le=99)
     iodepth: int = Field(default=1, ge=1, le=1024)
     jobs: int = Field(default=1, ge=1, le=256)

@@ -9,6 +9,7 @@ remote `fio --server` (which ignores options given on the client's command line)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from poolbench.workloads.library import Workload
@@ -34,6 +35,22 @@ class JobParams:
     # A block device measured in place of files in `directory` (a zvol): fio opens it with
     # O_DIRECT (the block device's own page cache would otherwise serve reads), one stream.
     device: str | None = None
+    # The shortest timed window worth a figure (DESIGN.md section 3 rule 7): a time-based
+    # job runs at least this long; a size-bound write too short for it is repeated.
+    min_window_s: float = 3.0
+    # > 1: a size-bound write that one pass over the working set could not keep busy for the
+    # minimum window, written this many times in one job (engine/window.py).
+    loops: int = 1
+
+
+# fio samples the group's bandwidth and IOPS once a second for its steady-state check and
+# reports the last `steadystate_duration` of them (`steadystate.data` in its JSON): the rounds
+# poolbench judges by the SNIA rule (stats/steady.py). The criterion's limit is 0, which fio
+# can never attain (it stops when the criterion falls strictly below the limit): fio must
+# observe, never cut a window short, because a stop when the cache fills steadily would end a
+# write before its data reached the disks.
+STEADY_ROUNDS = 5
+STEADY_OPTIONS = {"steadystate": "bw_slope:0%", "steadystate_duration": f"{STEADY_ROUNDS}s"}
 
 
 def data_pattern(compressibility: int) -> dict[str, str]:
@@ -88,7 +105,8 @@ def _many_files(workload: Workload, params: JobParams) -> dict[str, str]:
 def _timed(workload: Workload, params: JobParams) -> dict[str, str]:
     """A time-based job's run time and load; a workload that names its load
     (rand-read-4k-qd8-j4, sync-write-4k) overrides the study's iodepth and jobs."""
-    g = {"time_based": "1", "runtime": str(params.runtime_s)}
+    runtime = max(params.runtime_s, math.ceil(params.min_window_s))
+    g = {"time_based": "1", "runtime": str(runtime)}
     iodepth = workload.iodepth or params.iodepth
     numjobs = workload.jobs or params.numjobs
     if iodepth > 1:
@@ -121,6 +139,21 @@ def _global_options(workload: Workload, params: JobParams) -> dict[str, str]:
     }
 
 
+def _passes(workload: Workload, params: JobParams) -> dict[str, str]:
+    """A size-bound write repeated to fill the minimum window (engine/window.py). fio ends
+    each pass with its end_fsync (traced: one fsync per loop), so every pass is durable
+    before the next overwrites it; time_based would fsync once at the end and let the page
+    cache fold the passes into one write to the disks."""
+    if params.loops <= 1 or workload.time_based or workload.direction != "write":
+        return {}
+    opts = {"loops": str(params.loops)}
+    # Each pass allocates afresh, as the one pass did; a block device has no file to unlink
+    # (and the device node must never be asked to go).
+    if workload.fresh_file and params.device is None:
+        opts["unlink_each_loop"] = "1"
+    return opts
+
+
 def render(workload: Workload, params: JobParams) -> str:
     """The complete job file for one measurement of `workload`."""
     g = _global_options(workload, params)
@@ -143,6 +176,8 @@ def render(workload: Workload, params: JobParams) -> str:
 
     g.update(workload.fio)
     g.update(data_pattern(params.compressibility))
+    g.update(STEADY_OPTIONS)
+    g.update(_passes(workload, params))
     if workload.cached_by_design:
         # fio drops a file's pages before each job by default (invalidate=1); a cached test
         # must keep what the previous read left in the cache.

@@ -169,6 +169,10 @@ class FioResult:
     # latency × I/Os ÷ (run time × jobs)); None where fio reports no submission latency
     # (the sync engines). Near 1, the submit call did each I/O itself (fiodepth.py).
     submit_busy: float | None = None
+    # fio's one-second bandwidth samples (bytes/s) of its steady-state check, oldest first,
+    # the last `steadystate_duration` of the run (fiojob.STEADY_OPTIONS); () without them.
+    steady_bw: tuple[float, ...] = ()
+    steady_criterion: str | None = None  # fio's own figure for its criterion (slope % of mean)
 
     @property
     def mib_s(self) -> float:
@@ -245,7 +249,30 @@ def parse(text: str, direction: str) -> FioResult:
         depth_levels={str(k): float(v) for k, v in (jobs[0].get("iodepth_level") or {}).items()},
         fsyncs=sum(int((j.get("sync") or {}).get("total_ios", 0) or 0) for j in jobs),
         submit_busy=_submit_busy(parts, runtime_ms, len(jobs) if len(jobs) > 1 else _numjobs(jobs)),
+        steady_bw=steady_samples(jobs[0], runtime_ms),
+        steady_criterion=_criterion(jobs[0]),
     )
+
+
+def steady_samples(job: Mapping[str, Any], runtime_ms: float) -> tuple[float, ...]:
+    """fio's steady-state bandwidth samples that it really took, oldest first. fio prints its
+    whole ring of `duration` slots; a run shorter than that filled only as many as it ran
+    whole seconds (recorded: 3.85 s gave three samples, then zeros), and a zero among those
+    is a real second without I/O (an fsync's flush). The group's run time, not job_runtime:
+    with group_reporting that sums the jobs (two streams for 3.06 s: 6120 ms)."""
+    ss = job.get("steadystate")
+    data = ss.get("data") if isinstance(ss, Mapping) else None
+    bw = data.get("bw") if isinstance(data, Mapping) else None
+    if not isinstance(bw, list):
+        return ()
+    taken = int(runtime_ms // 1000)
+    return tuple(float(x) for x in bw[: min(len(bw), taken)] if isinstance(x, int | float))
+
+
+def _criterion(job: Mapping[str, Any]) -> str | None:
+    ss = job.get("steadystate")
+    crit = ss.get("criterion") if isinstance(ss, Mapping) else None
+    return str(crit) if crit is not None else None
 
 
 def _numjobs(jobs: list[dict[str, Any]]) -> int:

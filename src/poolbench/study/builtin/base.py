@@ -1,8 +1,8 @@
 """What the registry knows about a built-in study, and the study-file skeleton they share.
 
 A study module builds its study dict with `study_file(...)` (disks, replicates and the common
-options --replicates, --max-replicates, --workloads, --size, --runtime applied the same way for
-every study) and declares one `Builtin`.
+options --replicates, --max-replicates, --workloads, --size, --runtime, --min-window applied
+the same way for every study) and declares one `Builtin`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 MiB = 1 << 20
 
 # Options every study takes (beyond its own): the CLI spelling is --max-replicates etc.
-COMMON_OPTIONS = ("replicates", "max_replicates", "workloads", "size", "runtime")
+COMMON_OPTIONS = ("replicates", "max_replicates", "workloads", "size", "runtime", "min_window")
 
 StudyDict = dict[str, Any]  # the study file as TOML data (what study.model validates)
 Notes = Callable[[Context, "StudyFacts"], list[str]]
@@ -82,6 +82,8 @@ def study_file(
         out["workloads"]["size"] = ctx.options["size"].upper()
     if "runtime" in ctx.options:
         out["workloads"]["runtime"] = ctx.opt_int("runtime", 10)
+    if "min_window" in ctx.options:
+        out["workloads"]["min_window"] = float(ctx.options["min_window"])
     return out
 
 

@@ -65,6 +65,8 @@ OPTION_HELP = {
     "workloads": "Replace the study's workloads, e.g. seq-write,seq-read.",
     "size": "Working set per configuration, e.g. 256M.",
     "runtime": "Seconds per time-based workload.",
+    "min_window": "Shortest timed window in seconds (default 3): time-based workloads run at "
+    "least this long, shorter size-bound writes are repeated; 0 turns it off.",
 }
 
 

@@ -1,0 +1,52 @@
+"""A member is named slow only when it was slow in most replicates of a configuration.
+
+One window is evidence, not a verdict: each measurement records what its window showed
+(`members_slow` in the guards JSON, guards/members.py `evidence`), and this rule, applied
+where the replicates of one workload on one configuration come together (bench's result, the
+reports), names a member only when that window evidence holds in a majority of the replicates
+that could judge it, and in at least two. A disk that is really slower is slow every time; one
+scheduler hiccup is not. Pure: reads stored guards only.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+KEY = "members_slow"  # the per-measurement evidence in the guards JSON
+MIN_REPLICATES = 2
+
+
+def needed(judged: int) -> int:
+    """Replicates a member must be slow in: a strict majority of those judged, at least 2."""
+    return max(MIN_REPLICATES, judged // 2 + 1)
+
+
+def _member(name: str, d: object) -> tuple[str, str]:
+    """(what identifies the member across replicates, how to call it): its place in the
+    pool where recorded (loop device names change between a study's trials), else its name."""
+    pos = d.get("position") if isinstance(d, Mapping) else None
+    if isinstance(pos, int) and not isinstance(pos, bool):
+        return f"#{pos}", f"{name} (disk {pos + 1} in the pool's order)"
+    return name, name
+
+
+def named(guards: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One warning per member slow in enough of these replicates' windows."""
+    judged = [g[KEY] for g in guards if isinstance(g.get(KEY), Mapping)]
+    hits: dict[str, list[float]] = {}
+    called: dict[str, str] = {}
+    for ev in judged:
+        slow = ev.get("slow")
+        for name, d in slow.items() if isinstance(slow, Mapping) else []:
+            key, called[key] = _member(str(name), d)
+            frac = d.get("slower") if isinstance(d, Mapping) else None
+            hits.setdefault(key, []).append(float(frac) if isinstance(frac, int | float) else 0.0)
+    return [
+        f"member {called[key]} was slower than its peers in {len(got)} of {len(judged)} "
+        f"replicates (median {statistics.median(got):.0%} slower while busy): the pool waits "
+        "for its slowest member, so this disk limits the figure"
+        for key, got in sorted(hits.items())
+        if len(got) >= needed(len(judged))
+    ]
