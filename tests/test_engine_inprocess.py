@@ -30,7 +30,7 @@ def _study(a: Path, b: Path, replicates: int = 3, max_replicates: int = 3) -> tu
         f'name = "inproc"\nreplicates = {replicates}\nmax_replicates = {max_replicates}\n'
         'ci_target = 50\n[disks]\ncount = 0\n[factors]\nbackend = ["directory"]\n'
         f'layout = ["{a}", "{b}"]\n'
-        '[workloads]\nnames = ["seq-write", "seq-read"]\nsize = "1M"\n'
+        '[workloads]\nnames = ["seq-write", "seq-read"]\nsize = "1M"\nmin_window = 0\n'
     )
     return text, parse(text)
 

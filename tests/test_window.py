@@ -199,3 +199,33 @@ def test_a_session_repeats_a_short_write_and_stores_the_window(tmp_path: Path) -
         assert row["app_bytes"] == 16 * MiB and row["seconds"] >= 1.0
     assert res.values == [row["value"]]
     assert list(target.iterdir()) == []  # the workspace is gone
+
+
+def test_the_environment_sets_the_min_window_where_the_command_line_does_not() -> None:
+    """POOLBENCH_MIN_WINDOW is --min-window's default (the suite runs with 0); the command
+    line still wins, and without either a built-in study keeps the study's own 3 s."""
+    from tests.conftest import poolbench
+
+    def toml(*args: str, env: str | None) -> str:
+        p = poolbench(
+            "study",
+            "parity",
+            "--disks",
+            "4x128M",
+            *args,
+            "--print-toml",
+            env={"POOLBENCH_MIN_WINDOW": env} if env is not None else None,
+        )
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    assert "min_window = 5.0" in toml(env="5")
+    assert "min_window = 2.0" in toml("--min-window", "2", env="5")
+    import os
+
+    saved = os.environ.pop("POOLBENCH_MIN_WINDOW", None)
+    try:
+        assert "min_window" not in toml(env=None)
+    finally:
+        if saved is not None:
+            os.environ["POOLBENCH_MIN_WINDOW"] = saved

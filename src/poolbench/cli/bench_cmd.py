@@ -10,7 +10,14 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from poolbench.cli.common import FiniteFloat, cli_size, db_option, open_store, progress_bar
+from poolbench.cli.common import (
+    MIN_WINDOW_ENV,
+    FiniteFloat,
+    cli_size,
+    db_option,
+    open_store,
+    progress_bar,
+)
 from poolbench.engine.bench_run import BenchResult, BenchRun
 from poolbench.engine.replicates import policy
 from poolbench.engine.session import Options
@@ -89,9 +96,11 @@ def _check_args(
     type=FiniteFloat(0, 3600),
     default=3.0,
     show_default=True,
+    envvar=MIN_WINDOW_ENV,
     metavar="SECONDS",
     help="Shortest timed window: time-based workloads run at least this long, shorter "
-    "size-bound writes are repeated (fio loops); 0 turns it off.",
+    "size-bound writes are repeated (fio loops); 0 turns it off (environment: "
+    "POOLBENCH_MIN_WINDOW).",
 )
 @click.option(
     "--iodepth",

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from poolbench.cli.common import MAX_ID, FiniteFloat, db_option, open_store
+from poolbench.cli.common import MAX_ID, MIN_WINDOW_ENV, FiniteFloat, db_option, open_store
 from poolbench.cli.study_exec import execute_study
 from poolbench.errors import TrialsFailed
 from poolbench.study import consistency
@@ -78,8 +78,9 @@ _INT_OPTIONS = {
 def _study_options(f: Any) -> Any:
     for key, help_text in reversed(registry.cli_options().items()):
         kind = _INT_OPTIONS.get(key, click.STRING)
+        env = MIN_WINDOW_ENV if key == "min_window" else None
         f = click.option(
-            f"--{key.replace('_', '-')}", key, type=kind, default=None, help=help_text
+            f"--{key.replace('_', '-')}", key, type=kind, default=None, help=help_text, envvar=env
         )(f)
     return f
 
