@@ -250,10 +250,43 @@ def _zfs_fuse_died() -> bool:
     return not _zpool_answers()
 
 
+# The fast tier (`pytest -m "not slow"`, the inner loop: under 3 minutes) leaves out what
+# builds real pools, loop devices and filesystems, runs poolbench end to end on them, opens
+# the HTML in a browser or runs the type checker. Said here once, by what a test uses, so a
+# new test that takes one of these fixtures or lives in one of these modules is slow without
+# anyone remembering to mark it. The whole suite (the README's command) runs everything.
+SLOW_FIXTURES = frozenset({
+    "zfs_fuse", "own_zfs_fuse", "make_loop_fs", "tmpfs", "loops", "named_loops", "zfs",
+    "zpool", "zfs_mount", "zfs_on_links", "btrfs_raid1", "capped_ext4", "mirror_one_capped",
+    "memory_capped", "fleet", "lab",
+})  # fmt: skip
+# Modules whose tests run poolbench for real (studies, benches, fleets on network namespaces).
+SLOW_MODULES = frozenset({
+    "test_amplification_real", "test_bench_capped", "test_bench_real", "test_bench_zfs",
+    "test_cold_metadata", "test_hosts_fleet", "test_latency_real", "test_order_real",
+    "test_plan_study_agree", "test_predicted_capped", "test_study_badinput",
+    "test_study_devices", "test_study_interrupt", "test_study_load", "test_study_robust",
+    "test_untar_compression", "test_planner_zfsfuse", "test_tier_host",
+})  # fmt: skip
+SLOW_NAMES = ("chromium", "mypy", "for_real", "monte_carlo", "simulat")
+
+
+def _is_slow(item: pytest.Item) -> bool:
+    module = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+    name = getattr(item, "originalname", item.name)
+    return (
+        module in SLOW_MODULES
+        or bool(SLOW_FIXTURES & set(getattr(item, "fixturenames", ())))
+        or any(word in name for word in SLOW_NAMES)
+    )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "zfs_fuse" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.flaky(reruns=1, condition=_zfs_fuse_died))
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
 
 
 def _unmount_dead_fuse() -> None:
