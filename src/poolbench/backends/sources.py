@@ -29,7 +29,9 @@ from poolbench.backends._common import block_names, is_block, size_of
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.safety.claims import ClaimSet
 from poolbench.safety.journal import Journal
+from poolbench.system import throttle
 from poolbench.system.runner import Runner
+from poolbench.units import MiB
 
 if TYPE_CHECKING:
     from poolbench.study.model import Disks
@@ -208,8 +210,11 @@ def provide(
     partitioning: str = "whole",
     slice_bytes: int | None = None,
     claims: ClaimSet | None = None,
+    cap_bytes_per_s: int | None = None,
 ) -> DiskSet:
-    """Make (or take) the devices for one pool; everything made is journaled first."""
+    """Make (or take) the devices for one pool; everything made is journaled first. Loop
+    devices are capped at `cap_bytes_per_s` each when given (emulated disks of a known
+    speed: system/throttle.py)."""
     if source not in SOURCES:
         raise UsageError(f"Unknown disk source '{source}'.", f"Use {', '.join(SOURCES)}.")
     if source == "devices":
@@ -227,8 +232,35 @@ def provide(
             )
         return DiskSet([str(f) for f in files], source, partitioning, files, [])
     loops = loop_devices(runner, journal, files)
+    if cap_bytes_per_s:
+        cap_devices(journal, loops, cap_bytes_per_s)
     parts = partition(runner, journal, loops, partitioning, slice_bytes)
     return DiskSet(parts, source, partitioning, files, loops)
+
+
+def cap_devices(
+    journal: Journal, devices: Sequence[str], bytes_per_s: int, root: Path = throttle.BLKIO
+) -> None:
+    """Cap each of our loop devices at `bytes_per_s` for reads and writes, journaled first
+    and read back: a cap that did not take would make every figure a lie about the disks."""
+    why = throttle.unavailable(root)
+    if why:
+        raise UsageError(
+            f"The disks cannot be capped at {bytes_per_s / MiB:g} MiB/s: {why}.",
+            "Remove [disks] cap from the study to measure the sparse files as they are.",
+        )
+    for dev in devices:
+        if journal.runner.dry_run:
+            continue
+        majmin = throttle.device_number(dev)
+        journal.throttle_set(dev, majmin, bytes_per_s, str(root))
+        throttle.set_cap(majmin, bytes_per_s, root)
+        if throttle.caps(root).get(majmin) != (bytes_per_s, bytes_per_s):
+            raise PoolbenchError(
+                f"The cap on {dev} ({majmin}) did not take: the blkio throttle reads back "
+                f"{throttle.caps(root).get(majmin)}.",
+                "Check the blkio cgroup; remove [disks] cap to run without it.",
+            )
 
 
 def make_disks(
@@ -253,6 +285,7 @@ def make_disks(
         partitioning=disks.vdev_source,
         slice_bytes=parse_size(disks.slice_size) if disks.slice_size else None,
         claims=claims,
+        cap_bytes_per_s=int(disks.cap * MiB) if disks.cap else None,
     ).devices
 
 

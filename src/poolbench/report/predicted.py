@@ -188,8 +188,21 @@ def _notes(rows: list[PredictedRow]) -> list[str]:
     return list(dict.fromkeys(r.basis for r in rows))
 
 
+def capped_disk(run: RunData) -> DiskSpeed | None:
+    """The disk a study with capped loop devices ran on ([disks] cap, MiB/s each way): its
+    streaming figures are the cap; random IOPS are not known from it."""
+    disks = run.study.get("disks") or {}
+    cap = disks.get("cap") if isinstance(disks, dict) else None
+    if not isinstance(cap, int | float) or cap <= 0:
+        return None
+    return DiskSpeed(
+        cap * MiB, cap * MiB, NAN, NAN, f"the study's disk cap, {cap:g} MiB/s each way", "transfer"
+    )
+
+
 def next_steps(run: RunData, disk: DiskSpeed | None) -> list[str]:
     """What would put the model beside the figures, when nothing can: no disk figures."""
+    disk = disk or capped_disk(run)
     if not has_layouts(run) or disk is not None or has_baseline(run):
         return []
     return [f"to see the planner's prediction beside each figure: poolbench report "
@@ -200,6 +213,7 @@ def next_steps(run: RunData, disk: DiskSpeed | None) -> list[str]:
 def render_terminal(console: Console, run: RunData, disk: DiskSpeed | None) -> list[str]:
     """The table after a study's report. Without disk figures nothing is printed here: the
     next step that would give them is returned, for the end of the report."""
+    disk = disk or capped_disk(run)
     hint = next_steps(run, disk)
     if hint or not has_layouts(run):
         return hint
@@ -223,6 +237,7 @@ def render_terminal(console: Console, run: RunData, disk: DiskSpeed | None) -> l
 
 def html_section(run: RunData, disk: DiskSpeed | None) -> list[Safe]:
     """The same table for the HTML report (escaped by `fmt`); [] for runs without layouts."""
+    disk = disk or capped_disk(run)
     if not has_layouts(run):
         return []
     head = Safe('<h2 id="predicted">Predicted vs measured</h2>')

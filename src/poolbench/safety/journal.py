@@ -22,6 +22,7 @@ from typing import Any
 
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import mounts
+from poolbench.system import throttle
 from poolbench.system.runner import CommandError, Runner
 from poolbench.system.umount import umount
 from poolbench.zfs import commands, pools
@@ -140,6 +141,13 @@ class Journal:
         teardown detaches whichever loop devices then back that file."""
         self._add({"kind": "loop_intent", "backing_file": backing_file})
 
+    def throttle_set(self, device: str, majmin: str, bytes_per_s: int, root: str) -> None:
+        """Record, *before* it is set, a blkio cap on `device` (system/throttle.py); teardown
+        removes it while the rule is still the one set, before the device is detached (a
+        loop device's number, and a rule on it, outlive the detach)."""
+        self._add({"kind": "throttle", "device": device, "majmin": majmin,
+                   "bytes_per_s": int(bytes_per_s), "root": root})  # fmt: skip
+
     def array_created(self, device: str, members: list[str]) -> None:
         """Record, *before* `mdadm --create`, an md array about to be made from `members`;
         teardown stops it only if its member devices are exactly these."""
@@ -251,6 +259,18 @@ class Journal:
         if os.path.realpath(now.strip()) != os.path.realpath(backing):
             return f"{dev} now backs {now.strip()}, not {backing}; left alone"
         _detach(self.runner, self.sys_block, os.path.basename(dev), backing)
+        return ""
+
+    def _undo_throttle(self, e: dict[str, Any]) -> str:
+        majmin, root, rate = str(e["majmin"]), Path(str(e["root"])), int(e["bytes_per_s"])
+        if self.runner.dry_run:
+            return ""
+        now = throttle.caps(root).get(majmin)
+        if now is None:
+            return ""  # never set (interrupted before it was), or already removed
+        if now != (rate, rate):
+            return f"the cap on {e['device']} ({majmin}) is now {now}, not ours; left alone"
+        throttle.set_cap(majmin, 0, root)
         return ""
 
     def _undo_pool_intent(self, e: dict[str, Any]) -> str:

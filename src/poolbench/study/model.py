@@ -14,6 +14,7 @@ source = "loop"               # loop | files | devices
 # devices = ["/dev/sdb", "/dev/sdc"]     # source = "devices": only through the safety layer
 vdev_source = "whole"         # whole | partition | slice
 # slice_size = "256M"
+# cap = 20                    # MiB/s per loop device (blkio throttle): disks of a known speed
 
 [factors]                     # every combination of levels is one configuration
 backend = ["zfs"]
@@ -103,6 +104,9 @@ class Disks(_Strict):
     devices: list[str] = Field(default_factory=list)
     vdev_source: Literal["whole", "partition", "slice"] = "whole"
     slice_size: str | None = None
+    # MiB/s: each loop device capped for reads and writes (emulated disks of a known speed,
+    # system/throttle.py); None: the sparse files as fast as this machine's disk is.
+    cap: float | None = Field(default=None, gt=0, le=1_000_000, allow_inf_nan=False)
 
     @field_validator("size", "slice_size")
     @classmethod
@@ -110,6 +114,15 @@ class Disks(_Strict):
         if v is not None:
             _valid_size(v, "size")
         return v
+
+    @model_validator(mode="after")
+    def _cap_only_on_loops(self) -> Disks:
+        if self.cap is not None and self.source != "loop":
+            raise ValueError(
+                f'cap needs source = "loop" (it caps the loop devices poolbench makes), not '
+                f'"{self.source}": a real disk is measured at its own speed'
+            )
+        return self
 
     @model_validator(mode="after")
     def _slice_below_size(self) -> Disks:
@@ -135,7 +148,8 @@ class Disks(_Strict):
         if self.source == "devices":
             return f"disks: {len(self.devices)} devices: {', '.join(self.devices)}"
         kind = "sparse files" if self.source == "files" else "sparse files as loop devices"
-        return f"disks: {self.count} {kind} of {self.size} = {self.size_bytes:,} bytes each"
+        capped = f", each capped at {self.cap:g} MiB/s" if self.cap else ""
+        return f"disks: {self.count} {kind} of {self.size} = {self.size_bytes:,} bytes each{capped}"
 
 
 class Workloads(_Strict):
