@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -27,38 +28,72 @@ def _size(n: int) -> str:
 
 
 def _status(d: BlockDevice) -> Text:
+    """One word or two for the table; the reasons follow the table, one line each."""
     if not d.reasons:
         return Text("free", style="green")
-    t = Text("in use", style="bold red" if not d.overridable else "yellow")
-    for r in d.reasons:
-        t.append(f"\n• {r.detail}", style="" if r.overridable else "red")
     if d.overridable:
-        t.append(f"\noverride: --destroy-data-on {d.override_id}", style="dim")
-    else:
-        t.append("\nno override", style="dim")
-    return t
+        return Text("in use (override)", style="yellow")
+    return Text("in use", style="bold red")
 
 
 def _row(table: Table, d: BlockDevice, indent: str = "") -> None:
-    ident = "\n".join(
-        x for x in (d.model, f"serial {d.serial}" if d.serial else None, *d.by_id,
-                    f"file {d.loop_backing_file}" if d.loop_backing_file else None) if x
-    )  # fmt: skip
     sectors = f"{d.logical_sector or '?'}/{d.physical_sector or '?'}"
-    notes = Text(sectors)
-    for a in d.advice:
-        notes.append("\n⚠ 512e: use ashift=12", style="yellow")
-        del a
-    table.add_row(  # device names, models and serials are data, never markup
-        escape(indent + d.path),
-        _size(d.size_bytes),
-        escape(ident or "-"),
-        notes,
-        "hdd" if d.rotational else "ssd",
+    table.add_row(  # device names are data, never markup
+        Text(indent + d.path), _size(d.size_bytes), "hdd" if d.rotational else "ssd",
+        Text(sectors + (" 512e" if d.advice else ""), style="yellow" if d.advice else ""),
         _status(d),
-    )
+    )  # fmt: skip
     for p in d.partitions:
         _row(table, p, indent + "└ ")
+
+
+def _details(d: BlockDevice) -> list[Text]:
+    """What the table leaves out, under the device's name: its identity, every reason it is
+    in use and the override (or none), wrapped at words to the terminal's width."""
+    lines: list[Text] = []
+    ident = [
+        x
+        for x in (
+            d.model,
+            f"serial {d.serial}" if d.serial else None,
+            *d.by_id,
+            f"file {d.loop_backing_file}" if d.loop_backing_file else None,
+        )
+        if x
+    ]
+    lines += [Text(x, style="dim") for x in ident]  # fmt: skip
+    if d.advice:
+        lines.append(Text("⚠ 512e (4K physical sectors): use ashift=12", style="yellow"))
+    for r in d.reasons:
+        lines.append(Text(f"• {r.detail}", style="" if r.overridable else "red"))
+    if d.reasons:
+        how = f"override: --destroy-data-on {d.override_id}" if d.overridable else "no override"
+        lines.append(Text(how, style="dim"))
+    for p in d.partitions:
+        lines += (
+            [Text(f"  {p.path}:")] + [Text("  " + t.plain, style=t.style) for t in _details(p)]
+            if _details(p)
+            else []
+        )
+    return lines
+
+
+def _print_inventory(console: Console, devices: list[BlockDevice]) -> None:
+    table = Table(title="poolbench disks", title_justify="left")
+    table.add_column("device", no_wrap=True)
+    table.add_column("size", no_wrap=True, justify="right")
+    table.add_column("type", no_wrap=True)
+    table.add_column("sectors L/P", no_wrap=True)
+    table.add_column("status")
+    for d in devices:
+        _row(table, d)
+    console.print(table)
+    for d in devices:
+        details = _details(d)
+        if details:
+            console.print(Text(f"{d.path}:", style="bold"))
+            for line in details:  # a hanging indent: a wrapped path stays under its line
+                console.print(Padding(line, (0, 0, 0, 2)), overflow="fold")
 
 
 @click.command()
@@ -125,16 +160,7 @@ def disks(
     if as_json:
         click.echo(json.dumps(inv.as_dict(include_empty=show_all), indent=2))
         return
-    table = Table(title="poolbench disks", show_lines=True)
-    table.add_column("device", no_wrap=True)
-    table.add_column("size", no_wrap=True, justify="right")
-    table.add_column("model / serial / by-id", overflow="fold", max_width=36)
-    table.add_column("sectors L/P", no_wrap=True)
-    table.add_column("type", no_wrap=True)
-    table.add_column("status", overflow="fold", ratio=1, min_width=30)
-    for d in inv.top(include_empty=show_all):
-        _row(table, d)
     console = Console()
-    console.print(table)
+    _print_inventory(console, list(inv.top(include_empty=show_all)))
     for w in inv.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
