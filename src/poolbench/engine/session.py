@@ -13,16 +13,24 @@ import os
 import secrets
 import time
 import zlib
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from poolbench.engine import cold_read, replicates, slow_members
 from poolbench.engine import window as long_window
-from poolbench.engine.device_window import DeviceOutcome, DeviceWindow
-from poolbench.engine.hooks import TrialHooks
+from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.lifecycle import CommandLog
+from poolbench.engine.measure_checks import (
+    block_device_refusal,
+    depth_check,
+    device_findings,
+    durability,
+    figure,
+    fsync_check,
+    random_io_size,
+    served_cache,
+)
 from poolbench.engine.records import (
     CacheFinding,
     DataFinding,
@@ -32,126 +40,32 @@ from poolbench.engine.records import (
     modelled_amplification,
     write_amplification,
 )
+from poolbench.engine.subject import (
+    BlockDevice,
+    CacheDefeat,
+    Options,
+    Subject,
+    Timed,
+    WorkloadResult,
+)
 from poolbench.engine.untar import Untar
 from poolbench.engine.workspace import Workspace
-from poolbench.errors import PoolbenchError, UsageError
-from poolbench.guards import cache, cpu, devices, fsyncs, geometry, reread, workingset
-from poolbench.guards.devices import Target
+from poolbench.errors import UsageError
+from poolbench.guards import cache, cpu, devices, geometry, workingset
 from poolbench.stats import outliers
-from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.store.db import Store
 from poolbench.system.runner import Runner
-from poolbench.workloads import fio, fiodepth, fiojob
-from poolbench.workloads.fioparse import FioResult
+from poolbench.workloads import fio, fiojob
 from poolbench.workloads.library import Workload
 
 MiB = 1024 * 1024
 Progress = replicates.Progress
-
-
-@dataclass(frozen=True)
-class Options:
-    workloads: list[Workload]
-    size: int | None = None  # bytes; None = the ≥ 2× RAM rule
-    compressibility: int = 0
-    runtime_s: int = 30
-    iodepth: int = 1
-    numjobs: int = 1
-    metadata_files: int = 20000
-    # The shortest timed window (engine/window.py); 0 = measure each workload as it comes.
-    min_window_s: float = 3.0
-    stop: ReplicatePolicy = field(default_factory=replicates.policy)
-    tarball: Path | None = None  # the plain tar the `untar` workload extracts
-    # Seeds the workload order of each round and fio's random offsets (randseed), so a run
-    # with the same seed replays the same offsets; None = drawn at random (and recorded).
-    seed: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["workloads"] = [w.name for w in self.workloads]
-        return d
-
-
-@dataclass
-class WorkloadResult:
-    workload: Workload
-    values: list[float] = field(default_factory=list)
-    device_mib_s: list[float] = field(default_factory=list)
-    cpu_s_per_gib: list[float] = field(default_factory=list)  # guards/cpu.py, per replicate
-    amplification: list[float] = field(default_factory=list)  # writes: device ÷ app bytes
-    amplification_model: float | None = None  # what the layout must write per byte
-    served_by: list[str] = field(default_factory=list)  # cached tests: guards/reread labels
-    warnings: list[str] = field(default_factory=list)
-    policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)
-    # Per replicate, fio's completion latency as stored (Latency.to_json), None without.
-    clats: list[dict[str, Any] | None] = field(default_factory=list)
-    guards: list[dict[str, Any]] = field(default_factory=list)  # per replicate, as stored
-
-    @property
-    def summary(self) -> MeanCI:
-        """Stein's interval of the replicates (the policy's first-stage sd and df)."""
-        return self.policy.summarize(self.values)
-
-    @property
-    def served_label(self) -> str:
-        """A cached test's note: who served its replicates, by the device bytes."""
-        kinds = set(self.served_by)
-        if len(kinds) == 1:
-            return reread.Served(kinds.pop(), None, "").label
-        return "cached by design, unverified" if not kinds else "cache and disks varied"
-
-    def add_warning(self, text: str) -> None:
-        if text and text not in self.warnings:
-            self.warnings.append(text)
-
-
-@dataclass
-class Timed:
-    """One timed fio run and the windows opened around it (closed by the caller)."""
-
-    result: FioResult
-    seconds: float
-    window: DeviceWindow
-    arc: cache.ArcWindow
-    clock: cpu.CpuWindow
-    warnings: list[str] = field(default_factory=list)  # the window's own (engine/window.py)
-
-
-@dataclass(frozen=True)
-class BlockDevice:
-    """A block device measured in place of files: a zvol of a study's pool."""
-
-    path: Path  # its stable name (/dev/zvol/POOL/VOL): an import re-creates the node under it
-    size_bytes: int
-    block_size: int  # ZFS's block for it (volblocksize): the ARC guard's unit
-
-
-# Called before a cold read with the data files; returns what it did (for the record).
-CacheDefeat = Callable[[list[Path]], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class Subject:
-    """What a session measures: a mounted filesystem, and for a study's trial the pool under
-    it (engine/pool_ops.py `subject_for`)."""
-
-    path: Path
-    config: str  # stored as the measurement's configuration (bench: the path)
-    # The configuration's factor levels as data, stored beside `config` ({}: a bench target).
-    levels: Mapping[str, str] = field(default_factory=dict)
-    devices: Target | None = None  # None: found from the mount at preflight
-    cache_defeat: CacheDefeat | None = None  # None: the page cache drop (guards/cache.py)
-    hooks: TrialHooks | None = None  # pool state and pool operations (studies only)
-    findings: Findings = field(default_factory=Findings)  # trial-wide, in every measurement
-    # What the layout must write per application byte (guards/geometry), or None and why;
-    # None here: read from the stack at preflight.
-    write_model: geometry.Found | None = None
-    # Measured instead of files under `path` (which still holds the job files); None: files.
-    block_device: BlockDevice | None = None
-
-    @classmethod
-    def directory(cls, path: Path) -> Subject:
-        return cls(path, str(path))
+# Re-exported: the session's records and the figure are imported from here by bench, studies
+# and the fleet.
+__all__ = [
+    "BlockDevice", "CacheDefeat", "Options", "Session", "Subject", "Timed", "WorkloadResult",
+    "block_device_refusal", "figure",
+]  # fmt: skip
 
 
 class Session:
@@ -391,7 +305,7 @@ class Session:
         if "randseed" in job:
             findings.other["fio_randseed"] = params.randseed
         findings.data = DataFinding(self.options.compressibility)
-        findings.durability = _durability(w)
+        findings.durability = durability(w)
         warnings: list[str] = []
         files, block_size = self._cold_files(w, params)
         if w.cached_by_design and not self.runner.dry_run:
@@ -412,17 +326,17 @@ class Session:
             compressibility=self.options.compressibility,
             cached_by_design=w.cached_by_design,
             warn_unverified=not w.is_metadata,
-            io_size=_random_io_size(w),
+            io_size=random_io_size(w),
         )
-        _device_findings(findings, dev)
+        device_findings(findings, dev)
         if w.cached_by_design and findings.cache is not None:
-            findings.cache = _served(findings.cache, result.io_bytes, dev.finding.read_bytes)
+            findings.cache = served_cache(findings.cache, result.io_bytes, dev.finding.read_bytes)
         arc_seen = arc.close(result.io_bytes, result.total_ios)
         warnings += dev.warnings + self._settle_cold(w, findings, arc_seen)
         warnings += self._cold_rule_warning(w, findings)
         findings.fio = FioFinding(result.fio_version, result.within_run_bw_dev, result.lat_mean_ns)
-        warnings += _depth_check(job, result, findings) + timed.warnings
-        warnings += _fsync_check(w, result, findings)
+        warnings += depth_check(job, result, findings) + timed.warnings
+        warnings += fsync_check(w, result, findings)
         self._read_back(w, findings)
         value = figure(w, result.io_bytes, result.total_ios, seconds)
         self._record(res, Measurement(
@@ -578,97 +492,3 @@ class Session:
 
     def flush_commands(self) -> None:
         self.commands.flush()
-
-
-def block_device_refusal(workloads: list[Workload]) -> tuple[str, str] | None:
-    """(problem, fix) when a workload cannot run on a block device: one that works on files
-    (metadata, small files, untar), several streams (each a file of its own), or a pool
-    operation; None when all can."""
-    bad = [
-        w.name for w in workloads
-        if w.kind != "fio" or w.is_metadata or w.streams > 1 or w.cached_by_design
-    ]  # fmt: skip
-    if not bad:
-        return None
-    return (
-        f"{', '.join(bad)} cannot run on a block device (a zvol): metadata, small-file, "
-        "untar, multi-stream, cached and pool-operation workloads work on files.",
-        "Measure those on a dataset (target = dataset), and on a zvol only single-stream fio "
-        "reads and writes (seq-read, seq-write, rand-read-4k, rand-write-16k, rand-mix70-16k, "
-        "sync-write-*).",
-    )
-
-
-def _device_findings(findings: Findings, dev: DeviceOutcome) -> None:
-    """The device check's record, with the per-disk breakdown and what it shows of a slow
-    member (a warning only comes from the replicates together: engine/slow_members.py)."""
-    findings.device = dev.finding
-    if dev.members:
-        findings.other["members"] = {m.name: m.as_dict() for m in dev.members}
-    if dev.slow_evidence is not None:
-        findings.other[slow_members.KEY] = dev.slow_evidence
-
-
-def _random_io_size(w: Workload) -> int | None:
-    """The size of a random write, which may rewrite a larger record (amplification's note)."""
-    bs = str(w.fio.get("bs", ""))
-    return int(bs) if "rand" in str(w.fio.get("rw", "")) and bs.isdigit() else None
-
-
-def _served(kept: CacheFinding, app_bytes: int, device_read_bytes: int | None) -> CacheFinding:
-    """A cached test's cache record with who really served it (guards/reread)."""
-    who = reread.served(app_bytes, device_read_bytes)
-    more = {**kept.more, "served_by": who.by, "device_share": who.device_share}
-    return replace(kept, more=more)
-
-
-def _durability(w: Workload) -> str:
-    if w.is_metadata:
-        read = w.name.split("-")[1] in ("stat", "read")
-        return "n/a" if read else "syncfs after the last operation, timed"
-    if "fsync" in w.fio:
-        return "fsync after every write, and end_fsync=1, inside the timed window"
-    if w.fio.get("sync") == "dsync":
-        return "O_DSYNC on every write, and end_fsync=1, inside the timed window"
-    if w.direction in ("write", "mixed"):
-        return "end_fsync=1 inside the timed window"
-    return "n/a"
-
-
-def figure(w: Workload, io_bytes: int, ios: int, seconds: float) -> float:
-    """The workload's figure in its unit (MiB/s or operations/s); bench, study and fleet."""
-    if seconds <= 0:
-        raise PoolbenchError(
-            f"fio reported a zero runtime for {w.name}.",
-            "The working set is too small to time; raise --size.",
-        )
-    if w.unit == "MiB/s":
-        return io_bytes / seconds / MiB
-    return ios / seconds
-
-
-def _fsync_check(w: Workload, result: FioResult, findings: Findings) -> list[str]:
-    """A workload with fsync=N: how many fsyncs fio made, and a warning if too few."""
-    every = int(w.fio.get("fsync", 0) or 0)
-    if every <= 0 or result.direction == "read":
-        return []
-    found, warnings = fsyncs.check(every, result.total_ios, result.fsyncs, result.jobs)
-    findings.other["fsyncs"] = found
-    return warnings
-
-
-def _depth_check(job: str, result: FioResult, findings: Findings) -> list[str]:
-    """The queue depth fio achieved, recorded; a warning when it is well below the request.
-    The depth asked is the job's own: a workload that names its load (rand-read-4k-qd8)
-    overrides the study's."""
-    asked = [int(ln.split("=", 1)[1]) for ln in job.splitlines() if ln.startswith("iodepth=")]
-    requested = max(asked, default=1)
-    if requested <= 1:
-        return []
-    depth = fiodepth.achieved(result.depth_levels, requested, result.submit_busy)
-    if depth is not None:
-        findings.other["queue_depth"] = depth.as_dict()
-    engine = next((ln.split("=", 1)[1] for ln in job.splitlines() if ln.startswith("ioengine=")),
-                  "?")  # fmt: skip
-    msg = fiodepth.warning(depth, f"ioengine={engine}")
-    return [msg] if msg else []
