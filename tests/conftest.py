@@ -289,6 +289,38 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+# Two test sessions that build pools on one machine break each other: a study's leftover check
+# sees the other session's pools, both pick the same free loop device, one stops the zfs-fuse
+# daemon the other uses. A session that will run slow (real-pool) tests takes this lock for
+# its whole length; a second such session waits for it (and says so). Pure sessions take none.
+MACHINE_LOCK = Path("/var/lock/poolbench-suite.lock")
+LOCK_HELD_ENV = "POOLBENCH_SUITE_LOCK_HELD"  # a pytest started by a test inherits the lock
+_held: list[Any] = []
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    import fcntl
+
+    if os.environ.get(LOCK_HELD_ENV) or not IS_ROOT:
+        return
+    if not any(item.get_closest_marker("slow") for item in session.items):
+        return
+    fh = open(MACHINE_LOCK, "a+")  # noqa: SIM115  (held until the session ends)
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"\nwaiting for {MACHINE_LOCK}: another test session is building pools here")
+        fcntl.flock(fh, fcntl.LOCK_EX)
+    _held.append(fh)
+    os.environ[LOCK_HELD_ENV] = str(os.getpid())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    while _held:
+        _held.pop().close()  # closing the file releases the lock
+        os.environ.pop(LOCK_HELD_ENV, None)
+
+
 def _unmount_dead_fuse() -> None:
     """A dead zfs-fuse leaves its FUSE mounts (datasets, /zfs-kstat) answering 'Transport
     endpoint is not connected'; called only when no daemon answers, so none is live."""

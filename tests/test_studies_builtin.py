@@ -3,8 +3,8 @@ scale (plan and duration estimate), and each one for real at a small scale on zf
 btrfs, leaving nothing behind. Also the engine pieces they added: trial factors
 (vdev_source, compressibility, fill), exclude, generic layouts, pool operations.
 
-Real runs take /var/lock/poolbench-tests.lock's discipline from the caller:
-    flock /var/lock/poolbench-tests.lock python -m pytest tests/test_studies_builtin.py
+Real runs are serialised with every other real-pool test session on the machine by the
+suite's own lock (tests/conftest.py MACHINE_LOCK).
 """
 
 from __future__ import annotations
