@@ -234,3 +234,28 @@ def test_stripe_cache_is_shrunk_to_mds_minimum_and_restored(
 def test_a_stripe_cache_that_cannot_be_written_is_not_verified(tmp_path: Path) -> None:
     found = flush_stripe_cache(tmp_path / "absent")
     assert not found["verified"] and "could not be emptied" in found["detail"]
+
+
+def test_what_md_cannot_do_is_refused_by_name_not_by_class() -> None:
+    """The trial loop asks for a capability (backends/base.py); md offers none of ZFS's."""
+    from poolbench.backends.base import (
+        SupportsAccounting,
+        SupportsDiskReplace,
+        SupportsVolumes,
+        capability,
+        require,
+    )
+    from poolbench.backends.zfs import ZfsBackend
+    from poolbench.engine.pool_hooks import PoolHooks
+    from poolbench.workloads.library import get
+
+    md = MdBackend(RecordingRunner())
+    assert capability(md, SupportsAccounting) is None
+    with pytest.raises(UsageError, match="The md backend cannot make a zvol"):
+        require(md, SupportsVolumes, "make a zvol", "")
+    zfs = ZfsBackend(RecordingRunner())
+    assert capability(zfs, SupportsDiskReplace) is zfs
+    hooks = PoolHooks(RecordingRunner(), md, Pool(spec(), Path("/mnt/x"), []))
+    assert hooks.after(get("seq-write")) == {}
+    with pytest.raises(UsageError, match="The md backend cannot take a member offline"):
+        hooks.before(get("degraded-read"))

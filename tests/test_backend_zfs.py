@@ -378,7 +378,7 @@ def test_the_read_back_after_a_measurement_writes_the_open_txg_first_on_openzfs(
     """What a workload fsync'd is in the ZIL, not yet in iostat's alloc or a zvol's
     referenced: OpenZFS's `zpool sync` comes before them; zfs-fuse has no `zpool sync`."""
     from poolbench.backends.base import Pool
-    from poolbench.engine.pool_ops import PoolHooks
+    from poolbench.engine.pool_hooks import PoolHooks
     from poolbench.workloads.library import get
 
     rec = _openzfs("zfs-2.3.2-2")

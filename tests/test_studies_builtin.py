@@ -23,12 +23,8 @@ import pytest
 from tests.conftest import IS_ROOT, poolbench
 
 from poolbench.backends.md import MdBackend
-from poolbench.engine.pool_ops import (
-    backend_layout,
-    check_pool_workloads,
-    disks_for,
-    distributed_spare,
-)
+from poolbench.engine.pool_hooks import distributed_spare
+from poolbench.engine.pool_ops import backend_layout, check_pool_workloads, disks_for
 from poolbench.engine.trial import spec_for
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.report import export

@@ -3,7 +3,7 @@ as a loaded zfs-fuse does) is retried; one that stays busy fails that trial only
 down, stored with its reason, the rest of the study is measured, the run exits 4, and
 `--resume` measures exactly what the failed trial did not.
 
-The study's cold read exports and imports the pool (backends/zfs.py drop_cache), so every
+The study's cold read exports and imports the pool (backends/zfs/coldcache.py), so every
 trial runs `zpool export` once.
 """
 

@@ -404,3 +404,49 @@ def test_zpool_iostat_rows_are_read_by_column() -> None:
     assert rows[0]["name"] == "tank" and rows[0]["write_bytes_s"] == 8192
     assert rows[1]["alloc"] is None and rows[1]["read_ops"] == 3
     assert rows[1][IOSTAT_COLUMNS[-1]] == 7
+
+
+def test_operations_run_their_command_read_it_and_raise_its_typed_error() -> None:
+    """zfs/ops.py: one call per operation; a failure is the type its stderr names, and a
+    read-back a caller can do without answers None instead."""
+    from poolbench.zfs import ops
+
+    gone = CommandResult(("zpool",), 1, "", "cannot open 'tank': no such pool", 0.0)
+    rec = RecordingRunner(responses={"zpool": gone, "zfs": gone})
+    with pytest.raises(errors.NoSuchPool):
+        ops.offline(rec, "tank", "/dev/sdb")
+    assert rec.argvs[-1] == ("zpool", "offline", "tank", "/dev/sdb")
+    assert ops.dataset_value(rec, "tank", "compression") is None
+    assert ops.pool_prop(rec, "tank", "allocated", commands.OPENZFS) is None
+    assert ops.class_alloc(rec, "tank", commands.OPENZFS, []) == ({}, {})
+    with pytest.raises(errors.NoSuchPool):
+        ops.dataset_props(rec, "tank", ["used"])
+    ok = RecordingRunner(responses={
+        ("zfs", "get", "-Hp", "-o", "property,value,source", "used,available", "tank"):
+            "used\t100\t-\navailable\t200\t-\n",
+        "zdb": "tank:\n    vdev_tree:\n        children[0]:\n            ashift: 12\n"
+               "            path: '/dev/sdb'\n",
+    })  # fmt: skip
+    props = ops.dataset_props(ok, "tank", ["used", "available"])
+    assert props["used"]["value"] == "100" and props["available"]["value"] == "200"
+    assert ops.vdev_config(ok, "tank") == ops.VdevConfig([12], ["/dev/sdb"])
+    request = ops.PoolCreate("tank", ["mirror", "/dev/a", "/dev/b"], "/mnt/tank", {"ashift": 12})
+    ops.create_pool(ok, request)
+    assert ok.argvs[-1] == tuple(request.argv()) == (
+        "zpool", "create", "-o", "ashift=12", "-m", "/mnt/tank", "tank", "mirror", "/dev/a",
+        "/dev/b",
+    )  # fmt: skip
+
+
+def test_a_dry_run_prints_each_trial_operation_with_placeholders() -> None:
+    from poolbench.zfs import ops
+
+    rec = RecordingRunner(dry_run=True)
+    for operation in ("offline", "resilver", "expand", "capacity"):
+        ops.show_trial_operation(rec, "tank", operation)
+    assert rec.argvs == [
+        ("zpool", "offline", "tank", "<a member>"),
+        ("zpool", "replace", "-f", "tank", "<the offline member>", "<the spare>"),
+        ("zpool", "attach", "-f", "-w", "tank", "<the raidz vdev>", "<the unused disk>"),
+        ("zfs", "get", "-Hp", "-o", "property,value,source", "used,available", "tank"),
+    ]

@@ -20,7 +20,7 @@ import pytest
 
 from poolbench.backends.base import Pool, PoolSpec
 from poolbench.backends.zfs import ZfsBackend
-from poolbench.engine.pool_ops import PoolHooks
+from poolbench.engine.pool_hooks import PoolHooks
 from poolbench.system.runner import LocalRunner
 from poolbench.workloads.library import get
 

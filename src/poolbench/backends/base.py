@@ -9,15 +9,18 @@ crash removes it and nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
+from poolbench.errors import UsageError
 from poolbench.safety.journal import Journal
+from poolbench.zfs.parse import TopVdev as TopVdev  # the vdev record capabilities speak of
 
 if TYPE_CHECKING:
     from poolbench.planner.layout import VdevSpec
+    from poolbench.zfs.parse import ResilverStatus, ScrubStatus
 
 
 @dataclass(frozen=True)
@@ -144,3 +147,89 @@ class Backend(Protocol):
         that was verified (key "verified")."""
 
     def destroy(self, pool: Pool, journal: Journal) -> None: ...
+
+
+# -- optional capabilities ---------------------------------------------------------------------
+# What only some stacks can do, each a small protocol named for the job; the trial loop asks
+# `capability(backend, SupportsX)` instead of testing for a concrete backend class, so a stack
+# that learns the job (md's replace, btrfs's compression read-back) needs no change there.
+
+
+@runtime_checkable
+class SupportsVolumes(Protocol):
+    """A block device made in the pool (a ZFS zvol) for the workloads to measure."""
+
+    def create_volume(self, pool: Pool, working_set: int) -> dict[str, Any]: ...
+
+    def volume_space(self, pool: Pool) -> dict[str, int]: ...
+
+
+@runtime_checkable
+class SupportsDiskReplace(Protocol):
+    """A member taken offline and replaced, the resilver (and a verifying scrub) waited for."""
+
+    def data_vdevs(self, pool: Pool) -> list[TopVdev]: ...
+
+    def offline(self, pool: Pool, leaf: str) -> None: ...
+
+    def replace(self, pool: Pool, old: str, new: str) -> None: ...
+
+    def wait_resilver(self, pool: Pool, timeout: float = ...) -> ResilverStatus: ...
+
+    def wait_scrub(self, pool: Pool, timeout: float = ..., start: float = ...) -> ScrubStatus: ...
+
+
+@runtime_checkable
+class SupportsExpansion(Protocol):
+    """A disk attached to a parity vdev while the pool is in use (RAIDZ expansion)."""
+
+    def data_vdevs(self, pool: Pool) -> list[TopVdev]: ...
+
+    def usable_now(self, pool: Pool) -> int | None: ...
+
+    def allocated(self, pool: Pool) -> int | None: ...
+
+    def expand(self, pool: Pool, vdev: str, new: str) -> tuple[float, int | None]: ...
+
+
+@runtime_checkable
+class SupportsAccounting(Protocol):
+    """The pool's own accounting read after a measurement: compression achieved, per-vdev
+    I/O, what each allocation class holds, what a volume is charged."""
+
+    def sync_txg(self, pool: Pool) -> None: ...
+
+    def compressratio(self, pool: Pool) -> str | None: ...
+
+    def volume_space(self, pool: Pool) -> dict[str, int]: ...
+
+    def iostat_snapshot(self, pool: Pool) -> list[dict[str, Any]] | None: ...
+
+    def class_alloc(
+        self, pool: Pool, iostat: list[dict[str, Any]]
+    ) -> tuple[dict[str, int], dict[str, int]]: ...
+
+
+@runtime_checkable
+class SupportsCompressionReadBack(Protocol):
+    """The compression the stack applies, as it reports it (not as it was asked)."""
+
+    def compression_setting(self, pool: Pool) -> str | None: ...
+
+
+C = TypeVar("C")
+
+
+def capability(backend: Backend, kind: Callable[..., C]) -> C | None:
+    """`backend` as `kind` (one of the Supports* protocols above) if it offers that, else None.
+
+    `kind` is typed as a callable because mypy refuses a protocol where `type[C]` is asked."""
+    return cast(C, backend) if isinstance(backend, cast(type, kind)) else None
+
+
+def require(backend: Backend, kind: Callable[..., C], cannot: str, fix: str) -> C:
+    """`backend` as `kind`, or a UsageError: "The md backend cannot `cannot`." and `fix`."""
+    found = capability(backend, kind)
+    if found is None:
+        raise UsageError(f"The {backend.name} backend cannot {cannot}.", fix)
+    return found

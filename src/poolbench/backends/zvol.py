@@ -18,7 +18,8 @@ from typing import Any
 from poolbench.backends._common import wait_for
 from poolbench.errors import PoolbenchError, Unsupported, UsageError
 from poolbench.system.runner import Runner
-from poolbench.zfs import commands, parse, pools
+from poolbench.zfs import ops
+from poolbench.zfs.errors import ZfsCommandError
 
 TARGETS = ("dataset", "zvol")
 VOLUME_NAME = "pbvol"
@@ -109,7 +110,7 @@ def create(runner: Runner, pool_name: str, volume: Mapping[str, str],
     block = block_asked(volume, fs_options)
     props = {"volblocksize": block} if block else {}
     size = volsize_for(working_set, _parse_block(block) if block else 128 * 1024)
-    pools.run(runner, commands.create_volume(dataset(pool_name), size, props))
+    ops.create_volume(runner, dataset(pool_name), size, props)
     path = node(pool_name)
     if runner.dry_run:
         return {"path": str(path), "volsize": size, "asked_volblocksize": block or "default"}
@@ -133,11 +134,10 @@ def create(runner: Runner, pool_name: str, volume: Mapping[str, str],
 
 def space(runner: Runner, pool_name: str) -> dict[str, int]:
     """The volume's size, block and space as ZFS reports them (bytes); {} if unreadable."""
-    res = runner.run(commands.dataset_props(dataset(pool_name), SPACE_PROPS), check=False,
-                     mutates=False)  # fmt: skip
-    if res.returncode != 0:
+    try:
+        props = ops.dataset_props(runner, dataset(pool_name), SPACE_PROPS)
+    except ZfsCommandError:
         return {}
-    props = parse.parse_zfs_get(res.stdout)
     out: dict[str, int] = {}
     for key in SPACE_PROPS:
         value = str((props.get(key) or {}).get("value", ""))

@@ -6,9 +6,9 @@
 * **Generic layouts** (`parity1`, `parity2`): one single/double-parity array over all the
   disks, in each backend's own terms (ZFS raidz1/raidz2, btrfs and md raid5/raid6), so one
   study can compare stacks on the same disks.
-* **Hooks** (`PoolHooks`, engine.hooks.TrialHooks): pool state and pool operations around the
-  workloads — one member offline for `degraded-read`, the resilver after `zpool replace`, the
-  usable space for `capacity`, the compressratio read back after every measurement.
+* **The subject** (`subject_for`): the pool as the measurement session sees it, with its
+  hooks (engine/pool_hooks.py: a member offline, the resilver, the expansion, the read-back
+  after every measurement).
 * **The untar source**: a compressed tarball is unpacked to a plain tar once per run (untimed,
   journaled), so `untar` measures the pool, not xz.
 """
@@ -19,7 +19,6 @@ import bz2
 import gzip
 import lzma
 import os
-import re
 import shutil
 import time
 from collections.abc import Mapping, Sequence
@@ -27,12 +26,19 @@ from pathlib import Path
 from typing import IO, Any
 
 from poolbench.backends import zvol
-from poolbench.backends.base import Backend, Pool, PoolSpec, parse_topology
-from poolbench.backends.zfs import ZfsBackend, expansion_supported
-from poolbench.engine.hooks import OpResult
+from poolbench.backends.base import (
+    Backend,
+    Pool,
+    PoolSpec,
+    SupportsVolumes,
+    parse_topology,
+    require,
+)
+from poolbench.backends.zfs import expansion_supported, show_trial_operation
+from poolbench.engine.pool_hooks import PoolHooks, usable_bytes
 from poolbench.engine.records import Findings
 from poolbench.engine.session import BlockDevice, Subject, block_device_refusal
-from poolbench.errors import PoolbenchError, Unsupported, UsageError
+from poolbench.errors import Unsupported, UsageError
 from poolbench.guards import geometry
 from poolbench.guards.devices import MountInfo, Target, mount_of
 from poolbench.safety.journal import Journal
@@ -40,11 +46,8 @@ from poolbench.study.model import Disks
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
 from poolbench.workloads.library import Workload, streaming
-from poolbench.zfs import commands as zfs_commands
-from poolbench.zfs.parse import TopVdev
 
 TRIAL_FACTORS = ("vdev_source", "compressibility", "fill")
-GiB = 1 << 30
 MiB = 1 << 20
 
 GENERIC_LAYOUTS: dict[str, dict[str, str]] = {
@@ -176,19 +179,13 @@ def make_volume(backend: Backend, pool: Pool, working_set: int | None) -> BlockD
     """The configuration's zvol, made in the pool (None: it measures the dataset)."""
     if not zvol.wanted(pool.spec.volume):
         return None
-    assert isinstance(backend, ZfsBackend) and working_set is not None  # check_volume
-    made = backend.create_volume(pool, working_set)
+    volumes = require(
+        backend, SupportsVolumes, "make a zvol", "Measure a dataset (target = dataset)."
+    )
+    assert working_set is not None  # check_volume refused a zvol without one
+    made = volumes.create_volume(pool, working_set)
     block = made.get("volblocksize") or 0
     return BlockDevice(Path(made["path"]), int(made["volsize"]), int(block))
-
-
-def usable_bytes(pool: Pool) -> int:
-    """The pool's usable space as it reports it (ZFS: USED + AVAIL), else statvfs."""
-    usable = pool.described.get("usable_bytes")
-    if isinstance(usable, int) and usable > 0:
-        return usable
-    st = os.statvfs(pool.mountpoint)
-    return st.f_blocks * st.f_frsize
 
 
 # -- fill -------------------------------------------------------------------------------------
@@ -248,17 +245,17 @@ def dry_commands(
     offline = False
     for w in workloads:
         if w.pool_state == "degraded" and not offline:
-            runner.run(zfs_commands.offline(name, "<a member>"))
+            show_trial_operation(runner, name, "offline")
             offline = True
         if w.kind == "untar":
             runner.run(["tar", "-x", "--no-same-owner", "-f", "<tarball>", "-C", "<dir>"])
             runner.run(["sync", "--file-system", "<dir>"])
         elif w.name == "resilver":
-            runner.run(zfs_commands.replace(name, "<the offline member>", "<the spare>"))
+            show_trial_operation(runner, name, "resilver")
         elif w.name == "expand":
-            runner.run(zfs_commands.attach_wait(name, "<the raidz vdev>", "<the unused disk>"))
+            show_trial_operation(runner, name, "expand")
         elif w.name == "capacity":
-            runner.run(zfs_commands.dataset_props(name, ["used", "available"]))
+            show_trial_operation(runner, name, "capacity")
         else:
             if w.needs_data and not w.fresh_file and not w.is_metadata:
                 # Laid out before the first measurement (fiojob.render_prepare), not timed.
@@ -306,187 +303,6 @@ def subject_for(
         ),  # fmt: skip
         block_device=block,
     )
-
-
-# -- hooks ------------------------------------------------------------------------------------
-def distributed_spare(top: TopVdev | None) -> str | None:
-    """The first distributed spare of a dRAID top vdev as OpenZFS names it (draidP-T-S, T the
-    top vdev's index, from its status name "draidP:Dd:Cc:Ss-T"), or None: not a dRAID, or
-    one without spares."""
-    m = re.fullmatch(r"draid(\d):\d+d:\d+c:(\d+)s-(\d+)", top.name) if top else None
-    if m is None or int(m.group(2)) == 0:
-        return None
-    return f"draid{m.group(1)}-{m.group(3)}-0"
-
-
-class PoolHooks:
-    """engine.hooks.TrialHooks for one trial's pool."""
-
-    def __init__(self, runner: Runner, backend: Backend, pool: Pool) -> None:
-        self.runner = runner
-        self.backend = backend
-        self.pool = pool
-        self.offline_leaf: str | None = None
-        self.offline_top: TopVdev | None = None
-
-    def before(self, w: Workload) -> dict[str, Any]:
-        if w.pool_state != "degraded":
-            return {}
-        if self.offline_leaf is None:
-            if not isinstance(self.backend, ZfsBackend):
-                raise UsageError(
-                    f"The {self.backend.name} backend cannot take a member offline.",
-                    "Run degraded-read and resilver on ZFS.",
-                )
-            tops = self.backend.data_vdevs(self.pool)
-            redundant = [t for t in tops if t.kind != "stripe" and t.leaves]
-            if not redundant:
-                raise UsageError(
-                    f"Layout {self.pool.spec.layout} has no redundancy: no member can go offline.",
-                    "Use a mirror or raidz layout for degraded-read and resilver.",
-                )
-            self.offline_top = redundant[0]
-            self.offline_leaf = redundant[0].leaves[-1]
-            self.backend.offline(self.pool, self.offline_leaf)
-        return {"state": "degraded", "offline": self.offline_leaf}
-
-    def operate(self, w: Workload) -> OpResult:
-        if w.name == "capacity":
-            usable = usable_bytes(self.pool)
-            return OpResult(
-                usable / GiB,
-                0,
-                0.0,
-                sections={
-                    "capacity": {
-                        "usable_bytes": usable,
-                        "how": "zfs get used,available (root dataset)"
-                        if self.pool.described.get("usable_bytes")
-                        else "statvfs of the mountpoint",
-                    }
-                },
-            )
-        if w.name == "resilver":
-            return self._resilver()
-        if w.name == "expand":
-            return self._expand()
-        raise PoolbenchError(f"No pool operation named {w.name}.", "")
-
-    def _expand(self) -> OpResult:
-        """RAIDZ expansion: attach the unused disk to the first raidz vdev, timed until the
-        reflow is done; the pool's allocated bytes (what the reflow moves) and its usable
-        space before and after, as ZFS reports them."""
-        assert isinstance(self.backend, ZfsBackend)
-        spare_list = list(self.pool.described.get("unused_devices") or [])
-        raidz = [t for t in self.backend.data_vdevs(self.pool) if t.kind.startswith("raidz")]
-        if not spare_list or not raidz:
-            raise UsageError(
-                f"Expansion of {self.pool.spec.name}: it needs a raidz vdev and an unused disk.",
-                "Give the study one more disk than a raidz layout uses (e.g. raidz1:3 on 4).",
-            )
-        before = self.backend.usable_now(self.pool)
-        alloc = self.backend.allocated(self.pool) or 0
-        seconds, after = self.backend.expand(self.pool, raidz[0].name, spare_list[0])
-        if after is not None:  # what a later capacity workload reports
-            self.pool.described["usable_bytes"] = after
-        section = {
-            "vdev": raidz[0].name,
-            "width_before": raidz[0].width,
-            "disk": spare_list[0],
-            "allocated_bytes": alloc,
-            "usable_before": before,
-            "usable_after": after,
-            "seconds": round(seconds, 3),
-            "timing": "`zpool attach -w` from its start until it returned (reflow done)",
-        }
-        warnings = [] if after is not None else ["the usable space after could not be read"]
-        return OpResult(alloc / seconds / MiB, alloc, seconds,
-                        sections={"expand": section}, warnings=warnings)  # fmt: skip
-
-    def _resilver(self) -> OpResult:
-        """Replace the offline member and time the resilver: onto the top vdev's distributed
-        spare when it is a dRAID with one (OpenZFS's sequential rebuild, then the scrub it
-        starts to verify the copied blocks, timed apart), else onto the unused disk."""
-        assert self.offline_leaf is not None and isinstance(self.backend, ZfsBackend)
-        new = distributed_spare(self.offline_top)
-        if new is None:
-            spare_list = list(self.pool.described.get("unused_devices") or [])
-            if not spare_list:
-                raise UsageError(
-                    f"Resilver of {self.pool.spec.name}: no spare disk to replace the offline one.",
-                    "Give the study one more disk than the layout uses, or a dRAID layout with "
-                    "a distributed spare (e.g. draid1:2d:1s).",
-                )
-            new = spare_list[0]
-        t0 = time.monotonic()
-        self.backend.replace(self.pool, self.offline_leaf, new)
-        st = self.backend.wait_resilver(self.pool)
-        seconds = max(time.monotonic() - t0, 1e-3)
-        nbytes = st.resilvered_bytes or 0
-        warnings = []
-        if st.resilvered_bytes is None:
-            warnings.append("zpool status did not report the resilvered bytes")
-        section: dict[str, Any] = {
-            "replaced": self.offline_leaf,
-            "with": new,
-            "kind": "sequential rebuild to a distributed spare" if st.rebuilt_vdev
-            else "healing resilver",
-            "resilvered_bytes": st.resilvered_bytes,
-            "seconds": round(seconds, 3),
-            "status_line": st.line,
-            "timing": "from `zpool replace` until `zpool status` reports it finished "
-            "(polled every 0.1 s)",
-        }  # fmt: skip
-        if st.rebuilt_vdev:
-            section["rebuilt_vdev"] = st.rebuilt_vdev
-            section["verify_scrub"] = self._verify_scrub(warnings)
-        return OpResult(nbytes / seconds / MiB, nbytes, seconds,
-                        sections={"resilver": section}, warnings=warnings)  # fmt: skip
-
-    def _verify_scrub(self, warnings: list[str]) -> dict[str, Any]:
-        """The scrub OpenZFS starts after a sequential rebuild: its time, apart from the
-        rebuild's (redundancy is back when the rebuild ends; the checksums are checked when
-        the scrub does)."""
-        assert isinstance(self.backend, ZfsBackend)
-        t0 = time.monotonic()
-        sc = self.backend.wait_scrub(self.pool)
-        if not sc.seen:
-            warnings.append(
-                "no scrub followed the sequential rebuild (zfs_rebuild_scrub_enabled=0?)"
-            )
-            return {"seen": False}
-        return {"seen": True, "seconds": round(time.monotonic() - t0, 3), "status_line": sc.line}
-
-    def after(self, w: Workload) -> dict[str, Any]:
-        if not isinstance(self.backend, ZfsBackend):
-            return {}
-        # After the timed window: the workload's blocks in the pool's own accounting (in
-        # the guest, 400 small files fsync'd were not yet in the special class's alloc)
-        self.backend.sync_txg(self.pool)
-        ratio = self.backend.compressratio(self.pool)
-        out: dict[str, Any] = {"compressratio": ratio} if ratio else {}
-        volume = self.backend.volume_space(self.pool)  # a zvol target: what it is charged
-        if volume:
-            out["zvol"] = volume
-        iostat = self.backend.iostat_snapshot(self.pool)  # OpenZFS: per-vdev I/O and latency
-        if iostat:
-            out["zpool_iostat"] = iostat
-            # what the data vdevs and a special vdev hold (the special study's fill figure)
-            alloc, free = self.backend.class_alloc(self.pool, iostat)
-            if alloc:
-                out["class_alloc"] = alloc
-            if free:  # how full each class is: special's 75% threshold
-                out["class_free"] = free
-        return out
-
-    def compression(self) -> str | None:
-        if self.pool.spec.backend == "directory":  # someone else's filesystem: not ours to say
-            return "not read (a directory on a filesystem poolbench did not make)"
-        if isinstance(self.backend, ZfsBackend):  # read back: OpenZFS's default is "on" (lz4)
-            value = self.backend.dataset_property(self.pool, "compression")
-        else:  # btrfs: the compress= mount option the configuration asked for (checked at build)
-            value = self.pool.spec.fs_options.get("compression")
-        return None if value in (None, "off", "no", "none") else f"compression={value}"
 
 
 # -- untar source -----------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from pathlib import Path
 from poolbench.guards import amplification, blockdev, reread
 from poolbench.guards.amplification import WriteModel
 from poolbench.system.runner import CommandError, Runner
-from poolbench.zfs import commands, parse
+from poolbench.zfs import ops
 
 SYS_BLOCK = Path("/sys/class/block")
 SECTOR = 512
@@ -117,26 +117,15 @@ def _btrfs_devices(mount: MountInfo) -> list[str]:
     return blockdev.underlying(src)
 
 
-def _zfs_status(runner: Runner, pool: str) -> str:
-    """`zpool status` with whole leaf paths where the dialect has -P (OpenZFS; without it a
-    leaf built from /tmp/links/disk0 prints as "disk0"); zfs-fuse refuses -P and prints the
-    path it was given."""
-    full = runner.run(commands.status(pool, commands.OPENZFS, full_paths=True),
-                      check=False, mutates=False)  # fmt: skip
-    if full.returncode == 0:
-        return full.stdout
-    return runner.run(commands.status(pool), mutates=False).stdout
-
-
 def _zfs_devices(runner: Runner, pool: str) -> tuple[list[str], str]:
     """Underlying block devices of a ZFS pool's leaf vdevs, from `zpool status`."""
     try:
-        out = _zfs_status(runner, pool)
+        status = ops.status_with_paths(runner, pool)
     except (CommandError, OSError) as exc:
         return [], f"could not read the pool's vdevs ({exc})"
     devs: list[str] = []
     unresolved: list[str] = []
-    for word in parse.read_status(out, pool).leaves:
+    for word in status.leaves:
         path = blockdev.leaf_word_path(word)
         found = blockdev.counter_devices([path]) if path else []
         devs.extend(d for d in found if d not in devs)

@@ -22,7 +22,7 @@ from poolbench.guards import amplification as amp
 from poolbench.guards.amplification import WriteModel
 from poolbench.guards.devices import Target
 from poolbench.system.runner import CommandError, Runner
-from poolbench.zfs import commands, parse
+from poolbench.zfs import ops
 
 DEFAULT_RECORDSIZE = 128 * 1024
 LEAST_ASHIFT = 9  # an unreadable ashift: the least padding, so the model is a lower bound
@@ -100,13 +100,13 @@ def for_target(target: Target, runner: Runner) -> Found:
 def _zfs_of(dataset: str, runner: Runner) -> Found:
     pool = dataset.split("/")[0]
     try:
-        status = parse.read_status(runner.run(commands.status(pool), mutates=False).stdout, pool)
-        got = runner.run(commands.dataset_props(dataset, ["recordsize"]), mutates=False).stdout
+        status = ops.status(runner, pool)
+        got = ops.dataset_props(runner, dataset, ["recordsize"])
     except (CommandError, OSError) as exc:
         return None, f"the pool's layout could not be read ({exc})"
-    zdb = runner.run(commands.zdb_config(pool), check=False, mutates=False)
-    ashifts = parse.parse_zdb_ashift(zdb.stdout) if zdb.returncode == 0 else []
-    rs = _int(parse.parse_zfs_get(got).get("recordsize", {}).get("value"))
+    config = ops.vdev_config_or_none(runner, pool)
+    ashifts = config.ashifts if config is not None else []
+    rs = _int(got.get("recordsize", {}).get("value"))
     return zfs_model([(t.kind, t.width) for t in status.tops], ashifts, rs)
 
 

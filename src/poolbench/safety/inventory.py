@@ -18,7 +18,8 @@ from typing import Any
 from poolbench.guards.devices import MountInfo, mount_of, mounts
 from poolbench.system import probes
 from poolbench.system.runner import CommandError, Runner
-from poolbench.zfs import commands, parse
+from poolbench.zfs import ops
+from poolbench.zfs.errors import ZfsCommandError
 from poolbench.zfs.label import ZfsLabel, read_labels
 
 FS_TYPES = {
@@ -403,20 +404,21 @@ def _article(word: str) -> str:
 
 
 def _imported_pools(runner: Runner, inv: Inventory) -> dict[int, str] | None:
-    if runner.which("zpool") is None:
+    if not ops.installed(runner):
         return {}
     try:
-        res = runner.run(commands.list_guids(), check=False, mutates=False)
+        guids = ops.pool_guids(runner)
+    except ZfsCommandError as exc:  # zpool answered, with a failure
+        said = exc.result.stderr.strip() or exc.result.returncode
+        inv.warnings.append(
+            f"could not list imported ZFS pools (`zpool list` failed: {said}); labels were "
+            "still read from the devices."
+        )
+        return None
     except (CommandError, OSError) as exc:
         inv.warnings.append(f"could not list imported ZFS pools ({exc}).")
         return None
-    if res.returncode != 0:
-        inv.warnings.append(
-            "could not list imported ZFS pools (`zpool list` failed: "
-            f"{res.stderr.strip() or res.returncode}); labels were still read from the devices."
-        )
-        return None
-    return {guid: name for name, guid in parse.parse_pool_list(res.stdout).items()}
+    return {guid: name for name, guid in guids.items()}
 
 
 def _zfs_labels(inv: Inventory, runner: Runner, paths: Paths) -> None:

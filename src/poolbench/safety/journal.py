@@ -25,8 +25,9 @@ from poolbench.guards.devices import mounts
 from poolbench.system import throttle
 from poolbench.system.runner import CommandError, Runner
 from poolbench.system.umount import umount
-from poolbench.zfs import commands, pools
+from poolbench.zfs import ops, pools
 from poolbench.zfs.labelclear import clear_member, partitions_of, wipe_partition_table
+from poolbench.zfs.ops import ZFS_FUSE
 
 # How long a held loop device may take to run down after a detach before we call it stuck.
 LOOP_RUNDOWN_SECONDS = 10.0
@@ -90,7 +91,7 @@ class Journal:
                 os.fsync(fh.fileno())
 
     # recording --------------------------------------------------------------------------------
-    def pool_intent(self, name: str, members: list[str], dialect: str = commands.ZFS_FUSE) -> None:
+    def pool_intent(self, name: str, members: list[str], dialect: str = ZFS_FUSE) -> None:
         """Record, *before* `zpool create`, a pool about to be made from `members`.
 
         If poolbench dies before `pool_created`, teardown destroys a pool of this name only if
@@ -103,7 +104,7 @@ class Journal:
         members: list[str],
         clear_labels: bool = True,
         import_dir: str | None = None,
-        dialect: str = commands.ZFS_FUSE,
+        dialect: str = ZFS_FUSE,
         spares: list[str] | None = None,
     ) -> int:
         """Record a pool just created; returns the GUID it was recorded with.
@@ -206,14 +207,14 @@ class Journal:
     def _undo_pool(self, e: dict[str, Any]) -> str:
         name, guid = str(e["name"]), int(e["guid"])
         if self.runner.dry_run:
-            self.runner.run(commands.destroy(name))
+            pools.destroy(self.runner, name)
             return ""
         current = pools.pool_guid(self.runner, name)
         import_dir = e.get("import_dir")
         if current is None and import_dir and Path(import_dir).is_dir():
             # Exported by a cache drop that never got to import it again: bring back exactly
             # the pool with our GUID, from our own member links, under its own name.
-            self.runner.run(commands.import_from(str(import_dir), str(guid)), check=False)
+            ops.try_import(self.runner, str(import_dir), str(guid))
             current = pools.pool_guid(self.runner, name)
         if current is None:
             return f"pool {name} (GUID {guid}) is not imported; left alone"
@@ -225,7 +226,7 @@ class Journal:
         pools.destroy(self.runner, name)
         if e.get("clear_labels"):
             devices = [*e["members"], *e.get("spares", [])]
-            self._clear_members(devices, guid, str(e.get("dialect") or commands.ZFS_FUSE))
+            self._clear_members(devices, guid, str(e.get("dialect") or ZFS_FUSE))
         return ""
 
     def _clear_members(self, members: list[str], guid: int, dialect: str) -> None:
@@ -295,7 +296,7 @@ class Journal:
         guid = pools.pool_guid(self.runner, name)
         pools.destroy(self.runner, name)
         if guid is not None:
-            self._clear_members(e["members"], guid, str(e.get("dialect") or commands.ZFS_FUSE))
+            self._clear_members(e["members"], guid, str(e.get("dialect") or ZFS_FUSE))
         return ""
 
     def _undo_loop_intent(self, e: dict[str, Any]) -> str:

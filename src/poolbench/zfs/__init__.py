@@ -7,6 +7,9 @@
 * `errors` turns the stderr of a failed command into a typed error (`PoolBusy`, `NoSuchPool`,
   `PoolExists`, `DeviceInUse`, `ActivePoolMember`) that callers catch by type;
 * `pools` runs them through the Runner (GUID of a pool, its members, busy-retried destroy);
+* `ops`: every other operation as one call (create, import, offline, replace, attach, status,
+  `zdb -C`, dataset and pool properties, iostat), so no caller outside this package builds a
+  command line or reads its output;
 * `label` reads ZFS labels straight from a device; `labelclear` removes what a pool poolbench
   created left on its members (labels, and the GPT `zpool create` wrote on whole disks);
 * `fusedaemon` starts and stops the zfs-fuse daemon.
