@@ -100,12 +100,19 @@ class Ratio:
     # A figure with no noise (read from the pool, not measured: usable capacity): the ratio
     # is exact and has no interval (`exact_ratio`).
     exact: bool = False
+    # The blocked, sequential rule (stats.blocked) states its own detectable change: from
+    # an upper confidence bound of the noise, so the claim holds (nan: computed below).
+    stated_detectable: float = math.nan
 
     @property
     def detectable(self) -> float:
         """The smallest relative change this comparison finds with `power`, at its level
         (nan when undetermined). Computed on demand: it solves a noncentral t."""
-        if self.undetermined or math.isnan(self.se_rel):
+        if self.undetermined:
+            return math.nan
+        if math.isfinite(self.stated_detectable):
+            return self.stated_detectable
+        if math.isnan(self.se_rel):
             return math.nan
         lam = power_mod.noncentrality(self.df, 1 - self.confidence, self.power)
         return math.expm1(lam * self.se_rel) if self.log_scale else lam * self.se_rel

@@ -84,3 +84,10 @@ def total(st: Stage, target: float, confidence: float, max_runs: int) -> int:
 def halfwidth(st: Stage, n: int, confidence: float) -> float:
     """Half-width of the reported interval for the mean of all n replicates."""
     return tdist.quantile((1 + confidence) / 2, st.df) * st.sd / math.sqrt(n)
+
+
+def halfwidth_all(values: Sequence[float], confidence: float) -> float:
+    """Half-width of Student's t interval from every value: t₁₋α/₂,ₙ₋₁ · s / √n."""
+    n = len(values)
+    _mean, sd = mean_sd(values)
+    return tdist.quantile((1 + confidence) / 2, n - 1) * sd / math.sqrt(n)
