@@ -124,3 +124,45 @@ def family(
             out.intervals += 1
             out.runs += len(v)
     return out
+
+
+def sigma_log(dist: str, cv: float) -> float:
+    """The standard deviation of log(value) of `draws(…, dist, cv, …)` (normal: the
+    lognormal with the same CV, which it is close to at CV ≤ 15%)."""
+    return cv if dist == "lognormal-sigma" else math.sqrt(math.log1p(cv * cv))
+
+
+def true_power(policy: ReplicatePolicy, ratio: object, sigma_d: float) -> float:
+    """The probability that the last look of a non-result's own test (its blocks, its
+    level) finds a true change of the size it says it could detect, when the per-block log
+    ratio has standard deviation sigma_d: Student's noncentral t."""
+    from scipy import stats
+
+    from poolbench.stats.compare import Ratio
+    from poolbench.stats.sequential import t_levels
+
+    assert isinstance(ratio, Ratio)
+    n = int(ratio.df) + 1
+    first = min(policy.min_runs, n)
+    nominal = t_levels(1 - ratio.confidence, first, max(policy.max_runs, n))[n - first]
+    tc = float(stats.t.ppf(1 - nominal / 2, n - 1))
+    ncp = math.log1p(ratio.detectable) / (sigma_d / math.sqrt(n))
+    lower = float(stats.nct.cdf(-tc, n - 1, ncp))  # nan far in the tail: it is ~0 there
+    return float(stats.nct.sf(tc, n - 1, ncp)) + (lower if math.isfinite(lower) else 0.0)
+
+
+def detectable_claims(
+    policy: ReplicatePolicy, sample: np.ndarray, sigma_d: float, effect: float = 0.0
+) -> tuple[int, int]:
+    """(non-results whose stated 'could detect ≥ X' has ≥ 80% true power, non-results)."""
+    kept = total = 0
+    for fam in sample.tolist():
+        if effect:
+            fam[1] = [x * (1 + effect) for x in fam[1]]
+        base, others = run_family(policy, fam)
+        for r in policy.compare_family(base, others).values():
+            if r.significant or r.undetermined or not math.isfinite(r.detectable):
+                continue
+            total += 1
+            kept += true_power(policy, r, sigma_d) >= 0.8
+    return kept, total

@@ -20,9 +20,10 @@ controlled with Holm's step-down procedure over the sequential tests: a test is 
 needs only valid marginal tests, which the spending boundaries give; the graphical form for
 group-sequential designs is G. Maurer and F. Bretz, Stat. Biopharm. Res. 5 (2013) 311–320).
 
-A comparison is also decided, without significance, when its interval at the last look lies
-within ±`ci_target` (nothing as large as the resolution asked for is there): that stop can
-only lower the error rate (a non-binding futility stop).
+A comparison that is not significant is measured up to `max_runs`. Stopping it earlier
+because its interval already lay within ±ci_target was tried and dropped: with 2–4 df the
+spread that lets it stop is often a lucky small one, and the statement made at such a stop
+("no difference beyond ±5%", "could detect ≥ X") was then not true often enough.
 
 The interval reported is the intersection of the repeated confidence intervals of every look
 (C. Jennison and B. W. Turnbull, "Interim analyses: the repeated confidence interval
@@ -139,7 +140,6 @@ class Decision:
 
     ratio: Ratio
     significant: bool
-    equivalent: bool  # its interval lies within ±target: decided, without a difference
     blocks: int  # common blocks analysed
 
 
@@ -150,7 +150,6 @@ def decide(
     confidence: float,
     first: int,
     max_runs: int,
-    target: float,
     power: float = 0.8,
 ) -> dict[str, Decision]:
     """Holm over the sequential tests of every named configuration against `base`."""
@@ -169,19 +168,23 @@ def decide(
     out: dict[str, Decision] = {}
     for k, v in others.items():
         if refused[k]:
-            out[k] = Decision(_undetermined(base, v, refused[k], confidence), False, False, 0)
+            out[k] = Decision(_undetermined(base, v, refused[k], confidence), False, 0)
             continue
         lk = stats[k]
         # A rejected test: the Holm level it was rejected at; the others: the last level.
         level = _rejecting_level(lk, alpha, m, len(rejected)) if k in rejected else final_level
         low, high = lk.interval(level)
         sig = k in rejected
-        margin = math.log1p(target)
-        half = tdist.quantile(1 - alpha / 2, lk.n - 1) * lk.sds[-1] / math.sqrt(lk.n)
-        equivalent = not sig and -margin <= lk.means[-1] - half and lk.means[-1] + half <= margin
         ratio = _ratio(base, v, lk, low, high, 1 - level, sig, power, lk.p_value(alpha))
-        out[k] = Decision(ratio, sig, equivalent, lk.n)
+        out[k] = Decision(ratio, sig, lk.n)
     return out
+
+
+def _upper_sd(sd: float, df: int) -> float:
+    """The UPPER_NOISE upper confidence bound of a standard deviation with df degrees."""
+    from scipy import special
+
+    return sd * math.sqrt(df / float(special.chdtri(df, UPPER_NOISE)))
 
 
 def _rejecting_level(lk: Looks, alpha: float, m: int, rejected: int) -> float:
@@ -218,10 +221,8 @@ def _ratio(
 def detectable(sd: float, n: int, level: float, lk: Looks, power: float) -> float:
     """The change the last look alone finds with `power` when the noise is at its 95% upper
     confidence bound (the sequential test finds it at least as often)."""
-    from scipy import stats
-
     df = n - 1
-    upper = sd * math.sqrt(df / float(stats.chi2.ppf(1 - UPPER_NOISE, df)))
+    upper = _upper_sd(sd, df)
     nominal = nominal_levels(level, lk.first, lk.last_info)[n - lk.first]
     if nominal <= 0:
         return math.inf

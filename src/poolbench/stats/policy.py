@@ -190,8 +190,9 @@ class ReplicatePolicy:
     ) -> dict[str, int]:
         """How many more replicates the baseline (key "") and each configuration need, all
         lists in time order (block i: values[i] of each). Stage one: up to min_runs each.
-        Then one more block for the baseline and every comparison still undecided (neither
-        significant nor within ±ci_target), until max_runs; 0 for the decided ones."""
+        Then one more block for the baseline and every comparison still undecided (not yet
+        significant), until max_runs; 0 for the decided ones (and for all when none is
+        undecided)."""
         lists = {BASELINE: base, **others}
         if any(not all(math.isfinite(v) for v in vs) for vs in lists.values()):
             return {k: 0 for k in lists}  # a broken figure: compare_family says why
@@ -200,7 +201,7 @@ class ReplicatePolicy:
         decisions = self._decide(base, others)
         active = [
             k for k, d in decisions.items()
-            if not (d.significant or d.equivalent or d.ratio.undetermined)
+            if not (d.significant or d.ratio.undetermined)
             and d.blocks < self.max_runs
         ]  # fmt: skip
         out = {k: 0 for k in lists}
@@ -218,7 +219,7 @@ class ReplicatePolicy:
             [float(v) for v in base],
             {k: [float(v) for v in vs] for k, vs in others.items()},
             confidence=self.confidence, first=self.min_runs, max_runs=self.max_runs,
-            target=self.ci_target, power=self.power,
+            power=self.power,
         )  # fmt: skip
 
     def detectable(self, cv: float, n: int | None = None, family: int = 1) -> float:
