@@ -141,8 +141,8 @@ def test_false_outlier_flags_on_clean_samples(n: int) -> None:
     assert rate <= 0.05
     if n < outlier_mod.MIN_N:
         assert rate == 0
-    else:  # the generalized ESD at 2%: 1.7–3.5% simulated (its two steps add a little)
-        assert 0.01 <= rate <= 0.045
+    else:  # the generalized ESD at 2%: 1.9–4.0% simulated (its two steps add a little)
+        assert 0.01 <= rate <= 0.05
 
 
 @pytest.mark.parametrize("n", [4, 6, 10])

@@ -26,7 +26,8 @@ null, θ = 1** (the hypothesis the interval is tested against),
     df = (vA + vB)² / (vA²/dfA + vB²/dfB),
 
 so "the interval excludes 1" and "p < α" always agree. At tiny samples with very unequal
-variances Welch's df is liberal (n = 3, CV 2% vs 15%: 7.2% false positives at α = 5%), so
+variances Welch's df is liberal (n = 3, CV 2% vs 15%: 5.9% false positives in one comparison
+at α = 5%, issue 28's simulation; more in families), so
 when the smaller component df is below 5 and one variance of the mean exceeds twice the
 other, Hsu's conservative df = min(dfA, dfB) is used instead. The threshold 2 was chosen by
 simulation: families of equal noise stay at 1.7–3.5%, a quiet baseline against noisy

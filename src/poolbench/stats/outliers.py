@@ -13,9 +13,9 @@ multiplicative, and a lognormal sample is then exactly normal), else to the valu
 The rule before (Iglewicz–Hoaglin's modified z-score with cutoffs calibrated per n) flagged
 nothing below 6 replicates and a 6σ slow run only 14–33% of the time at 6–10 (issue 28): the
 MAD of a handful of values is itself too noisy to scale by. Grubbs' s uses every value and
-its critical value is exact; simulated (docs/statistics.md §2) a 6σ slow run is flagged
-29–81% of the time at n = 5–10 and a 30% slow run at a run-to-run CV of 2% (15σ) 57% at
-n = 4 and always from 6. With 3 values no run can be told apart from the two others (G is
+its critical value is exact; simulated (docs/statistics.md §2) a 6σ slow run is named
+30–82% of the time at n = 5–10 and a 30% slow run at a run-to-run CV of 2% (15σ) 70% at
+n = 4 and 99–100% from 5. With 3 values no run can be told apart from the two others (G is
 bounded by 2/√3 and reaches it only when two values coincide), so a flag needs 4 or more.
 
 When the standard deviation is 0 (all values equal) nothing is flagged. A flag says: this

@@ -1,9 +1,11 @@
 """Honest non-results: the smallest difference a comparison could have detected (pure).
 
 "No significant difference" alone reads as "they are the same"; with 3 replicates at CV 5% a
-true +10% is found only 33% of the time, and 9.8% of the time inside a Holm family of 4
-(issue 12). So a non-result always carries its interval and the smallest relative change the
-comparison would have called significant with 80% power at its replicate counts and noise:
+true +10% is found only 28% of the time (issue 28's simulation). So a non-result always
+carries its interval and the smallest relative change the comparison would have called
+significant with 80% power at its replicate counts and noise (this module: the unpaired
+comparisons of stats.compare and stats.logscale, and planning; the blocked comparisons of
+stats.blocked state theirs from an upper bound of the noise, docs/statistics.md §4):
 
     δ = λ · √(vA + vB) / x̄A
 
@@ -33,7 +35,8 @@ def pct(x: float) -> str:
 
 
 def _ceil_pct(x: float) -> str:
-    # Rounded *up*: the claim "could detect ≥ d" must not promise a finer resolution.
+    # Rounded *up*, so rounding never makes the claim finer than computed (the claim itself
+    # holds only as far as its noise estimate does: stats.blocked uses an upper bound).
     if x < 0.1:
         return f"{math.ceil(x * 1000 - 1e-9) / 10:.1f}%"
     return f"{math.ceil(x * 100 - 1e-9):.0f}%"

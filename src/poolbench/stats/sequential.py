@@ -144,11 +144,10 @@ def t_levels(alpha: float, first: int, last: int) -> tuple[float, ...]:
     """Nominal levels for Student's t at looks first … last that spend `alpha` in total.
 
     The z boundaries' nominal levels applied to t-tests of 2–9 df cross more often than
-    the z-tests they come from (at n = 3 … 10, α = 5%: 6.0% simulated, 20–25% too often at
-    every α), because the noise estimate changes from look to look. So the boundary is
-    computed for a design level α′ chosen by a seeded simulation of the t-tests under the
-    null (CALIBRATION_PATHS normal paths) so that they cross with probability α (within
-    the simulation's standard error, 1.1% of α at 5%, 2.5% of α at 1%)."""
+    the z-tests they come from, because the noise estimate changes from look to look. So
+    the boundary is computed for a design level α′ chosen by a seeded simulation of the
+    t-tests under the null (CALIBRATION_PATHS normal paths) so that they cross with
+    probability α, within the simulation's standard error (docs/statistics.md §5)."""
     if first == last:
         return (alpha,)
     from scipy import optimize
