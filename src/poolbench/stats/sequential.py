@@ -147,16 +147,22 @@ def t_levels(alpha: float, first: int, last: int) -> tuple[float, ...]:
     the z-tests they come from, because the noise estimate changes from look to look. So
     the boundary is computed for a design level α′ chosen by a seeded simulation of the
     t-tests under the null (CALIBRATION_PATHS normal paths) so that they cross with
-    probability α, within the simulation's standard error (docs/statistics.md §5)."""
+    probability at most α: the simulated level's 95% upper confidence bound is α
+    (docs/statistics.md §5)."""
     if first == last:
         return (alpha,)
     from scipy import optimize
 
+    # The simulated level has its own noise (binomial, CALIBRATION_PATHS paths): aim so that
+    # its 95% upper confidence bound is α, so the true level is at most α even when the
+    # calibration's own sample happened to be kind.
+    goal = alpha - 1.645 * math.sqrt(alpha * (1 - alpha) / CALIBRATION_PATHS)
+
     def excess(design: float) -> float:
-        return _level_of(design, first, last) - alpha
+        return _level_of(design, first, last) - goal
 
     lo, hi = alpha / 3, alpha
-    if excess(hi) <= 0:
+    if excess(hi) <= 0:  # (the z levels themselves are not liberal here)
         return nominal_levels(alpha, first, last)
     design = float(optimize.brentq(excess, lo, hi, xtol=alpha * 1e-3))
     return nominal_levels(design, first, last)
