@@ -10,6 +10,7 @@ Sections (each well under 5 minutes of CPU at the default sizes):
             a quiet baseline against noisy configurations
   power     a true +10% at CV 5%, alone and in a family of 4 (and the old rule's figures)
   claims    how often 'could detect ≥ X' on a non-result has ≥ 80% true power at X
+  ratios    coverage of the comparisons' intervals, clean and with disturbed runs
   outliers  false flags on clean samples and how often a disturbed run is named
   p99       coverage of the pooled p99's interval (merged fio-like histograms)
 Every simulated study goes through ReplicatePolicy exactly as the engine would (the same
@@ -142,6 +143,25 @@ def power_table(n: int) -> None:
         print(f"    the old rule (Stein per configuration, stage-one variances): {found / n:.1%}")
 
 
+def ratio_table(n: int) -> None:
+    from stats_sim import run_family
+
+    print("coverage of the comparisons' intervals (the true ratio: 1.10 for c1, 1 for the rest)")
+    for i, (cv, dis) in enumerate(itertools.product((0.02, 0.05, 0.15), (0.0, 0.05))):
+        rng = np.random.default_rng(9700 + i)
+        sample = disturb(rng, draws(rng, "normal", cv, (n, 5, 10)), dis)
+        covered = total = 0
+        for fam in sample.tolist():
+            fam[1] = [x * 1.1 for x in fam[1]]
+            base, others = run_family(_p(), fam)
+            for k, r in _p().compare_family(base, others).items():
+                true = 1.1 if k == "c1" else 1.0
+                covered += r.low <= true <= r.high
+                total += 1
+        what = "5% of runs 30% slow" if dis else "clean"
+        print(f"  CV {cv:.0%}, {what}: {covered / total:.2%} of {total}")
+
+
 def claims_table(n: int) -> None:
     print("non-results whose 'could detect ≥ X' has ≥ 80% true power at X (last look alone)")
     for i, (cv, effect, configs) in enumerate(
@@ -213,6 +233,7 @@ SECTIONS = {
     "family": (family_table, 2_000),
     "power": (power_table, 4_000),
     "claims": (claims_table, 1_000),
+    "ratios": (ratio_table, 1_000),
     "outliers": (outlier_table, 20_000),
     "p99": (p99_table, 600),
 }
