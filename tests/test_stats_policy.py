@@ -320,6 +320,10 @@ def test_more_family_asks_for_blocks_until_decided() -> None:
     ten = [100.0, 101, 99] * 3 + [100.0]
     assert not any(p.more_family(ten, {"a": ten[::-1]}).values())
     assert not any(p.more_family(base, {"a": [1.0, math.nan, 2.0]}).values())
+    broken = p.more_family(base, {"a": [1.0, math.nan, 2.0], "close": close})
+    assert broken == {"": 1, "a": 0, "close": 1}  # the others go on
+    assert not any(p.more_family([1.0, math.nan, 2.0], {"close": close}).values())
+    assert "not finite" in p.compare_family(base, {"a": [1.0, math.nan, 2.0]})["a"].reason
     # No difference yet: measured up to max_runs, however quiet (docs/statistics.md §3).
     quiet = [100.0, 100.1, 99.9, 100.05, 99.95]
     assert p.more_family(quiet, {"q": quiet[::-1]}) == {"": 1, "q": 1}

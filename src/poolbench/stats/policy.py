@@ -192,10 +192,11 @@ class ReplicatePolicy:
         lists in time order (block i: values[i] of each). Stage one: up to min_runs each.
         Then one more block for the baseline and every comparison still undecided (not yet
         significant), until max_runs; 0 for the decided ones (and for all when none is
-        undecided)."""
+        undecided). A configuration with a non-finite value is decided (refused, with the
+        reason, by compare_family); a non-finite baseline stops them all."""
         lists = {BASELINE: base, **others}
-        if any(not all(math.isfinite(v) for v in vs) for vs in lists.values()):
-            return {k: 0 for k in lists}  # a broken figure: compare_family says why
+        if not all(math.isfinite(v) for v in base):
+            return {k: 0 for k in lists}  # a broken baseline: compare_family says why
         if any(len(vs) < self.min_runs for vs in lists.values()):
             return {k: max(0, self.min_runs - len(vs)) for k, vs in lists.items()}
         decisions = self._decide(base, others)
