@@ -166,3 +166,27 @@ def detectable_claims(
             total += 1
             kept += true_power(policy, r, sigma_d) >= 0.8
     return kept, total
+
+
+def unpaired_claims(policy: ReplicatePolicy, sample: np.ndarray, cv: float) -> tuple[int, int]:
+    """The same for the unpaired comparison the report tables use
+    (stats.compare.compare_family on the stage-one variances, each configuration collected
+    by `more`): a t-test with the comparison's df and the true noise, σ·√(1/nA + 1/nB)."""
+    from scipy import stats
+
+    from poolbench.stats.compare import compare_family
+
+    kept = total = 0
+    for fam in sample.tolist():
+        vals = [run(policy, row) for row in fam]
+        pairs = [(vals[0], v) for v in vals[1:]]
+        for r in compare_family(pairs, first_stage=policy.min_runs):
+            if r.significant or r.undetermined or not math.isfinite(r.detectable):
+                continue
+            total += 1
+            tc = float(stats.t.ppf(1 - (1 - r.confidence) / 2, r.df))
+            ncp = r.detectable / (cv * math.sqrt(1 / r.n_a + 1 / r.n_b))
+            lower = float(stats.nct.cdf(-tc, r.df, ncp))
+            p = float(stats.nct.sf(tc, r.df, ncp)) + (lower if math.isfinite(lower) else 0.0)
+            kept += p >= 0.8
+    return kept, total

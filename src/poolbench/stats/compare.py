@@ -271,6 +271,9 @@ def _ratio(ma: _Moments, mb: _Moments, confidence: float, power: float = 0.8) ->
     return Ratio(
         ma.n, mb.n, ma.mean, mb.mean, ratio, low, high, confidence, df, p, significant, "",
         se / ma.mean, power,
+        stated_detectable=power_mod.upper_detectable(
+            va, ma.df, vb, mb.df, df, 1 - confidence, power
+        ) / ma.mean,
     )  # fmt: skip
 
 
@@ -326,6 +329,7 @@ def compare_family(
                 adj.undetermined,
                 adj.se_rel,
                 adj.power,
+                stated_detectable=adj.stated_detectable,
             )  # fmt: skip
         )
     return out

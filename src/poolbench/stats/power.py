@@ -103,3 +103,28 @@ def detectable_change(
         df = n0 - 1
     alpha = (1 - confidence) / family
     return noncentrality(df, alpha, power) * cv * math.sqrt(2 / n)
+
+
+def upper_bound_var(var: float, df: int, confidence: float = 0.95) -> float:
+    """The `confidence` upper bound of a variance estimated with `df` degrees of freedom."""
+    if df < 1 or var <= 0:
+        return var
+    from scipy import special
+
+    return var * df / float(special.chdtri(df, confidence))
+
+
+def upper_detectable(
+    va: float, df_a: int, vb: float, df_b: int, df: float, alpha: float, power: float
+) -> float:
+    """The change (in the units of the difference) a two-sample test at level `alpha` with
+    `df` finds with `power` when the variance of the difference, vA + vB, is at its 95%
+    upper bound with the test's df (Satterthwaite's approximation of its distribution): the
+    noise estimates of a few df are smaller than the truth more often than not, and a claim
+    from them overstated the resolution (issue 28). nan when untestable. df_a and df_b are
+    kept for callers that bound each side (unused: the joint bound is tighter)."""
+    del df_a, df_b
+    if not (math.isfinite(va) and math.isfinite(vb) and math.isfinite(df)) or df <= 0:
+        return math.nan
+    se = math.sqrt(upper_bound_var(va + vb, max(1, math.floor(df))))
+    return noncentrality(df, alpha, power) * se
