@@ -104,9 +104,17 @@ def test_recorded_p99_replaces_littles_law(tmp_path: Path) -> None:
         cell.clats = [{"percentiles": {"99": qd * 1e6}}, {"percentiles": {"99": qd * 1.2e6}}]
     series, all_p99 = qdcurve.curve_points(run, qdcurve.families(run)["rand-read-4k"])
     assert all_p99
+    # No histograms stored: the geometric mean of the runs' p99s, qd · √(1 · 1.2) ms (was the
+    # arithmetic mean, qd · 1.1 ms, a figure of no distribution).
     for pts in series.values():
-        assert [round(p.y, 6) for p in pts] == [round(qd * 1.1, 6) for qd in DEPTHS]
+        assert [round(p.y, 6) for p in pts] == [round(qd * 1.2**0.5, 6) for qd in DEPTHS]
     assert "p99 latency (ms)" in html.render(run, choose_baseline(run))
+    # With histograms: the p99 of all I/Os of both runs. 99 I/Os at 1 ms and 1 at 9 ms in
+    # one run, 100 at 2 ms in the other: of the 200, the 198th is at 2 ms.
+    for cell in run.cells.values():
+        cell.clats = [{"bins": {"1000000": 99, "9000000": 1}}, {"bins": {"2000000": 100}}]
+    series, all_p99 = qdcurve.curve_points(run, qdcurve.families(run)["rand-read-4k"])
+    assert all_p99 and all(p.y == 2.0 for pts in series.values() for p in pts)
     # One replicate without a percentile: the chart falls back to Little's law for that cell.
     next(iter(run.cells.values())).clats[1] = None
     assert not qdcurve.curve_points(run, qdcurve.families(run)["rand-read-4k"])[1]

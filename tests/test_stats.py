@@ -21,13 +21,16 @@ def test_one_value_has_no_interval() -> None:
     assert math.isnan(s.ci_low) and math.isinf(s.rel_halfwidth)
 
 
-def test_mad_outlier() -> None:
-    # median 10.025, deviations .025 .075 .125 .025 .025 19.975, MAD 0.05: 30 has modified
-    # z = 0.6745 * 19.975 / 0.05 = 269.5 > 10.1 (the calibrated cutoff at n = 6).
+def test_outlier_is_named_from_four_values() -> None:
+    # Grubbs on the logs (stats/outliers.py). 10, 10.1, 9.9, 10, 30: the log of 30 lies
+    # G = 1.78867 sample standard deviations from the mean log; the critical value at n = 5,
+    # 2% false alarms, is (4/√5)·√(t²/(3 + t²)) with t = t(1 − 0.02/10, 3) = 8.0526:
+    # 1.74886. 1.78867 > 1.74886: flagged (the old MAD rule needed 6 values).
+    assert outliers([10, 10.1, 9.9, 10, 30]) == (4,)
     assert outliers([10, 10.1, 9.9, 10, 10.05, 30]) == (5,)
     assert outliers([10, 11, 12, 13, 14, 15]) == ()
-    # Five values: too few to tell an outlier from scatter at a 1% false-alarm rate.
-    assert outliers([10, 10.1, 9.9, 10, 30]) == ()
+    # Three values: G is bounded by 2/√3, no run can be told apart from the two others.
+    assert outliers([10, 10.1, 30]) == ()
 
 
 def test_stop_rule() -> None:

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from poolbench.stats import logscale
 from poolbench.stats.policy import ReplicatePolicy
@@ -96,4 +97,9 @@ def test_ratio_of_geometric_means_by_hand() -> None:
     se = math.sqrt(float(np.var(la, ddof=1)) / 3 + float(np.var(lb, ddof=1)) / 3)
     lam = noncentrality(r.df, 1 - r.confidence, 0.8)
     assert r.se_rel == pytest.approx(se)
-    assert r.detectable == pytest.approx(math.expm1(lam * se))
+    # ... with the variance of the difference at its 95% upper bound with the test's df,
+    # se² · df / χ²(0.05, df) (issue 28: the estimate itself overstated the resolution).
+    df = math.floor(r.df)
+    up = se * math.sqrt(df / stats.chi2.ppf(0.05, df))
+    assert r.detectable == pytest.approx(math.expm1(lam * up), rel=1e-6)
+    assert r.detectable > math.expm1(lam * se)

@@ -509,6 +509,28 @@ def _by(rows: list[dict[str, Any]], workload: str) -> list[dict[str, Any]]:
     return [r for r in rows if r["workload"] == workload]
 
 
+def _p99(rs: list[dict[str, Any]]) -> Any:
+    """The notes' p99 of these replicates (study/builtin/headline.p99), from the stored
+    rows: of all I/Os when every run stored its histogram, else the geometric mean of the
+    runs' p99s; None when a run recorded none."""
+    from poolbench.stats import logscale, pooled
+    from poolbench.stats.policy import ReplicatePolicy
+    from poolbench.study.builtin.headline import P99
+
+    clats = [json.loads(r["clat"]) if r.get("clat") else {} for r in rs]
+    bins = [c.get("bins") for c in clats]
+    if bins and all(bins):
+        pc = pooled.pooled_percentile([{int(k): int(v) for k, v in b.items()} for b in bins])
+        return P99(pc.value / 1e6, pc.low / 1e6, pc.high / 1e6, pooled.WHAT, pc.runs,
+                   pc.open_high)  # fmt: skip
+    p99 = [r["clat_p99_ns"] for r in rs]
+    if any(v is None for v in p99):
+        return None
+    g = logscale.summarize(ReplicatePolicy(), p99)
+    label = "(geometric mean of the runs' p99s; no histograms to pool)"
+    return P99(g.gmean / 1e6, g.ci_low / 1e6, g.ci_high / 1e6, label, len(p99))
+
+
 def _check_ashift(rows: list[dict[str, Any]], out: str) -> None:
     # The explanation from the recorded member disks: these loop devices are not 512e.
     assert "sectors of 512/512 bytes: not 512e" in out
@@ -626,12 +648,12 @@ def _check_sync_slog(rows: list[dict[str, Any]], out: str) -> None:
     r = sync[none] / plain[none]
     assert (f"{r:.2f}× faster" if r > 1 else f"{1 / r:.2f}× slower") in out
     a, b = sync[single], sync[none]
-    p99 = {c: [r["clat_p99_ns"] for r in _by(rows, "sync-write-4k-j1") if r["config"] == c]
+    p99 = {c: _p99([r for r in _by(rows, "sync-write-4k-j1") if r["config"] == c])
            for c in (single, none)}  # fmt: skip
-    recorded = all(v is not None for vs in p99.values() for v in vs)
+    recorded = all(v is not None for v in p99.values())
 
-    def figure(iops: float, cfg: str) -> str:  # the IOPS, and the mean p99 when fio gave it
-        tail = f", p99 {sum(p99[cfg]) / len(p99[cfg]) / 1e6:.2f} ms" if recorded else ""
+    def figure(iops: float, cfg: str) -> str:  # the IOPS, and the p99 when fio gave it
+        tail = f", {p99[cfg].text()}" if recorded else ""
         return f"{iops:,.0f} IOPS{tail}"
 
     line = f"sync=standard, sync-write-4k-j1: log single {figure(a, single)} vs no log "
@@ -643,7 +665,7 @@ def _check_sync_slog(rows: list[dict[str, Any]], out: str) -> None:
     # it pays when 10% faster, shown to be no noise by the replicates' interval
     pays = a / b >= 1.10 and ratio_ci(values[none], values[single]).significant
     if recorded:  # p99 recorded: it must drop too
-        pays = pays and sum(p99[single]) < sum(p99[none])
+        pays = pays and p99[single].ms < p99[none].ms
     assert ("the SLOG pays" if pays else "the SLOG does not pay here") in out
     assert "only sync=standard was measured" in out  # zfs-fuse: no sync property
 
@@ -683,9 +705,9 @@ def _check_qd_curve(rows: list[dict[str, Any]], out: str) -> None:
     for qd in (1, 8):
         w = f"rand-read-4k-qd{qd}-j1"
         ((_cfg, iops),) = _means(rows, w).items()
-        p99 = [r["clat_p99_ns"] for r in _by(rows, w)]
-        if all(v is not None for v in p99):  # fio's recorded p99, mean of the replicates
-            assert f"qd{qd}: {iops:,.0f} IOPS, p99 {sum(p99) / len(p99) / 1e6:.2f} ms" in out
+        p99 = _p99(_by(rows, w))
+        if p99 is not None:  # of all I/Os (merged histograms), with its interval
+            assert f"qd{qd}: {iops:,.0f} IOPS, {p99.text()}" in " ".join(out.split())
         else:  # Little's law on the stored mean: qd / IOPS
             assert f"qd{qd}: {iops:,.0f} IOPS, mean {qd * 1000 / iops:.2f} ms (Little's" in out
 

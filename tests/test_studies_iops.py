@@ -344,8 +344,12 @@ def test_stored_p99_reaches_the_facts_and_the_notes_prefer_it() -> None:
     (c,) = facts.configs
     assert c.latency["rand-read-4k-qd4-j1"]["99"] == (5e6, 5.2e6)
     lines = qd_curve.notes(Context(2, "1G"), facts)
-    # qd4 is the knee (the peak); the points carry the recorded p99 means, 2.1 and 5.1 ms.
-    assert "qd1: 1,000 IOPS, p99 2.10 ms; qd4: 3,000 IOPS, p99 5.10 ms" in lines[2]
+    # qd4 is the knee (the peak). No histograms were stored, so the points carry the
+    # geometric means of the runs' p99s, labelled so: √(2 · 2.2) = 2.0976 → 2.10 ms,
+    # √(5 · 5.2) = 5.0990 → 5.10 ms, each with its log-scale interval.
+    what = "p99 (geometric mean of the runs' p99s; no histograms to pool)"
+    assert f"qd1: 1,000 IOPS, {what} 2.10 ms (95% CI" in lines[2]
+    assert f"qd4: 3,000 IOPS, {what} 5.10 ms" in lines[2]
     assert not any("Little's law" in x for x in lines)
 
 

@@ -1,13 +1,16 @@
 """The queue-depth curve chart: IOPS against latency, one line per configuration and job
 count, one point per queue depth (the qd-curve study's workloads, rand-read-4k-qd8-j4).
 
-The latency is the p99 when the measurement recorded one, else the mean latency Little's law
+The latency is the p99 of all I/Os of the replicates (their histograms merged; the geometric
+mean of the runs' p99s for runs stored without histograms) when the measurement recorded
+one, else the mean latency Little's law
 gives for fio's closed loop (outstanding I/Os / IOPS, exact for a fixed queue depth); the axis
 says which. Chart ids: `chart-qd-<workload base>` (e.g. chart-qd-rand-read-4k).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping
@@ -19,15 +22,26 @@ _LOAD = re.compile(r"^(.*?)-qd(\d+)(?:-j(\d+))?$")  # the queue depth is what th
 
 
 def _p99_ms(cell: Cell) -> float | None:
-    """The mean recorded p99 in ms, when every replicate carries one (store 0005_latency)."""
+    """The p99 in ms of all I/Os of the replicates (their fio histograms merged,
+    stats.pooled) when every replicate stored one; else the geometric mean of the recorded
+    per-run p99s when every replicate carries one (store 0005_latency); else None."""
+    from poolbench.stats import pooled
+
+    clats = cell.clats or [None] * len(cell.values)
+    bins = [c.get("bins") if isinstance(c, Mapping) else None for c in clats]
+    if bins and all(isinstance(b, Mapping) and b for b in bins):
+        runs = [{int(k): int(v) for k, v in b.items()} for b in bins if isinstance(b, Mapping)]
+        got = pooled.pooled_percentile(runs, 99.0)
+        if math.isfinite(got.value):
+            return got.value / 1e6
     found = []
-    for clat in cell.clats or [None] * len(cell.values):
+    for clat in clats:
         pct = clat.get("percentiles") if isinstance(clat, Mapping) else None
         p99 = pct.get("99") if isinstance(pct, Mapping) else None
-        if not isinstance(p99, int | float):
+        if not isinstance(p99, int | float) or not p99 > 0:
             return None
-        found.append(float(p99))
-    return sum(found) / len(found) / 1e6 if found else None
+        found.append(math.log(float(p99)))
+    return math.exp(sum(found) / len(found)) / 1e6 if found else None
 
 
 def families(run: RunData) -> dict[str, list[tuple[str, int, int]]]:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from poolbench.stats import tdist
 from poolbench.stats.compare import Ratio, holm
 from poolbench.stats.policy import ReplicatePolicy
+from poolbench.stats.power import upper_detectable
 from poolbench.stats.replicates import stage
 from poolbench.stats.welch import null_df
 
@@ -144,6 +145,9 @@ def _ratio(a: Sequence[float], b: Sequence[float], confidence: float, n0: int) -
     return Ratio(
         ma.n, mb.n, ga, gb, math.exp(d), low, high, confidence, df, p, not low <= 1.0 <= high,
         "", se, log_scale=True,
+        stated_detectable=math.expm1(
+            upper_detectable(va, ma.df, vb, mb.df, df, 1 - confidence, 0.8)
+        ),
     )  # fmt: skip
 
 
@@ -170,4 +174,5 @@ def _with_significance(r: Ratio, p: float, significant: bool) -> Ratio:
     return Ratio(
         r.n_a, r.n_b, r.mean_a, r.mean_b, r.ratio, r.low, r.high, r.confidence, r.df, p,
         significant, r.undetermined, r.se_rel, r.power, r.log_scale,
+        stated_detectable=r.stated_detectable,
     )  # fmt: skip

@@ -1,79 +1,103 @@
-"""Outlier flags calibrated for small samples (pure).
+"""Outlier flags for small samples, with a known false-alarm rate at every n (pure).
 
-The statistic is Iglewicz and Hoaglin's modified z-score, M = 0.6745 (x − median) / MAD
-("How to Detect and Handle Outliers", ASQ 1993). Their fixed cutoff |M| > 3.5 is meant for
-large samples: on clean normal replicates it flagged 29% / 17% / 20% / 12.5% of samples at
-n = 3 / 4 / 5 / 10 (issue 12), because the MAD of a handful of values is itself very noisy.
+The test is Grubbs' (F. E. Grubbs, "Procedures for detecting outlying observations in
+samples", Technometrics 11 (1969) 1–21; ASTM E178): the largest studentized deviation
+G = max |yᵢ − ȳ| / s against its exact critical value under normality,
 
-Here the cutoff depends on n. For n = 6…30 it is the 99th percentile of max |M| over clean
-normal samples of that size (400,000 simulated samples per n; bench/stats_calibration.py
---outliers recomputes them, within ±0.05): a clean sample is flagged about once in 100, whatever
-its size. Beyond 30 the Bonferroni normal quantile Φ⁻¹(1 − 0.005/n) is scaled by the factor
-the simulation found at n = 30 (4.77 / 3.59 = 1.33); the MAD gets more precise as n grows, so
-this errs towards fewer flags. Below 6 replicates nothing is flagged: with 3–5 values no
-value can be told apart from ordinary scatter at a 1% false-alarm rate (the cutoffs would
-exceed 10 robust standard deviations).
+    G > (n − 1)/√n · √(t² / (n − 2 + t²)),   t = t₁₋α/(2n), n−2,
 
-When the MAD is 0 (more than half the values identical, e.g. a quantized figure), the scale
-falls back to the mean absolute deviation from the median, M = (x − median) / (1.2533·MeanAD)
-(Iglewicz & Hoaglin's own fallback); when that is 0 too, all values are equal: no flag.
+so a clean sample is flagged with probability α = FALSE_FLAG_RATE at every n ≥ 3. It is
+applied to log(value) when every value is positive (run-to-run variation of a rate is
+multiplicative, and a lognormal sample is then exactly normal), else to the values.
 
-A flag says: this replicate lies farther from the others than steady runs would put it about
-once in 100 samples. It does not say why; the cause (another job, a background scrub, a cold
-cache, a slow member disk) has to come from the guards' evidence, not from the flag.
+The rule before (Iglewicz–Hoaglin's modified z-score with cutoffs calibrated per n) flagged
+nothing below 6 replicates and a 6σ slow run only 14–33% of the time at 6–10 (issue 28): the
+MAD of a handful of values is itself too noisy to scale by. Grubbs' s uses every value and
+its critical value is exact; simulated (docs/statistics.md §2) a 6σ slow run is named
+30–82% of the time at n = 5–10 and a 30% slow run at a run-to-run CV of 2% (15σ) 70% at
+n = 4 and 99–100% from 5. With 3 values no run can be told apart from the two others (G is
+bounded by 2/√3 and reaches it only when two values coincide), so a flag needs 4 or more.
+
+When the standard deviation is 0 (all values equal) nothing is flagged. A flag says: this
+replicate lies farther from the others than steady runs would put it in 1 of 50 samples.
+It does not say why; the cause has to come from the guards' evidence, not from the flag.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from statistics import NormalDist
+from functools import lru_cache
 
-MAD_Z = 0.6745
-MEANAD_Z = 1.2533  # sqrt(pi/2): mean absolute deviation of a normal is sigma / 1.2533
-MIN_N = 6
-FALSE_FLAG_RATE = 0.01  # per clean sample, at every n (the calibration target)
-
-# n -> cutoff for |M|: 99th percentile of max |M| over 400,000 clean normal samples of size n.
-CUTOFFS: dict[int, float] = {
-    6: 10.10, 7: 10.76, 8: 8.00, 9: 8.24, 10: 6.90, 11: 7.03, 12: 6.25, 13: 6.38,
-    14: 5.86, 15: 5.95, 16: 5.60, 17: 5.66, 18: 5.41, 19: 5.40, 20: 5.23, 21: 5.28,
-    22: 5.11, 23: 5.13, 24: 5.00, 25: 5.04, 26: 4.90, 27: 4.93, 28: 4.85, 29: 4.86,
-    30: 4.77,
-}  # fmt: skip
-_LARGE_N_FACTOR = 1.33
+MIN_N = 4  # below this no single run can be told apart (module doc)
+FALSE_FLAG_RATE = 0.02  # per clean sample, at every n (exact under normality)
+MOST = 2  # outliers looked for per sample (the generalized ESD's upper bound)
+SUSPECT_RATE = 0.05  # for widening the interval only (suspect)
+MAD_Z = 0.6745  # the modified z-score's constant (summary.Summary.mad reports the MAD)
 
 
-def cutoff(n: int) -> float:
-    """The |M| above which a replicate among n is flagged (inf below MIN_N)."""
+@lru_cache(maxsize=256)
+def cutoff(n: int, rate: float = FALSE_FLAG_RATE) -> float:
+    """Grubbs' two-sided critical value of G among n values (inf below MIN_N)."""
     if n < MIN_N:
         return math.inf
-    if n in CUTOFFS:
-        return CUTOFFS[n]
-    return _LARGE_N_FACTOR * NormalDist().inv_cdf(1 - FALSE_FLAG_RATE / 2 / n)
+    from poolbench.stats import tdist
+
+    t = tdist.quantile(1 - rate / (2 * n), n - 2)
+    return (n - 1) / math.sqrt(n) * math.sqrt(t * t / (n - 2 + t * t))
+
+
+def _scale(values: Sequence[float]) -> list[float]:
+    if all(v > 0 for v in values):
+        return [math.log(v) for v in values]
+    return [float(v) for v in values]
 
 
 def scores(values: Sequence[float]) -> list[float]:
-    """Modified z-scores |M| (MeanAD fallback when the MAD is 0; all 0 when values are equal)."""
-    xs = sorted(values)
-    med = _median(xs)
-    dev = [abs(x - med) for x in values]
-    mad = _median(sorted(dev))
-    if mad > 0:
-        return [MAD_Z * d / mad for d in dev]
-    mean_ad = sum(dev) / len(dev)
-    if mean_ad > 0:
-        return [d / (MEANAD_Z * mean_ad) for d in dev]
-    return [0.0] * len(dev)
+    """|yᵢ − ȳ| / s of each value (y = log(value) when all are positive); 0 when s = 0."""
+    ys = _scale(values)
+    return _studentized(ys) if len(ys) > 1 else [0.0] * len(ys)
 
 
-def flag(values: Sequence[float]) -> tuple[int, ...]:
-    """Indexes of the replicates that lie unusually far from the others (see module doc)."""
+def gesd(values: Sequence[float], rate: float, most: int = MOST) -> tuple[int, ...]:
+    """Rosner's generalized ESD (Technometrics 25 (1983) 165–172): Grubbs' statistic on the
+    values, the most extreme removed, again, up to `most` times; the outliers are the first
+    k removed, k the last step whose statistic exceeded its critical value. Two slow runs
+    mask each other from a single Grubbs test; this finds them. Indexes, in value order."""
     n = len(values)
     if n < MIN_N or not all(math.isfinite(v) for v in values):
         return ()
-    c = cutoff(n)
-    return tuple(i for i, m in enumerate(scores(values)) if m > c)
+    left = list(range(n))
+    ys = _scale(values)
+    removed: list[int] = []
+    found = 0
+    for i in range(min(most, n - MIN_N + 1)):
+        sub = [ys[j] for j in left]
+        g = _studentized(sub)
+        worst = max(range(len(sub)), key=lambda j: g[j])
+        removed.append(left.pop(worst))
+        if g[worst] > cutoff(n - i, rate):
+            found = i + 1
+    return tuple(sorted(removed[:found]))
+
+
+def _studentized(ys: Sequence[float]) -> list[float]:
+    n = len(ys)
+    mean = sum(ys) / n
+    sd = math.sqrt(sum((y - mean) ** 2 for y in ys) / (n - 1))
+    return [abs(y - mean) / sd if sd > 0 else 0.0 for y in ys]
+
+
+def flag(values: Sequence[float]) -> tuple[int, ...]:
+    """The indexes of the replicates the generalized ESD names (two at most), or ()."""
+    return gesd(values, FALSE_FLAG_RATE)
+
+
+def suspect(values: Sequence[float]) -> bool:
+    """Grubbs' test at the liberal SUSPECT_RATE: a run that may be disturbed, reason enough
+    for the reported interval to take every value's spread into account (policy.summarize),
+    not to name it."""
+    return bool(gesd(values, SUSPECT_RATE))
 
 
 def note(runs: str) -> str:
@@ -84,9 +108,3 @@ def note(runs: str) -> str:
         "the flag does not tell the cause: check what else ran at that time. "
         "Kept in the mean"
     )
-
-
-def _median(sorted_xs: Sequence[float]) -> float:
-    n = len(sorted_xs)
-    mid = n // 2
-    return sorted_xs[mid] if n % 2 else (sorted_xs[mid - 1] + sorted_xs[mid]) / 2

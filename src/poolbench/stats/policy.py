@@ -1,17 +1,26 @@
 """ReplicatePolicy: the single home of poolbench's replicate rules (pure).
 
     p = ReplicatePolicy(ci_target=0.05, min_runs=3, max_runs=10)
+
+One configuration (the engine today):
     values = first p.more([]) replicates
     while k := p.more(values): run k more (interleaved with the other configurations)
     p.summarize(values)                      # mean, the reported interval, outlier flags
-    p.compare(base, other)                   # ratio with its Fieller interval
-    p.compare_family(base, {"name": values}) # Holm-adjusted, per name
 
-Every figure it reports keeps its promise including the decision to stop: the rule is
-Stein's two-stage procedure (`replicates`), intervals and comparisons use the stage-one
-variance it planned from (`compare`), outlier flags are calibrated per n (`outliers`), and a
-non-result says what it could have detected (`power`). docs/statistics.md has the simulated
-figures; tests/test_stats_policy.py checks them.
+A baseline and configurations compared in blocks (values[i] of each list from block i):
+    while any((k := p.more_family(base, others)).values()):
+        run k[""] more of the baseline and k[name] more of each name, as one block each
+    p.compare_family(base, others)           # per name: ratio, interval, Holm + sequential
+    p.compare(base, other)                   # a family of one
+
+`more` is Stein's two-stage rule (`replicates`): the total is fixed by stage one, and
+`summarize` reports Stein's interval, which covers 95% whatever total the rule chose; when a
+run may be disturbed (`outliers.suspect`) the interval is widened to the t-interval of all
+values if that is wider, so one slow run cannot push the mean out of a stage-one interval.
+`more_family` / `compare_family` aim at the decision (`blocked`): a group-sequential test of
+the paired log ratios after every block, Holm over the family, stopping the configurations
+whose order is clear. docs/statistics.md has the simulated figures;
+tests/test_stats_policy.py checks them.
 """
 
 from __future__ import annotations
@@ -20,10 +29,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from poolbench.stats import blocked, replicates
 from poolbench.stats import outliers as outlier_mod
-from poolbench.stats import replicates
-from poolbench.stats.compare import IDENTICAL, Ratio, compare_family, ratio_ci
+from poolbench.stats.compare import IDENTICAL, Ratio
 from poolbench.stats.power import detectable_change
+
+BASELINE = ""  # more_family's key for the baseline
 
 
 @dataclass(frozen=True)
@@ -135,7 +146,8 @@ class ReplicatePolicy:
         return max(0, self.planned(values) - len(values))
 
     def summarize(self, values: Sequence[float]) -> MeanCI:
-        """The mean of all values ± t(n₀ − 1) · s₀ / √n (Stein's interval)."""
+        """The mean of all values ± t(n₀ − 1) · s₀ / √n (Stein's interval), or ± t(n − 1) ·
+        s / √n of all values when a run may be disturbed and that is wider."""
         xs = [float(v) for v in values]
         n = len(xs)
         if n == 0:
@@ -155,20 +167,61 @@ class ReplicatePolicy:
         if reason:
             return est(math.nan, math.nan, reason)
         half = replicates.halfwidth(st, n, self.confidence)
+        if outlier_mod.suspect(xs):
+            # A run that may lie apart from the others (a disturbed one, kept in the mean):
+            # the spread of every value, which includes it, when that is wider (module doc).
+            half = max(half, replicates.halfwidth_all(xs, self.confidence))
         return est(mean - half, mean + half)
 
     def compare(self, base: Sequence[float], other: Sequence[float]) -> Ratio:
-        """mean(other) / mean(base) with its Fieller interval on the policy's variances."""
-        return ratio_ci(base, other, self.confidence, first_stage=self.min_runs)
+        """other against base: a family of one (`compare_family`)."""
+        return self.compare_family(base, {"other": other})["other"]
 
     def compare_family(
         self, base: Sequence[float], others: Mapping[str, Sequence[float]]
     ) -> dict[str, Ratio]:
-        """Each named configuration against one baseline, Holm-adjusted as one family."""
-        names = list(others)
-        pairs = [(base, others[k]) for k in names]
-        ratios = compare_family(pairs, self.confidence, first_stage=self.min_runs)
-        return dict(zip(names, ratios, strict=True))
+        """Each named configuration against one baseline, analysed within blocks (values[i]
+        of every list from block i) by the group-sequential test that `more_family` stops
+        on, Holm over the family (`poolbench.stats.blocked`)."""
+        return {k: d.ratio for k, d in self._decide(base, others).items()}
+
+    def more_family(
+        self, base: Sequence[float], others: Mapping[str, Sequence[float]]
+    ) -> dict[str, int]:
+        """How many more replicates the baseline (key "") and each configuration need, all
+        lists in time order (block i: values[i] of each). Stage one: up to min_runs each.
+        Then one more block for the baseline and every comparison still undecided (not yet
+        significant), until max_runs; 0 for the decided ones (and for all when none is
+        undecided). A configuration with a non-finite value is decided (refused, with the
+        reason, by compare_family); a non-finite baseline stops them all."""
+        lists = {BASELINE: base, **others}
+        if not all(math.isfinite(v) for v in base):
+            return {k: 0 for k in lists}  # a broken baseline: compare_family says why
+        if any(len(vs) < self.min_runs for vs in lists.values()):
+            return {k: max(0, self.min_runs - len(vs)) for k, vs in lists.items()}
+        decisions = self._decide(base, others)
+        active = [
+            k for k, d in decisions.items()
+            if not (d.significant or d.ratio.undetermined)
+            and d.blocks < self.max_runs
+        ]  # fmt: skip
+        out = {k: 0 for k in lists}
+        if not active:
+            return out
+        upto = min(self.max_runs, max(len(lists[k]) for k in [BASELINE, *active]) + 1)
+        for k in [BASELINE, *active]:
+            out[k] = max(0, upto - len(lists[k]))
+        return out
+
+    def _decide(
+        self, base: Sequence[float], others: Mapping[str, Sequence[float]]
+    ) -> dict[str, blocked.Decision]:
+        return blocked.decide(
+            [float(v) for v in base],
+            {k: [float(v) for v in vs] for k, vs in others.items()},
+            confidence=self.confidence, first=self.min_runs, max_runs=self.max_runs,
+            power=self.power,
+        )  # fmt: skip
 
     def detectable(self, cv: float, n: int | None = None, family: int = 1) -> float:
         """The smallest relative change found with `power` between two configurations of

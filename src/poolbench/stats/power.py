@@ -1,9 +1,11 @@
 """Honest non-results: the smallest difference a comparison could have detected (pure).
 
 "No significant difference" alone reads as "they are the same"; with 3 replicates at CV 5% a
-true +10% is found only 33% of the time, and 9.8% of the time inside a Holm family of 4
-(issue 12). So a non-result always carries its interval and the smallest relative change the
-comparison would have called significant with 80% power at its replicate counts and noise:
+true +10% is found only 28% of the time (issue 28's simulation). So a non-result always
+carries its interval and the smallest relative change the comparison would have called
+significant with 80% power at its replicate counts and noise (this module: the unpaired
+comparisons of stats.compare and stats.logscale, and planning; the blocked comparisons of
+stats.blocked state theirs from an upper bound of the noise, docs/statistics.md §4):
 
     δ = λ · √(vA + vB) / x̄A
 
@@ -33,7 +35,8 @@ def pct(x: float) -> str:
 
 
 def _ceil_pct(x: float) -> str:
-    # Rounded *up*: the claim "could detect ≥ d" must not promise a finer resolution.
+    # Rounded *up*, so rounding never makes the claim finer than computed (the claim itself
+    # holds only as far as its noise estimate does: stats.blocked uses an upper bound).
     if x < 0.1:
         return f"{math.ceil(x * 1000 - 1e-9) / 10:.1f}%"
     return f"{math.ceil(x * 100 - 1e-9):.0f}%"
@@ -100,3 +103,28 @@ def detectable_change(
         df = n0 - 1
     alpha = (1 - confidence) / family
     return noncentrality(df, alpha, power) * cv * math.sqrt(2 / n)
+
+
+def upper_bound_var(var: float, df: int, confidence: float = 0.95) -> float:
+    """The `confidence` upper bound of a variance estimated with `df` degrees of freedom."""
+    if df < 1 or var <= 0:
+        return var
+    from scipy import special
+
+    return var * df / float(special.chdtri(df, confidence))
+
+
+def upper_detectable(
+    va: float, df_a: int, vb: float, df_b: int, df: float, alpha: float, power: float
+) -> float:
+    """The change (in the units of the difference) a two-sample test at level `alpha` with
+    `df` finds with `power` when the variance of the difference, vA + vB, is at its 95%
+    upper bound with the test's df (Satterthwaite's approximation of its distribution): the
+    noise estimates of a few df are smaller than the truth more often than not, and a claim
+    from them overstated the resolution (issue 28). nan when untestable. df_a and df_b are
+    kept for callers that bound each side (unused: the joint bound is tighter)."""
+    del df_a, df_b
+    if not (math.isfinite(va) and math.isfinite(vb) and math.isfinite(df)) or df <= 0:
+        return math.nan
+    se = math.sqrt(upper_bound_var(va + vb, max(1, math.floor(df))))
+    return noncentrality(df, alpha, power) * se

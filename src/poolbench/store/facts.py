@@ -98,6 +98,10 @@ class ConfigFacts:
     # workload → percentile ("50", "99", "99.9") → completion latency in ns per replicate,
     # where fio recorded it (store 0005_latency); the notes' p99 (study/builtin/headline).
     latency: Mapping[str, Mapping[str, tuple[float, ...]]] = field(default_factory=dict)
+    # workload → fio's completion-latency histogram (bin ns → completions) per replicate, in
+    # replicate order, where every replicate stored one (json+): the pooled p99 of all I/Os
+    # (stats.pooled) the notes print.
+    latency_bins: Mapping[str, tuple[Mapping[int, int], ...]] = field(default_factory=dict)
     # CPU seconds per GiB moved (fio's + the filesystem's: guards/cpu.py), per workload,
     # and whose CPU counted as the filesystem's
     cpu_s_per_gib: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
@@ -250,7 +254,29 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
         class_free=_class_alloc(rows, "class_free"),
         expansions=tuple(sorted(_expansions(rows), key=lambda e: e.replicate)),
         zvol=_zvol_space(rows),
+        latency_bins=_latency_bins(rows),
     )
+
+
+def _latency_bins(rows: list[dict[str, Any]]) -> dict[str, tuple[Mapping[int, int], ...]]:
+    """Per workload, each replicate's clat histogram, when every replicate has one."""
+    found: dict[str, list[tuple[int, Mapping[int, int] | None]]] = {}
+    for r in rows:
+        clat = r.get("clat")
+        bins = clat.get("bins") if isinstance(clat, dict) else None
+        parsed = None
+        if isinstance(bins, dict) and bins:
+            try:
+                parsed = {int(k): int(v) for k, v in bins.items()}
+            except (TypeError, ValueError):
+                parsed = None
+        found.setdefault(str(r["workload"]), []).append((int(r["replicate"]), parsed))
+    out: dict[str, tuple[Mapping[int, int], ...]] = {}
+    for w, reps in found.items():
+        kept = [b for _r, b in sorted(reps, key=lambda x: x[0]) if b is not None]
+        if len(kept) == len(reps):
+            out[w] = tuple(kept)
+    return out
 
 
 def _zvol_space(rows: list[dict[str, Any]]) -> ZvolSpace | None:

@@ -2,7 +2,10 @@
 geometry and qd-curve studies (pure).
 
 Latency percentiles are the figure these questions turn on (a SLOG is bought for its p99, not
-its mean). When the run recorded them, a note uses the p99; otherwise it says IOPS, and where
+its mean). When the run recorded them, a note uses the p99 of all I/Os of all replicates, from
+their merged fio histograms, with its interval (stats.pooled); a run stored without
+histograms gets the geometric mean of its replicates' p99s with the log-scale interval
+(stats.logscale), labelled so. Otherwise a note says IOPS, and where
 a latency is still needed (the queue-depth curve) it uses the mean latency that Little's law
 gives for a closed loop: with N I/Os always outstanding, mean latency = N / IOPS. That is
 exact for fio's fixed-depth jobs, and is labelled as a mean, never as a p99.
@@ -24,36 +27,79 @@ _LOAD = re.compile(r"^(.*?)(?:-qd(\d+))?(?:-j(\d+))?$")
 
 
 @dataclass(frozen=True)
-class Figure:
-    """One configuration's figure for one workload: mean IOPS and, if recorded, mean p99."""
+class P99:
+    """A p99 completion latency in ms with its interval and what it is."""
 
-    iops: float
-    p99_ms: float | None
+    ms: float
+    low_ms: float  # nan when there is no interval
+    high_ms: float
+    label: str  # what the figure is: "of all I/Os" or the geometric mean of the runs' p99s
+    runs: int
+    open_high: bool = False
 
     def text(self) -> str:
-        """`1,234 IOPS, p99 3.20 ms` (or IOPS alone when no percentile was recorded)."""
+        """'p99 of all I/Os 3.20 ms (95% CI 2.90–3.61 ms, 5 runs)'."""
+        head = f"p99 {self.label} {self.ms:.2f} ms" if self.label else f"p99 {self.ms:.2f} ms"
+        if not (math.isfinite(self.low_ms) and math.isfinite(self.high_ms)):
+            return f"{head} ({self.runs} run(s), no interval)"
+        hi = f"≥ {self.high_ms:.2f}" if self.open_high else f"{self.high_ms:.2f}"
+        return f"{head} (95% CI {self.low_ms:.2f}–{hi} ms, {self.runs} runs)"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One configuration's figure for one workload: mean IOPS and, if recorded, its p99."""
+
+    iops: float
+    p99: P99 | None
+
+    @property
+    def p99_ms(self) -> float | None:
+        return self.p99.ms if self.p99 is not None else None
+
+    def text(self) -> str:
+        """`1,234 IOPS, p99 of all I/Os 3.20 ms (95% CI …)` (or IOPS alone)."""
         out = f"{self.iops:,.0f} IOPS"
-        return out + (f", p99 {self.p99_ms:.2f} ms" if self.p99_ms is not None else "")
+        return out + (f", {self.p99.text()}" if self.p99 is not None else "")
 
 
 def mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def p99_ms(c: ConfigFacts, workload: str) -> float | None:
-    """The mean p99 completion latency of `workload` on `c` in ms, when fio recorded it for
-    every replicate (ConfigFacts.latency, ns); None otherwise."""
+def p99(c: ConfigFacts, workload: str) -> P99 | None:
+    """The p99 completion latency of `workload` on `c`: of all I/Os from the replicates'
+    merged histograms when every replicate stored one, else the geometric mean of the
+    replicates' p99s when fio recorded one for each (ConfigFacts.latency, ns); None
+    otherwise."""
+    from poolbench.stats import logscale, pooled  # scipy: imported when a note needs it
+    from poolbench.stats.policy import ReplicatePolicy
+
+    n = len(c.figures.get(workload, ()))
+    bins = c.latency_bins.get(workload, ())
+    if bins and len(bins) >= n:
+        pc = pooled.pooled_percentile(bins, 99.0)
+        if math.isfinite(pc.value):
+            return P99(pc.value / 1e6, pc.low / 1e6, pc.high / 1e6, pooled.WHAT, pc.runs,
+                       pc.open_high)  # fmt: skip
     values = c.latency.get(workload, {}).get("99", ())
-    if not values or len(values) < len(c.figures.get(workload, ())):
+    if not values or len(values) < n or not all(math.isfinite(v) and v > 0 for v in values):
         return None
-    m = sum(values) / len(values)
-    return m / 1e6 if math.isfinite(m) else None
+    g = logscale.summarize(ReplicatePolicy(), values)
+    label = "(geometric mean of the runs' p99s; no histograms to pool)"
+    return P99(g.gmean / 1e6, g.ci_low / 1e6, g.ci_high / 1e6, label, len(values))
+
+
+def p99_ms(c: ConfigFacts, workload: str) -> float | None:
+    """The p99 of `p99` in ms, or None."""
+    got = p99(c, workload)
+    return got.ms if got is not None else None
 
 
 def figure(c: ConfigFacts, workload: str) -> Figure | None:
     """`workload`'s figure on `c`, or None when it was not measured there."""
     iops = mean(c.figures.get(workload, ()))
-    return None if iops is None else Figure(iops, p99_ms(c, workload))
+    return None if iops is None else Figure(iops, p99(c, workload))
 
 
 def load(workload: str) -> tuple[str, int, int]:

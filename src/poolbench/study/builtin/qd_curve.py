@@ -72,7 +72,7 @@ def curve(c: ConfigFacts) -> dict[tuple[str, int], list[tuple[int, Figure]]]:
 
 
 def _point(qd: int, jobs: int, f: Figure) -> str:
-    lat = f"p99 {f.p99_ms:.2f} ms" if f.p99_ms is not None else None
+    lat = f.p99.text() if f.p99 is not None else None
     if lat is None:
         mean = littles_law_ms(f.iops, qd * jobs)
         lat = f"mean {mean:.2f} ms (Little's law)" if mean is not None else "latency n/a"
