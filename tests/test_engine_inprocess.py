@@ -108,6 +108,7 @@ def test_the_replicate_rule_adds_rounds_up_to_the_maximum(
         return planned_for[cfg.key]
 
     monkeypatch.setattr(study_run.StudyRun, "_planned", planned)
+    monkeypatch.setattr(study_run, "family_owed", lambda *_a: set())  # Stein's rule alone
     sr = _run(tmp_path, text)
     per = queries.values_by_workload(sr.store, sr.run_id, next(iter(planned_for)))
     counts = {
@@ -140,3 +141,29 @@ def test_a_failing_trial_is_kept_with_its_reason_and_the_study_goes_on(
     monkeypatch.setattr(study_run.StudyRun, "_build_measure_destroy", real)
     again = _run(tmp_path, text, resume=sr.run_id)
     assert again.failed() == [] and len(again.store.measurements(sr.run_id)) == 2 * 3 * 2
+
+
+def test_undecided_comparisons_get_more_blocks_up_to_the_maximum(
+    tmp_path: Path, dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two directories on one filesystem are the same disk: no comparison between them can
+    be decided, so the family rule (more_family) gives both configurations, the best one as
+    the baseline too, a block per round up to max_replicates, whatever Stein's rule says."""
+    text, _ = _study(*dirs, replicates=3, max_replicates=4)
+    monkeypatch.setattr(study_run.StudyRun, "_planned", lambda self, cfg, rule: 3)
+    sr = _run(tmp_path, text)
+    for cfg in matrix.configs(sr.study):
+        per = queries.values_by_workload(sr.store, sr.run_id, cfg.key)
+        assert {w: len(v) for w, v in per.items()} == {"seq-write": 4, "seq-read": 4}
+
+
+def test_family_owed_asks_for_the_undecided_and_cuts_to_common_blocks() -> None:
+    from poolbench.engine.replicates import policy
+
+    rule = policy(3, 6, 0.05)
+    clear = {"a": [100.0, 101.0, 99.0], "b": [50.0, 50.5, 49.5]}  # decided at once
+    assert study_run.family_owed(clear, rule, "MiB/s") == set()
+    close = {"a": [100.0, 103.0, 97.0], "b": [99.0, 104.0, 98.0]}
+    assert study_run.family_owed(close, rule, "MiB/s") == {"a", "b"}
+    assert study_run.family_owed(close, rule, "GiB") == set()  # read from the pool
+    assert study_run.family_owed({"a": [1.0, 2.0], "b": [1.0]}, rule, "MiB/s") == set()

@@ -224,27 +224,40 @@ class StudyRun:
         )
 
     def _extra_rounds(self, total: int, done: int, last: matrix.Config | None) -> tuple[int, int]:
-        """The replicates Stein's rule adds after stage one, in rounds: round r holds every
-        configuration that is owed an r-th replicate, in the seeded order of that round
-        (matrix.round_order, so a resume replays it), rotated so that the configuration that
-        ended a round never starts the next one: extra replicates never run back to back."""
+        """The replicates added after stage one, in rounds: round r holds every configuration
+        still owed one (`_owed`), in the seeded order of that round (matrix.round_order, so a
+        resume replays it), rotated so that the configuration that ended a round never starts
+        the next one: extra replicates never run back to back. Each round is a block of the
+        comparisons (stats.ReplicatePolicy.more_family), so what is owed is decided anew
+        after every round."""
         assert self.seed is not None
         rule = self.policy()
-        planned = {c.key: self._planned(c, rule) for c in self.configs}
         for replicate in range(self.study.replicates, self.study.max_replicates):
-            owed = [c for c in self.configs if planned[c.key] > replicate]
+            owed = self._owed(rule, replicate)
+            if not owed:
+                break
             # The same shuffle as matrix.round_order (seed, round), rotated after `last`.
             order = replicates.round_order(owed, self.seed, replicate, last)
             for c in order:
                 if self.missing(c, replicate):
                     total += 1
-                    t = matrix.Trial(total - 1, replicate, c)
-                    self._progress(t, done, total)
+                    self._progress(matrix.Trial(total - 1, replicate, c), done, total)
                     self.trial(c, replicate, total - 1)
                     done += 1
-                    self._trial_done(t, done, total)
             last = order[-1] if order else last
         return total, done
+
+    def _owed(self, rule: replicates.ReplicatePolicy, replicate: int) -> list[matrix.Config]:
+        """The configurations a round `replicate` must hold: those whose own interval
+        Stein's rule still owes a replicate (`_planned`), and, for every workload, those
+        whose comparison with the workload's best configuration is still undecided by the
+        group-sequential family rule (`more_family`; the best is the baseline, owed too)."""
+        owed = {c.key for c in self.configs if self._planned(c, rule) > replicate}
+        per = {c.key: queries.values_by_workload(self.store, self.run_id, c.key)
+               for c in self.configs}  # fmt: skip
+        for w in self.workloads:
+            owed |= family_owed({k: v.get(w.name, []) for k, v in per.items()}, rule, w.unit)
+        return [c for c in self.configs if c.key in owed]
 
     def _progress(self, t: matrix.Trial, done: int, total: int) -> None:
         if self.progress:
@@ -385,6 +398,25 @@ class StudyRun:
 
 def _describe(t: matrix.Trial) -> str:
     return f"{t.config.key} (replicate {t.replicate + 1})"
+
+
+def family_owed(
+    values: dict[str, list[float]], rule: replicates.ReplicatePolicy, unit: str
+) -> set[str]:
+    """The configurations one workload's comparisons still need another block of: every list
+    cut to the blocks all configurations have (values[i] from round i: a failed trial's
+    round is left out for all, since the rule pairs values by index), the best mean so far
+    the baseline. None for a figure read from the pool (GiB) or a single configuration."""
+    if unit == "GiB" or len(values) < 2:
+        return set()
+    n = min(len(v) for v in values.values())
+    if n < rule.min_runs:
+        return set()  # stage one is still being measured (or a trial failed): not ours
+    cut = {k: v[:n] for k, v in values.items()}
+    best = max(cut, key=lambda k: sum(cut[k]) / n)  # MiB/s, IOPS, ops/s: higher is better
+    others = {k: v for k, v in cut.items() if k != best}
+    more = rule.more_family(cut[best], others)
+    return {best if k == "" else k for k, m in more.items() if m > 0}
 
 
 def load_resume(store: Store, run_id: int) -> tuple[Study, str, int]:

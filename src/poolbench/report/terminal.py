@@ -34,6 +34,7 @@ from poolbench.report.tables import (
     tables,
 )
 from poolbench.report.verdict import NS, verdict
+from poolbench.stats.power import BLIND
 from poolbench.store.db import Store
 
 
@@ -90,8 +91,15 @@ def ns_legend(wt: WorkloadTable) -> str:
     )  # fmt: skip
     if not found:
         return ""
+    if found[0] > BLIND:
+        return (f"{NS} = no significant difference; too few replicates at this noise to "
+                "detect even a 2× change (more replicates, or longer windows, would)")  # fmt: skip
+    blind = found[-1] > BLIND
+    found = [x for x in found if x <= BLIND]
     lo, hi = (math.ceil(x * 100 - 1e-9) for x in (found[0], found[-1]))
     span = f"{lo}%" if lo == hi else f"{lo}–{hi}%"
+    if blind:
+        span += " (some could not detect even a 2× change: too few replicates)"
     return f"{NS} = no significant difference; these comparisons could detect ≥ {span}"
 
 

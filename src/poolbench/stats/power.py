@@ -42,10 +42,17 @@ def _ceil_pct(x: float) -> str:
     return f"{math.ceil(x * 100 - 1e-9):.0f}%"
 
 
+# Past a detectable change of +100% (a 2× difference) a figure says nothing a reader can use:
+# "could detect ≥ 13904%" is true and useless; the reports say there were too few replicates.
+BLIND = 1.0
+
+
 def no_difference_text(low: float, high: float, detectable: float) -> str:
     """'no significant difference (-4.0% … +9.0%; could detect ≥ 12%)' from the ratio
     interval [low, high] and the detectable relative change."""
     tail = f"; could detect ≥ {_ceil_pct(detectable)}" if math.isfinite(detectable) else ""
+    if math.isfinite(detectable) and detectable > BLIND:
+        tail = "; too few replicates at this noise to detect even a 2× change"
     return f"{NO_DIFFERENCE} ({pct(low - 1)} … {pct(high - 1)}{tail})"
 
 
