@@ -70,7 +70,7 @@ def demo_text(zfs: bool, capped: bool) -> str:
     text = ZFS_DEMO if zfs else BTRFS_DEMO
     if capped:
         return text.format(
-            capped=f" capped at {CAP_MIB_S} MiB/s each", cap=f"\ncap = {CAP_MIB_S}", size="160M"
+            capped=f" capped at {CAP_MIB_S} MiB/s each", cap=f"\ncap = {CAP_MIB_S}", size="256M"
         )
     return text.format(capped="", cap="", size="128M")
 

@@ -90,8 +90,10 @@ def _disks(disks: dict[str, Any]) -> str:
             str(x) for x in disks.get("devices", [])
         )
     else:
+        cap = disks.get("cap")
+        capped = f" capped at {cap:g} MiB/s each" if isinstance(cap, int | float) else ""
         on = (
-            f"{disks.get('count')} {disks.get('source')} disks of {disks.get('size')} "
+            f"{disks.get('count')} {disks.get('source')} disks of {disks.get('size')}{capped} "
             "(sparse files on this machine's own disk: the figures show the method and the "
             "relative cost of each layout, not your hardware)"
         )

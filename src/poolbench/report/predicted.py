@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -72,7 +73,7 @@ class PredictedRow:
         if self.predicted is None:
             return "not predicted"
         if self.basis.startswith("outside"):
-            return "outside validated range"
+            return "beyond validated"
         if self.basis.startswith("model"):
             return "model, not validated"
         return "validated" if self.basis == VALIDATED else "see note"
@@ -219,20 +220,31 @@ def render_terminal(console: Console, run: RunData, disk: DiskSpeed | None) -> l
         return hint
     rows = predicted_rows(run, disk)
     notes = _notes(rows)
-    t = Table(title=Text(heading(disk)), title_justify="left")
-    for name in ("configuration", "workload", "measured", "predicted", "measured ÷ predicted"):
-        t.add_column(name, justify="left" if name in ("configuration", "workload") else "right")
+    t = Table(title=Text(heading(disk)), title_justify="left", box=box.SIMPLE_HEAD)
+    first = next(iter(run.factors())) if len(run.factors()) == 1 else "configuration"
+    for name in (first, "workload", "measured", "predicted", "measured ÷ predicted"):
+        t.add_column(name, justify="left" if name in (first, "workload") else "right",
+                     no_wrap=name in ("workload", "measured"))  # fmt: skip
     t.add_column("basis")
     for r in rows:
         t.add_row(
-            Text(r.config), Text(r.workload), Text(f"{fmt_value(r.measured)} {r.unit}"),
-            Text(r.predicted_text()), Text(r.ratio_text()),
-            Text(f"{r.tag} †{notes.index(r.basis) + 1}"),
+            Text(short_label(run, r.config)), Text(r.workload),
+            Text(f"{fmt_value(r.measured)} {r.unit}"), Text(r.predicted_text()),
+            Text(r.ratio_text()), Text(f"{r.tag} †{notes.index(r.basis) + 1}"),
         )  # fmt: skip
     console.print(t)
     for i, n in enumerate(notes, 1):
         console.print(Text(f"†{i} {n}", style="dim"))
     return []
+
+
+def short_label(run: RunData, label: str) -> str:
+    """'raidz1' for 'layout=raidz1' when the layout is the one factor that varies: the
+    terminal's table has no room to repeat the factor's name on every row."""
+    levels = run.levels(label)
+    if len(levels) == 1 and len(run.factors()) == 1:
+        return next(iter(levels.values()))
+    return label
 
 
 def html_section(run: RunData, disk: DiskSpeed | None) -> list[Safe]:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from poolbench.report.costs import Cost, cost
 from poolbench.report.data import Cell, RunData
 from poolbench.report.metrics import VALUE, Figure
-from poolbench.stats.compare import Ratio, constant, exact_ratio, holm
+from poolbench.stats.compare import Ratio, constant, exact_ratio, holm, ratio_ci
 from poolbench.stats.policy import ReplicatePolicy
 from poolbench.stats.power import detectable_change, pct
 
@@ -76,12 +76,21 @@ def exact_cells(cells: Sequence[Cell]) -> bool:
     return bool(cells) and all(c.exact and constant(c.values) and c.values[0] > 0 for c in cells)
 
 
+def fieller(policy: ReplicatePolicy, a: Sequence[float], b: Sequence[float], confidence: float
+            ) -> Ratio:  # fmt: skip
+    """mean(b) ÷ mean(a) with Fieller's interval on Stein's first-stage variances (the first
+    `min_runs` replicates): valid however many replicates the run then added, and for pairs
+    of configurations that need not share a baseline or a number of blocks. (The engine's
+    stop rule, ReplicatePolicy.more_family, pairs values by block; this interval does not
+    lean on that pairing, so it holds for any run, an imported or a resumed one too.)"""
+    return ratio_ci(a, b, confidence, first_stage=policy.min_runs)
+
+
 class WorkloadFamily:
     """The comparisons one workload's answer shows, Holm-corrected as one family over the
-    distinct pairs of configurations, on the policy's own comparison: a first pass gives
-    each pair's p-value (the same either way round), Holm the level it is tested at, and
-    the interval is the policy's at that level (what `compare_family` does for pairs that
-    share one baseline; here they need not)."""
+    distinct pairs of configurations: a first pass gives each pair's p-value (the same
+    either way round), Holm the level it is tested at, and the interval is Fieller's at
+    that level (`fieller`)."""
 
     def __init__(
         self, policy: ReplicatePolicy, values: dict[str, list[float]],
@@ -89,7 +98,8 @@ class WorkloadFamily:
     ) -> None:  # fmt: skip
         self.policy, self.values = policy, values
         pairs = list(dict.fromkeys(frozenset(p) for p in wanted if p[0] != p[1]))
-        first = [policy.compare(*(values[c] for c in sorted(p))) for p in pairs]
+        ordered = [sorted(p) for p in pairs]
+        first = [fieller(policy, values[a], values[b], policy.confidence) for a, b in ordered]
         tests = holm([r.p_value for r in first], 1 - policy.confidence)
         self.size = sum(1 for r in first if not math.isnan(r.p_value))
         self._tests = {p: (r, *t) for p, r, t in zip(pairs, first, tests, strict=True)}
@@ -99,8 +109,8 @@ class WorkloadFamily:
         a, b = self.values[base], self.values[config]
         first, rejected, level = self._tests[frozenset((base, config))]
         if first.undetermined and math.isnan(first.p_value):
-            return self.policy.compare(a, b)  # untestable: no family member, says why
-        adj = dataclasses.replace(self.policy, confidence=1 - level).compare(a, b)
+            return fieller(self.policy, a, b, self.policy.confidence)  # untestable: says why
+        adj = fieller(self.policy, a, b, 1 - level)
         significant = rejected and not adj.undetermined
         return dataclasses.replace(adj, p_value=first.p_value, significant=significant)
 
