@@ -498,6 +498,10 @@ def test_study_runs_for_real_at_small_scale(zfs_fuse: None, tmp_path: Path, name
     finally:
         store.close()
     assert all(e["config_levels"] == by_key[e["config"]] for e in exported)
+    if name == "parity":  # one `zdb -C` per trial (over a second each on zfs-fuse): the vdev
+        argvs = [a for (a,) in sqlite3.connect(db).execute("SELECT argv FROM commands")]
+        creates = sum(a.startswith('["zpool", "create"') for a in argvs)
+        assert creates == n_cfg * 2 and sum(a.startswith('["zdb"') for a in argvs) == creates
     # The comparison table with its CI, for every workload.
     for w in study.workloads.names:
         assert f"{w} (" in p.stdout

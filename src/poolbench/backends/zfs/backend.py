@@ -34,6 +34,8 @@ class ZfsBackend:
         self.runner = runner
         self.mountinfo = mountinfo
         self._avail: Availability | None = None
+        # pool name → the vdev tree `zdb -C` gave at create(), for verify() right after
+        self._created_config: dict[str, ops.VdevConfig | None] = {}
 
     # -- availability ------------------------------------------------------------------------
     def check(self) -> Availability:
@@ -125,7 +127,12 @@ class ZfsBackend:
         pool = Pool(spec, mountpoint, [], {"dry_run": True} if dry else {})
         if dry:
             return pool
-        pool.described = self.describe(spec.name)
+        # `zdb -C` takes over a second on zfs-fuse (two per trial were a fifth of a small
+        # study's time): the vdev tree read here is the one verify() reads back, right after,
+        # since nothing can change a pool's vdevs in between.
+        config = ops.vdev_config_or_none(self.runner, spec.name)
+        self._created_config[spec.name] = config
+        pool.described = readback.describe(self.runner, spec.name, self.check(), config)
         # log devices too: `zpool import -d` of a pool missing its log refuses
         for leaf in pool.described["leaves"] + readback.all_class_leaves(pool.described):
             self.link_member(link_dir, leaf)
@@ -154,8 +161,9 @@ class ZfsBackend:
         if self.runner.dry_run:
             return []
         spec = pool.spec
+        config = self._created_config.pop(spec.name, None)  # the vdev tree create() read
         try:
-            d = self.describe(spec.name)
+            d = readback.describe(self.runner, spec.name, self.check(), config)
         except CommandError as exc:
             return [f"pool {spec.name} cannot be read back: {exc.problem}"]
         d["unused_devices"] = pool.described.get("unused_devices", [])
