@@ -191,26 +191,101 @@ class RaidzBlock:
     written: tuple[int, ...]  # data, parity and padding sectors per member
 
 
-@lru_cache(maxsize=512)
+# One block's work on each member, packed into one integer so the three counts move
+# together: data sectors read + sectors written << 48 + (1 if it reads data) << 96.
+_FIELD = 48
+_MASK = (1 << _FIELD) - 1
+
+
+def _pack(read: int, written: int) -> int:
+    return read | written << _FIELD | (1 if read else 0) << (2 * _FIELD)
+
+
+def _unpack(values: list[int]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(read, written, block reads) per member from packed sums (each field is a sum of
+    non-negative counts below 2^48, so the packed sum separates exactly)."""
+    read = tuple(v & _MASK for v in values)
+    written = tuple(v >> _FIELD & _MASK for v in values)
+    ios = tuple(v >> (2 * _FIELD) for v in values)
+    return read, written, ios
+
+
+@lru_cache(maxsize=2048)
+def _block_pattern(width: int, parity: int, ashift: int, psize: int, swap: bool) -> tuple[int, ...]:
+    """One block's packed work per member counted from its first column (position 0 is the
+    member holding column 0): `raidz_columns` itself, at an offset whose bit 20 is set for
+    `swap` (raidz1's swapped MiB), rotated back by that offset's first column."""
+    offset = 1 << 20 if swap else 0
+    blk = raidz_columns(width, parity, ashift, offset, psize)
+    first = (offset >> ashift) % width
+    return tuple(
+        _pack(blk.read[(i + first) % width], blk.written[(i + first) % width]) for i in range(width)
+    )
+
+
+@lru_cache(maxsize=2048)
+def _block_runs(
+    width: int, parity: int, ashift: int, psize: int, swap: bool
+) -> tuple[tuple[int, int, int], ...]:
+    """`_block_pattern` as runs (from, to, packed value) of equal non-zero values: a block
+    is parity columns, longer and shorter data columns and a few padding sectors, so a
+    handful of runs."""
+    pattern = _block_pattern(width, parity, ashift, psize, swap)
+    runs: list[tuple[int, int, int]] = []
+    i = 0
+    while i < width:
+        j = i
+        while j < width and pattern[j] == pattern[i]:
+            j += 1
+        if pattern[i]:
+            runs.append((i, j, pattern[i]))
+        i = j
+    return tuple(runs)
+
+
+def _run_shape(width: int, parity: int, ashift: int, psize: int) -> tuple[int, int]:
+    """(sectors one block allocates, blocks in a run): blocks are counted until they cover
+    8 MiB of the vdev (eight raidz1 swaps) and number at least 64."""
+    asize = raidz_columns(width, parity, ashift, 0, psize).asize
+    return asize, max(64, -(-(8 << 20 >> ashift) // asize))
+
+
+def _swapped(parity: int, ashift: int, sector_offset: int) -> bool:
+    """raidz1 swaps its parity and first data column where bit 20 of the byte offset is set."""
+    return parity == 1 and bool((sector_offset << ashift) & (1 << 20))
+
+
+@lru_cache(maxsize=4096)
 def raidz_work(width: int, parity: int, ashift: int, psize: int, start: int = 0) -> ColumnWork:
     """Lay blocks of `psize` out back to back from sector `start` (`raidz_columns` for each)
-    and count each member's sectors over at least 8 MiB of the vdev (eight 1 MiB swaps)."""
-    sector = 1 << ashift
-    read, written, ios = [0] * width, [0] * width, [0] * width
-    offset, blocks = start, 0
-    while (offset - start) * sector < 8 << 20 or blocks < 64:
-        blk = raidz_columns(width, parity, ashift, offset * sector, psize)
-        for dev in range(width):
-            read[dev] += blk.read[dev]
-            written[dev] += blk.written[dev]
-            ios[dev] += 1 if blk.read[dev] else 0
-        offset += blk.asize
-        blocks += 1
-    s = -(-psize // sector)
+    and count each member's sectors over at least 8 MiB of the vdev (eight 1 MiB swaps).
+
+    Every block is the same pattern (`_block_pattern`) turned to start on its first column,
+    so each block adds its few runs to a difference array instead of being laid out member
+    by member; `raidz_work_reference` in the tests lays every block out and must agree."""
+    asize, blocks = _run_shape(width, parity, ashift, psize)
+    diff = [0] * (2 * width + 1)
+    for k in range(blocks):
+        offset = start + k * asize
+        first = offset % width
+        for lo, hi, value in _block_runs(width, parity, ashift, psize,
+                                         _swapped(parity, ashift, offset)):  # fmt: skip
+            diff[first + lo] += value
+            diff[first + hi] -= value
+    read, written, ios = _unpack(_fold(diff, width, 1))
+    s = -(-psize // (1 << ashift))
     return ColumnWork(
-        s * blocks, max(read), max(written), blocks, max(ios), sum(written), tuple(read),
-        tuple(ios),
+        s * blocks, max(read), max(written), blocks, max(ios), sum(written), read, ios,
     )  # fmt: skip
+
+
+def _fold(diff: list[int], width: int, step: int) -> list[int]:
+    """Prefix sums of a difference array over positions 0 … 2W (taken every `step`
+    positions), folded onto the W members (position p is member p mod W)."""
+    total = list(diff)
+    for i in range(step, len(total)):
+        total[i] += total[i - step]
+    return [total[m] + total[m + width] for m in range(width)]
 
 
 def first_column_step(width: int, parity: int) -> int:
@@ -223,19 +298,56 @@ def first_column_step(width: int, parity: int) -> int:
     return math.gcd(p1 & -p1, width)
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=4096)
 def raidz_mixed(width: int, parity: int, ashift: int, psize: int) -> tuple[float, float]:
     """(stream read, random read) in disks when runs of blocks start on every first column a
     real pool allows (`first_column_step`), equally often: what a read of a whole working set
-    draws on. Correction 8 in docs/planner.md."""
-    read, ios = [0] * width, [0] * width
-    data = blocks = 0
-    for start in range(0, width, first_column_step(width, parity)):
-        w = raidz_work(width, parity, ashift, psize, start)
-        read = [a + b for a, b in zip(read, w.read_by_member, strict=True)]
-        ios = [a + b for a, b in zip(ios, w.ios_by_member, strict=True)]
-        data, blocks = data + w.data_sectors, blocks + w.blocks
-    return data / max(read), blocks / max(ios)
+    draws on. Correction 8 in docs/planner.md.
+
+    The same sums as `raidz_work` at every such start, in closed form: the starts are every
+    multiple g of the step, so block k of all runs lands once on every member of its residue
+    class (k × asize) mod g, and each member gets the pattern summed over one class. raidz1's
+    swap changes the pattern only where the swapped and plain patterns differ, counted per
+    member from the runs of swapped offsets (`_swap_counts`)."""
+    step = first_column_step(width, parity)
+    asize, blocks = _run_shape(width, parity, ashift, psize)
+    plain = _block_pattern(width, parity, ashift, psize, False)
+    per_class = [0] * step
+    for k in range(blocks):
+        per_class[k * asize % step] += 1
+    sums = [sum(plain[i::step]) for i in range(step)]
+    total = [sum(per_class[r] * sums[(m - r) % step] for r in range(step)) for m in range(width)]
+    if parity == 1:
+        swapped = _block_pattern(width, parity, ashift, psize, True)
+        delta = [(j, b - a) for j, (a, b) in enumerate(zip(plain, swapped, strict=True)) if a != b]
+        hits = _swap_counts(width, ashift, asize, blocks, step)
+        for j, d in delta:
+            for m in range(width):
+                total[m] += d * hits[(m - j) % width]
+    read, _, ios = _unpack(total)
+    starts = width // step
+    data = starts * blocks * -(-psize // (1 << ashift))
+    return data / max(read), starts * blocks / max(ios)
+
+
+def _swap_counts(width: int, ashift: int, asize: int, blocks: int, step: int) -> list[int]:
+    """How many blocks of all runs (starts 0, g, 2g, … below W) begin on each member at a
+    swapped offset (bit 20 set): for block k the starts cover offsets k·asize + [0, W), cut
+    where bit 20 changes; each swapped piece adds 1 to every g-th member of a range."""
+    mib = (1 << 20) >> ashift  # sectors per MiB: bit 20 flips every `mib` sectors
+    diff = [0] * (2 * width + step)
+    for k in range(blocks):
+        base = k * asize
+        for m in range(base // mib, (base + width - 1) // mib + 1):
+            if not m & 1:
+                continue
+            lo = max(base, m * mib) - base
+            hi = min(base + width, (m + 1) * mib) - base
+            t0, t1 = -(-lo // step) * step, -(-hi // step) * step
+            if t0 < t1:
+                diff[base % width + t0] += 1
+                diff[base % width + t1] -= 1
+    return _fold(diff, width, step)
 
 
 def vdev_multipliers(
