@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
+from itertools import groupby
 
 from poolbench.errors import UsageError
 
@@ -124,15 +126,17 @@ def format_size(nbytes: int) -> str:
 
 def format_sizes(sizes: tuple[int, ...] | list[int]) -> str:
     """``(1G, 1G, 1G, 1536M)`` → ``3x1G,1536M`` (runs of equal sizes; parse_sizes' inverse)."""
+    return _format_sizes(tuple(sizes))
+
+
+@lru_cache(maxsize=1024)
+def _format_sizes(sizes: tuple[int, ...]) -> str:
+    """`format_sizes`, remembered: the planner's search writes the same member lists for
+    every candidate it compares."""
     out: list[str] = []
-    i = 0
-    while i < len(sizes):
-        j = i
-        while j < len(sizes) and sizes[j] == sizes[i]:
-            j += 1
-        n = j - i
-        out.append(f"{n}x{format_size(sizes[i])}" if n > 1 else format_size(sizes[i]))
-        i = j
+    for size, run in groupby(sizes):
+        n = sum(1 for _ in run)
+        out.append(f"{n}x{format_size(size)}" if n > 1 else format_size(size))
     return ",".join(out)
 
 

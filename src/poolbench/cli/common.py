@@ -6,23 +6,18 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from poolbench.errors import UsageError
-from poolbench.store.db import Store, default_path
-from poolbench.store.opening import Mode
 from poolbench.units import parse_size
+
+if TYPE_CHECKING:  # rich and the store are loaded on use: `plan --json` needs neither
+    from rich.console import Console
+
+    from poolbench.store.db import Store
+    from poolbench.store.opening import Mode
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -104,6 +99,15 @@ def db_option(f: F) -> F:
 @contextmanager
 def progress_bar(console: Console) -> Iterator[Callable[[str, int, int], None]]:
     """A progress bar with ETA on stderr; yields `update(description, done, total)`."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -124,4 +128,6 @@ def progress_bar(console: Console) -> Iterator[Callable[[str, int, int], None]]:
 def open_store(db: Path | None, mode: Mode = "write") -> Store:
     """The result store: "write" creates it if needed; "read" (reports, listings, the source
     of an import) never creates or changes it; "dry" (dry runs) reads it if it exists."""
+    from poolbench.store.db import Store, default_path
+
     return Store(default_path() if db is None else db, mode)

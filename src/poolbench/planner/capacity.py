@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from poolbench.errors import UsageError
 from poolbench.planner.layout import ALLOC_CLASSES, Layout, VdevSpec
@@ -454,6 +455,13 @@ def check_ashift(ashift: int, rules: RuleSet) -> None:
         )
 
 
+@lru_cache(maxsize=4096)
+def _leaf(device_bytes: int, whole_disk: bool, rules: RuleSet) -> int:
+    """One device's leaf asize (a search plans the same few disk sizes thousands of times)."""
+    return leaf_asize(device_osize(device_bytes, whole_disk, rules))
+
+
+@lru_cache(maxsize=4096)
 def plan_vdev(
     spec: VdevSpec,
     ashift: int,
@@ -462,7 +470,8 @@ def plan_vdev(
     with_blocks: bool = True,
     normal_class: bool = True,
 ) -> VdevPlan:
-    leaves = [leaf_asize(device_osize(d, whole_disk, rules)) for d in spec.devices]
+    sizes = {d: _leaf(d, whole_disk, rules) for d in set(spec.devices)}
+    leaves = [sizes[d] for d in spec.devices]
     asize = top_asize(spec, leaves, rules)
     shift = metaslab_shift(asize, rules)
     count, space, first = metaslab_totals(spec, asize, shift, ashift)

@@ -34,6 +34,7 @@ import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 from typing import Literal
 
 from poolbench.errors import UsageError
@@ -204,49 +205,88 @@ def _pack(read: int, written: int) -> int:
 def _unpack(values: list[int]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """(read, written, block reads) per member from packed sums (each field is a sum of
     non-negative counts below 2^48, so the packed sum separates exactly)."""
-    read = tuple(v & _MASK for v in values)
-    written = tuple(v >> _FIELD & _MASK for v in values)
-    ios = tuple(v >> (2 * _FIELD) for v in values)
+    read = tuple([v & _MASK for v in values])
+    written = tuple([v >> _FIELD & _MASK for v in values])
+    ios = tuple([v >> (2 * _FIELD) for v in values])
     return read, written, ios
 
 
+@dataclass(frozen=True)
+class _Geometry:
+    """`raidz_columns`' arithmetic for one block size, without placing it on members."""
+
+    width: int
+    parity: int
+    q: int  # full rows
+    bc: int  # columns carrying q + 1 sectors (0 when the data divides evenly)
+    acols: int  # columns the block uses
+    asize: int  # sectors allocated (rounded up to P + 1)
+    pad: int  # padding sectors, after column bc
+
+
 @lru_cache(maxsize=2048)
-def _block_pattern(width: int, parity: int, ashift: int, psize: int, swap: bool) -> tuple[int, ...]:
-    """One block's packed work per member counted from its first column (position 0 is the
-    member holding column 0): `raidz_columns` itself, at an offset whose bit 20 is set for
-    `swap` (raidz1's swapped MiB), rotated back by that offset's first column."""
-    offset = 1 << 20 if swap else 0
-    blk = raidz_columns(width, parity, ashift, offset, psize)
-    first = (offset >> ashift) % width
-    return tuple(
-        _pack(blk.read[(i + first) % width], blk.written[(i + first) % width]) for i in range(width)
-    )
+def _geometry(width: int, parity: int, ashift: int, psize: int) -> _Geometry:
+    s = -(-psize // (1 << ashift))
+    q, r = divmod(s, width - parity)
+    bc = r + parity if r else 0
+    tot = s + parity * (q + (1 if r else 0))
+    asize = -(-tot // (parity + 1)) * (parity + 1)
+    return _Geometry(width, parity, q, bc, width if q else bc, asize, asize - tot)
+
+
+def _block_value(g: _Geometry, position: int, swap: bool) -> int:
+    """The packed work of the member `position` columns after the block's first: column c
+    carries q + 1 sectors below bc, else q (none past acols); parity columns are written,
+    not read; padding sector k lands on column (bc + k) mod acols; raidz1's swap exchanges
+    the members of columns 0 and 1."""
+    c = {0: 1, 1: 0}.get(position, position) if swap else position
+    if c >= g.acols:
+        return 0
+    size = g.q + (1 if c < g.bc else 0)
+    pads = sum(1 for k in range(g.pad) if (g.bc + k) % g.acols == c)
+    return _pack(size if c >= g.parity else 0, size + pads)
 
 
 @lru_cache(maxsize=2048)
 def _block_runs(
     width: int, parity: int, ashift: int, psize: int, swap: bool
 ) -> tuple[tuple[int, int, int], ...]:
-    """`_block_pattern` as runs (from, to, packed value) of equal non-zero values: a block
-    is parity columns, longer and shorter data columns and a few padding sectors, so a
-    handful of runs."""
-    pattern = _block_pattern(width, parity, ashift, psize, swap)
+    """One block's packed work as runs (from, to, value) of members counted from its first
+    column: the value can change only at a column boundary (P, bc, acols), at a padding
+    sector or at the two swapped columns, so a block is a handful of runs whatever W."""
+    g = _geometry(width, parity, ashift, psize)
+    cuts = {0, 1, 2, parity, g.bc, g.acols, width}
+    for k in range(g.pad):
+        column = (g.bc + k) % g.acols
+        cuts |= {column, column + 1}
+    edges = sorted(c for c in cuts if 0 <= c <= width)
     runs: list[tuple[int, int, int]] = []
-    i = 0
-    while i < width:
-        j = i
-        while j < width and pattern[j] == pattern[i]:
-            j += 1
-        if pattern[i]:
-            runs.append((i, j, pattern[i]))
-        i = j
+    for lo, hi in zip(edges, edges[1:], strict=False):
+        value = _block_value(g, lo, swap)
+        if runs and runs[-1][2] == value and runs[-1][1] == lo:
+            runs[-1] = (runs[-1][0], hi, value)
+        elif value:
+            runs.append((lo, hi, value))
     return tuple(runs)
+
+
+@lru_cache(maxsize=2048)
+def _block_steps(
+    width: int, parity: int, ashift: int, psize: int, swap: bool
+) -> tuple[tuple[int, int], ...]:
+    """`_block_runs` as a difference array's entries (member, change): a run adds its value
+    where it starts and takes it away where it ends; runs that meet share one entry."""
+    steps: dict[int, int] = {}
+    for lo, hi, value in _block_runs(width, parity, ashift, psize, swap):
+        steps[lo] = steps.get(lo, 0) + value
+        steps[hi] = steps.get(hi, 0) - value
+    return tuple((at, change) for at, change in sorted(steps.items()) if change)
 
 
 def _run_shape(width: int, parity: int, ashift: int, psize: int) -> tuple[int, int]:
     """(sectors one block allocates, blocks in a run): blocks are counted until they cover
     8 MiB of the vdev (eight raidz1 swaps) and number at least 64."""
-    asize = raidz_columns(width, parity, ashift, 0, psize).asize
+    asize = _geometry(width, parity, ashift, psize).asize
     return asize, max(64, -(-(8 << 20 >> ashift) // asize))
 
 
@@ -260,18 +300,20 @@ def raidz_work(width: int, parity: int, ashift: int, psize: int, start: int = 0)
     """Lay blocks of `psize` out back to back from sector `start` (`raidz_columns` for each)
     and count each member's sectors over at least 8 MiB of the vdev (eight 1 MiB swaps).
 
-    Every block is the same pattern (`_block_pattern`) turned to start on its first column,
-    so each block adds its few runs to a difference array instead of being laid out member
-    by member; `raidz_work_reference` in the tests lays every block out and must agree."""
+    Every block is the same pattern (`_block_runs`) turned to start on its first column,
+    so each block adds the pattern's few steps to a difference array instead of being laid
+    out member by member; `raidz_work_reference` in the tests lays every block out and must
+    agree."""
     asize, blocks = _run_shape(width, parity, ashift, psize)
+    steps = [_block_steps(width, parity, ashift, psize, swap) for swap in (False, True)]
     diff = [0] * (2 * width + 1)
-    for k in range(blocks):
-        offset = start + k * asize
+    plain, swapped = steps
+    offset = start
+    for _ in range(blocks):
         first = offset % width
-        for lo, hi, value in _block_runs(width, parity, ashift, psize,
-                                         _swapped(parity, ashift, offset)):  # fmt: skip
-            diff[first + lo] += value
-            diff[first + hi] -= value
+        for at, value in swapped if _swapped(parity, ashift, offset) else plain:
+            diff[first + at] += value
+        offset += asize
     read, written, ios = _unpack(_fold(diff, width, 1))
     s = -(-psize // (1 << ashift))
     return ColumnWork(
@@ -282,10 +324,10 @@ def raidz_work(width: int, parity: int, ashift: int, psize: int, start: int = 0)
 def _fold(diff: list[int], width: int, step: int) -> list[int]:
     """Prefix sums of a difference array over positions 0 … 2W (taken every `step`
     positions), folded onto the W members (position p is member p mod W)."""
-    total = list(diff)
-    for i in range(step, len(total)):
-        total[i] += total[i - step]
-    return [total[m] + total[m + width] for m in range(width)]
+    total = [0] * len(diff)
+    for i in range(step):
+        total[i::step] = accumulate(diff[i::step])
+    return [a + b for a, b in zip(total[:width], total[width : 2 * width], strict=True)]
 
 
 def first_column_step(width: int, parity: int) -> int:
@@ -311,23 +353,27 @@ def raidz_mixed(width: int, parity: int, ashift: int, psize: int) -> tuple[float
     member from the runs of swapped offsets (`_swap_counts`)."""
     step = first_column_step(width, parity)
     asize, blocks = _run_shape(width, parity, ashift, psize)
-    plain = _block_pattern(width, parity, ashift, psize, False)
     per_class = [0] * step
     for k in range(blocks):
         per_class[k * asize % step] += 1
-    sums = [sum(plain[i::step]) for i in range(step)]
-    total = [sum(per_class[r] * sums[(m - r) % step] for r in range(step)) for m in range(width)]
+    sums = [0] * step
+    for lo, hi, value in _block_runs(width, parity, ashift, psize, False):
+        for i in range(lo, hi):  # a run is a few members long, or all of them once
+            sums[i % step] += value
+    by_class = [sum(per_class[r] * sums[(c - r) % step] for r in range(step)) for c in range(step)]
+    total = by_class * (width // step)  # member m gets class m mod step
     if parity == 1:
-        swapped = _block_pattern(width, parity, ashift, psize, True)
-        delta = [(j, b - a) for j, (a, b) in enumerate(zip(plain, swapped, strict=True)) if a != b]
+        g = _geometry(width, parity, ashift, psize)
         hits = _swap_counts(width, ashift, asize, blocks, step)
-        for j, d in delta:
-            for m in range(width):
-                total[m] += d * hits[(m - j) % width]
-    read, _, ios = _unpack(total)
+        for j in (0, 1):  # the swap moves work between the first two columns only
+            d = _block_value(g, j, True) - _block_value(g, j, False)
+            shifted = hits[-j:] + hits[:-j] if j else hits  # member m: hits[(m - j) mod W]
+            total = [a + d * h for a, h in zip(total, shifted, strict=True)]
+    read = max(v & _MASK for v in total)
+    ios = max(v >> (2 * _FIELD) for v in total)
     starts = width // step
     data = starts * blocks * -(-psize // (1 << ashift))
-    return data / max(read), starts * blocks / max(ios)
+    return data / read, starts * blocks / ios
 
 
 def _swap_counts(width: int, ashift: int, asize: int, blocks: int, step: int) -> list[int]:
