@@ -26,6 +26,7 @@ from fractions import Fraction
 from functools import lru_cache
 from itertools import groupby
 
+from poolbench import is_digits
 from poolbench.errors import UsageError
 
 KiB, MiB, GiB, TiB, PiB = (1 << (10 * i) for i in range(1, 6))
@@ -143,7 +144,7 @@ def _format_sizes(sizes: tuple[int, ...]) -> str:
 def parse_count(text: str, *, what: str, least: int = 1, most: int = MAX_DISKS) -> int:
     """A count written in ASCII digits, from `least` to `most`."""
     t = text.strip()
-    if not (t.isascii() and t.isdigit()) or len(t) > 6:
+    if not is_digits(t) or len(t) > 6:
         raise UsageError(
             f"The {what} '{text}' is not a count.", f"Write a whole number from {least} to {most}."
         )

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from poolbench import is_digits
 from poolbench.backends import zvol
 from poolbench.backends._common import block_names, mount_at, size_of, wait_for
 from poolbench.backends.base import (
@@ -186,7 +187,7 @@ class ZfsBackend:
                     f"Unknown ZFS pool option '{key}'.", f"Known: {', '.join(POOL_OPTIONS)}."
                 )
             hi = 13 if fuse else 16
-            if not str(value).isdigit() or not 9 <= int(value) <= hi:
+            if not is_digits(str(value)) or not 9 <= int(value) <= hi:
                 raise UsageError(
                     f"ashift={value} is not possible on {a.version}.",
                     f"Use an ashift from 9 to {hi} (9 = 512-byte, 12 = 4K sectors).",
@@ -422,7 +423,7 @@ class ZfsBackend:
             "class_leaves": class_leaves,
             # USED + AVAIL of the root dataset: what `zfs list` offers (the planner's figure).
             "usable_bytes": int(used) + int(avail)
-            if used and avail and used.isdigit() and avail.isdigit()
+            if used and avail and is_digits(used) and is_digits(avail)
             else None,
             "vdev_ashift": ashifts,
             "ashift_source": "zdb -C" if ashifts else "",
@@ -613,12 +614,12 @@ class ZfsBackend:
     def allocated(self, pool: Pool) -> int | None:
         """The pool's allocated bytes (zpool ALLOC: parity included) now."""
         got = self._pool_prop(pool.spec.name, "allocated")
-        return int(got) if got is not None and got.isdigit() else None
+        return int(got) if got is not None and is_digits(got) else None
 
     def usable_now(self, pool: Pool) -> int | None:
         """USED + AVAIL of the root dataset as ZFS reports it now."""
         got = [self.dataset_property(pool, p) for p in ("used", "available")]
-        if all(v is not None and v.isdigit() for v in got):
+        if all(v is not None and is_digits(v) for v in got):
             return sum(int(v) for v in got if v is not None)
         return None
 

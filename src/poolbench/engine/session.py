@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from poolbench import is_digits
 from poolbench.engine import cold_read, replicates
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.hooks import TrialHooks
@@ -551,7 +552,7 @@ def block_device_refusal(workloads: list[Workload]) -> tuple[str, str] | None:
 def _random_io_size(w: Workload) -> int | None:
     """The size of a random write, which may rewrite a larger record (amplification's note)."""
     bs = str(w.fio.get("bs", ""))
-    return int(bs) if "rand" in str(w.fio.get("rw", "")) and bs.isdigit() else None
+    return int(bs) if "rand" in str(w.fio.get("rw", "")) and is_digits(bs) else None
 
 
 def _served(kept: CacheFinding, app_bytes: int, device_read_bytes: int | None) -> CacheFinding:

@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from poolbench import is_digits
 from poolbench.errors import UsageError
 from poolbench.units import format_size, format_sizes, parse_size, parse_sizes
 
@@ -229,7 +230,7 @@ def _members(text: str, part: str, layout: str) -> tuple[int | None, tuple[int, 
     """(width, sizes) of MEMBERS: plain digits are a width, anything else sizes."""
     if not text:
         return None, None
-    if text.isascii() and text.isdigit():
+    if is_digits(text):
         return _width(text, part, layout), None
     return None, parse_sizes(text, what=f"layout part '{part}'")
 
