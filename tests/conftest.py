@@ -33,6 +33,11 @@ HAS_FIO = shutil.which("fio") is not None
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# The suite checks mechanics and computed figures, not how steady a disk is: every poolbench
+# it starts holds its windows to no minimum unless a test asks for one (--min-window, or a
+# study file's min_window). The window rule itself is tested where it is set on purpose.
+os.environ.setdefault("POOLBENCH_MIN_WINDOW", "0")
+
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (mount, losetup, cgroups)")
 needs_fio = pytest.mark.skipif(not HAS_FIO, reason="fio is not installed (Debian: fio)")
 
@@ -245,10 +250,75 @@ def _zfs_fuse_died() -> bool:
     return not _zpool_answers()
 
 
+# The fast tier (`pytest -m "not slow"`, the inner loop: under 3 minutes) leaves out what
+# builds real pools, loop devices and filesystems, runs poolbench end to end on them, opens
+# the HTML in a browser or runs the type checker. Said here once, by what a test uses, so a
+# new test that takes one of these fixtures or lives in one of these modules is slow without
+# anyone remembering to mark it. The whole suite (the README's command) runs everything.
+SLOW_FIXTURES = frozenset({
+    "zfs_fuse", "own_zfs_fuse", "make_loop_fs", "tmpfs", "loops", "named_loops", "zfs",
+    "zpool", "zfs_mount", "zfs_on_links", "btrfs_raid1", "capped_ext4", "mirror_one_capped",
+    "memory_capped", "fleet", "lab",
+})  # fmt: skip
+# Modules whose tests run poolbench for real (studies, benches, fleets on network namespaces).
+SLOW_MODULES = frozenset({
+    "test_amplification_real", "test_bench_capped", "test_bench_real", "test_bench_zfs",
+    "test_cold_metadata", "test_hosts_fleet", "test_latency_real", "test_order_real",
+    "test_plan_study_agree", "test_predicted_capped", "test_study_badinput",
+    "test_study_devices", "test_study_interrupt", "test_study_load", "test_study_robust",
+    "test_untar_compression", "test_planner_zfsfuse", "test_tier_host",
+})  # fmt: skip
+SLOW_NAMES = ("chromium", "mypy", "for_real", "monte_carlo", "simulat")
+
+
+def _is_slow(item: pytest.Item) -> bool:
+    module = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+    name = getattr(item, "originalname", item.name)
+    return (
+        module in SLOW_MODULES
+        or bool(SLOW_FIXTURES & set(getattr(item, "fixturenames", ())))
+        or any(word in name for word in SLOW_NAMES)
+    )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "zfs_fuse" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.flaky(reruns=1, condition=_zfs_fuse_died))
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
+
+
+# Two test sessions that build pools on one machine break each other: a study's leftover check
+# sees the other session's pools, both pick the same free loop device, one stops the zfs-fuse
+# daemon the other uses. A session that will run slow (real-pool) tests takes this lock for
+# its whole length; a second such session waits for it (and says so). Pure sessions take none.
+MACHINE_LOCK = Path("/var/lock/poolbench-suite.lock")
+LOCK_HELD_ENV = "POOLBENCH_SUITE_LOCK_HELD"  # a pytest started by a test inherits the lock
+_held: list[Any] = []
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    import fcntl
+
+    if os.environ.get(LOCK_HELD_ENV) or not IS_ROOT:
+        return
+    if not any(item.get_closest_marker("slow") for item in session.items):
+        return
+    fh = open(MACHINE_LOCK, "a+")  # noqa: SIM115  (held until the session ends)
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"\nwaiting for {MACHINE_LOCK}: another test session is building pools here")
+        fcntl.flock(fh, fcntl.LOCK_EX)
+    _held.append(fh)
+    os.environ[LOCK_HELD_ENV] = str(os.getpid())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    while _held:
+        _held.pop().close()  # closing the file releases the lock
+        os.environ.pop(LOCK_HELD_ENV, None)
 
 
 def _unmount_dead_fuse() -> None:

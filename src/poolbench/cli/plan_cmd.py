@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import math
 import sys
+import textwrap
 from pathlib import Path
 
 import click
 
+from poolbench import is_digits
 from poolbench.cli.common import FiniteFloat, db_option, open_store
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import plan_pool
@@ -29,6 +31,7 @@ from poolbench.planner.rules import (
     RuleSet,
     parse_zfs_version,
     raidz_expansion_supported,
+    rules_note,
 )
 from poolbench.planner.search import Objective, search
 from poolbench.units import parse_disks
@@ -39,22 +42,24 @@ from poolbench.units import parse_disks
     "--layout",
     "layout_text",
     metavar="LAYOUT",
-    help="Evaluate one layout: with sizes ('raidz2:6x4T', 'raidz1:3x1G + mirror:2x4TB') or, "
+    help="Evaluate one layout: with sizes ('raidz2:6x4TB', 'raidz1:3x1TB + mirror:2x4TB') or, "
     "as a study writes it, with widths on --disks ('raidz2', 'raidz1:3 + mirror:2').",
 )
 @click.option(
     "--disks",
     "disks_text",
     metavar="DISKS",
-    help="Disks as COUNTxSIZE joined by commas, e.g. 2x3T,3x2TB (T = 2^40, TB = 10^12 "
+    help="Disks as COUNTxSIZE joined by commas, e.g. 2x3TB,3x2TB (TB = 10^12, T = 2^40 "
     "bytes): alone, search layouts for them; with a --layout in widths, its disks.",
 )
 @click.option(
     "--ashift",
-    type=click.IntRange(9, 16),
-    default=12,
+    "ashift_text",
+    default="12",
     show_default=True,
-    help="Sector size exponent of every vdev (9 = 512 B, 12 = 4 KiB).",
+    metavar="N[,N...]",
+    help="Sector size exponent of every vdev (9 = 512 B, 12 = 4 KiB); with --layout, "
+    "several (--ashift 9,12) compare their space.",
 )
 @click.option(
     "--zfs-version",
@@ -154,7 +159,7 @@ from poolbench.units import parse_disks
 def plan(
     layout_text: str | None,
     disks_text: str | None,
-    ashift: int,
+    ashift_text: str,
     zfs_version: str,
     whole_disk: bool | None,
     min_failures: int,
@@ -179,34 +184,103 @@ def plan(
     and the resilver risk are models and are labelled so.
 
     \b
-    Examples:
-      poolbench plan --layout 'raidz2:6x4T' --ashift 12 --zfs-version 2.3 --json
+    Examples (TB = 10^12 bytes, as disks are sold; T = TiB, as zfs prints):
+      poolbench plan --layout 'raidz2:6x4TB' --ashift 12 --zfs-version 2.3 --json
       poolbench plan --layout 'raidz1:3 + mirror:2' --disks 3x4TB,2x2TB
-      poolbench plan --disks 2x3T,3x2T --min-failures 1 --objective space
-      poolbench plan --layout 'raidz2:6x4T + special mirror:2x500G + log mirror:2x100G'
-      poolbench plan --layout 'raidz2:6x4T' --expand-to 8
-      poolbench plan --disks 6x4T --special mirror:2x500G --slog mirror:2x100G
+      poolbench plan --disks 2x3TB,3x2TB --min-failures 1 --objective space
+      poolbench plan --layout 'raidz2:6x4TB + special mirror:2x500GB + log mirror:2x100GB'
+      poolbench plan --layout 'raidz2:6x4TB' --expand-to 8
+      poolbench plan --layout 'raidz2:6x4TB' --ashift 9,12,13
+      poolbench plan --disks 6x4TB --special mirror:2x500GB --slog mirror:2x100GB
     """
-    if layout_text is None and disks_text is None:
-        raise UsageError(
-            "Give --layout, --disks, or both.",
-            "Use --layout 'raidz2:6x4T' (or --layout raidz2 --disks 6x4T) to evaluate one "
-            "layout, or --disks 2x3T,3x2T alone to search.",
-        )
+    _check_given(layout_text, disks_text)
     _check_numbers(afr, ure, fill, top, min_failures)
     rules = parse_zfs_version(zfs_version)
     disk = _one_disk(disk_speed, disk_speed_run, db, disk_class)
     inputs = RiskInputs(afr=afr, ure_per_bit=ure, fill=fill)
     disks = _disk_sizes(disks_text) if disks_text is not None else None
     _check_combinations(layout_text, expand_to, slog, special, zfs_version)
+    ashifts = parse_ashifts(ashift_text, several=layout_text is not None)
+    note = rules_note(zfs_version)
     if layout_text is not None:
         layout = _layout_on(layout_text, disks)
-        _plan_layout(layout, ashift, rules, bool(whole_disk), disk, inputs, as_json, expand_to)
+        _binary_size_hint([d for v in layout.vdevs for d in v.devices] if not as_json else [])
+        if len(ashifts) > 1:
+            _compare_ashifts(layout, ashifts, rules, bool(whole_disk), as_json, note)
+            return
+        args = (layout, ashifts[0], rules, bool(whole_disk), disk, inputs, as_json, expand_to)
+        _plan_layout(*args, note)
     else:
         assert disks is not None and disks_text is not None
+        _binary_size_hint(list(disks) if not as_json else [])
         classes = _search_classes(slog, special)
-        search = (disks_text, disks, ashift, rules, whole_disk is not False, disk, min_failures)
+        search = (disks_text, disks, ashifts[0], rules, whole_disk is not False, disk, min_failures)
         _plan_search(*search, objective, top, as_json, classes)  # type: ignore[arg-type]
+
+
+def _check_given(layout_text: str | None, disks_text: str | None) -> None:
+    if layout_text is None and disks_text is None:
+        raise UsageError(
+            "Give --layout, --disks, or both.",
+            "Use --layout 'raidz2:6x4TB' (or --layout raidz2 --disks 6x4TB) to evaluate one "
+            "layout, or --disks 2x3TB,3x2TB alone to search.",
+        )
+
+
+def parse_ashifts(text: str, *, several: bool) -> list[int]:
+    """--ashift: one exponent, or (with --layout) a comma list to compare: 9,12,13."""
+    items = [i.strip() for i in text.split(",")]
+    if not all(is_digits(i) and len(i) <= 2 and 9 <= int(i) <= 16 for i in items):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise UsageError(
+            f"--ashift '{shown}' is not an ashift or a list of them.",
+            "Give exponents from 9 to 16 (9 = 512 B, 12 = 4 KiB sectors), e.g. --ashift 12 "
+            "or, to compare with --layout, --ashift 9,12,13.",
+        )
+    ashifts = list(dict.fromkeys(int(i) for i in items))
+    if len(ashifts) > 1 and not several:
+        raise UsageError(
+            f"--ashift {text} gives several ashifts; a search takes one.",
+            "Search with one (--ashift 12), or compare ashifts on one layout: "
+            "--layout 'raidz2:6x4TB' --ashift 9,12.",
+        )
+    return ashifts
+
+
+# Disk sizes as they are sold (TB); one of these written with a binary unit (4T = 4 TiB) is
+# most likely the vendor's decimal size written in the wrong unit.
+_SOLD_TB = {1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32}
+
+
+def _binary_size_hint(sizes: list[int]) -> None:
+    """On stderr: a disk of 4T (4 TiB) is 10% larger than the 4 TB disk a shop sells."""
+    tib = 1 << 40
+    sold = sorted({s // tib for s in sizes if s % tib == 0 and s // tib in _SOLD_TB})
+    if sold:
+        n = sold[0]
+        text = (
+            f"note: {n}T is {n} TiB = {n * tib / 1e12:.2f} TB. A disk sold as '{n} TB' "
+            f"holds {n}x10^12 bytes: write {n}TB for it (T, G are 1024-based; TB, GB "
+            "decimal)."
+        )
+        click.echo(textwrap.fill(text, 79), err=True)
+
+
+def _compare_ashifts(
+    layout: Layout, ashifts: list[int], rules: RuleSet, whole_disk: bool, as_json: bool,
+    note: str,
+) -> None:  # fmt: skip
+    """--ashift 9,12,…: the layout's space at each ashift, side by side."""
+    plans = [plan_pool(layout, a, rules, whole_disk) for a in ashifts]
+    if as_json:
+        doc = {"layout": layout.spec(), "zfs_rules_note": note,
+               "by_ashift": [p.as_dict() for p in plans]}  # fmt: skip
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    from poolbench.cli.plan_show import show_ashifts  # rich only for tables
+
+    show_ashifts(plans, note)
 
 
 def _check_combinations(
@@ -301,6 +375,7 @@ def _plan_layout(
     inputs: RiskInputs,
     as_json: bool,
     expand_to: int | None = None,
+    note: str = "",
 ) -> None:
     result = plan_pool(layout, ashift, rules, whole_disk)
     grown = plan_expansion(result, expand_to) if expand_to is not None else None
@@ -317,6 +392,7 @@ def _plan_layout(
         }
         doc["resilience"] = risk.as_dict()
         doc["class_notes"] = class_notes(layout)
+        doc["zfs_rules_note"] = note
         if grown is not None:
             doc["expansion"] = grown.as_dict()
         json.dump(doc, sys.stdout, indent=2)
@@ -324,7 +400,7 @@ def _plan_layout(
         return
     from poolbench.cli.plan_show import show_layout  # rich only for tables
 
-    show_layout(result, grown, detail, disk, risk, class_notes(layout))
+    show_layout(result, grown, detail, disk, risk, class_notes(layout), note)
 
 
 def _plan_search(

@@ -38,9 +38,11 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from poolbench import is_digits
 from poolbench.errors import UsageError
 from poolbench.planner.layout import ALLOC_CLASSES, Layout, VdevSpec
 from poolbench.planner.rules import RuleSet
+from poolbench.units import format_size
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -132,10 +134,10 @@ def whole_disk_partition_bytes(disk_bytes: int, sector_bytes: int = 512) -> int:
 def leaf_asize(osize: int) -> int:
     """vdev_open() for a leaf: P2ALIGN(osize, sizeof (vdev_label_t)), refuse < SPA_MINDEVSIZE,
     then asize = osize − (VDEV_LABEL_START_SIZE + VDEV_LABEL_END_SIZE). Same in v23 and 2.x."""
-    osize = p2align(osize, VDEV_LABEL_SIZE)
+    given, osize = osize, p2align(osize, VDEV_LABEL_SIZE)
     if osize < SPA_MINDEVSIZE:
         raise UsageError(
-            f"A device of {osize} bytes is under ZFS's 64 MiB minimum device size "
+            f"A device of {given:,} bytes is under ZFS's 64 MiB minimum device size "
             "(SPA_MINDEVSIZE).",
             "Use devices of at least 64 MiB.",
         )
@@ -457,8 +459,18 @@ def check_ashift(ashift: int, rules: RuleSet) -> None:
 
 @lru_cache(maxsize=4096)
 def _leaf(device_bytes: int, whole_disk: bool, rules: RuleSet) -> int:
-    """One device's leaf asize (a search plans the same few disk sizes thousands of times)."""
-    return leaf_asize(device_osize(device_bytes, whole_disk, rules))
+    """One device's leaf asize (a search plans the same few disk sizes thousands of times);
+    a device too small is refused naming its size as written (a bare number is bytes)."""
+    try:
+        return leaf_asize(device_osize(device_bytes, whole_disk, rules))
+    except UsageError as exc:
+        written = format_size(device_bytes)
+        bare = "; a number without a unit is bytes: 4T, 4TB" if is_digits(written) else ""
+        raise UsageError(
+            f"The device size '{written}' ({device_bytes:,} bytes{bare}) is too small for "
+            f"ZFS: {exc.problem}",
+            exc.fix,
+        ) from exc
 
 
 @lru_cache(maxsize=4096)

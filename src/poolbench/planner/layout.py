@@ -39,6 +39,7 @@ in `Layout.classes`, so every model of the data vdevs reads the layout as before
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -205,6 +206,7 @@ class _Part:
     cls: str = ""  # a class word (log, special, dedup, spare, cache), or "" for data
 
 
+VDEV_TYPES = ("stripe", "mirror", "raidz1", "raidz2", "raidz3", "draid1", "draid2", "draid3")
 _TYPE_RE = re.compile(r"(stripe|mirror|raidz[123]?|draid[123]?)", re.ASCII)
 _OPT_RE = re.compile(r"[0-9]{1,6}[cdsCDS]", re.ASCII)
 
@@ -216,7 +218,9 @@ def _split_part(text: str, layout: str) -> _Part:
     fields = [f.strip() for f in text.split(":")]
     head = fields[0].lower()
     if not _TYPE_RE.fullmatch(head):
-        raise UsageError(f"Layout '{layout}': '{fields[0]}' is not a vdev type.", LAYOUT_HELP)
+        near = difflib.get_close_matches(head, VDEV_TYPES, n=1, cutoff=0.6)
+        hint = f" Did you mean '{near[0]}'?" if near else ""
+        raise UsageError(f"Layout '{layout}': '{fields[0]}' is not a vdev type.{hint}", LAYOUT_HELP)
     kind = {"raidz": "raidz1", "draid": "draid1"}.get(head, head)
     opts = tuple(f for f in fields[1:] if _OPT_RE.fullmatch(f))
     members = [f for f in fields[1:] if f not in opts]

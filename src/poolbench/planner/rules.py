@@ -217,15 +217,18 @@ def rules_note(text: str) -> str:
     be taken with the newest rules."""
     rules = parse_zfs_version(text)
     m = _VERSION_RE.match(text.strip().lower())
-    note = f"--zfs-version {text.strip()}: space rules of {rules.label}"
+    note = (
+        f"--zfs-version {text.strip()}: space rules of {rules.label}. Other releases reserve "
+        "differently (slop, metaslab sizes): compare with --zfs-version 0.6.3, 0.7 or 0.8"
+    )
     if m and rules is NEWEST:
         version = tuple(int(p) for p in m.group(1).split("."))
         if version[:2] > NEWEST_KNOWN:
             note += (
-                f" (the newest read here are {NEWEST_KNOWN[0]}.{NEWEST_KNOWN[1]}'s; a later "
-                "release is assumed to keep them)"
+                f"; the newest rules read here are {NEWEST_KNOWN[0]}.{NEWEST_KNOWN[1]}'s, a "
+                "later release is assumed to keep them"
             )
-    return note
+    return note + "."
 
 
 def rules_by_name(name: str) -> RuleSet:
