@@ -194,3 +194,35 @@ def test_plan_refuses_1000_sizes_quickly(capsys: pytest.CaptureFixture[str]) -> 
     disks = ",".join(f"{i}G" for i in range(100, 1100))
     code, out = run_cli(["plan", "--disks", disks, "--json"], capsys)
     _refused(code, out, "Group the disks into a few sizes")
+
+
+# -- numbers of 120,000 digits, anywhere a number is read ------------------------------------
+HUGE = "9" * 120_000
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["plan", "--disks", f"{HUGE}x4TB"],
+        ["plan", "--disks", f"6x{HUGE}T"],
+        ["plan", "--layout", "raidz2:6x4TB", "--disk-speed", f"100M,{HUGE}iops"],
+        ["plan", "--layout", "raidz2:6x4TB", "--disk-speed", f"{HUGE}M,100iops"],
+        ["plan", "--layout", "raidz2:6x4TB", "--top", HUGE],
+        ["plan", "--layout", "raidz2:6x4TB", "--ashift", HUGE],
+        ["plan", "--layout", "raidz2:6x4TB", "--zfs-version", HUGE],
+        ["study", "parity", "--widths", HUGE, "--dry-run"],
+    ],
+)
+def test_huge_numbers_are_refused_briefly(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = run_cli(argv, capsys)
+    assert code != 0 and "Traceback" not in out, out[:500]
+    assert len(out) < 1000, out[:500]  # the number is not echoed back whole
+
+
+@pytest.mark.parametrize("speed", ["100M,0iops", "100M,0.0iops", "100M,250iops/0iops"])
+def test_a_disk_of_no_iops_is_refused(speed: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The search scores speed in units of one disk: 0 IOPS divided by zero."""
+    code, out = run_cli(["plan", "--disks", "6x4TB", "--disk-speed", speed], capsys)
+    _refused(code, out, "no IOPS at all")

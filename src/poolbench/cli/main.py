@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("Interrupted.", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
+        exc.message = _shorten_words(exc.message)  # click quotes the value it refused
         exc.show()
         sys.exit(exc.exit_code)
     except Unsupported as exc:
@@ -194,6 +195,12 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         _report_unexpected(exc)
     sys.exit(0)
+
+
+def _shorten_words(message: str, limit: int = 200) -> str:
+    """A refused value quoted back whole could be 120,000 digits: cut any word longer than
+    `limit` characters to its start and "..."."""
+    return " ".join(w if len(w) <= limit else w[: limit - 4] + "...'" for w in message.split(" "))
 
 
 def _refused_name(exc: Exception) -> None:

@@ -81,14 +81,20 @@ def parse_disk_speed(text: str, medium: Medium = "media") -> DiskSpeed:
         pieces = [p.strip() for p in part.split("/")]
         if len(pieces) > 2:
             raise UsageError(f"'{part}' in --disk-speed has more than read/write.", _SPEED_FIX)
-        if all(re.fullmatch(r"\d+(?:\.\d+)?\s*iops", p, re.I) for p in pieces):
+        if all(re.fullmatch(r"[0-9]{1,9}(?:\.[0-9]{1,6})?\s*iops", p, re.I | re.A) for p in pieces):
             vals = [float(re.sub(r"(?i)\s*iops", "", p)) for p in pieces]
+            if min(vals) <= 0:
+                raise UsageError(f"'{part}' in --disk-speed is no IOPS at all.", _SPEED_FIX)
             iops = (vals[0], vals[-1])
             continue
+        if any(re.search(r"(?i)iops", p) for p in pieces):
+            shown = part if len(part) <= 40 else part[:37] + "..."
+            raise UsageError(f"'{shown}' in --disk-speed is not a number of IOPS.", _SPEED_FIX)
         try:
             sizes = [float(parse_size(re.sub(r"(?i)/s$", "", p))) for p in pieces]
         except UsageError as exc:
-            raise UsageError(f"'{part}' in --disk-speed is not a speed.", _SPEED_FIX) from exc
+            shown = part if len(part) <= 40 else part[:37] + "..."
+            raise UsageError(f"'{shown}' in --disk-speed is not a speed.", _SPEED_FIX) from exc
         bps = (sizes[0], sizes[-1])
     if bps is None and iops is None:
         raise UsageError(f"--disk-speed '{text}' names no figure.", _SPEED_FIX)
