@@ -296,11 +296,6 @@ def _run_shape(width: int, parity: int, ashift: int, psize: int) -> tuple[int, i
     return asize, max(64, -(-(8 << 20 >> ashift) // asize))
 
 
-def _swapped(parity: int, ashift: int, sector_offset: int) -> bool:
-    """raidz1 swaps its parity and first data column where bit 20 of the byte offset is set."""
-    return parity == 1 and bool((sector_offset << ashift) & (1 << 20))
-
-
 @lru_cache(maxsize=4096)
 def raidz_work(width: int, parity: int, ashift: int, psize: int, start: int = 0) -> ColumnWork:
     """Lay blocks of `psize` out back to back from sector `start` (`raidz_columns` for each)
@@ -314,10 +309,11 @@ def raidz_work(width: int, parity: int, ashift: int, psize: int, start: int = 0)
     steps = [_block_steps(width, parity, ashift, psize, swap) for swap in (False, True)]
     diff = [0] * (2 * width + 1)
     plain, swapped = steps
+    swap_bit = (1 << 20) if parity == 1 else 0  # raidz1 swaps where byte offset bit 20 is set
     offset = start
     for _ in range(blocks):
         first = offset % width
-        for at, value in swapped if _swapped(parity, ashift, offset) else plain:
+        for at, value in swapped if (offset << ashift) & swap_bit else plain:
             diff[first + at] += value
         offset += asize
     read, written, ios = _unpack(_fold(diff, width, 1))
