@@ -116,7 +116,7 @@ def test_a_mixed_disk_search_says_what_the_table_cannot() -> None:
     assert "Warning: the first layout (stripe of 6) survives no disk failure" in out
     # raidz1 of 6 over 3 TB and 2 TB disks uses 1.82T of each 3 TB disk: 3 TB − 2 TB = 10^12
     # bytes (931G) left on each of the three.
-    assert "leaves 931G of each of 3 disks unused" in out
+    assert "leaves 931G (1.00 TB) of each of 3 disks unused" in out
     assert "tiered: every disk is cut into partitions" in out
     assert "Random writes are not predicted" in out
 

@@ -387,7 +387,9 @@ def unused_by_members(c: Candidate) -> str:
     if not unused:
         return ""
     parts = [
-        f"{nicenum(size)} of each of {n} disks" if n > 1 else f"{nicenum(size)} of 1 disk"
+        f"{nicenum(size)} ({decimal(size)}) of each of {n} disks"
+        if n > 1
+        else f"{nicenum(size)} ({decimal(size)}) of 1 disk"
         for size, n in sorted(unused.items())
     ]
     return (
