@@ -38,7 +38,7 @@ from itertools import accumulate
 from typing import Literal
 
 from poolbench.errors import UsageError
-from poolbench.planner.layout import Layout, VdevSpec, parse_size
+from poolbench.planner.layout import Layout, VdevKind, VdevSpec, parse_size
 
 DiskClass = Literal["hdd", "ssd", "nvme"]
 # What limits a disk's streaming rate: the medium passing under the head (a spinning disk:
@@ -442,6 +442,18 @@ def draid_ceiling(spec: VdevSpec, recordsize: int, ashift: int, medium: Medium) 
 def predict_vdev(
     spec: VdevSpec, disk: DiskSpeed, recordsize: int = RECORDSIZE, ashift: int = 12
 ) -> Speed:
+    shape = (spec.kind, spec.width, spec.parity, spec.draid_data, spec.draid_spares)
+    return _predict_shape(shape, disk, recordsize, ashift)
+
+
+@lru_cache(maxsize=4096)
+def _predict_shape(
+    shape: tuple[VdevKind, int, int, int, int], disk: DiskSpeed, recordsize: int, ashift: int
+) -> Speed:
+    """A vdev's figures depend on its shape, not its members' sizes: a search asks for the
+    same few shapes thousands of times."""
+    kind, width, parity, data, spares = shape
+    spec = VdevSpec(kind, (1,) * width, parity, data, spares)
     sr, sw, rr, rw = vdev_multipliers(spec, recordsize, ashift, disk.medium)
     return Speed(sr * disk.read_bps, sw * disk.write_bps, rr * disk.read_iops, rw * disk.write_iops)
 
