@@ -9,12 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from poolbench.planner.layout import VdevSpec
 from poolbench.planner.performance import (
     ColumnWork,
+    DiskSpeed,
+    Speed,
     first_column_step,
+    predict_vdev,
     raidz_columns,
     raidz_mixed,
     raidz_work,
+    vdev_multipliers,
 )
 
 
@@ -114,3 +119,28 @@ def test_wide_vdevs_match_the_reference() -> None:
         assert raidz_work(width, parity, 12, 131072) == raidz_work_reference(
             width, parity, 12, 131072
         )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    kind=st.sampled_from(["disk", "mirror", "raidz", "draid"]),
+    width=st.integers(2, 40),
+    parity=st.integers(1, 3),
+    size=st.integers(1 << 30, 1 << 44),
+    medium=st.sampled_from(["media", "transfer"]),
+)
+def test_figures_remembered_by_shape_are_the_figures_of_the_vdev(
+    kind: str, width: int, parity: int, size: int, medium: str
+) -> None:
+    """predict_vdev looks a vdev's figures up by its shape: members of any size give the
+    figures vdev_multipliers computes for that very vdev."""
+    if kind == "raidz" and width < parity + 1:
+        return
+    data = max(1, min(8, width - parity)) if kind == "draid" else 0
+    p = parity if kind in ("raidz", "draid") else 0
+    if kind == "draid" and width - p < 2:
+        return
+    spec = VdevSpec(kind, tuple(size + i for i in range(width)), p, data, 0)  # type: ignore[arg-type]
+    disk = DiskSpeed(180e6, 170e6, 150, 140, "test", medium)  # type: ignore[arg-type]
+    sr, sw, rr, rw = vdev_multipliers(spec, 131072, 12, disk.medium)
+    assert predict_vdev(spec, disk) == Speed(sr * 180e6, sw * 170e6, rr * 150, rw * 140)

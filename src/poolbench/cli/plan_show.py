@@ -204,9 +204,9 @@ def _print_capacity(console: Console, p: PoolPlan, rules_note: str = "") -> None
     console.print(f"ashift {p.ashift}; {where}")
     console.print(escape(rules_note or f"space rules of {p.rules.label}"))
     t = Table(show_header=True, box=None, pad_edge=False)
-    for col, justify in (("", "left"), ("zfs", "right"), ("decimal", "right"),
-                         ("bytes", "right")):  # fmt: skip
-        t.add_column(col, justify=justify)  # type: ignore[arg-type]
+    t.add_column("")
+    for col in ("zfs", "decimal", "bytes"):
+        t.add_column(col, justify="right")
     raw = "raw device bytes" + (", data vdevs" if p.classes else "")
     rows = [(raw, p.raw_bytes)]
     if p.class_raw_bytes:

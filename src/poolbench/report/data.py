@@ -281,10 +281,10 @@ def resolve_run(store: Store, ref: str) -> int:
     return int(ref)
 
 
-def _started_at(value: object, run_id: int) -> float:
+def _started_at(value: Any, run_id: int) -> float:
     """The run's start as stored, once it is known to be a time (else the store is damaged)."""
     stored_time(value, f"run {run_id}'s start time")
-    return float(value)  # type: ignore[arg-type]
+    return float(value)
 
 
 def _commands(store: Store, run_id: int) -> list[dict[str, Any]]:

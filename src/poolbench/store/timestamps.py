@@ -5,14 +5,15 @@ paragraph rather than an OverflowError from deep in a report."""
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from poolbench.errors import PoolbenchError
 
 
-def stored_time(value: object, what: str, *, utc: bool = True) -> dt.datetime:
+def stored_time(value: Any, what: str, *, utc: bool = True) -> dt.datetime:
     """The datetime of a stored timestamp (UTC, or local time with `utc=False`)."""
     try:
-        seconds = float(value)  # type: ignore[arg-type]
+        seconds = float(value)
         return dt.datetime.fromtimestamp(seconds, dt.UTC if utc else None)
     except (TypeError, ValueError, OverflowError, OSError) as exc:
         shown = repr(value)
