@@ -433,20 +433,16 @@ def _plan_search(
             "Lower --min-failures or add disks.",
         )
     if as_json:
-        json.dump(
-            {
-                "disks": disks,
-                "zfs_rules": rules.name,
-                "ashift": ashift,
-                "whole_disk": whole_disk,
-                "objective": objective,
-                "disk_speed": disk.source,
-                "candidates": [c.as_dict() for c in cands],
-            },
-            sys.stdout,
-            indent=2,
-        )
-        sys.stdout.write("\n")
+        doc = {
+            "disks": disks,
+            "zfs_rules": rules.name,
+            "ashift": ashift,
+            "whole_disk": whole_disk,
+            "objective": objective,
+            "disk_speed": disk.source,
+            "candidates": [c.as_dict() for c in cands],
+        }
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")  # one write: 674 layouts at once
         return
     from poolbench.cli.plan_show import show_candidates  # rich only for tables
 

@@ -355,13 +355,15 @@ def raidz_mixed(width: int, parity: int, ashift: int, psize: int) -> tuple[float
     member from the runs of swapped offsets (`_swap_counts`)."""
     step = first_column_step(width, parity)
     asize, blocks = _run_shape(width, parity, ashift, psize)
-    per_class = [0] * step
-    for k in range(blocks):
+    per_class = [0] * step  # blocks whose offset k × asize is r modulo the step
+    for r in range(step):
+        per_class[r] = sum(1 for k in range(step) if k * asize % step == r) * (blocks // step)
+    for k in range(blocks - blocks % step, blocks):
         per_class[k * asize % step] += 1
     sums = [0] * step
     for lo, hi, value in _block_runs(width, parity, ashift, psize, False):
-        for i in range(lo, hi):  # a run is a few members long, or all of them once
-            sums[i % step] += value
+        for c in range(step):  # members lo … hi − 1 whose position is c modulo the step
+            sums[c] += value * len(range(lo + (c - lo) % step, hi, step))
     by_class = [sum(per_class[r] * sums[(c - r) % step] for r in range(step)) for c in range(step)]
     total = by_class * (width // step)  # member m gets class m mod step
     if parity == 1:
@@ -371,8 +373,8 @@ def raidz_mixed(width: int, parity: int, ashift: int, psize: int) -> tuple[float
             d = _block_value(g, j, True) - _block_value(g, j, False)
             shifted = hits[-j:] + hits[:-j] if j else hits  # member m: hits[(m - j) mod W]
             total = [a + d * h for a, h in zip(total, shifted, strict=True)]
-    read = max(v & _MASK for v in total)
-    ios = max(v >> (2 * _FIELD) for v in total)
+    read = max([v & _MASK for v in total])
+    ios = max([v >> (2 * _FIELD) for v in total])
     starts = width // step
     data = starts * blocks * -(-psize // (1 << ashift))
     return data / read, starts * blocks / ios
