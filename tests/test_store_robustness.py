@@ -334,6 +334,10 @@ JUNK = {
     "started_at 'yesterday'": ("UPDATE runs SET started_at = 'yesterday'", ["runs"]),
     "broken metadata": ("UPDATE runs SET metadata = '{broken'", ["export", "1", "--json"]),
     "value inf": ("UPDATE measurements SET value = 9e999 WHERE id = 2", ["export", "1", "--csv"]),
+    # No clock reaches these: datetime refuses them with OverflowError / ValueError (issue 29).
+    "started_at 1e300 report": ("UPDATE runs SET started_at = 1e300", ["report", "1"]),
+    "started_at 1e300 export": ("UPDATE runs SET started_at = 1e300", ["export", "1", "--json"]),
+    "started_at -1e20 export csv": ("UPDATE runs SET started_at = -1e20", ["export", "1", "--csv"]),
 }
 
 

@@ -23,7 +23,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
+from itertools import groupby
 
+from poolbench import is_digits
 from poolbench.errors import UsageError
 
 KiB, MiB, GiB, TiB, PiB = (1 << (10 * i) for i in range(1, 6))
@@ -44,6 +47,12 @@ SIZE_HELP = (
 )
 
 
+def shown(text: str, limit: int = 40) -> str:
+    """User text as an error quotes it: whole when short, else its start and "..." (a
+    120,000-digit size is not echoed back)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _unit_factor(unit: str) -> int | None:
     key = unit.upper()
     if key == "B":
@@ -60,33 +69,34 @@ def parse_size(text: str, *, what: str = "size", minimum: int = 1) -> int:
     """
     if not isinstance(text, str) or not text.isascii():
         raise UsageError(
-            f"The {what} '{text}' is not a size: only ASCII digits and units are understood.",
+            f"The {what} '{shown(text)}' is not a size: only ASCII digits and units are "
+            "understood.",
             SIZE_HELP,
         )
     m = _SIZE_RE.fullmatch(text)
     factor = _unit_factor(m.group(3)) if m else None
     if m is None or factor is None:
-        raise UsageError(f"The {what} '{text}' is not a size.", SIZE_HELP)
+        raise UsageError(f"The {what} '{shown(text)}' is not a size.", SIZE_HELP)
     whole, frac = m.group(1), m.group(2) or ""
     value = (int(whole) + Fraction(int(frac or "0"), 10 ** len(frac))) * factor
     if value.denominator != 1:
         floor = value.numerator // value.denominator
         raise UsageError(
-            f"The {what} '{text}' is {float(value):.1f} bytes, not a whole number of bytes.",
+            f"The {what} '{shown(text)}' is {float(value):.1f} bytes, not a whole number of bytes.",
             f"Write a whole number of bytes (e.g. {floor}) or a value that comes out whole "
             "(1.5G is fine, 1.1T is not).",
         )
     n = int(value)
     if n > MAX_BYTES:
         raise UsageError(
-            f"The {what} '{text}' is larger than any device can be (2^63 − 1 bytes).",
+            f"The {what} '{shown(text)}' is larger than any device can be (2^63 − 1 bytes).",
             "Check the number and the unit.",
         )
     if n < minimum:
         least = format_size(minimum)
         raise UsageError(
-            f"The {what} '{text}' is {'zero' if n == 0 else f'{n} bytes'}; it must be at least "
-            f"{least}.",
+            f"The {what} '{shown(text)}' is {'zero' if n == 0 else f'{n} bytes'}; it must be at "
+            f"least {least}.",
             f"Give a {what} of {least} or more.",
         )
     return n
@@ -124,24 +134,27 @@ def format_size(nbytes: int) -> str:
 
 def format_sizes(sizes: tuple[int, ...] | list[int]) -> str:
     """``(1G, 1G, 1G, 1536M)`` → ``3x1G,1536M`` (runs of equal sizes; parse_sizes' inverse)."""
+    return _format_sizes(tuple(sizes))
+
+
+@lru_cache(maxsize=1024)
+def _format_sizes(sizes: tuple[int, ...]) -> str:
+    """`format_sizes`, remembered: the planner's search writes the same member lists for
+    every candidate it compares."""
     out: list[str] = []
-    i = 0
-    while i < len(sizes):
-        j = i
-        while j < len(sizes) and sizes[j] == sizes[i]:
-            j += 1
-        n = j - i
-        out.append(f"{n}x{format_size(sizes[i])}" if n > 1 else format_size(sizes[i]))
-        i = j
+    for size, run in groupby(sizes):
+        n = sum(1 for _ in run)
+        out.append(f"{n}x{format_size(size)}" if n > 1 else format_size(size))
     return ",".join(out)
 
 
 def parse_count(text: str, *, what: str, least: int = 1, most: int = MAX_DISKS) -> int:
     """A count written in ASCII digits, from `least` to `most`."""
     t = text.strip()
-    if not (t.isascii() and t.isdigit()) or len(t) > 6:
+    if not is_digits(t) or len(t) > 6:
         raise UsageError(
-            f"The {what} '{text}' is not a count.", f"Write a whole number from {least} to {most}."
+            f"The {what} '{shown(text)}' is not a count.",
+            f"Write a whole number from {least} to {most}.",
         )
     n = int(t)
     if not least <= n <= most:
@@ -157,7 +170,7 @@ def parse_sizes(text: str, *, what: str = "--disks", limit: int = MAX_DISKS) -> 
     for item in text.split(","):
         if not item.strip():
             raise UsageError(
-                f"{what} '{text}' has an empty entry.",
+                f"{what} '{shown(text)}' has an empty entry.",
                 "Write disks as COUNTxSIZE or SIZE joined by commas, e.g. 2x4TB,3x2T.",
             )
         m = _COUNT_RE.fullmatch(item) if item.isascii() else None
@@ -168,7 +181,7 @@ def parse_sizes(text: str, *, what: str = "--disks", limit: int = MAX_DISKS) -> 
             count, size = 1, parse_size(item, what=f"disk size in {what}")
         if len(sizes) + count > limit:
             raise UsageError(
-                f"{what} '{text}' names more than {limit} disks.",
+                f"{what} '{shown(text)}' names more than {limit} disks.",
                 f"Use at most {limit} disks.",
             )
         sizes.extend([size] * count)
@@ -196,7 +209,7 @@ def parse_disks(text: str, *, what: str = "--disks", limit: int = MAX_DISKS) -> 
         return DiskList(sizes=parse_sizes(text, what=what, limit=limit))
     if len(paths) != len(items):
         raise UsageError(
-            f"{what} '{text}' mixes sizes and devices (or has an empty entry).",
+            f"{what} '{shown(text)}' mixes sizes and devices (or has an empty entry).",
             "Give either sizes (5x512M: sparse files) or device paths (/dev/sdb,/dev/sdc).",
         )
     if len(paths) > limit:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from poolbench import is_digits
 from poolbench.backends._common import block_names, mount_at, remount_cold
 from poolbench.backends.base import Availability, Pool, PoolSpec
 from poolbench.errors import PoolbenchError, UsageError
@@ -234,7 +235,7 @@ class MdBackend:
     def resync_record(self, spec: PoolSpec, waited: float | None) -> dict[str, Any]:
         """The initial resync as a figure: how it was handled and how long it took."""
         size_kib = self._sysfs(spec, "component_size")
-        member = int(size_kib) * 1024 if size_kib and size_kib.isdigit() else None
+        member = int(size_kib) * 1024 if size_kib and is_digits(size_kib) else None
         if spec.layout == "raid0":
             mode = "none (raid0 has no redundancy to build)"
         elif self.assume_clean(spec):
@@ -355,4 +356,4 @@ def flush_stripe_cache(size_file: Path) -> dict[str, Any]:
 
 
 def _int_or_none(text: str | None) -> int | None:
-    return int(text) if text and text.isdigit() else None
+    return int(text) if text and is_digits(text) else None

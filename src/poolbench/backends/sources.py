@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from poolbench import is_digits
 from poolbench.backends._common import block_names, is_block, size_of
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.safety.claims import ClaimSet
@@ -124,7 +125,7 @@ def claimed_devices(claims: ClaimSet | None) -> list[str]:
 
 def partition_name(device: str, number: int = 1) -> str:
     """/dev/loop0 → /dev/loop0p1, /dev/nvme0n1 → /dev/nvme0n1p1, /dev/sdb → /dev/sdb1."""
-    return f"{device}p{number}" if device[-1].isdigit() else f"{device}{number}"
+    return f"{device}p{number}" if is_digits(device[-1]) else f"{device}{number}"
 
 
 def sfdisk_script(mode: str, slice_bytes: int | None) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from poolbench import is_digits
 from poolbench.backends._common import wait_for
 from poolbench.errors import PoolbenchError, Unsupported, UsageError
 from poolbench.system.runner import Runner
@@ -141,7 +142,7 @@ def space(runner: Runner, pool_name: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for key in SPACE_PROPS:
         value = str((props.get(key) or {}).get("value", ""))
-        if value.isdigit():
+        if is_digits(value):
             out[key] = int(value)
     return out
 

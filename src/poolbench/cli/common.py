@@ -7,24 +7,19 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from poolbench.errors import UsageError
-from poolbench.store.db import Store, default_path
-from poolbench.store.opening import Mode
-from poolbench.study.model import Study
 from poolbench.units import parse_size
+
+if TYPE_CHECKING:  # rich and the store are loaded on use: `plan --json` needs neither
+    from rich.console import Console
+
+    from poolbench.store.db import Store
+    from poolbench.store.opening import Mode
+    from poolbench.study.model import Study
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -170,6 +165,15 @@ def progress_bar(
         )
         yield plain.update if plain_lines else (lambda _d, _done, _total: None)
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -190,6 +194,8 @@ def progress_bar(
 def open_store(db: Path | None, mode: Mode = "write") -> Store:
     """The result store: "write" creates it if needed; "read" (reports, listings, the source
     of an import) never creates or changes it; "dry" (dry runs) reads it if it exists."""
+    from poolbench.store.db import Store, default_path
+
     return Store(default_path() if db is None else db, mode)
 
 

@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("Interrupted.", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
+        exc.message = _shorten_words(exc.message)  # click quotes the value it refused
         exc.show()
         sys.exit(exc.exit_code)
     except Unsupported as exc:
@@ -196,12 +197,42 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(0)
 
 
+def _shorten_words(message: str, limit: int = 200) -> str:
+    """A refused value quoted back whole could be 120,000 digits: cut any word longer than
+    `limit` characters to its start and "..."."""
+    return " ".join(w if len(w) <= limit else w[: limit - 4] + "...'" for w in message.split(" "))
+
+
+def _refused_name(exc: Exception) -> None:
+    """Names the operating system refuses, wherever a path given by the user reaches it (a
+    --scratch-dir, a file to import, a device in a study): one paragraph, not a traceback."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+        name = str(exc.filename or "")
+        shown = name if len(name) <= 60 else f"{name[:57]}..."
+        click.echo(
+            f"error: the path '{shown}' ({len(name)} characters) is longer than this system "
+            "allows (a name at most 255 bytes, a path at most 4096). Give a shorter path.",
+            err=True,
+        )
+        sys.exit(EXIT_FAILURE)
+    if isinstance(exc, ValueError) and "embedded null byte" in str(exc):
+        click.echo(
+            "error: a path or name given to poolbench contains a NUL byte, which no file or "
+            "device name can hold. Check the paths in the command line and the study file.",
+            err=True,
+        )
+        sys.exit(EXIT_FAILURE)
+
+
 def _report_unexpected(exc: Exception) -> NoReturn:
     # Imported here: the store (and its database module) is not needed for --help or --version.
     import traceback
 
     from poolbench.store.opening import DATABASE_ERRORS
 
+    _refused_name(exc)
     if isinstance(exc, DATABASE_ERRORS):  # the store failed after it was opened (locked...)
         click.echo(
             f"error: the result store could not be used: {exc}. Nothing more was stored; "

@@ -8,44 +8,33 @@ from __future__ import annotations
 import json
 import math
 import sys
+import textwrap
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
+from poolbench import is_digits
 from poolbench.cli.common import FiniteFloat, db_option, open_store
 from poolbench.errors import UsageError
-from poolbench.planner.capacity import PoolPlan, nicenum, plan_pool
-from poolbench.planner.expansion import ExpansionPlan, plan_expansion
-from poolbench.planner.layout import ClassVdev, Layout, format_devices, parse_class, parse_layout
+from poolbench.planner.capacity import plan_pool
+from poolbench.planner.expansion import plan_expansion
+from poolbench.planner.layout import ClassVdev, Layout, parse_class, parse_layout
 from poolbench.planner.performance import (
     DEFAULT_SPEEDS,
     DiskSpeed,
-    Prediction,
     parse_disk_speed,
     predict_detailed,
 )
-from poolbench.planner.resilience import PoolRisk, RiskInputs, class_notes, pool_risk
+from poolbench.planner.resilience import RiskInputs, class_notes, pool_risk
 from poolbench.planner.rules import (
     DEFAULT_VERSION,
     RuleSet,
     parse_zfs_version,
     raidz_expansion_supported,
+    rules_note,
 )
-from poolbench.planner.search import Candidate, Objective, search
-from poolbench.report.measured_disk import disk_speed_from_store
+from poolbench.planner.search import Objective, search
 from poolbench.units import parse_disks
-
-
-def _console() -> Console:
-    # Wide enough for layout strings even when stdout is not a terminal (rich uses 80).
-    return Console(width=max(Console().width, 130))
-
-
-def _fmt_bps(bps: float) -> str:
-    return f"{nicenum(int(bps))}/s"
 
 
 @click.command("plan")
@@ -53,22 +42,24 @@ def _fmt_bps(bps: float) -> str:
     "--layout",
     "layout_text",
     metavar="LAYOUT",
-    help="Evaluate one layout: with sizes ('raidz2:6x4T', 'raidz1:3x1G + mirror:2x4TB') or, "
+    help="Evaluate one layout: with sizes ('raidz2:6x4TB', 'raidz1:3x1TB + mirror:2x4TB') or, "
     "as a study writes it, with widths on --disks ('raidz2', 'raidz1:3 + mirror:2').",
 )
 @click.option(
     "--disks",
     "disks_text",
     metavar="DISKS",
-    help="Disks as COUNTxSIZE joined by commas, e.g. 2x3T,3x2TB (T = 2^40, TB = 10^12 "
+    help="Disks as COUNTxSIZE joined by commas, e.g. 2x3TB,3x2TB (TB = 10^12, T = 2^40 "
     "bytes): alone, search layouts for them; with a --layout in widths, its disks.",
 )
 @click.option(
     "--ashift",
-    type=click.IntRange(9, 16),
-    default=12,
+    "ashift_text",
+    default="12",
     show_default=True,
-    help="Sector size exponent of every vdev (9 = 512 B, 12 = 4 KiB).",
+    metavar="N[,N...]",
+    help="Sector size exponent of every vdev (9 = 512 B, 12 = 4 KiB); with --layout, "
+    "several (--ashift 9,12) compare their space.",
 )
 @click.option(
     "--zfs-version",
@@ -168,7 +159,7 @@ def _fmt_bps(bps: float) -> str:
 def plan(
     layout_text: str | None,
     disks_text: str | None,
-    ashift: int,
+    ashift_text: str,
     zfs_version: str,
     whole_disk: bool | None,
     min_failures: int,
@@ -193,34 +184,103 @@ def plan(
     and the resilver risk are models and are labelled so.
 
     \b
-    Examples:
-      poolbench plan --layout 'raidz2:6x4T' --ashift 12 --zfs-version 2.3 --json
+    Examples (TB = 10^12 bytes, as disks are sold; T = TiB, as zfs prints):
+      poolbench plan --layout 'raidz2:6x4TB' --ashift 12 --zfs-version 2.3 --json
       poolbench plan --layout 'raidz1:3 + mirror:2' --disks 3x4TB,2x2TB
-      poolbench plan --disks 2x3T,3x2T --min-failures 1 --objective space
-      poolbench plan --layout 'raidz2:6x4T + special mirror:2x500G + log mirror:2x100G'
-      poolbench plan --layout 'raidz2:6x4T' --expand-to 8
-      poolbench plan --disks 6x4T --special mirror:2x500G --slog mirror:2x100G
+      poolbench plan --disks 2x3TB,3x2TB --min-failures 1 --objective space
+      poolbench plan --layout 'raidz2:6x4TB + special mirror:2x500GB + log mirror:2x100GB'
+      poolbench plan --layout 'raidz2:6x4TB' --expand-to 8
+      poolbench plan --layout 'raidz2:6x4TB' --ashift 9,12,13
+      poolbench plan --disks 6x4TB --special mirror:2x500GB --slog mirror:2x100GB
     """
-    if layout_text is None and disks_text is None:
-        raise UsageError(
-            "Give --layout, --disks, or both.",
-            "Use --layout 'raidz2:6x4T' (or --layout raidz2 --disks 6x4T) to evaluate one "
-            "layout, or --disks 2x3T,3x2T alone to search.",
-        )
+    _check_given(layout_text, disks_text)
     _check_numbers(afr, ure, fill, top, min_failures)
     rules = parse_zfs_version(zfs_version)
     disk = _one_disk(disk_speed, disk_speed_run, db, disk_class)
     inputs = RiskInputs(afr=afr, ure_per_bit=ure, fill=fill)
     disks = _disk_sizes(disks_text) if disks_text is not None else None
     _check_combinations(layout_text, expand_to, slog, special, zfs_version)
+    ashifts = parse_ashifts(ashift_text, several=layout_text is not None)
+    note = rules_note(zfs_version)
     if layout_text is not None:
         layout = _layout_on(layout_text, disks)
-        _plan_layout(layout, ashift, rules, bool(whole_disk), disk, inputs, as_json, expand_to)
+        _binary_size_hint([d for v in layout.vdevs for d in v.devices] if not as_json else [])
+        if len(ashifts) > 1:
+            _compare_ashifts(layout, ashifts, rules, bool(whole_disk), as_json, note)
+            return
+        args = (layout, ashifts[0], rules, bool(whole_disk), disk, inputs, as_json, expand_to)
+        _plan_layout(*args, note)
     else:
         assert disks is not None and disks_text is not None
+        _binary_size_hint(list(disks) if not as_json else [])
         classes = _search_classes(slog, special)
-        search = (disks_text, disks, ashift, rules, whole_disk is not False, disk, min_failures)
+        search = (disks_text, disks, ashifts[0], rules, whole_disk is not False, disk, min_failures)
         _plan_search(*search, objective, top, as_json, classes)  # type: ignore[arg-type]
+
+
+def _check_given(layout_text: str | None, disks_text: str | None) -> None:
+    if layout_text is None and disks_text is None:
+        raise UsageError(
+            "Give --layout, --disks, or both.",
+            "Use --layout 'raidz2:6x4TB' (or --layout raidz2 --disks 6x4TB) to evaluate one "
+            "layout, or --disks 2x3TB,3x2TB alone to search.",
+        )
+
+
+def parse_ashifts(text: str, *, several: bool) -> list[int]:
+    """--ashift: one exponent, or (with --layout) a comma list to compare: 9,12,13."""
+    items = [i.strip() for i in text.split(",")]
+    if not all(is_digits(i) and len(i) <= 2 and 9 <= int(i) <= 16 for i in items):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise UsageError(
+            f"--ashift '{shown}' is not an ashift or a list of them.",
+            "Give exponents from 9 to 16 (9 = 512 B, 12 = 4 KiB sectors), e.g. --ashift 12 "
+            "or, to compare with --layout, --ashift 9,12,13.",
+        )
+    ashifts = list(dict.fromkeys(int(i) for i in items))
+    if len(ashifts) > 1 and not several:
+        raise UsageError(
+            f"--ashift {text} gives several ashifts; a search takes one.",
+            "Search with one (--ashift 12), or compare ashifts on one layout: "
+            "--layout 'raidz2:6x4TB' --ashift 9,12.",
+        )
+    return ashifts
+
+
+# Disk sizes as they are sold (TB); one of these written with a binary unit (4T = 4 TiB) is
+# most likely the vendor's decimal size written in the wrong unit.
+_SOLD_TB = {1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32}
+
+
+def _binary_size_hint(sizes: list[int]) -> None:
+    """On stderr: a disk of 4T (4 TiB) is 10% larger than the 4 TB disk a shop sells."""
+    tib = 1 << 40
+    sold = sorted({s // tib for s in sizes if s % tib == 0 and s // tib in _SOLD_TB})
+    if sold:
+        n = sold[0]
+        text = (
+            f"note: {n}T is {n} TiB = {n * tib / 1e12:.2f} TB. A disk sold as '{n} TB' "
+            f"holds {n}x10^12 bytes: write {n}TB for it (T, G are 1024-based; TB, GB "
+            "decimal)."
+        )
+        click.echo(textwrap.fill(text, 79), err=True)
+
+
+def _compare_ashifts(
+    layout: Layout, ashifts: list[int], rules: RuleSet, whole_disk: bool, as_json: bool,
+    note: str,
+) -> None:  # fmt: skip
+    """--ashift 9,12,…: the layout's space at each ashift, side by side."""
+    plans = [plan_pool(layout, a, rules, whole_disk) for a in ashifts]
+    if as_json:
+        doc = {"layout": layout.spec(), "zfs_rules_note": note,
+               "by_ashift": [p.as_dict() for p in plans]}  # fmt: skip
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    from poolbench.cli.plan_show import show_ashifts  # rich only for tables
+
+    show_ashifts(plans, note)
 
 
 def _check_combinations(
@@ -277,6 +337,8 @@ def _one_disk(speed: str | None, run: str | None, db: Path | None, disk_class: s
         raise UsageError("Give --disk-speed or --disk-speed-from, not both.")
     base = DEFAULT_SPEEDS[disk_class]
     if run:
+        from poolbench.report.measured_disk import disk_speed_from_store  # the store: on use
+
         return disk_speed_from_store(open_store(db, "read"), run, base)
     return parse_disk_speed(speed, base.medium) if speed else base
 
@@ -313,6 +375,7 @@ def _plan_layout(
     inputs: RiskInputs,
     as_json: bool,
     expand_to: int | None = None,
+    note: str = "",
 ) -> None:
     result = plan_pool(layout, ashift, rules, whole_disk)
     grown = plan_expansion(result, expand_to) if expand_to is not None else None
@@ -329,163 +392,15 @@ def _plan_layout(
         }
         doc["resilience"] = risk.as_dict()
         doc["class_notes"] = class_notes(layout)
+        doc["zfs_rules_note"] = note
         if grown is not None:
             doc["expansion"] = grown.as_dict()
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return
-    console = _console()
-    _print_capacity(console, result)
-    _print_classes(console, result)
-    if grown is not None:
-        _print_expansion(console, grown)
-    _print_allocation(console, result)
-    _print_speed(console, detail, disk)
-    _print_risk(console, risk)
-    for note in class_notes(layout):
-        console.print(f"  {escape(note)}")
+    from poolbench.cli.plan_show import show_layout  # rich only for tables
 
-
-def _print_speed(console: Console, detail: Prediction, disk: DiskSpeed) -> None:
-    speed = detail.speed
-    t = Table(
-        title=f"Predicted speed (model; one disk: {escape(disk.source)})", title_justify="left"
-    )
-    for col in ("stream read", "stream write", "random read", "random write"):
-        t.add_column(col, justify="right")
-    t.add_row(
-        _fmt_bps(speed.read_bps),
-        _fmt_bps(speed.write_bps),
-        f"{speed.read_iops:,.0f} IOPS",
-        f"({speed.write_iops:,.0f} IOPS)*",
-    )
-    console.print(t)
-    console.print(f"stream write: {detail.write_bps.basis}")
-    console.print(f"stream read: {detail.read_bps.basis}")
-    console.print(f"random read: {detail.read_iops.basis}")
-    console.print(f"* random write: {detail.write_iops.basis}")
-    for note in detail.notes:
-        console.print(f"  {note}")
-
-
-def _print_classes(console: Console, p: PoolPlan) -> None:
-    if not p.classes:
-        return
-    t = Table(title="Class vdevs", title_justify="left")
-    for col in ("class", "vdev", "devices", "metaslabs", "in SIZE", "in AVAIL"):
-        t.add_column(col, justify="left" if col in ("class", "vdev") else "right")
-    for c in p.classes:
-        ms = f"{c.plan.ms_count} x {nicenum(c.plan.ms_size)}" if c.plan else "-"
-        t.add_row(
-            c.cls,
-            c.spec.type_name,
-            format_devices(c.spec.devices),
-            ms,
-            nicenum(c.plan.space) if c.in_size and c.plan else "no",
-            "no",
-        )
-    console.print(t)
-
-
-def _print_expansion(console: Console, e: ExpansionPlan) -> None:
-    before = e.before
-    t = Table(
-        title=f"After RAIDZ expansion to {e.spec_after.width} disks (zpool attach; OpenZFS >= 2.3)",
-        title_justify="left",
-    )
-    for col in ("", "before", "after"):
-        t.add_column(col, justify="right" if col else "left")
-    t.add_row("zpool list SIZE", f"{before.size_bytes:,}", f"{e.size_bytes:,}")
-    t.add_row("zfs list AVAIL+USED", f"{before.usable_bytes:,}", f"{e.usable_bytes:,}")
-    t.add_row("a 128K record is charged", f"{e.record_charge_old:,}", f"{e.record_charge_new:,}")
-    console.print(t)
-    console.print(
-        f"  The deflate ratio stays the original width's ({e.deflate_ratio}/512; a pool made "
-        f"{e.spec_after.width} wide has {e.new_width_ratio}/512), so AVAIL understates new "
-        f"data: {nicenum(e.new_record_bytes)} of 128K records written after the expansion "
-        "fit in the AVAIL above. Blocks written before it keep their old data:parity ratio "
-        "until they are rewritten."
-    )
-
-
-def _print_capacity(console: Console, p: PoolPlan) -> None:
-    where = "whole disks partitioned by zpool create" if p.whole_disk else "devices used as is"
-    console.print(
-        f"[bold]{escape(p.layout.spec())}[/bold]  ({p.rules.label}; ashift {p.ashift}; {where})"
-    )
-    t = Table(show_header=False, box=None, pad_edge=False)
-    t.add_column()
-    t.add_column(justify="right")
-    t.add_column(justify="right")
-    t.add_row("raw device bytes", nicenum(p.raw_bytes), f"{p.raw_bytes:,}")
-    t.add_row("zpool list SIZE", nicenum(p.size_bytes), f"{p.size_bytes:,}")
-    t.add_row("zfs list AVAIL+USED (usable)", nicenum(p.usable_bytes), f"{p.usable_bytes:,}")
-    t.add_row("slop (held back)", nicenum(p.slop_bytes), f"{p.slop_bytes:,}")
-    t.add_row("deflate ratio", f"{p.deflate_ratio:.6f}", "")
-    t.add_row("disk failures survived", str(p.failures_tolerated), "")
-    console.print(t)
-    v = Table(title="Top-level vdevs", title_justify="left")
-    for col in ("vdev", "devices", "asize", "metaslabs", "SIZE part", "usable part", "deflate"):
-        v.add_column(col, justify="right" if col != "vdev" else "left")
-    for vd in p.vdevs:
-        ms = f"{vd.ms_count} x {nicenum(vd.ms_size)}"
-        if vd.embedded_log_space:
-            ms += " (1 embedded log)"
-        v.add_row(
-            vd.spec.type_name,
-            format_devices(vd.spec.devices),
-            nicenum(vd.asize),
-            ms,
-            nicenum(vd.space),
-            nicenum(vd.dspace),
-            f"{vd.deflate_ratio}/512",
-        )
-    console.print(v)
-
-
-def _print_allocation(console: Console, p: PoolPlan) -> None:
-    seen: set[str] = set()
-    for vd in p.vdevs:
-        key = f"{vd.spec.type_name}/{vd.spec.width}"
-        if key in seen:
-            continue
-        seen.add(key)
-        t = Table(
-            title=f"What one block costs on {vd.spec.type_name} of {vd.spec.width} "
-            f"(ashift {vd.ashift})",
-            title_justify="left",
-        )
-        for col in ("block", "allocated", "raw on disks", "charged in zfs list", "efficiency"):
-            t.add_column(col, justify="right")
-        for b in vd.blocks:
-            t.add_row(
-                nicenum(b.psize),
-                nicenum(b.asize),
-                nicenum(b.raw_bytes),
-                nicenum(b.charged_bytes),
-                f"{b.efficiency:.1%}",
-            )
-        console.print(t)
-
-
-def _print_risk(console: Console, risk: PoolRisk) -> None:
-    t = Table(
-        title="Resilience (resilver time and risk are a MODEL: "
-        f"AFR {risk.inputs.afr:g}, URE {risk.inputs.ure_per_bit:g}/bit, "
-        f"fill {risk.inputs.fill:g})",
-        title_justify="left",
-    )
-    for col in ("vdev", "failures survived", "resilver", "P(lose pool)", "P(damaged files)"):
-        t.add_column(col, justify="right" if col != "vdev" else "left")
-    for v in risk.vdevs:
-        t.add_row(
-            v.label,
-            str(v.failures_tolerated),
-            f"{v.resilver_hours:.1f} h",
-            f"{v.p_loss_during_resilver:.2e}",
-            f"{v.p_data_error_during_resilver:.2e}",
-        )
-    console.print(t)
+    show_layout(result, grown, detail, disk, risk, class_notes(layout), note)
 
 
 def _plan_search(
@@ -518,47 +433,17 @@ def _plan_search(
             "Lower --min-failures or add disks.",
         )
     if as_json:
-        json.dump(
-            {
-                "disks": disks,
-                "zfs_rules": rules.name,
-                "ashift": ashift,
-                "whole_disk": whole_disk,
-                "objective": objective,
-                "disk_speed": disk.source,
-                "candidates": [c.as_dict() for c in cands],
-            },
-            sys.stdout,
-            indent=2,
-        )
-        sys.stdout.write("\n")
+        doc = {
+            "disks": disks,
+            "zfs_rules": rules.name,
+            "ashift": ashift,
+            "whole_disk": whole_disk,
+            "objective": objective,
+            "disk_speed": disk.source,
+            "candidates": [c.as_dict() for c in cands],
+        }
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")  # one write: 674 layouts at once
         return
-    console = _console()
-    _print_candidates(console, cands[:top], disk, rules, len(cands))
+    from poolbench.cli.plan_show import show_candidates  # rich only for tables
 
-
-def _print_candidates(
-    console: Console, cands: list[Candidate], disk: DiskSpeed, rules: RuleSet, total: int
-) -> None:
-    t = Table(
-        title=f"Layouts ({rules.label}); * = Pareto front (no other layout has more "
-        "space, survives more failures and is faster); speed is a model "
-        f"({escape(disk.source)})",
-        title_justify="left",
-    )
-    for col in ("", "layout", "usable", "fails", "read", "write", "rand r IOPS", "rand w IOPS"):
-        t.add_column(col, justify="left" if col in ("", "layout") else "right")
-    for c in cands:
-        t.add_row(
-            "*" if c.pareto else "",
-            f"{escape(c.name)}\n[dim]{escape(c.spec())}[/dim]",
-            nicenum(c.usable_bytes),
-            str(c.failures_tolerated),
-            _fmt_bps(c.speed.read_bps),
-            _fmt_bps(c.speed.write_bps),
-            f"{c.speed.read_iops:,.0f}",
-            f"{c.speed.write_iops:,.0f}",
-        )
-    console.print(t)
-    if total > len(cands):
-        console.print(f"({total - len(cands)} more; --top N shows more, --json shows all)")
+    show_candidates(cands[:top], disk, rules, len(cands))

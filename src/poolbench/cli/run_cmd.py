@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from poolbench import is_digits
 from poolbench.cli.common import (
     MAX_ID,
     check_disk_count,
@@ -27,6 +28,7 @@ from poolbench.engine import study_run
 from poolbench.errors import UsageError
 from poolbench.report import predicted
 from poolbench.store import queries
+from poolbench.store.timestamps import stored_time
 from poolbench.study.model import Disks, Study
 from poolbench.study.model import load as load_study
 from poolbench.system.runner import LocalRunner
@@ -43,7 +45,7 @@ def _override_disks(study: Study, disks: str | None) -> Study:
     else:
         count, _, size = disks.lower().partition("x")
         # ASCII digits only: '²'.isdigit() is True, and '١٢' would reach zpool as 12.
-        if not (count.isascii() and count.isdigit()) or len(count) > 6 or not size:
+        if not is_digits(count) or len(count) > 6 or not size:
             raise UsageError(
                 f"--disks '{disks[:60]}' is neither COUNTxSIZE nor a list of /dev paths.",
                 "Example: --disks 5x512M or --disks /dev/sdb,/dev/sdc.",
@@ -190,14 +192,14 @@ def runs(db: Path | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(items, indent=2))
         return
-    import datetime as dt
 
     t = Table(title=f"runs in {escape(str(store.path))}")
     for col in ("id", "kind", "name", "status", "started", "measurements"):
         t.add_column(col)
     for i in items:
         try:
-            started = dt.datetime.fromtimestamp(float(i["started_at"])).strftime("%Y-%m-%d %H:%M")
+            when = stored_time(i["started_at"], "an interrupted run's start time", utc=False)
+            started = when.strftime("%Y-%m-%d %H:%M")
         except (ValueError, OverflowError, OSError):  # a time no calendar holds: show it raw
             started = str(i["started_at"])
         t.add_row(  # text from the store is data, never markup

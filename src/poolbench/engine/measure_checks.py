@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from poolbench import is_digits
 from poolbench.engine import slow_members
 from poolbench.engine.device_window import DeviceOutcome
 from poolbench.engine.records import CacheFinding, Findings
@@ -51,7 +52,7 @@ def device_findings(findings: Findings, dev: DeviceOutcome) -> None:
 def random_io_size(w: Workload) -> int | None:
     """The size of a random write, which may rewrite a larger record (amplification's note)."""
     bs = str(w.fio.get("bs", ""))
-    return int(bs) if "rand" in str(w.fio.get("rw", "")) and bs.isdigit() else None
+    return int(bs) if "rand" in str(w.fio.get("rw", "")) and is_digits(bs) else None
 
 
 def served_cache(kept: CacheFinding, app_bytes: int, device_read_bytes: int | None) -> CacheFinding:

@@ -14,6 +14,7 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
+from poolbench import is_digits
 from poolbench.errors import UsageError
 
 DEFAULT_PORT = 8765  # fio's default server port
@@ -77,7 +78,7 @@ def parse_host(text: str, where: str = "") -> Host:
     else:
         addr, _, port_text = spec.partition(":")
     if port_text:
-        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        if not is_digits(port_text) or not 0 < int(port_text) < 65536:
             raise UsageError(f"{where}'{port_text}' in '{spec}' is not a port number (1-65535).")
         port = int(port_text)
     if addr in WILDCARDS:

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from poolbench import is_digits
 from poolbench.fleet import clientout
 from poolbench.fleet.hosts import Host
 from poolbench.system.runner import Runner
@@ -97,7 +98,7 @@ def _first_stamp(log_dir: Path) -> int | None:
     for f in sorted(log_dir.glob("probe_lat.*")):
         for line in f.read_text().splitlines():
             first = line.split(",", 1)[0].strip()
-            if first.isdigit():
+            if is_digits(first):
                 return int(first)
     return None
 

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from poolbench import is_digits
 from poolbench.system.probes import resident_bytes
 from poolbench.system.runner import Runner
 
@@ -146,7 +147,7 @@ def read_arcstats(path: Path | None = ARCSTATS) -> dict[str, int] | None:
     out: dict[str, int] = {}
     for line in text.splitlines():
         words = line.split()
-        if len(words) == 3 and words[2].isdigit():
+        if len(words) == 3 and is_digits(words[2]):
             out[words[0]] = int(words[2])
     return out or None
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from poolbench import is_digits
+
 GiB = 1 << 30
 PROC = Path("/proc")
 TICK = os.sysconf("SC_CLK_TCK")
@@ -55,7 +57,7 @@ def daemon_pid(name: str = "zfs-fuse", proc: Path = PROC) -> int | None:
     except OSError:
         return None
     for entry in entries:
-        if entry.name.isdigit():
+        if is_digits(entry.name):
             try:
                 if (entry / "comm").read_text().strip() == name:
                     return int(entry.name)

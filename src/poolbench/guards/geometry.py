@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from poolbench import is_digits
 from poolbench.guards import amplification as amp
 from poolbench.guards.amplification import WriteModel
 from poolbench.guards.devices import Target
@@ -53,7 +54,7 @@ def _relabel(model: WriteModel, layout: str) -> WriteModel:
 
 def _int(value: object) -> int | None:
     text = str(value) if value is not None else ""
-    return int(text) if text.isdigit() else None
+    return int(text) if is_digits(text) else None
 
 
 def for_pool(

@@ -36,10 +36,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
+from poolbench import is_digits
 from poolbench.errors import UsageError
 from poolbench.planner.layout import ALLOC_CLASSES, Layout, VdevSpec
 from poolbench.planner.rules import RuleSet
+from poolbench.units import format_size
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -131,10 +134,10 @@ def whole_disk_partition_bytes(disk_bytes: int, sector_bytes: int = 512) -> int:
 def leaf_asize(osize: int) -> int:
     """vdev_open() for a leaf: P2ALIGN(osize, sizeof (vdev_label_t)), refuse < SPA_MINDEVSIZE,
     then asize = osize − (VDEV_LABEL_START_SIZE + VDEV_LABEL_END_SIZE). Same in v23 and 2.x."""
-    osize = p2align(osize, VDEV_LABEL_SIZE)
+    given, osize = osize, p2align(osize, VDEV_LABEL_SIZE)
     if osize < SPA_MINDEVSIZE:
         raise UsageError(
-            f"A device of {osize} bytes is under ZFS's 64 MiB minimum device size "
+            f"A device of {given:,} bytes is under ZFS's 64 MiB minimum device size "
             "(SPA_MINDEVSIZE).",
             "Use devices of at least 64 MiB.",
         )
@@ -454,6 +457,23 @@ def check_ashift(ashift: int, rules: RuleSet) -> None:
         )
 
 
+@lru_cache(maxsize=4096)
+def _leaf(device_bytes: int, whole_disk: bool, rules: RuleSet) -> int:
+    """One device's leaf asize (a search plans the same few disk sizes thousands of times);
+    a device too small is refused naming its size as written (a bare number is bytes)."""
+    try:
+        return leaf_asize(device_osize(device_bytes, whole_disk, rules))
+    except UsageError as exc:
+        written = format_size(device_bytes)
+        bare = "; a number without a unit is bytes: 4T, 4TB" if is_digits(written) else ""
+        raise UsageError(
+            f"The device size '{written}' ({device_bytes:,} bytes{bare}) is too small for "
+            f"ZFS: {exc.problem}",
+            exc.fix,
+        ) from exc
+
+
+@lru_cache(maxsize=4096)
 def plan_vdev(
     spec: VdevSpec,
     ashift: int,
@@ -462,7 +482,8 @@ def plan_vdev(
     with_blocks: bool = True,
     normal_class: bool = True,
 ) -> VdevPlan:
-    leaves = [leaf_asize(device_osize(d, whole_disk, rules)) for d in spec.devices]
+    sizes = {d: _leaf(d, whole_disk, rules) for d in set(spec.devices)}
+    leaves = [sizes[d] for d in spec.devices]
     asize = top_asize(spec, leaves, rules)
     shift = metaslab_shift(asize, rules)
     count, space, first = metaslab_totals(spec, asize, shift, ashift)

@@ -39,11 +39,13 @@ in `Layout.classes`, so every model of the data vdevs reads the layout as before
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from poolbench import is_digits
 from poolbench.errors import UsageError
 from poolbench.units import format_size, format_sizes, parse_size, parse_sizes
 
@@ -204,6 +206,7 @@ class _Part:
     cls: str = ""  # a class word (log, special, dedup, spare, cache), or "" for data
 
 
+VDEV_TYPES = ("stripe", "mirror", "raidz1", "raidz2", "raidz3", "draid1", "draid2", "draid3")
 _TYPE_RE = re.compile(r"(stripe|mirror|raidz[123]?|draid[123]?)", re.ASCII)
 _OPT_RE = re.compile(r"[0-9]{1,6}[cdsCDS]", re.ASCII)
 
@@ -215,7 +218,9 @@ def _split_part(text: str, layout: str) -> _Part:
     fields = [f.strip() for f in text.split(":")]
     head = fields[0].lower()
     if not _TYPE_RE.fullmatch(head):
-        raise UsageError(f"Layout '{layout}': '{fields[0]}' is not a vdev type.", LAYOUT_HELP)
+        near = difflib.get_close_matches(head, VDEV_TYPES, n=1, cutoff=0.6)
+        hint = f" Did you mean '{near[0]}'?" if near else ""
+        raise UsageError(f"Layout '{layout}': '{fields[0]}' is not a vdev type.{hint}", LAYOUT_HELP)
     kind = {"raidz": "raidz1", "draid": "draid1"}.get(head, head)
     opts = tuple(f for f in fields[1:] if _OPT_RE.fullmatch(f))
     members = [f for f in fields[1:] if f not in opts]
@@ -229,7 +234,7 @@ def _members(text: str, part: str, layout: str) -> tuple[int | None, tuple[int, 
     """(width, sizes) of MEMBERS: plain digits are a width, anything else sizes."""
     if not text:
         return None, None
-    if text.isascii() and text.isdigit():
+    if is_digits(text):
         return _width(text, part, layout), None
     return None, parse_sizes(text, what=f"layout part '{part}'")
 

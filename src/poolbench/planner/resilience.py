@@ -92,11 +92,28 @@ class PoolRisk:
 
 
 def binomial_tail(n: int, p: float, k: int) -> float:
-    """P(X > k) for X ~ Binomial(n, p)."""
+    """P(X > k) for X ~ Binomial(n, p).
+
+    Each term is taken through its logarithm (lgamma, log1p): C(n, i) of a 10,000-way
+    mirror is a number of thousands of digits that no float holds, though the probability
+    is an ordinary one. The smaller side is summed (the tail, or 1 − the head) so a tiny
+    tail keeps its digits."""
     if k >= n:
         return 0.0
-    below = sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
-    return max(0.0, 1.0 - below)
+    if p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return 1.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+    log_n = math.lgamma(n + 1)
+
+    def term(i: int) -> float:
+        log_c = log_n - math.lgamma(i + 1) - math.lgamma(n - i + 1)
+        return math.exp(log_c + i * log_p + (n - i) * log_q)
+
+    if k + 1 > n * p:  # the tail is the smaller side: terms fall away from the mean
+        return min(1.0, sum(term(i) for i in range(k + 1, n + 1)))
+    return max(0.0, 1.0 - sum(term(i) for i in range(k + 1)))
 
 
 def resilver_hours(spec: VdevSpec, disk: DiskSpeed, inputs: RiskInputs) -> float:

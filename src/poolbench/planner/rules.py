@@ -153,9 +153,17 @@ _BOUNDARIES: tuple[tuple[tuple[int, ...], RuleSet], ...] = (
     ((2, 1, 0), OZ_21),
 )
 
+# A release is a few small numbers (ASCII digits only, at most 4 each): "0.6.5.11", "2.3.1",
+# "zfs-2.2.0-rc3". Nothing longer is a release (and int() of 5,000 digits raises).
 _VERSION_RE = re.compile(
-    r"^(?:zfs-|v(?=\d+\.))?(\d+(?:\.\d+){0,3})(?:-rc(\d+))?(?:-\d+(?:\.\d+)*)?$", re.IGNORECASE
+    r"^(?:zfs-|v(?=[0-9]+\.))?([0-9]{1,4}(?:\.[0-9]{1,4}){0,3})(?:-rc([0-9]{1,4}))?"
+    r"(?:-[0-9]{1,8}(?:\.[0-9]{1,8}){0,3})?$",
+    re.IGNORECASE | re.ASCII,
 )
+# The release series that exist (ZFS on Linux 0.6-0.8, then OpenZFS 2.0 on; there was no
+# 0.9 or 1.x). A later 2.x is taken with the newest rules, and said so (`rules_note`).
+KNOWN_SERIES = ((0, 6), (0, 7), (0, 8), (2, 0), (2, 1), (2, 2), (2, 3), (2, 4))
+NEWEST_KNOWN = (2, 4)
 
 
 def parse_zfs_version(text: str) -> RuleSet:
@@ -165,8 +173,8 @@ def parse_zfs_version(text: str) -> RuleSet:
     the code changed at (0.7.0-rc1..rc3 still had the 0.6.5 slop; 0.8.0-rc1..rc3 the old
     metaslab rule).
     """
-    raw = text.strip()
-    key = raw.lower()
+    key = text.strip().lower()
+    raw = text.strip() if len(text.strip()) <= 40 else text.strip()[:37] + "..."
     if key in ("v23", "23", "zfs-fuse", "zfsfuse", "fuse"):
         return V23
     m = _VERSION_RE.match(key)
@@ -185,6 +193,13 @@ def parse_zfs_version(text: str) -> RuleSet:
             f"--zfs-version {raw} predates ZFS on Linux 0.6.0; its rules are not modelled.",
             "Use v23 for the OpenSolaris-era code (zfs-fuse) or a release from 0.6.0 on.",
         )
+    if version[:2] not in KNOWN_SERIES and not (version[0] == 2 and version[:2] > NEWEST_KNOWN):
+        raise UsageError(
+            f"--zfs-version {raw} is not a ZFS release: ZFS on Linux went 0.6, 0.7, 0.8, then "
+            "OpenZFS 2.0, 2.1, … (there was no 0.9 or 1.x).",
+            "Give the release `zfs version` prints, e.g. 0.8.6, 2.1.5 or 2.3.1 (or v23 for "
+            "zfs-fuse).",
+        )
     if rc is not None and version[:3] == (0, 7, 0) and rc <= 3:
         return ZOL_065
     if rc is not None and version[:3] == (0, 8, 0) and rc <= 3:
@@ -194,6 +209,26 @@ def parse_zfs_version(text: str) -> RuleSet:
         if version >= start:
             chosen = rules
     return chosen
+
+
+def rules_note(text: str) -> str:
+    """Which release's space rules a figure rests on, for the figure's label: "OpenZFS 2.3
+    (rules of OpenZFS 2.1 and later)"; a 2.x newer than the newest release read is said to
+    be taken with the newest rules."""
+    rules = parse_zfs_version(text)
+    m = _VERSION_RE.match(text.strip().lower())
+    note = (
+        f"--zfs-version {text.strip()}: space rules of {rules.label}. Other releases reserve "
+        "differently (slop, metaslab sizes): compare with --zfs-version 0.6.3, 0.7 or 0.8"
+    )
+    if m and rules is NEWEST:
+        version = tuple(int(p) for p in m.group(1).split("."))
+        if version[:2] > NEWEST_KNOWN:
+            note += (
+                f"; the newest rules read here are {NEWEST_KNOWN[0]}.{NEWEST_KNOWN[1]}'s, a "
+                "later release is assumed to keep them"
+            )
+    return note + "."
 
 
 def rules_by_name(name: str) -> RuleSet:

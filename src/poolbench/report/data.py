@@ -6,12 +6,12 @@ plain strings and every renderer escapes them for its medium (rich markup, HTML,
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from poolbench import is_digits
 from poolbench.engine import slow_members
 from poolbench.engine.records import Findings, modelled_amplification, write_amplification
 from poolbench.errors import UsageError
@@ -19,6 +19,7 @@ from poolbench.report.metrics import VALUE, Figure, Metric, tail_warning
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.store import queries
 from poolbench.store.db import Store, resume_command
+from poolbench.store.timestamps import stored_time
 from poolbench.study.matrix import parse_key
 
 GiB = 1024**3
@@ -247,7 +248,7 @@ class RunData:
             return ReplicatePolicy(self.ci_target())
 
     def started_text(self) -> str:
-        when = dt.datetime.fromtimestamp(self.started_at, dt.UTC)
+        when = stored_time(self.started_at, f"run {self.id}'s start time")
         return when.strftime("%Y-%m-%d %H:%M UTC")
 
 
@@ -293,11 +294,18 @@ def resolve_run(store: Store, ref: str) -> int:
                 "Measure something first: poolbench bench PATH, or poolbench run STUDY.",
             )
         return latest
-    if not ref.isdigit():
+    if not is_digits(ref) or len(ref) > 18:
+        shown = ref if len(ref) <= 40 else ref[:37] + "..."
         raise UsageError(
-            f"'{ref}' is not a run.", "Give a run id (see 'poolbench runs') or 'latest'."
+            f"'{shown}' is not a run.", "Give a run id (see 'poolbench runs') or 'latest'."
         )
     return int(ref)
+
+
+def _started_at(value: Any, run_id: int) -> float:
+    """The run's start as stored, once it is known to be a time (else the store is damaged)."""
+    stored_time(value, f"run {run_id}'s start time")
+    return float(value)
 
 
 def _commands(store: Store, run_id: int) -> list[dict[str, Any]]:
@@ -356,7 +364,7 @@ def load_run(store: Store, ref: str) -> RunData:
         kind=str(row["kind"]),
         name=str(row["name"] or ""),
         status=str(row["status"]),
-        started_at=float(row["started_at"]),
+        started_at=_started_at(row["started_at"], run_id),
         finished_at=row["finished_at"],
         argv=[str(a) for a in argv] if isinstance(argv, list) else [],
         metadata=metadata if isinstance(metadata, dict) else {},

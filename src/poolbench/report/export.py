@@ -7,7 +7,6 @@ never rename or remove one without raising EXPORT_VERSION.
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import io
 import json
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from poolbench.engine.records import write_amplification
 from poolbench.report.data import RunData, cell_config
 from poolbench.report.metrics import percentile_ns
+from poolbench.store.timestamps import stored_time
 
 EXPORT_VERSION = 1
 
@@ -76,7 +76,7 @@ _CLAT = {"clat_p50_ns": "50", "clat_p90_ns": "90", "clat_p99_ns": "99", "clat_p9
 def _iso(ts: float | None) -> str | None:
     if ts is None:
         return None
-    return dt.datetime.fromtimestamp(float(ts), dt.UTC).isoformat(timespec="seconds")
+    return stored_time(ts, "a start time").isoformat(timespec="seconds")
 
 
 def rows(run: RunData) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from poolbench import is_digits
 from poolbench.guards.devices import MountInfo, mount_of, mounts
 from poolbench.system import probes
 from poolbench.system.runner import CommandError, Runner
@@ -182,7 +183,7 @@ class Inventory:
 def _natural(name: str) -> tuple[Any, ...]:
     import re
 
-    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
+    return tuple(int(t) if is_digits(t) else t for t in re.split(r"(\d+)", name))
 
 
 def _read(path: Path) -> str | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from poolbench import is_digits
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import mounts
 from poolbench.system import throttle
@@ -386,7 +387,7 @@ def zpool_creating(name: str, proc: Path = Path("/proc")) -> bool:
     """Whether a `zpool create` of pool `name` is running now (from /proc/*/cmdline: zpool
     itself, or a script named zpool that runs it)."""
     for p in proc.iterdir() if proc.is_dir() else []:
-        if not p.name.isdigit():
+        if not is_digits(p.name):
             continue
         try:
             args = [a.decode(errors="replace") for a in (p / "cmdline").read_bytes().split(b"\0")]

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from poolbench import is_digits
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import predicted_usable
 from poolbench.units import parse_size
@@ -55,7 +56,7 @@ def _fits(study: Study, origin: str) -> None:
         return  # device sizes are known only after probing them
     ws = parse_size(study.workloads.size)
     fill = max((int(x) for x in study.factors.get("fill", [0])), default=0)
-    ashifts = [int(a) for a in study.factors.get("ashift", [12]) if str(a).isdigit()] or [12]
+    ashifts = [int(a) for a in study.factors.get("ashift", [12]) if is_digits(str(a))] or [12]
     for layout in (str(x) for x in study.factors.get("layout", [])):
         if _widths(layout, d.count) > d.count:
             continue  # wider than the disks: the backend refuses that with its own message

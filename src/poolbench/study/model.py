@@ -115,6 +115,17 @@ class Disks(_Strict):
             _valid_size(v, "size")
         return v
 
+    @field_validator("devices")
+    @classmethod
+    def _device_paths(cls, v: list[str]) -> list[str]:
+        for path in v:
+            if "\x00" in path or len(path.encode()) > 4095:
+                raise ValueError(
+                    f"device {path[:60]!r} is not a path the system can open (a NUL byte, or "
+                    "longer than 4095 bytes); give device paths such as /dev/sdb"
+                )
+        return v
+
     @model_validator(mode="after")
     def _cap_only_on_loops(self) -> Disks:
         if self.cap is not None and self.source != "loop":

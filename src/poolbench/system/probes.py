@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from poolbench import __version__
+from poolbench import __version__, is_digits
 from poolbench.system.runner import CommandError, Runner
 
 SYS_BLOCK = Path("/sys/class/block")
@@ -30,7 +30,7 @@ def device_info(name: str, sys_block: Path = SYS_BLOCK) -> dict[str, Any]:
     size = _read(node / "size")
     info: dict[str, Any] = {
         "name": name,
-        "size_bytes": int(size) * 512 if size and size.isdigit() else None,
+        "size_bytes": int(size) * 512 if size and is_digits(size) else None,
         "logical_sector": _int(_read(disk / "queue" / "logical_block_size")),
         "physical_sector": _int(_read(disk / "queue" / "physical_block_size")),
         "rotational": _read(disk / "queue" / "rotational") == "1",
@@ -50,7 +50,7 @@ def device_info(name: str, sys_block: Path = SYS_BLOCK) -> dict[str, Any]:
 
 
 def _int(text: str | None) -> int | None:
-    return int(text) if text and text.isdigit() else None
+    return int(text) if text and is_digits(text) else None
 
 
 def machine() -> dict[str, Any]:
@@ -99,6 +99,6 @@ def resident_bytes(runner: Runner, files: Sequence[Path]) -> int | None:
         return None
     total = 0
     for line in out.split():
-        if line.isdigit():
+        if is_digits(line):
             total += int(line)
     return total

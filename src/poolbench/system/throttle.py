@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from poolbench import is_digits
+
 BLKIO = Path("/sys/fs/cgroup/blkio")
 _FILES = ("blkio.throttle.read_bps_device", "blkio.throttle.write_bps_device")
 
@@ -49,6 +51,6 @@ def caps(root: Path = BLKIO) -> dict[str, tuple[int, int]]:
     for i, f in enumerate(_FILES):
         for line in (root / f).read_text().splitlines():
             words = line.split()
-            if len(words) == 2 and words[1].isascii() and words[1].isdigit():
+            if len(words) == 2 and is_digits(words[1]):
                 found.setdefault(words[0], [0, 0])[i] = int(words[1])
     return {k: (v[0], v[1]) for k, v in found.items()}

@@ -8,6 +8,7 @@ import re
 import signal
 from pathlib import Path
 
+from poolbench import is_digits
 from poolbench.system.runner import CommandError, Runner
 from poolbench.workloads.fioparse import FioJobFailed, FioResult, parse
 
@@ -63,7 +64,7 @@ def kill_strays(job_path: Path) -> list[int]:
     needle = str(job_path).encode()
     killed = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not is_digits(entry.name):
             continue
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")

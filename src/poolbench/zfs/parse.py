@@ -10,6 +10,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from poolbench import is_digits
+
 # Words of the tree that are no device: interior vdevs below a top-level vdev while a member is
 # replaced or a hot spare stands in (replacing-1, spare-2), and dRAID's distributed spares
 # (draid2-0-0), which live inside the dRAID vdev. Every other word in the tree is a leaf.
@@ -149,7 +151,7 @@ def parse_pool_list(text: str) -> dict[str, int]:
     pools: dict[str, int] = {}
     for line in text.splitlines():
         parts = line.split("\t")
-        if len(parts) >= 2 and parts[1].strip().isdigit():
+        if len(parts) >= 2 and is_digits(parts[1].strip()):
             pools[parts[0]] = int(parts[1])
     return pools
 
@@ -327,6 +329,6 @@ def parse_iostat(text: str) -> list[dict[str, str | int | None]]:
         row: dict[str, str | int | None] = {"name": parts[0].strip()}
         for col, value in zip(IOSTAT_COLUMNS, parts[1:], strict=False):
             v = value.strip()
-            row[col] = int(v) if v.isdigit() else None
+            row[col] = int(v) if is_digits(v) else None
         rows.append(row)
     return rows

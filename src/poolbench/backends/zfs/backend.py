@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from poolbench import is_digits
 from poolbench.backends import zvol
 from poolbench.backends._common import mount_at, size_of
 from poolbench.backends.base import (
@@ -240,7 +241,7 @@ class ZfsBackend:
     def allocated(self, pool: Pool) -> int | None:
         """The pool's allocated bytes (zpool ALLOC: parity included) now."""
         got = ops.pool_prop(self.runner, pool.spec.name, "allocated", self.dialect)
-        return int(got) if got is not None and got.isdigit() else None
+        return int(got) if got is not None and is_digits(got) else None
 
     def usable_now(self, pool: Pool) -> int | None:
         return operations.usable_now(self.runner, pool)

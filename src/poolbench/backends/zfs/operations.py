@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from poolbench import is_digits
 from poolbench.backends.base import Pool
 from poolbench.errors import PoolbenchError
 from poolbench.system.runner import Runner
@@ -47,7 +48,7 @@ def settle_expansion(runner: Runner, pool: Pool) -> None:
 def usable_now(runner: Runner, pool: Pool) -> int | None:
     """USED + AVAIL of the root dataset as ZFS reports it now."""
     got = [ops.dataset_value(runner, pool.spec.name, p) for p in ("used", "available")]
-    if all(v is not None and v.isdigit() for v in got):
+    if all(v is not None and is_digits(v) for v in got):
         return sum(int(v) for v in got if v is not None)
     return None
 

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from poolbench import is_digits
 from poolbench.backends._common import block_names, same_or_partition_of
 from poolbench.backends.base import Availability, PoolSpec, Vdev, parse_classes, parse_topology
 from poolbench.backends.zfs.validate import parse_size
@@ -81,7 +82,7 @@ def describe(
         "class_leaves": class_leaves,
         # USED + AVAIL of the root dataset: what `zfs list` offers (the planner's figure).
         "usable_bytes": int(used) + int(avail)
-        if used and avail and used.isdigit() and avail.isdigit()
+        if used and avail and is_digits(used) and is_digits(avail)
         else None,
         "vdev_ashift": ashifts,
         "ashift_source": "zdb -C" if ashifts else "",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 
+from poolbench import is_digits
 from poolbench.backends import zvol
 from poolbench.backends.base import Availability, PoolSpec, Vdev, parse_classes, parse_topology
 from poolbench.errors import UsageError
@@ -90,7 +91,7 @@ def _validate_pool_options(spec: PoolSpec, a: Availability) -> None:
                 f"Unknown ZFS pool option '{key}'.", f"Known: {', '.join(POOL_OPTIONS)}."
             )
         hi = 13 if a.dialect == ZFS_FUSE else 16
-        if not str(value).isdigit() or not 9 <= int(value) <= hi:
+        if not is_digits(str(value)) or not 9 <= int(value) <= hi:
             raise UsageError(
                 f"ashift={value} is not possible on {a.version}.",
                 f"Use an ashift from 9 to {hi} (9 = 512-byte, 12 = 4K sectors).",

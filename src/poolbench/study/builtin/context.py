@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from poolbench import units
+from poolbench import is_digits, units
 from poolbench.errors import UsageError
 from poolbench.units import parse_size
 
@@ -49,8 +49,12 @@ class Context:
     def opt_ints(self, key: str, default: Sequence[int]) -> list[int]:
         out = []
         for x in self.opt_list(key, [str(d) for d in default]):
-            if not x.isdigit():
-                raise UsageError(f"--{key}: '{x}' is not a whole number.", f"e.g. --{key} 1,2,6")
+            if not is_digits(x) or len(x) > 9:
+                shown = x if len(x) <= 40 else x[:37] + "..."
+                raise UsageError(
+                    f"--{key}: '{shown}' is not a whole number of at most 9 digits.",
+                    f"e.g. --{key} 1,2,6",
+                )
             out.append(int(x))
         return out
 
@@ -59,8 +63,11 @@ class Context:
         raw = self.options.get(key)
         if raw is None:
             return default
-        if not raw.strip().isdigit():
-            raise UsageError(f"--{key}: '{raw}' is not a whole number.", f"e.g. --{key} 3")
+        if not is_digits(raw.strip()) or len(raw.strip()) > 9:
+            shown = raw if len(raw) <= 40 else raw[:37] + "..."
+            raise UsageError(
+                f"--{key}: '{shown}' is not a whole number of at most 9 digits.", f"e.g. --{key} 3"
+            )
         return int(raw)
 
 

@@ -8,15 +8,27 @@ from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.geometry import refuse_draid_on_fuse
 
 
-def raidz_layouts(n: int, widths: list[int]) -> list[str]:
+def raidz_layouts(n: int, widths: list[int], given: bool = True) -> list[str]:
+    """raidz1/2/3 at each width; `given` says whether --widths was written (else the width
+    is every disk), so a refusal names what is actually wrong."""
     layouts: list[str] = []
     for w in widths:
         if w > n:
             raise UsageError(f"--widths {w} is wider than the {n} disks given.", "")
         layouts += [f"raidz{p}:{w}" for p in (1, 2, 3) if w >= p + 2]
-    if not layouts:
-        raise UsageError("No raidz layout fits these widths.", "Use widths of 3 or more.")
-    return layouts
+    if layouts:
+        return layouts
+    if not given:
+        raise UsageError(
+            f"The parity study compares raidz1, raidz2 and raidz3 over all the disks; {n} "
+            f"disk{'s make' if n != 1 else ' makes'} none of them (raidz1 needs 3).",
+            "Give 3 or more disks (--disks 6x1G, or 3 or more devices), or explicit --layouts.",
+        )
+    raise UsageError(
+        f"No raidz layout fits widths {','.join(map(str, widths))}: raidz1 needs 3 disks, "
+        "raidz2 4, raidz3 5.",
+        "Use widths of 3 or more.",
+    )
 
 
 def build(ctx: Context) -> StudyDict:
@@ -33,7 +45,7 @@ def build(ctx: Context) -> StudyDict:
         refuse_draid_on_fuse(ctx, layouts, "parity")
     else:
         widths = ctx.opt_ints("widths", [ctx.n])
-        layouts = raidz_layouts(ctx.n, widths)
+        layouts = raidz_layouts(ctx.n, widths, given="widths" in ctx.options)
         count = {"count": max(widths)}
     return study_file(
         ctx,

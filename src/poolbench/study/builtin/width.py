@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from poolbench import is_digits
 from poolbench.errors import UsageError
 from poolbench.study.builtin import capacity
 from poolbench.study.builtin.base import Builtin, StudyDict, need, study_file, working_set
@@ -51,7 +52,7 @@ def rule_verdicts(layout: str) -> str:
     verdicts = []
     for part in layout.split("+"):
         kind, _, w = part.partition(":")
-        if kind.startswith("raidz") and kind[5:].isdigit() and w.isdigit():
+        if kind.startswith("raidz") and is_digits(kind[5:]) and is_digits(w):
             data = int(w) - int(kind[5:])
             verdicts.append(f"{part}: {data} data disks, {'on' if power_of_two(data) else 'off'}")
     return "; ".join(verdicts)
