@@ -146,15 +146,25 @@ def test_a_failing_trial_is_kept_with_its_reason_and_the_study_goes_on(
 def test_undecided_comparisons_get_more_blocks_up_to_the_maximum(
     tmp_path: Path, dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two directories on one filesystem are the same disk: no comparison between them can
-    be decided, so the family rule (more_family) gives both configurations, the best one as
-    the baseline too, a block per round up to max_replicates, whatever Stein's rule says."""
-    text, _ = _study(*dirs, replicates=3, max_replicates=4)
+    """A configuration the family rule still owes a block gets one per round, up to
+    max_replicates, whatever Stein's rule says; one it does not owe gets none. The rule
+    sees each workload's values of every configuration (stage one measured)."""
+    text, _ = _study(*dirs, replicates=3, max_replicates=5)
+    keys = [c.key for c in matrix.configs(parse(text))]
+    seen: list[tuple[str, int]] = []
+
+    def owed(values: dict[str, list[float]], rule: object, unit: str) -> set[str]:
+        assert set(values) == set(keys) and unit == "MiB/s"
+        seen.append((unit, min(len(v) for v in values.values())))
+        return {keys[0]}  # the first configuration's comparison stays undecided
+
     monkeypatch.setattr(study_run.StudyRun, "_planned", lambda self, cfg, rule: 3)
+    monkeypatch.setattr(study_run, "family_owed", owed)
     sr = _run(tmp_path, text)
-    for cfg in matrix.configs(sr.study):
-        per = queries.values_by_workload(sr.store, sr.run_id, cfg.key)
-        assert {w: len(v) for w, v in per.items()} == {"seq-write": 4, "seq-read": 4}
+    counts = {k: len(queries.values_by_workload(sr.store, sr.run_id, k)["seq-write"])
+              for k in keys}  # fmt: skip
+    assert counts == {keys[0]: 5, keys[1]: 3}
+    assert min(n for _u, n in seen) == 3  # asked after stage one, never before
 
 
 def test_family_owed_asks_for_the_undecided_and_cuts_to_common_blocks() -> None:
