@@ -190,10 +190,37 @@ def main(argv: list[str] | None = None) -> None:
     except PoolbenchError as exc:
         click.echo(f"error: {exc.paragraph()}", err=True)
         sys.exit(EXIT_FAILURE)
-    except SystemExit:
+    except SystemExit as exc:
+        if exc.code == 1 and _stdout_is_devnull():
+            sys.exit(0)  # rich's answer to a closed pipe (Console.on_broken_pipe): not ours
         raise
+    except BrokenPipeError:
+        _closed_pipe()
     except Exception as exc:
         _report_unexpected(exc)
+    sys.exit(0)
+
+
+def _stdout_is_devnull() -> bool:
+    """Whether standard output now points at /dev/null, as rich leaves it after the reader
+    of a pipe went away (`poolbench report 1 | head -1`)."""
+    import os
+
+    try:
+        out, null = os.fstat(sys.stdout.fileno()), os.stat(os.devnull)
+    except (OSError, ValueError):
+        return False
+    return (out.st_rdev, out.st_ino) == (null.st_rdev, null.st_ino)
+
+
+def _closed_pipe() -> None:
+    """The reader went away (`poolbench report 1 | head -1`): not an error of ours. Python
+    would complain again when it flushes stdout at exit, so stdout is pointed at /dev/null
+    first; the exit status is 0, as `cat file | head -1` gives."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
     sys.exit(0)
 
 

@@ -123,6 +123,13 @@ def compare(run_a: str, run_b: str, force: bool, metric_text: str | None, db: Pa
     metrics = parse_metrics(metric_text)
     store = open_store(db, "read")
     a, b = load_run(store, run_a), load_run(store, run_b)
+    if a.id == b.id:
+        raise UsageError(
+            f"'compare {run_a} {run_b}' compares run {a.id} with itself: every change would be "
+            "its own noise.",
+            "Give two different runs (see 'poolbench runs'); a run's own configurations are "
+            f"compared by 'poolbench report {a.id}'.",
+        )
     for metric in metrics:
         cmp = compare_runs.compare(a, b, force=force, metric=metric)
         terminal.render_comparison(Console(), cmp)
@@ -130,9 +137,9 @@ def compare(run_a: str, run_b: str, force: bool, metric_text: str | None, db: Pa
 
 @click.command()
 @click.argument("run_ref", metavar="RUN", default="latest")
-@click.option("--csv", "fmt", flag_value="csv", help="CSV: one row per measurement.")
+@click.option("--csv", "as_csv", is_flag=True, help="CSV: one row per measurement.")
 @click.option(
-    "--json", "fmt", flag_value="json", help="JSON: the run, its commands and every measurement."
+    "--json", "as_json", is_flag=True, help="JSON: the run, its commands and every measurement."
 )
 @click.option(
     "-o",
@@ -142,14 +149,18 @@ def compare(run_a: str, run_b: str, force: bool, metric_text: str | None, db: Pa
     help="Write to this file instead of standard output.",
 )
 @db_option
-def export(run_ref: str, fmt: str | None, output: Path | None, db: Path | None) -> None:
+def export(run_ref: str, as_csv: bool, as_json: bool, output: Path | None, db: Path | None) -> None:
     """Every measurement of a run with its metadata, in stable, documented columns
     (docs/export.md).
 
     Example: poolbench export latest --csv -o results.csv
     """
-    if fmt is None:
-        raise UsageError("Choose a format.", "Pass --csv or --json.")
+    if as_csv == as_json:  # neither, or both (the last of the two used to win in silence)
+        raise UsageError(
+            "Choose one format." if as_csv else "Choose a format.",
+            "Pass --csv or --json (run export twice for both).",
+        )
+    fmt = "csv" if as_csv else "json"
     store = open_store(db, "read")
     run = load_run(store, run_ref)
     text = export_mod.to_csv(run) if fmt == "csv" else export_mod.to_json(run)
