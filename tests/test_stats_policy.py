@@ -347,3 +347,17 @@ def test_the_plan_is_fixed_by_stage_one_and_scale_free(xs: list[float], scale: f
         assert p.more(xs[:k]) == max(0, planned - k)
     # Units do not matter (MB/s or B/s); up to float rounding at an exact integer boundary.
     assert abs(p.more([x * scale for x in xs[:3]]) + 3 - planned) <= 1
+
+
+def test_a_wildly_disturbed_block_gives_inf_bounds_not_an_overflow() -> None:
+    """A real run under load (a TCG guest beside the suite) measured 164.9 then 15.1 MiB/s
+    on one configuration: the detectable change's exponent passed 709 and math.expm1 raised
+    OverflowError mid-study. The rule must answer, with an infinite bound where one is."""
+    import math
+
+    p = ReplicatePolicy(0.001, 2, 4)
+    base, others = [153.8, 126.0], {"raidz1": [164.9, 15.1]}
+    more = p.more_family(base, others)
+    assert set(more) == {"", "raidz1"} and all(v >= 0 for v in more.values())
+    (r,) = p.compare_family(base, others).values()
+    assert not r.significant and (math.isinf(r.detectable) or r.detectable > 1)

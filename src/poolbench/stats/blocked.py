@@ -42,7 +42,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from poolbench.stats import tdist
+from poolbench.stats import safemath, tdist
 from poolbench.stats.compare import IDENTICAL, Ratio
 from poolbench.stats.power import noncentrality
 from poolbench.stats.sequential import t_critical
@@ -211,8 +211,8 @@ def _ratio(
     mean_a, mean_b = sum(a[:n]) / n, sum(b[:n]) / n
     se = lk.sds[-1] / math.sqrt(n)
     return Ratio(
-        len(a), len(b), mean_a, mean_b, math.exp(lk.means[-1]), max(0.0, math.exp(low)),
-        math.exp(high), confidence, float(n - 1), p, significant, "", se, power,
+        len(a), len(b), mean_a, mean_b, safemath.exp(lk.means[-1]), max(0.0, safemath.exp(low)),
+        safemath.exp(high), confidence, float(n - 1), p, significant, "", se, power,
         log_scale=True,
         stated_detectable=detectable(lk.sds[-1], n, 1 - confidence, lk, power),
     )  # fmt: skip
@@ -227,7 +227,7 @@ def detectable(sd: float, n: int, level: float, lk: Looks, power: float) -> floa
     if nominal <= 0:
         return math.inf
     lam = noncentrality(df, nominal, power)
-    return math.expm1(lam * upper / math.sqrt(n))
+    return safemath.expm1(lam * upper / math.sqrt(n))
 
 
 def _undetermined(a: Sequence[float], b: Sequence[float], why: str, confidence: float) -> Ratio:

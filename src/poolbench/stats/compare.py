@@ -54,7 +54,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from poolbench.stats import power as power_mod
-from poolbench.stats import tdist
+from poolbench.stats import safemath, tdist
 from poolbench.stats.replicates import stage
 from poolbench.stats.welch import HSU_BELOW_DF, HSU_RATIO, null_df, welch_df
 
@@ -116,7 +116,7 @@ class Ratio:
         if math.isnan(self.se_rel):
             return math.nan
         lam = power_mod.noncentrality(self.df, 1 - self.confidence, self.power)
-        return math.expm1(lam * self.se_rel) if self.log_scale else lam * self.se_rel
+        return safemath.expm1(lam * self.se_rel) if self.log_scale else lam * self.se_rel
 
     @property
     def change(self) -> float:

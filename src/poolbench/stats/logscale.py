@@ -32,7 +32,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from poolbench.stats import tdist
+from poolbench.stats import safemath, tdist
 from poolbench.stats.compare import Ratio, holm
 from poolbench.stats.policy import ReplicatePolicy
 from poolbench.stats.power import upper_detectable
@@ -100,9 +100,11 @@ def summarize(policy: ReplicatePolicy, values: Sequence[float]) -> GeoMeanCI:
         return GeoMeanCI(len(xs), math.nan, math.nan, math.nan, policy.confidence, 0, math.nan,
                          (), why)  # fmt: skip
     s = policy.summarize([math.log(v) for v in xs])
-    low, high = (math.exp(s.ci_low), math.exp(s.ci_high)) if s.determined else (math.nan,) * 2
+    low, high = (
+        (safemath.exp(s.ci_low), safemath.exp(s.ci_high)) if s.determined else (math.nan,) * 2
+    )
     return GeoMeanCI(
-        s.n, math.exp(s.mean), low, high, s.confidence, s.df, s.first_stage_sd, s.outliers,
+        s.n, safemath.exp(s.mean), low, high, s.confidence, s.df, s.first_stage_sd, s.outliers,
         s.reason,
     )  # fmt: skip
 
@@ -130,22 +132,22 @@ def _ratio(a: Sequence[float], b: Sequence[float], confidence: float, n0: int) -
         return Ratio(len(a), len(b), math.nan, math.nan, math.nan, math.nan, math.nan,
                      confidence, math.nan, math.nan, False, why)  # fmt: skip
     ma, mb = _moments(a, n0), _moments(b, n0)
-    ga, gb, d = math.exp(ma.mean), math.exp(mb.mean), mb.mean - ma.mean
+    ga, gb, d = safemath.exp(ma.mean), safemath.exp(mb.mean), mb.mean - ma.mean
     va, vb = ma.var_mean, mb.var_mean
     if va == 0 and vb == 0:
         from poolbench.stats.compare import IDENTICAL
 
-        return Ratio(ma.n, mb.n, ga, gb, math.exp(d), math.nan, math.nan, confidence,
+        return Ratio(ma.n, mb.n, ga, gb, safemath.exp(d), math.nan, math.nan, confidence,
                      math.nan, math.nan, False, IDENTICAL)  # fmt: skip
     df = null_df(va, ma.df, vb, mb.df)
     se = math.sqrt(va + vb)
     t = tdist.quantile((1 + confidence) / 2, df)
-    low, high = math.exp(d - t * se), math.exp(d + t * se)
+    low, high = safemath.exp(d - t * se), safemath.exp(d + t * se)
     p = tdist.two_sided_p(d / se, df)
     return Ratio(
-        ma.n, mb.n, ga, gb, math.exp(d), low, high, confidence, df, p, not low <= 1.0 <= high,
+        ma.n, mb.n, ga, gb, safemath.exp(d), low, high, confidence, df, p, not low <= 1.0 <= high,
         "", se, log_scale=True,
-        stated_detectable=math.expm1(
+        stated_detectable=safemath.expm1(
             upper_detectable(va, ma.df, vb, mb.df, df, 1 - confidence, 0.8)
         ),
     )  # fmt: skip
