@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from poolbench.records.findings import Findings
 from poolbench.store.db import Measurement, Store
 from poolbench.system.runner import CallRecord
 
@@ -121,7 +122,9 @@ def _add(
                 device_bytes=int(256 * 1024**2 * 1.02) if device else None,
                 device_mib_s=round(v * 1.02, 3) if device else None,
                 warnings=(warnings or {}).get(rep, []),
-                guards=_guards(compressibility, pool or {}, wdef["direction"] == "read"),
+                findings=Findings.from_json(
+                    _guards(compressibility, pool or {}, wdef["direction"] == "read")
+                ),
                 workload_def=wdef,
                 job_file=f"[{wdef['name']}]\nrw={wdef['fio']['rw']}\n",
             ),

@@ -42,7 +42,7 @@ def _configs(name: str) -> list[matrix.Config]:
 
 
 def _store_run(db: Path, name: str, cfgs: list[matrix.Config], legacy: bool = False) -> Store:
-    """A run whose measurements went through the engine's own record (`to_row`): each
+    """A run whose measurements went through the engine's own record (`Store.add_measurement`): each
     configuration measured twice, its figure known (100 + 10 × its position)."""
     store = Store(db)
     run_id = store.start_run("study", name, ["poolbench", "study", name], {})
@@ -52,7 +52,7 @@ def _store_run(db: Path, name: str, cfgs: list[matrix.Config], legacy: bool = Fa
                 cfg.key, WRITE["name"], rep, 100.0 + 10 * i + rep, "IOPS", 1 << 20, 256, 1.0,
                 None, None, [], Findings(), WRITE, "", config_levels=dict(cfg.levels),
             )  # fmt: skip
-            store.add_measurement(run_id, m.to_row())
+            store.add_measurement(run_id, m)
     if legacy:  # as a store written before 0006: the key alone
         store.conn.execute("UPDATE measurements SET config_levels = NULL")
     return store

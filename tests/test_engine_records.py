@@ -126,7 +126,7 @@ def store(tmp_path: Path) -> Store:
 def test_measurement_round_trips_through_the_store(store: Store) -> None:
     run = store.start_run("study", "s", ["poolbench"], {})
     m = _measurement("backend=zfs layout=mirror", "seq-read", 1, 123.5)
-    store.add_measurement(run, m.to_row())
+    store.add_measurement(run, m)
     (row,) = store.measurements(run)
     decoded = dict(row)
     for column in ("warnings", "guards", "workload_def"):
@@ -148,7 +148,7 @@ def test_latency_round_trips_through_the_store(store: Store) -> None:
     assert lat is not None
     run = store.start_run("study", "s", ["poolbench"], {})
     m = replace(_measurement("c", "rand-read-4k", 0, 9.0), latency=lat)
-    store.add_measurement(run, m.to_row())
+    store.add_measurement(run, m)
     (row,) = store.measurements(run)
     assert (row["clat_p50_ns"], row["clat_p90_ns"]) == (35072, 44800)
     assert (row["clat_p99_ns"], row["clat_p999_ns"]) == (77312, 177152)
@@ -165,10 +165,10 @@ def test_queries(store: Store) -> None:
     other = store.start_run("study", "t", ["poolbench"], {})
     # Stored out of replicate order: values_by_workload must give them in replicate order.
     for rep, value in ((2, 30.0), (0, 10.0), (1, 20.0)):
-        store.add_measurement(run, _measurement("c", "seq-read", rep, value).to_row())
-    store.add_measurement(run, _measurement("c", "seq-write", 0, 5.0).to_row())
-    store.add_measurement(run, _measurement("d", "seq-read", 0, 99.0).to_row())
-    store.add_measurement(other, _measurement("c", "seq-read", 3, 1.0).to_row())
+        store.add_measurement(run, _measurement("c", "seq-read", rep, value))
+    store.add_measurement(run, _measurement("c", "seq-write", 0, 5.0))
+    store.add_measurement(run, _measurement("d", "seq-read", 0, 99.0))
+    store.add_measurement(other, _measurement("c", "seq-read", 3, 1.0))
     assert queries.values_by_workload(store, run, "c") == {
         "seq-read": [10.0, 20.0, 30.0],
         "seq-write": [5.0],
@@ -219,7 +219,7 @@ def test_lifecycle_finished_and_partial(store: Store) -> None:
 
 def test_lifecycle_ctrl_c_keeps_what_was_measured(store: Store) -> None:
     run = lifecycle.start(store, "study", "x", {})
-    store.add_measurement(run, _measurement("c", "seq-read", 0, 1.0).to_row())
+    store.add_measurement(run, _measurement("c", "seq-read", 0, 1.0))
     kept: list[int] = []
     with pytest.raises(KeyboardInterrupt), lifecycle.tracked(store, run, on_interrupt=kept.append):
         raise KeyboardInterrupt
@@ -263,3 +263,40 @@ def test_interleave_replicates_round_by_round_until_the_rule_is_met() -> None:
     # Planned 2×2; when stage one is complete the total grows by what Stein's rule added.
     assert [t for _, _, t in progress] == [4, 4, 4, 4, 6, 6]
     assert progress[4] == ("noisy 2", 4, 6)
+
+
+def test_the_store_gives_back_the_record_it_was_given(store: Store) -> None:
+    """One record from the engine to the report: what add_measurement stored,
+    measurement_records reads back equal, latency and factor levels included."""
+    from dataclasses import replace
+
+    from poolbench.records.latency import Latency
+
+    lat = Latency("read", 3, 10.0, 5.0, 20.0, 2.0, {"50": 9.0, "99.9": 20.0}, {9: 2, 20: 1})
+    m = replace(
+        _measurement("backend=zfs layout=mirror", "seq-read", 2, 7.25),
+        latency=lat,
+        config_levels={"backend": "zfs", "layout": "mirror"},
+        host="h1",
+    )
+    run = store.start_run("study", "s", ["poolbench"], {})
+    store.add_measurement(run, m)
+    assert store.measurement_records(run) == [m]
+    (row,) = store.measurements(run)
+    assert row["clat_p999_ns"] == 20.0  # the percentile column the record's latency fills
+
+
+def test_a_row_from_an_older_or_damaged_store_reads_as_far_as_it_can() -> None:
+    """A row from before 0005/0006 (no clat, no levels) and JSON columns holding the wrong
+    type read as empty, never raise: the store has refused rows it cannot have written."""
+    row: dict[str, object] = {
+        "id": 1, "run_id": 1, "config": "c", "workload": "w", "replicate": 0, "value": 5,
+        "unit": "MiB/s", "app_bytes": 1, "ops": 1, "seconds": 2, "device_bytes": None,
+        "device_mib_s": None, "warnings": '"one"', "guards": "[1]", "workload_def": "null",
+        "job_file": "", "created_at": 0.0,
+    }  # fmt: skip
+    m = Measurement.from_row(row)
+    assert (m.value, m.seconds, m.warnings) == (5.0, 2.0, ["one"])
+    assert m.findings == Findings() and m.workload_def == {}
+    assert m.latency is None and m.config_levels is None and m.host is None
+    assert Measurement.from_row({**row, "config_levels": '{"a": 1}'}).config_levels == {"a": "1"}

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from poolbench.cli.import_cmd import import_
+from poolbench.records.findings import Findings
 from poolbench.store.db import MIGRATIONS, Measurement, Store, StoreError
 from poolbench.store.merge import import_store
 from poolbench.system.runner import CallRecord
@@ -19,7 +20,7 @@ from poolbench.system.runner import CallRecord
 def _m(config: str, rep: int, value: float, host: str | None = None) -> Measurement:
     return Measurement(
         config, "seq-write", rep, value, "MiB/s", 1 << 20, 1, 1.0, None, None,
-        ["w"], {"g": 1}, {"name": "seq-write"}, "[job]\n", host,
+        ["w"], Findings.from_json({"g": 1}), {"name": "seq-write"}, "[job]\n", host,
     )  # fmt: skip
 
 

@@ -250,6 +250,7 @@ def test_the_reports_name_a_member_only_across_replicates(tmp_path: Path) -> Non
     """Every report reads the cells of load_run: a member slow in 3 of 3 replicates of one
     configuration is named there, one slow in 1 of 3 of another is not."""
     from poolbench.engine import slow_members as rule
+    from poolbench.records.findings import Findings
     from poolbench.report.data import load_run
     from poolbench.store.db import Measurement, Store
 
@@ -262,7 +263,7 @@ def test_the_reports_name_a_member_only_across_replicates(tmp_path: Path) -> Non
             store.add_measurement(run_id, Measurement(
                 config=config, workload="seq-write", replicate=rep, value=100.0, unit="MiB/s",
                 app_bytes=MiB, ops=1, seconds=1.0, device_bytes=None, device_mib_s=None,
-                warnings=[], guards=dict(g), workload_def={}, job_file="",
+                warnings=[], findings=Findings.from_json(g), workload_def={}, job_file="",
             ))  # fmt: skip
     cells = load_run(store, str(run_id)).cells
     assert [w.split()[1] for w in cells[("layout=mirror", "seq-write")].warnings] == ["loop2"]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tests.conftest import poolbench
 
+from poolbench.records.findings import Findings
 from poolbench.store.db import Measurement, Store
 
 MiB = 1024 * 1024
@@ -21,7 +22,7 @@ def _bench_run(db: Path, figures: dict[str, list[float]]) -> int:
             store.add_measurement(
                 run,
                 Measurement(
-                    "/mnt/x", workload, i, v, unit, 1, 1, 1.0, None, None, [], {}, {}, ""
+                    "/mnt/x", workload, i, v, unit, 1, 1, 1.0, None, None, [], Findings(), {}, ""
                 ),  # fmt: skip
             )
     store.finish_run(run, "finished")

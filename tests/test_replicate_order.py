@@ -103,11 +103,11 @@ def test_pilot_is_the_newest_finished_run_on_this_machine(tmp_path: Path) -> Non
     here = {"machine": {"hostname": "here"}}
     old = store.start_run("study", "a", [], here)
     for i, v in enumerate([100.0, 110.0, 90.0]):
-        store.add_measurement(old, _m("x", v, i).to_row())
+        store.add_measurement(old, _m("x", v, i))
     store.finish_run(old, "finished")
     other = store.start_run("study", "b", [], {"machine": {"hostname": "elsewhere"}})
     for i, v in enumerate([100.0, 200.0]):
-        store.add_measurement(other, _m("x", v, i).to_row())
+        store.add_measurement(other, _m("x", v, i))
     store.finish_run(other, "finished")
     found = pilot.find(store, {"seq-write"}, "here")
     assert found is not None and found.run_id == old and found.cells == 1

@@ -18,6 +18,8 @@ from rich.console import Console
 
 from poolbench.cli.main import cli, main
 from poolbench.errors import UsageError
+from poolbench.records.findings import Findings
+from poolbench.records.latency import Latency
 from poolbench.report import export, html, terminal
 from poolbench.report.data import load_run
 from poolbench.report.metrics import LATENCY, parse_metrics
@@ -65,8 +67,8 @@ def _run(store: Store, slower: float = 1.0, samples: int = 30_000) -> int:
                 rand = wdef is RAND
                 store.add_measurement(run, Measurement(
                     _key(lay, comp, pct), str(wdef["name"]), rep, value, str(wdef["unit"]),
-                    4096, 1000, 10.0, 4096, 1.0, [], {}, wdef, "[job]\n",
-                    clat=_clat(p99 * factor, samples) if rand else None,
+                    4096, 1000, 10.0, 4096, 1.0, [], Findings(), wdef, "[job]\n",
+                    latency=Latency.from_json(_clat(p99 * factor, samples)) if rand else None,
                 ))  # fmt: skip
     store.finish_run(run, "finished")
     return run

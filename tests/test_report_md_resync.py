@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from poolbench.records.findings import Findings
 from poolbench.report.data import load_run
 from poolbench.report.header import lines
 from poolbench.store.db import Measurement, Store
@@ -29,7 +30,7 @@ def _run(tmp_path: Path, pools: dict[str, dict[str, Any]]) -> list[tuple[str, st
                 None,
                 None,
                 [],
-                {"pool": pool},
+                Findings(pool=pool),
                 {},
                 "",
             ),  # fmt: skip
@@ -82,7 +83,7 @@ def test_the_data_line_says_untar_writes_its_own_files(tmp_path: Path) -> None:
     for name, kind in (("seq-write", "fio"), ("untar", "untar")):
         store.add_measurement(run, Measurement(
             "backend=zfs layout=raidz1", name, 0, 50.0, "MiB/s", 1, 1, 1.0, None, None, [],
-            {"pool": {"compressratio": "2.10x"}}, {"kind": kind}, "",
+            Findings(pool={"compressratio": "2.10x"}), {"kind": kind}, "",
         ))  # fmt: skip
     store.finish_run(run, "finished")
     data = dict(lines(load_run(store, str(run)), None))["data"]

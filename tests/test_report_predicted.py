@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tests.conftest import poolbench
 
+from poolbench.records.findings import Findings
 from poolbench.store.db import Measurement, Store
 
 MiB = 1024 * 1024
@@ -20,7 +21,7 @@ MiB = 1024 * 1024
 def _add(store: Store, run: int, config: str, workload: str, values: list[float]) -> None:
     unit = "IOPS" if workload.startswith("rand") else "MiB/s"
     for i, v in enumerate(values):
-        m = Measurement(config, workload, i, v, unit, 1, 1, 1.0, None, None, [], {}, {}, "")
+        m = Measurement(config, workload, i, v, unit, 1, 1, 1.0, None, None, [], Findings(), {}, "")
         store.add_measurement(run, m)
 
 

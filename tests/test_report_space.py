@@ -7,6 +7,7 @@ from pathlib import Path
 from poolbench.planner.capacity import plan_pool, predicted_usable
 from poolbench.planner.layout import parse_layout
 from poolbench.planner.rules import V23, parse_zfs_version, rules_for_reported
+from poolbench.records.findings import Findings
 from poolbench.report.data import load_run
 from poolbench.report.html import render
 from poolbench.store.db import Measurement, Store
@@ -46,8 +47,8 @@ def test_space_chart_shows_pool_and_planner(tmp_path: Path) -> None:
             run,
             Measurement(
                 "backend=zfs layout=raidz1 ashift=12", "seq-write", rep, value, "MiB/s", 1, 1,
-                1.0, None, None, [], {"pool": {"usable_bytes": reported,
-                                                "zfs_version": "zfs-fuse"}}, {}, "",
+                1.0, None, None, [],
+                Findings(pool={"usable_bytes": reported, "zfs_version": "zfs-fuse"}), {}, "",
             ),
         )  # fmt: skip
     store.finish_run(run, "finished")

@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from poolbench.records.findings import Findings
 from poolbench.store.db import Measurement, Store, StoreError
 from poolbench.system.runner import CallRecord
 
@@ -20,7 +21,7 @@ def _m(rep: int) -> Measurement:
         1,
         100.0,
         [],
-        {},
+        Findings(),
         {"name": "seq-write"},
         "[job]\n",
     )

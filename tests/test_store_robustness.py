@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from poolbench.cli.main import main
+from poolbench.records.findings import Findings
 from poolbench.store import opening
 from poolbench.store.db import MIGRATIONS, Measurement, Store
 
@@ -54,7 +55,7 @@ def good_store(path: Path, runs: int = 1) -> Path:
                 rid,
                 Measurement(
                     "cfg", "seq-read", i, 100.0 + i, "MiB/s", 1, 1, 1.0, None, None,
-                    ["w" * 40], {}, {}, "job" * 60,
+                    ["w" * 40], Findings(), {}, "job" * 60,
                 ),
             )  # fmt: skip
         s.finish_run(rid, "finished")

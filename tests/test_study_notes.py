@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from poolbench.planner.capacity import predicted_usable
+from poolbench.records.findings import Findings
 from poolbench.store.db import Measurement, Store
 from poolbench.store.facts import (
     MEMBER_DISKS,
@@ -237,7 +238,20 @@ K9, K12 = "backend=zfs layout=raidz1 ashift=9", "backend=zfs layout=raidz1 ashif
 
 def _m(config: str, workload: str, rep: int, value: float, guards: dict[str, Any]) -> Measurement:
     return Measurement(
-        config, workload, rep, value, "MiB/s", 1, 1, 1.0, None, None, [], guards, {}, ""
+        config,
+        workload,
+        rep,
+        value,
+        "MiB/s",
+        1,
+        1,
+        1.0,
+        None,
+        None,
+        [],
+        Findings.from_json(guards),
+        {},
+        "",
     )
 
 

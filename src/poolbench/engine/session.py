@@ -476,7 +476,7 @@ class Session:
             res.served_by.append(str(m.findings.cache.more["served_by"]))
         for text in m.warnings:
             res.add_warning(text)
-        self.store.add_measurement(self.run_id, m.to_row())
+        self.store.add_measurement(self.run_id, m)
         self.commands.flush()
 
     def _defeat_cache(self, files: list[Path], warnings: list[str]) -> CacheFinding:

@@ -419,7 +419,7 @@ class FleetSession:
             figs.total_ios, figs.runtime_s, None, None, warnings, findings,
             dataclasses.asdict(w), job, host=label, latency=figs.latency,
         )  # fmt: skip
-        self.store.add_measurement(self.run_id, m.to_row())
+        self.store.add_measurement(self.run_id, m)
         return value
 
     def _store_aggregates(
@@ -465,7 +465,7 @@ class FleetSession:
                 config, w.name, rep, value, w.unit, app_bytes, ops, seconds, None, None,
                 warnings, findings, dataclasses.asdict(w), "", host=None,
             )  # fmt: skip
-            self.store.add_measurement(self.run_id, m.to_row())
+            self.store.add_measurement(self.run_id, m)
         if not partial:
             res.sums.append(sum(values.values()))
             res.slowest.append(values[slow_label])

@@ -15,6 +15,7 @@ from poolbench import is_digits
 from poolbench.engine import slow_members
 from poolbench.engine.records import Findings, modelled_amplification, write_amplification
 from poolbench.errors import UsageError
+from poolbench.records.measurement import Measurement
 from poolbench.report.metrics import VALUE, Figure, Metric, tail_warning
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.store import queries
@@ -266,7 +267,7 @@ def cell_config(m: dict[str, Any]) -> str:
 def _stored_levels(m: dict[str, Any], config: str) -> dict[str, str]:
     """A measurement's factor levels: as stored (0006_config_levels), a fleet host added as
     one more factor; rows stored before that are read from their key."""
-    stored = _json(m.get("config_levels"), None)
+    stored = m.get("config_levels")  # decoded by the record: a dict, or None
     if not isinstance(stored, dict):
         return parse_key(config)
     levels = {str(k): str(v) for k, v in stored.items()}
@@ -320,19 +321,9 @@ def _commands(store: Store, run_id: int) -> list[dict[str, Any]]:
 
 
 def _measurement(r: Any) -> dict[str, Any]:
-    """One stored measurement row with its JSON columns parsed (a wrong type read as empty)."""
-    m = dict(r)
-    m["warnings"] = _json(r["warnings"], [])
-    m["guards"] = _json(r["guards"], {})
-    m["workload_def"] = _json(r["workload_def"], {})
-    if not isinstance(m["warnings"], list):
-        m["warnings"] = [str(m["warnings"])]
-    for key in ("guards", "workload_def"):
-        if not isinstance(m[key], dict):
-            m[key] = {}
-    clat = _json(m.get("clat"), None)
-    m["clat"] = clat if isinstance(clat, dict) else None
-    return m
+    """One stored measurement row, its JSON columns decoded by the record the engine stored
+    (records/measurement.py: a wrong type is read as empty)."""
+    return {**dict(r), **Measurement.from_row(dict(r)).to_json()}
 
 
 def load_run(store: Store, ref: str) -> RunData:

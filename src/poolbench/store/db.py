@@ -18,12 +18,12 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
+from poolbench.records.measurement import Measurement
 from poolbench.store import opening
 from poolbench.store.opening import Mode, StoreError
 from poolbench.system.runner import CallRecord
@@ -227,31 +227,6 @@ def _uid() -> str:
     return uuid.uuid4().hex
 
 
-@dataclass(frozen=True)
-class Measurement:
-    config: str
-    workload: str
-    replicate: int
-    value: float
-    unit: str
-    app_bytes: int
-    ops: int
-    seconds: float
-    device_bytes: int | None
-    device_mib_s: float | None
-    warnings: list[str]
-    guards: dict[str, Any]
-    workload_def: dict[str, Any]
-    job_file: str
-    host: str | None = None  # fleet runs: the host measured (fleet/); None on one machine
-    # Completion latency as fioparse.Latency.to_json writes it (percentiles keyed "99.9"),
-    # None when the workload is not a fio job or fio timed no completion.
-    clat: dict[str, Any] | None = None
-    # The configuration's factor levels in key order (0006_config_levels); None: a bench
-    # run's target, or a fleet host's path.
-    config_levels: dict[str, str] | None = None
-
-
 # Columns that must hold numbers (SQLite stores whatever it is given): a row with text there
 # was not written by poolbench, and is reported as damage instead of failing deep in a report.
 _NUMERIC = {
@@ -259,6 +234,11 @@ _NUMERIC = {
     "measurements": ("id", "run_id", "replicate", "value", "app_bytes", "ops", "seconds"),
     "commands": ("id", "run_id", "started_at", "duration_s"),
 }
+# The measurement's plain columns in the order add_measurement writes them.
+_PLAIN = (
+    "config", "workload", "replicate", "value", "unit", "app_bytes", "ops", "seconds",
+    "device_bytes", "device_mib_s",
+)  # fmt: skip
 _JSON = {"runs": ("argv", "metadata"), "measurements": ("warnings", "guards", "workload_def")}
 
 
@@ -434,6 +414,7 @@ class Store:
     # measurements ---------------------------------------------------------------------------
     def add_measurement(self, run_id: int, m: Measurement) -> int:
         """Commit one finished measurement at once: whatever happens next, it is kept."""
+        row = m.to_json()  # the record owns its stored shape; JSON columns go in as text
         with self.transaction() as c:
             cur = c.execute(
                 "INSERT INTO measurements (run_id, config, workload, replicate, value, unit, "
@@ -442,34 +423,27 @@ class Store:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
-                    m.config,
-                    m.workload,
-                    m.replicate,
-                    m.value,
-                    m.unit,
-                    m.app_bytes,
-                    m.ops,
-                    m.seconds,
-                    m.device_bytes,
-                    m.device_mib_s,
-                    json.dumps(m.warnings),
-                    json.dumps(m.guards),
-                    json.dumps(m.workload_def),
-                    m.job_file,
+                    *(row[k] for k in _PLAIN),
+                    *(json.dumps(row[k]) for k in ("warnings", "guards", "workload_def")),
+                    row["job_file"],
                     time.time(),
-                    m.host,
-                    None if m.config_levels is None else json.dumps(m.config_levels),
+                    row["host"],
+                    None if row["config_levels"] is None else json.dumps(row["config_levels"]),
                 ),
             )
             mid = int(cur.lastrowid or 0)
-            if m.clat is not None:
-                _add_clat(c, mid, m.clat)
+            if row["clat"] is not None:
+                _add_clat(c, mid, row["clat"])
             return mid
 
     def measurements(self, run_id: int) -> list[sqlite3.Row]:
         return self._select(
             "measurements", "SELECT * FROM measurements WHERE run_id = ? ORDER BY id", (run_id,)
         )
+
+    def measurement_records(self, run_id: int) -> list[Measurement]:
+        """The run's measurements as the typed record the engine stored, in stored order."""
+        return [Measurement.from_row(dict(r)) for r in self.measurements(run_id)]
 
     # device overrides (--destroy-data-on) -----------------------------------------------------
     def add_device_override(

@@ -1,0 +1,237 @@
+"""What the guards of one measurement did and found (`Findings`, stored as the JSON object
+`measurements.guards`), and the figures read from it.
+
+`Findings.to_json` writes exactly the keys poolbench has always written there, and
+`Findings.from_json` reads any stored row back (sections it does not know are kept in `other`
+and written back unchanged), so the schema and the reports of older runs stay as they were.
+Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from poolbench.records.jsontypes import JsonObject
+
+JSON = JsonObject
+
+
+def obj(value: object) -> JsonObject:
+    """A stored JSON object, or {} for anything else (old or damaged rows)."""
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def opt_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# -- what the guards found ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class DataFinding:
+    """What the written data looked like (never zeros)."""
+
+    compressibility_percent: int
+    pattern: str = "fio refill_buffers (fresh random data per write), never zeros"
+
+    def to_json(self) -> JSON:
+        return {"compressibility_percent": self.compressibility_percent, "pattern": self.pattern}
+
+
+@dataclass(frozen=True)
+class CacheFinding:
+    """How the cache was defeated (or kept on purpose) before a read, and whether that was
+    verified. `more` holds what a method reports beyond that (resident bytes, file bytes...)."""
+
+    method: str
+    verified: bool | None
+    detail: str | None = None
+    more: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> JSON:
+        out: JSON = {"method": self.method, **self.more, "verified": self.verified}
+        if self.detail is not None:
+            out["detail"] = self.detail
+        return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> CacheFinding:
+        more = {k: v for k, v in d.items() if k not in ("method", "verified", "detail")}
+        detail = d.get("detail")
+        return cls(
+            method=str(d.get("method") or ""),
+            verified=d.get("verified") if isinstance(d.get("verified"), bool) else None,
+            detail=str(detail) if detail is not None else None,
+            more=more,
+        )
+
+    @property
+    def why(self) -> str:
+        """What to tell the user about an unverified drop."""
+        return self.detail or self.method
+
+
+@dataclass(frozen=True)
+class DeviceFinding:
+    """Bytes the devices under the target saw, against the application's; or why that could
+    not be counted (`unverified`). `more` holds a fleet's fio disk_util and its notes."""
+
+    devices: tuple[str, ...] | None = None  # None: no device was counted
+    read_bytes: int | None = None
+    write_bytes: int | None = None
+    ratio_to_app: float | None = None
+    unverified: str | None = None
+    more: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> JSON:
+        out: JSON = {}
+        if self.devices is not None:
+            out = {
+                "devices": list(self.devices),
+                "read_bytes": self.read_bytes,
+                "write_bytes": self.write_bytes,
+                "ratio_to_app": self.ratio_to_app,
+            }
+        if self.unverified is not None:
+            out["unverified"] = self.unverified
+        return {**out, **self.more}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> DeviceFinding:
+        known = ("devices", "read_bytes", "write_bytes", "ratio_to_app", "unverified")
+        devices = d.get("devices")
+        ratio = d.get("ratio_to_app")
+        return cls(
+            devices=tuple(str(x) for x in devices) if isinstance(devices, list) else None,
+            read_bytes=opt_int(d.get("read_bytes")),
+            write_bytes=opt_int(d.get("write_bytes")),
+            ratio_to_app=float(ratio) if isinstance(ratio, int | float) else None,
+            unverified=str(d["unverified"]) if d.get("unverified") is not None else None,
+            more={k: v for k, v in d.items() if k not in known},
+        )
+
+
+@dataclass(frozen=True)
+class FioFinding:
+    """What fio itself reported beside the figure."""
+
+    version: str | None
+    within_run_bw_dev_bytes_s: float | None = None
+    lat_mean_ns: float | None = None
+    controller_version: str | None = None  # fleet runs: the controller's fio
+
+    def to_json(self) -> JSON:
+        out: JSON = {"version": self.version}
+        if self.controller_version is not None:
+            out["controller_version"] = self.controller_version
+        out["within_run_bw_dev_bytes_s"] = self.within_run_bw_dev_bytes_s
+        out["lat_mean_ns"] = self.lat_mean_ns
+        return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> FioFinding:
+        version = d.get("version")
+        ctl = d.get("controller_version")
+        return cls(
+            version=str(version) if version is not None else None,
+            within_run_bw_dev_bytes_s=d.get("within_run_bw_dev_bytes_s"),
+            lat_mean_ns=d.get("lat_mean_ns"),
+            controller_version=str(ctl) if ctl is not None else None,
+        )
+
+
+# Sections with a typed field on Findings, in the order they are written.
+_TYPED = ("data", "durability", "cache", "device", "fio", "pool")
+
+
+@dataclass
+class Findings:
+    """Everything the guards of one measurement did and found (`measurements.guards`).
+
+    Assembled step by step while a figure is measured, hence not frozen. Sections specific to
+    one kind of trial (replicate, fill, pool_state, capacity, resilver, untar, working_set,
+    fleet, aggregate) are kept in `other` under their stored names, ahead of the typed ones.
+    """
+
+    data: DataFinding | None = None
+    durability: str | None = None
+    cache: CacheFinding | None = None
+    device: DeviceFinding | None = None
+    fio: FioFinding | None = None
+    pool: Mapping[str, Any] | None = None  # the pool as described, and what it said after
+    other: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> JSON:
+        out: JSON = {}
+        if self.pool is not None:
+            out["pool"] = dict(self.pool)
+        out.update(self.other)
+        if self.data is not None:
+            out["data"] = self.data.to_json()
+        if self.durability is not None:
+            out["durability"] = self.durability
+        if self.cache is not None:
+            out["cache"] = self.cache.to_json()
+        if self.device is not None:
+            out["device"] = self.device.to_json()
+        if self.fio is not None:
+            out["fio"] = self.fio.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, d: object) -> Findings:
+        g = obj(d)
+        data = obj(g.get("data"))
+        pct = opt_int(data.get("compressibility_percent"))
+        durability = g.get("durability")
+        found = cls(
+            data=DataFinding(pct, str(data.get("pattern", ""))) if pct is not None else None,
+            durability=durability if isinstance(durability, str) else None,
+            cache=CacheFinding.from_json(g["cache"]) if isinstance(g.get("cache"), dict) else None,
+            device=DeviceFinding.from_json(g["device"])
+            if isinstance(g.get("device"), dict)
+            else None,
+            fio=FioFinding.from_json(g["fio"]) if isinstance(g.get("fio"), dict) else None,
+            pool=g["pool"] if isinstance(g.get("pool"), dict) else None,
+            other={k: v for k, v in g.items() if k not in _TYPED},
+        )
+        # A section that is not what poolbench writes (a damaged or foreign row) is kept
+        # as it is, so writing the record back loses nothing.
+        for key in _TYPED:
+            if key in g and getattr(found, key) is None:
+                found.other[key] = g[key]
+        return found
+
+    def copy(self) -> Findings:
+        """A fresh record with the same sections (the trial-wide part of every measurement)."""
+        return Findings(
+            self.data, self.durability, self.cache, self.device, self.fio,
+            dict(self.pool) if self.pool is not None else None, dict(self.other),
+        )  # fmt: skip
+
+    def merge_pool(self, said: Mapping[str, Any]) -> None:
+        """Add what the pool said after a measurement to its description."""
+        self.pool = {**(self.pool or {}), **said}
+
+    @property
+    def cache_verified(self) -> bool:
+        return bool(self.cache and self.cache.verified)
+
+
+# -- write amplification as stored (guards → device → amplification, guards/amplification) -----
+def write_amplification(guards: Mapping[str, Any]) -> float | None:
+    """The measured write amplification stored in one measurement's guards, if any."""
+    dev = guards.get("device")
+    amp = dev.get("amplification") if isinstance(dev, dict) else None
+    value = amp.get("amplification") if isinstance(amp, dict) else None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def modelled_amplification(guards: Mapping[str, Any]) -> float | None:
+    """What the layout's model said the write must cost if any."""
+    dev = guards.get("device")
+    amp = dev.get("amplification") if isinstance(dev, dict) else None
+    model = amp.get("model") if isinstance(amp, dict) else None
+    ratio = model.get("ratio") if isinstance(model, dict) else None
+    return float(ratio) if isinstance(ratio, int | float) else None
