@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from poolbench.errors import PoolbenchError, UsageError
-from poolbench.safety.claims import ClaimRefused, DeviceChanged, GuardedRunner, claim_devices
+from poolbench.safety.claims import ClaimRefused, DeviceChanged, claim_devices
+from poolbench.safety.guarded import GuardedRunner
 from poolbench.safety.inventory import protected_paths, scan
 from poolbench.safety.journal import Journal
 from poolbench.store.db import Store

@@ -18,9 +18,9 @@ from poolbench.safety.claims import (
     ClaimRefused,
     ClaimSet,
     DeviceChanged,
-    GuardedRunner,
     claim_devices,
 )
+from poolbench.safety.guarded import GuardedRunner
 from poolbench.safety.inventory import ASHIFT_ADVICE, Inventory, Paths, scan
 from poolbench.safety.journal import Journal
 from poolbench.store.db import Store

@@ -26,7 +26,8 @@ from poolbench.engine.zfs_daemon import zfs_available
 from poolbench.errors import TrialsFailed
 from poolbench.planner.performance import DiskSpeed
 from poolbench.report import terminal
-from poolbench.safety.claims import ClaimSet, GuardedRunner
+from poolbench.safety.claims import ClaimSet
+from poolbench.safety.guarded import GuardedRunner
 from poolbench.store.db import resume_command
 from poolbench.study import consistency, estimate, matrix, pilot
 from poolbench.study.model import Study

@@ -11,8 +11,8 @@ store and scratch devices.
 
 Between planning and the first write a device may change (someone mounts it), so a claim set
 is checked again right before the first destructive command: `ClaimSet.recheck()`, done
-automatically by `GuardedRunner`, which also refuses any mutating command that names a /dev
-path that is not claimed.
+automatically by `GuardedRunner` (safety/guarded.py), which also refuses any mutating command
+that names a /dev path that is not claimed.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.safety.inventory import PROTECTED, BlockDevice, Inventory, Paths, Reason, scan
-from poolbench.system.runner import CallRecord, CommandResult, Runner
+from poolbench.system.runner import Runner
 
 if TYPE_CHECKING:
     from poolbench.store.db import Store
@@ -115,7 +115,7 @@ class ClaimSet:
     def recheck(self, runner: Runner, resolve: Resolver | None = None) -> None:
         """Look again, right before the first destructive command; raise if anything changed."""
         inv = scan(runner, protect=self.protect, paths=self.paths)
-        resolve = resolve or _resolve_dev
+        resolve = resolve or resolve_dev
         problems: list[str] = []
         for c in self.claims:
             d = inv.get(c.name)
@@ -170,7 +170,7 @@ class ClaimSet:
         }  # fmt: skip
 
 
-def _resolve_dev(given: str) -> str:
+def resolve_dev(given: str) -> str:
     """major:minor of the block device `given` names (symlinks followed)."""
     real = os.path.realpath(given)
     st = os.stat(real)  # FileNotFoundError for a typo
@@ -247,7 +247,7 @@ def claim_devices(
 ) -> ClaimSet:
     """Claim the devices the user named, or raise saying exactly why not and what to type."""
     paths = paths or Paths()
-    resolve = resolve or _resolve_dev
+    resolve = resolve or resolve_dev
     if not names:
         raise UsageError("No devices named.", "Name the devices to use; see 'poolbench disks'.")
     inv = inventory or scan(runner, protect=protect, paths=paths)
@@ -424,95 +424,4 @@ def _refuse_overlaps(chosen: Mapping[str, tuple[str, BlockDevice]], inv: Invento
                 f"{given} ({d.path}) lies on {chosen[other][0]} ({inv.devices[other].path}), "
                 "which is also named: the same disk twice.",
                 "Name either the whole device or its part, not both.",
-            )
-
-
-class GuardedRunner:
-    """A runner for destructive work on claimed devices.
-
-    Before the first mutating command it rechecks the claims (dry runs included: the check is
-    read-only). Every mutating command that names a /dev path must name a claimed device, a
-    partition of one, a device built only from claimed devices (md, dm), a path that does not
-    exist yet (an array about to be created), or a path explicitly allowed (`allow`).
-    """
-
-    def __init__(self, inner: Runner, claims: ClaimSet, *, resolve: Resolver | None = None) -> None:
-        self.inner = inner
-        self.claims = claims
-        self.resolve = resolve or _resolve_dev
-        self.allowed: set[str] = set()
-
-    @property
-    def dry_run(self) -> bool:
-        return self.inner.dry_run
-
-    @dry_run.setter
-    def dry_run(self, value: bool) -> None:
-        self.inner.dry_run = value
-
-    @property
-    def calls(self) -> list[CallRecord]:
-        return self.inner.calls
-
-    @calls.setter
-    def calls(self, value: list[CallRecord]) -> None:
-        self.inner.calls = value
-
-    def which(self, program: str) -> str | None:
-        return self.inner.which(program)
-
-    def allow(self, path: str) -> None:
-        """A device poolbench itself created (a loop device, an md array) may be written."""
-        self.allowed.add(path)
-
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        check: bool = True,
-        input_text: str | None = None,
-        env: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-        mutates: bool = True,
-        reap_group: bool = True,
-    ) -> CommandResult:
-        if mutates:
-            if not self.claims.rechecked:
-                self.claims.recheck(self.inner, self.resolve)
-            self._check_devices(argv)
-        return self.inner.run(
-            argv,
-            check=check,
-            input_text=input_text,
-            env=env,
-            timeout=timeout,
-            mutates=mutates,
-            reap_group=reap_group,
-        )
-
-    def _check_devices(self, argv: Sequence[str]) -> None:
-        names = {c.name for c in self.claims.claims}
-        sys_block = self.claims.paths.sys_root / "class" / "block"
-        prefixes = ("/dev/", str(self.claims.paths.dev_root) + "/")
-        for arg in list(argv)[1:]:
-            path = arg.rsplit("=", 1)[-1]
-            if not path.startswith(prefixes) or path in self.allowed:
-                continue
-            try:
-                majmin = self.resolve(path)
-            except FileNotFoundError:
-                continue  # not there yet: nothing to destroy
-            except (OSError, UsageError):
-                continue  # not a block device (/dev/null, /dev/urandom)
-            link = self.claims.paths.sys_root / "dev" / "block" / majmin
-            name = os.path.basename(os.path.realpath(link))
-            node = sys_block / name
-            parent = node.resolve().parent.name if (node / "partition").exists() else None
-            slaves = set(os.listdir(node / "slaves")) if (node / "slaves").is_dir() else set()
-            if name in names or parent in names or (slaves and slaves <= names):
-                continue
-            raise PoolbenchError(
-                f"Refusing to run a command on {path}, which is not a claimed device: "
-                f"{' '.join(argv)}",
-                "This is a bug in poolbench; please report it. Nothing was run.",
             )

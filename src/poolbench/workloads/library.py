@@ -11,99 +11,20 @@ This module is pure: it builds `Workload` values; `fiojob` renders them, `fio` r
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Literal
 
 from poolbench.errors import UsageError
-from poolbench.units import parse_size
-
-# mixed: a random read/write mix (rand-mix70-4k); its figure counts the reads and the writes.
-Direction = Literal["read", "write", "meta", "mixed"]
-Unit = Literal["MiB/s", "IOPS", "ops/s", "GiB"]
-# fio: a fio job. untar: `tar -x` of a real tarball through the Runner, then a syncfs.
-# pool: an operation on the pool itself (capacity read-back, resilver), done by the trial loop.
-Kind = Literal["fio", "untar", "pool"]
-
-MiB = 1024 * 1024
-# iozone's default stride for its stride-read test is 17 records (`-j 17`).
-IOZONE_STRIDE_RECORDS = 17
-DEFAULT_METADATA_FILES = 20000
-
-
-def parse_record_size(text: str) -> int:
-    """'4k' → 4096, '1m' → 1 MiB: the one size grammar (units.parse_size: 4K = 4KiB = 4096,
-    4KB = 4000). Record sizes are powers of two from 512 bytes to 64 MiB."""
-    try:
-        value = parse_size(text, what="record size")
-    except UsageError:
-        raise UsageError(
-            f"'{text}' is not a record size.",
-            "Write it as a number with K, M or G (powers of 1024), e.g. 4k, 128K, 1M, 4KiB.",
-        ) from None
-    if value < 512 or value > 64 * MiB or value & (value - 1):
-        raise UsageError(
-            f"Record size '{text}' must be a power of two between 512 bytes and 64m"
-            + (" (KB, MB and GB are powers of 1000)." if "B" in text.upper() and "I" not in
-               text.upper() else "."),
-            "Use e.g. 4k, 64k, 1m.",
-        )  # fmt: skip
-    return value
-
-
-def format_size(n: int) -> str:
-    for unit, div in (("m", MiB), ("k", 1024)):
-        if n % div == 0:
-            return f"{n // div}{unit}"
-    return str(n)
-
-
-@dataclass(frozen=True)
-class Workload:
-    """One measurable test.
-
-    `fio` holds the job options that define the I/O (rw, bs, ioengine, ...); sizes, paths and
-    data-pattern options are added by the renderer so that every workload gets the same guards.
-    """
-
-    name: str
-    family: str
-    summary: str
-    direction: Direction
-    unit: Unit
-    fio: dict[str, str] = field(default_factory=dict)
-    # Needs an existing data file written beforehand (reads, rewrites, random writes in place).
-    needs_data: bool = False
-    # Delete the data file first, so a write allocates fresh space like a new file would.
-    fresh_file: bool = False
-    # Drop caches before the run: the test must be served by the devices.
-    cold: bool = False
-    # Measures the cache on purpose (iozone's reread): labelled so, never "verified".
-    cached_by_design: bool = False
-    # Run for a fixed time instead of over the whole working set (random I/O).
-    time_based: bool = False
-    # Number of concurrent streams, each on its own file (streams family).
-    streams: int = 1
-    # The data file must be longer than the working set by one record (backwards read).
-    tail_record: bool = False
-    # Fraction of the working set actually transferred (stride read reads 1 record in 17).
-    io_fraction: float = 1.0
-    kind: Kind = "fio"
-    # The pool state the workload runs in: "" (as built) or "degraded" (one member offline).
-    pool_state: str = ""
-    # Queue depth and concurrent jobs the workload itself asks for (rand-read-4k-qd8-j4,
-    # sync-write-4k-j16); 0 = the study's [workloads] iodepth / jobs.
-    iodepth: int = 0
-    jobs: int = 0
-    # Many small files (smallfile-write-16k): the metadata workspace, one I/O per file.
-    many_files: bool = False
-    # Read from the pool, not timed (capacity): the same on every build of a configuration.
-    # Stored with each measurement's workload definition, so reports compare it exactly.
-    exact: bool = False
-
-    @property
-    def is_metadata(self) -> bool:
-        """Works on many small files in the metadata directory (meta-*, smallfile-*)."""
-        return self.direction == "meta" or self.many_files
+from poolbench.workloads.iozone import IOZONE_TESTS as IOZONE_TESTS
+from poolbench.workloads.iozone import iozone as iozone
+from poolbench.workloads.workload import DEFAULT_METADATA_FILES as DEFAULT_METADATA_FILES
+from poolbench.workloads.workload import IOZONE_STRIDE_RECORDS as IOZONE_STRIDE_RECORDS
+from poolbench.workloads.workload import Direction as Direction
+from poolbench.workloads.workload import Kind as Kind
+from poolbench.workloads.workload import MiB as MiB
+from poolbench.workloads.workload import Unit as Unit
+from poolbench.workloads.workload import Workload as Workload
+from poolbench.workloads.workload import format_size as format_size
+from poolbench.workloads.workload import parse_record_size as parse_record_size
 
 
 def streaming(direction: Literal["read", "write"]) -> Workload:
@@ -224,108 +145,6 @@ def _load_text(iodepth: int, jobs: int) -> str:
     parts = [f"queue depth {iodepth} (libaio, direct)"] if iodepth else []
     parts += [f"{jobs} concurrent jobs"] if jobs else []
     return ", " + " and ".join(parts) if parts else ""
-
-
-# The iozone set. iozone's f* tests use stdio (fwrite/fread); fio has no stdio engine. glibc's
-# fwrite/fread pass a record at least as large as their 4 KiB buffer straight to write(2) /
-# read(2), so at iozone's record sizes the f* tests are buffered write(2)/read(2) through the
-# page cache; poolbench renders them with fio's `sync` engine (write/read at the file position,
-# as stdio does) instead of `psync` (pwrite/pread) and says so in their definitions.
-def _iozone_table(bs: int) -> dict[str, tuple[str, dict[str, object]]]:
-    """Each iozone test: its summary and how fio does it (rw, engine, flags), for record size bs."""
-    stdio_note = " (stdio-style: fio's sync engine, write(2)/read(2) at the file position)"
-    table: dict[str, tuple[str, dict[str, object]]] = {
-        "write": ("Sequential write of a new file", {"rw": "write"}),
-        "rewrite": ("Sequential overwrite of an existing file", {"rw": "write", "in_place": True}),
-        "read": ("Sequential read, cold caches", {"rw": "read"}),
-        "reread": (
-            "Sequential read right after a read, caches kept: measures the cache on purpose",
-            {"rw": "read", "cached_by_design": True},
-        ),
-        "randread": ("Random reads, cold caches", {"rw": "randread"}),
-        "randwrite": (
-            "Random writes in place, fsync counted",
-            {"rw": "randwrite", "in_place": True},
-        ),
-        "bread": (
-            "Backwards read (last record first), cold caches; fio's negative offset modifier "
-            "rw=read:-2×record reads every record once, the first one out of order",
-            {"rw": f"read:-{2 * bs}", "tail_record": True},
-        ),
-        "strideread": (
-            f"Stride read: one record every {IOZONE_STRIDE_RECORDS} records (rw=read:"
-            f"{(IOZONE_STRIDE_RECORDS - 1)}×record), each once, cold caches",
-            {
-                "rw": f"read:{(IOZONE_STRIDE_RECORDS - 1) * bs}",
-                "io_fraction": 1.0 / IOZONE_STRIDE_RECORDS,
-            },
-        ),
-        "fwrite": ("Buffered write of a new file" + stdio_note, {"rw": "write", "engine": "sync"}),
-        "frewrite": (
-            "Buffered overwrite of an existing file" + stdio_note,
-            {"rw": "write", "engine": "sync", "in_place": True},
-        ),
-        "fread": ("Buffered read, cold caches" + stdio_note, {"rw": "read", "engine": "sync"}),
-        "freread": (
-            "Buffered read right after a read, caches kept: measures the cache on purpose"
-            + stdio_note,
-            {"rw": "read", "engine": "sync", "cached_by_design": True},
-        ),
-    }
-    return table
-
-
-def iozone(test: str, bs: int) -> Workload:
-    size = format_size(bs)
-    name = f"iozone-{test}-{size}"
-    table = _iozone_table(bs)
-    if test not in table:
-        raise UsageError(
-            f"'{test}' is not an iozone test.",
-            f"Use one of: {', '.join(IOZONE_TESTS)} (e.g. iozone-read-128k).",
-        )
-    summary, spec = table[test]
-    spec = dict(spec)
-    rw = str(spec.pop("rw"))
-    engine = str(spec.pop("engine", "psync"))
-    in_place = bool(spec.pop("in_place", False))
-    cached = bool(spec.pop("cached_by_design", False))
-    tail = bool(spec.pop("tail_record", False))
-    fraction = float(spec.pop("io_fraction", 1.0))  # type: ignore[arg-type]
-    direction: Direction = "write" if "write" in rw else "read"
-    random = rw.startswith("rand")
-    return Workload(
-        name=name,
-        family="iozone",
-        summary=f"{summary}; {size} records, fsync counted for writes."
-        if direction == "write"
-        else f"{summary}; {size} records.",
-        direction=direction,
-        unit="MiB/s",
-        fio={"rw": rw, "bs": str(bs), "ioengine": engine} | ({"randrepeat": "0"} if random else {}),
-        needs_data=direction == "read" or in_place,
-        fresh_file=direction == "write" and not in_place,
-        cold=direction == "read" and not cached,
-        cached_by_design=cached,
-        tail_record=tail,
-        io_fraction=fraction,
-    )
-
-
-IOZONE_TESTS = (
-    "write",
-    "rewrite",
-    "read",
-    "reread",
-    "randread",
-    "randwrite",
-    "bread",
-    "strideread",
-    "fwrite",
-    "frewrite",
-    "fread",
-    "freread",
-)
 
 
 def metadata(op: Literal["create", "stat", "delete"], order: Literal["seq", "rand"]) -> Workload:
