@@ -19,7 +19,7 @@ from typing import Any
 from poolbench.backends._common import block_names, is_block, mount_at, remount_cold
 from poolbench.backends.base import Availability, Pool, PoolSpec
 from poolbench.errors import PoolbenchError, UsageError
-from poolbench.safety.journal import Journal
+from poolbench.safety.journal import Entry, Journal
 from poolbench.system.runner import CommandError, Runner
 
 # Minimum devices per profile: btrfs_raid_array[] in fs/btrfs/volumes.c (devs_min).
@@ -242,7 +242,7 @@ class BtrfsBackend:
     def destroy(self, pool: Pool, journal: Journal) -> None:
         mountpoint = str(pool.mountpoint)
 
-        def owned(e: dict[str, Any]) -> bool:
+        def owned(e: Entry) -> bool:
             return e.get("kind") in ("mount", "dir") and (
                 e.get("mountpoint") == mountpoint or e.get("path") == mountpoint
             )

@@ -29,7 +29,7 @@ from poolbench import is_digits
 from poolbench.backends._common import block_names, mount_at, remount_cold
 from poolbench.backends.base import Availability, Pool, PoolSpec
 from poolbench.errors import PoolbenchError, UsageError
-from poolbench.safety.journal import Journal
+from poolbench.safety.journal import Entry, Journal
 from poolbench.system.runner import CommandError, Runner
 from poolbench.units import parse_size
 
@@ -312,7 +312,7 @@ class MdBackend:
     def destroy(self, pool: Pool, journal: Journal) -> None:
         mountpoint, dev = str(pool.mountpoint), self.array_path(pool.spec)
 
-        def owned(e: dict[str, Any]) -> bool:
+        def owned(e: Entry) -> bool:
             kind = e.get("kind")
             return (
                 (kind == "mount" and e.get("mountpoint") == mountpoint)

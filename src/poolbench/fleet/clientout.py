@@ -23,9 +23,9 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from poolbench.fleet.hosts import Host
+from poolbench.records.jsontypes import JsonObject
 from poolbench.workloads.fioparse import Latency, latency
 
 ALL_CLIENTS = "All clients"
@@ -54,7 +54,7 @@ class DiskUtil:
     write_ios: int
     util_percent: float
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "name": self.name,
             "read_ios": self.read_ios,
@@ -71,7 +71,7 @@ class FleetOutput:
     controller_version: str = ""
 
 
-def find_json(text: str) -> dict[str, Any] | None:
+def find_json(text: str) -> JsonObject | None:
     """The controller's JSON object (it has `client_stats`), ignoring text around it."""
     decoder = json.JSONDecoder()
     for m in re.finditer(r"(?m)^\{", text):
@@ -84,7 +84,7 @@ def find_json(text: str) -> dict[str, Any] | None:
     return None
 
 
-def _figures(entries: list[dict[str, Any]], section: str) -> HostFigures:
+def _figures(entries: list[JsonObject], section: str) -> HostFigures:
     return HostFigures(
         io_bytes=sum(int(e[section]["io_bytes"]) for e in entries),
         total_ios=sum(int(e[section]["total_ios"]) for e in entries),
@@ -97,7 +97,7 @@ def _figures(entries: list[dict[str, Any]], section: str) -> HostFigures:
     )
 
 
-def _key(entry: dict[str, Any]) -> tuple[str, int]:
+def _key(entry: JsonObject) -> tuple[str, int]:
     return str(entry.get("hostname", "")), int(entry.get("port", 0) or 0)
 
 
@@ -147,9 +147,9 @@ def parse(stdout: str, stderr: str, hosts: list[Host], direction: str) -> FleetO
     return out
 
 
-def _entries_by_host(data: dict[str, Any]) -> dict[tuple[str, int], list[dict[str, Any]]]:
+def _entries_by_host(data: JsonObject) -> dict[tuple[str, int], list[JsonObject]]:
     """fio's per-client job results grouped by (address, port); the all-clients sum is dropped."""
-    by_key: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    by_key: dict[tuple[str, int], list[JsonObject]] = {}
     for entry in data.get("client_stats") or []:
         if entry.get("jobname") == ALL_CLIENTS:
             continue
@@ -157,7 +157,7 @@ def _entries_by_host(data: dict[str, Any]) -> dict[tuple[str, int], list[dict[st
     return by_key
 
 
-def _disks_by_host(data: dict[str, Any]) -> dict[tuple[str, int], list[DiskUtil]]:
+def _disks_by_host(data: JsonObject) -> dict[tuple[str, int], list[DiskUtil]]:
     """fio's per-client disk utilisation grouped by (address, port)."""
     disks: dict[tuple[str, int], list[DiskUtil]] = {}
     for du in data.get("disk_util") or []:
@@ -192,7 +192,7 @@ def _no_result_message(
     return f"host {h.label} {why}" + (f"; fio said: {' | '.join(said[-5:])}" if said else "")
 
 
-def _failed_job_message(h: Host, entries: list[dict[str, Any]]) -> str:
+def _failed_job_message(h: Host, entries: list[JsonObject]) -> str:
     """The first job of host h that reported an errno, as a message; "" when none failed."""
     failed = [e for e in entries if int(e.get("error", 0) or 0)]
     if not failed:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Required, TypedDict, cast
 
 from poolbench import is_digits
 from poolbench.errors import PoolbenchError
@@ -67,23 +67,48 @@ def _detach(runner: Runner, sys_block: Path, name: str, backing: str) -> None:
         time.sleep(0.1)
 
 
-Filter = Callable[[dict[str, Any]], bool]
+class Entry(TypedDict, total=False):
+    """One journal line: `kind` says what was made, the other keys identify it (which keys
+    each kind has is set by its recording method below)."""
+
+    kind: Required[str]  # pool_intent pool mount loop loop_intent throttle md partition_table..
+    name: str  # a pool's name
+    guid: int  # the pool's GUID read back after `zpool create`
+    members: list[str]  # a pool's or an md array's member devices
+    spares: list[str]
+    dialect: str  # how teardown clears a pool's labels
+    clear_labels: bool
+    import_dir: str
+    mountpoint: str
+    source: str
+    device: str
+    backing_file: str
+    majmin: str
+    bytes_per_s: int
+    root: str
+    partition: str
+    path: str
+
+
+Filter = Callable[[Entry], bool]
 
 
 @dataclass
 class Journal:
     runner: Runner
     path: Path | None = None  # JSON lines, appended as things are created
-    entries: list[dict[str, Any]] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
     sys_block: Path = Path("/sys/class/block")
     mountinfo: Path = Path("/proc/self/mountinfo")
 
     @classmethod
     def load(cls, runner: Runner, path: Path) -> Journal:
-        entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        # The file is poolbench's own (written by _add): each line one Entry.
+        lines = path.read_text().splitlines()
+        entries = [cast(Entry, json.loads(line)) for line in lines if line.strip()]
         return cls(runner, path, entries)
 
-    def _add(self, entry: dict[str, Any]) -> None:
+    def _add(self, entry: Entry) -> None:
         self.entries.append(entry)
         if self.path is not None:
             with open(self.path, "a") as fh:
@@ -123,7 +148,7 @@ class Journal:
             if found is None:
                 raise PoolbenchError(f"Pool {name} was created but is not listed.", "")
             guid = found
-        entry = {"kind": "pool", "name": name, "guid": guid, "members": members,
+        entry: Entry = {"kind": "pool", "name": name, "guid": guid, "members": members,
                  "clear_labels": clear_labels, "dialect": dialect}  # fmt: skip
         if import_dir is not None:
             entry["import_dir"] = import_dir
@@ -174,7 +199,7 @@ class Journal:
         alone and why. Undone entries leave the journal (and its file)."""
         kept: list[str] = []
         chosen = [e for e in self.entries if only is None or only(e)]
-        undone: list[dict[str, Any]] = []
+        undone: list[Entry] = []
         for entry in reversed(chosen):
             try:
                 note = getattr(self, f"_undo_{entry['kind']}")(entry)
@@ -205,7 +230,7 @@ class Journal:
             os.fsync(fh.fileno())
         os.replace(tmp, self.path)
 
-    def _undo_pool(self, e: dict[str, Any]) -> str:
+    def _undo_pool(self, e: Entry) -> str:
         name, guid = str(e["name"]), int(e["guid"])
         if self.runner.dry_run:
             pools.destroy(self.runner, name)
@@ -236,7 +261,7 @@ class Journal:
         for dev in members:
             clear_member(self.runner, str(dev), guid, dialect, self.sys_block)
 
-    def _undo_mount(self, e: dict[str, Any]) -> str:
+    def _undo_mount(self, e: Entry) -> str:
         mp, source = str(e["mountpoint"]), str(e["source"])
         if self.runner.dry_run:
             self.runner.run(["umount", mp])
@@ -249,7 +274,7 @@ class Journal:
         umount(self.runner, mp, pools.busy_seconds())
         return ""
 
-    def _undo_loop(self, e: dict[str, Any]) -> str:
+    def _undo_loop(self, e: Entry) -> str:
         dev, backing = str(e["device"]), str(e["backing_file"])
         if self.runner.dry_run:
             self.runner.run(["losetup", "--detach", dev])
@@ -263,7 +288,7 @@ class Journal:
         _detach(self.runner, self.sys_block, os.path.basename(dev), backing)
         return ""
 
-    def _undo_throttle(self, e: dict[str, Any]) -> str:
+    def _undo_throttle(self, e: Entry) -> str:
         majmin, root, rate = str(e["majmin"]), Path(str(e["root"])), int(e["bytes_per_s"])
         if self.runner.dry_run:
             return ""
@@ -275,7 +300,7 @@ class Journal:
         throttle.set_cap(majmin, 0, root)
         return ""
 
-    def _undo_pool_intent(self, e: dict[str, Any]) -> str:
+    def _undo_pool_intent(self, e: Entry) -> str:
         name = str(e["name"])
         if self.runner.dry_run:
             return ""  # the dry run's `zpool destroy` is printed by the "pool" entry
@@ -300,7 +325,7 @@ class Journal:
             self._clear_members(e["members"], guid, str(e.get("dialect") or ZFS_FUSE))
         return ""
 
-    def _undo_loop_intent(self, e: dict[str, Any]) -> str:
+    def _undo_loop_intent(self, e: Entry) -> str:
         backing = str(e["backing_file"])
         if self.runner.dry_run:
             return ""
@@ -308,7 +333,7 @@ class Journal:
             _detach(self.runner, self.sys_block, name, backing)
         return ""
 
-    def _undo_md(self, e: dict[str, Any]) -> str:
+    def _undo_md(self, e: Entry) -> str:
         dev, members = str(e["device"]), [str(m) for m in e["members"]]
         if self.runner.dry_run:
             self.runner.run(["mdadm", "--stop", dev])
@@ -327,7 +352,7 @@ class Journal:
             self.runner.run(["mdadm", "--zero-superblock", m], check=False)
         return ""
 
-    def _undo_partition_table(self, e: dict[str, Any]) -> str:
+    def _undo_partition_table(self, e: Entry) -> str:
         """Wipe the table poolbench wrote, only if its one partition is still the only one
         and nothing mounts it (the pool on it, newer in the journal, is gone by now)."""
         dev, part = str(e["device"]), str(e["partition"])
@@ -346,7 +371,7 @@ class Journal:
         wipe_partition_table(self.runner, dev, parts)
         return ""
 
-    def _undo_path(self, e: dict[str, Any]) -> str:
+    def _undo_path(self, e: Entry) -> str:
         p = Path(str(e["path"]))
         if self.runner.dry_run:
             return ""
@@ -359,7 +384,7 @@ class Journal:
             p.unlink(missing_ok=True)
         return ""
 
-    def _undo_dir(self, e: dict[str, Any]) -> str:
+    def _undo_dir(self, e: Entry) -> str:
         p = Path(str(e["path"]))
         if self.runner.dry_run or not p.is_dir() or p.is_symlink():
             return ""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from poolbench.errors import PoolbenchError
+from poolbench.records.jsontypes import JsonObject
 
 # The latency record is the stored measurement's (records/); fio's parser fills it.
 from poolbench.records.latency import Latency as Latency
@@ -128,7 +129,7 @@ class FioResult:
         return self.io_bytes / self.runtime_s / (1024 * 1024) if self.runtime_s else 0.0
 
 
-def extract_json(text: str) -> dict[str, Any]:
+def extract_json(text: str) -> JsonObject:
     """Find fio's JSON object in `text`, ignoring junk lines around it."""
     decoder = json.JSONDecoder()
     start = 0
@@ -224,11 +225,11 @@ def _criterion(job: Mapping[str, Any]) -> str | None:
     return str(crit) if crit is not None else None
 
 
-def _numjobs(jobs: list[dict[str, Any]]) -> int:
+def _numjobs(jobs: list[JsonObject]) -> int:
     return int(jobs[0].get("job options", {}).get("numjobs", 1) or 1)
 
 
-def _submit_busy(parts: list[dict[str, Any]], runtime_ms: float, jobs: int) -> float | None:
+def _submit_busy(parts: list[JsonObject], runtime_ms: float, jobs: int) -> float | None:
     """Time in submit calls ÷ (run time × jobs): each job submits one call at a time, so
     this is the share of its run it spent blocked there."""
     total = 0.0
@@ -242,7 +243,7 @@ def _submit_busy(parts: list[dict[str, Any]], runtime_ms: float, jobs: int) -> f
     return total / (runtime_ms * 1e6 * max(1, jobs))
 
 
-def _cpu_seconds(jobs: list[dict[str, Any]], key: str) -> float:
+def _cpu_seconds(jobs: list[JsonObject], key: str) -> float:
     """CPU seconds from fio's usr_cpu / sys_cpu, which are percent of each job's job_runtime
     (milliseconds; with group_reporting both are summed over the job's processes)."""
     return sum(
@@ -250,7 +251,7 @@ def _cpu_seconds(jobs: list[dict[str, Any]], key: str) -> float:
     )
 
 
-def _mean_latency(job: dict[str, Any], sections: tuple[str, ...]) -> float:
+def _mean_latency(job: JsonObject, sections: tuple[str, ...]) -> float:
     """Mean completion latency over the sections, weighted by their I/O counts."""
     pairs = [
         (float(job[s].get("lat_ns", {}).get("mean", 0.0)), int(job[s].get("total_ios", 0)))

@@ -21,7 +21,7 @@ from poolbench.backends.base import (
 from poolbench.backends.zfs import coldcache, operations, readback
 from poolbench.backends.zfs.validate import member_count, validate
 from poolbench.errors import PoolbenchError, Unsupported
-from poolbench.safety.journal import Journal
+from poolbench.safety.journal import Entry, Journal
 from poolbench.system.runner import CommandError, Runner
 from poolbench.zfs import ops, pools
 from poolbench.zfs.ops import OPENZFS, ZFS_FUSE
@@ -280,7 +280,7 @@ class ZfsBackend:
         mountpoint, link_dir = self.paths(pool.spec)
         mine = {str(mountpoint), str(link_dir)}
 
-        def owned(e: dict[str, Any]) -> bool:
+        def owned(e: Entry) -> bool:
             if e.get("kind") in ("pool", "pool_intent"):
                 return bool(e.get("name") == pool.spec.name)
             return e.get("kind") in ("path", "dir") and e.get("path") in mine
