@@ -7,13 +7,13 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from poolbench.engine import lifecycle, scratch
 from poolbench.engine.session import Options, Session, Subject, WorkloadResult
 from poolbench.engine.study_run import default_paths
 from poolbench.guards.devices import MountInfo, Target
 from poolbench.guards.workingset import WorkingSet
+from poolbench.records.jsontypes import JsonObject
 from poolbench.store.db import Store
 from poolbench.system import probes
 from poolbench.system.runner import Runner
@@ -68,7 +68,7 @@ class BenchRun:
         """Measure and store as a new run; `on_interrupt(run_id, kept)` on Ctrl-C."""
         with ExitStack() as stack:
             path = self._target(stack)
-            metadata: dict[str, Any] = {"machine": probes.machine()}
+            metadata: JsonObject = {"machine": probes.machine()}
             name = str(path if self.scratch_bytes is None else "scratch")
             run_id = lifecycle.start(self.store, "bench", name, metadata)
             subject = Subject.directory(path)

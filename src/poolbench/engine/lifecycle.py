@@ -9,8 +9,8 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
+from poolbench.records.jsontypes import JsonObject
 from poolbench.store import queries
 from poolbench.store.db import Store
 from poolbench.system.runner import Runner
@@ -21,7 +21,7 @@ def command_line() -> list[str]:
     return ["poolbench", *sys.argv[1:]]
 
 
-def start(store: Store, kind: str, name: str, metadata: dict[str, Any],
+def start(store: Store, kind: str, name: str, metadata: JsonObject,
           argv: Sequence[str] | None = None) -> int:  # fmt: skip
     """A new run row, status 'running'; returns its id."""
     return store.start_run(kind, name, command_line() if argv is None else argv, metadata)

@@ -27,7 +27,6 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from poolbench.backends import registry
 from poolbench.backends.base import Availability, Backend, Pool
@@ -36,6 +35,7 @@ from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.session import Session
 from poolbench.errors import PoolbenchError, ToolMissingError, UsageError
+from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.claims import ClaimRefused, ClaimSet, DeviceChanged
 from poolbench.safety.journal import Journal
 from poolbench.store import queries
@@ -161,7 +161,7 @@ class StudyRun:
             fio.fio_version(self.runner)
 
     # -- the run -----------------------------------------------------------------------------
-    def metadata(self, availability: dict[str, Availability]) -> dict[str, Any]:
+    def metadata(self, availability: dict[str, Availability]) -> JsonObject:
         return {
             "machine": probes.machine(),
             "study": self.study.model_dump(),

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from poolbench.engine import lifecycle
 from poolbench.fleet.hosts import Host
@@ -16,6 +15,7 @@ from poolbench.fleet.session import (
     FleetSession,
     FleetWorkloadResult,
 )
+from poolbench.records.jsontypes import JsonObject
 from poolbench.store.db import Store
 from poolbench.system import probes
 from poolbench.system.runner import Runner
@@ -38,7 +38,7 @@ def run_fleet(
     options: FleetOptions,
     progress: Callable[[str, int, int], None],
 ) -> FleetRun:
-    metadata: dict[str, Any] = {"machine": probes.machine()}
+    metadata: JsonObject = {"machine": probes.machine()}
     name = "fleet:" + ",".join(h.label for h in fleet)
     run_id = lifecycle.start(store, "bench", name, metadata)
     session = FleetSession(runner, store, run_id, fleet, default_path, options)

@@ -160,7 +160,7 @@ class Findings:
     device: DeviceFinding | None = None
     fio: FioFinding | None = None
     pool: Mapping[str, Any] | None = None  # the pool as described, and what it said after
-    other: dict[str, Any] = field(default_factory=dict)
+    other: JsonObject = field(default_factory=dict)
 
     def to_json(self) -> JSON:
         out: JSON = {}

@@ -15,6 +15,7 @@ from poolbench import is_digits
 from poolbench.engine import slow_members
 from poolbench.engine.records import Findings, modelled_amplification, write_amplification
 from poolbench.errors import UsageError
+from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
 from poolbench.report.metrics import VALUE, Figure, Metric, tail_warning
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
@@ -38,8 +39,8 @@ class Cell:
     replicates: list[int] = field(default_factory=list)
     device_mib_s: list[float] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    guards: list[dict[str, Any]] = field(default_factory=list)
-    workload_def: dict[str, Any] = field(default_factory=dict)
+    guards: list[JsonObject] = field(default_factory=list)
+    workload_def: JsonObject = field(default_factory=dict)
 
     @property
     def exact(self) -> bool:
@@ -48,7 +49,7 @@ class Cell:
 
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)  # the run's (RunData.policy)
     # Per replicate, fio's completion latency as stored (store 0005_latency), None without.
-    clats: list[dict[str, Any] | None] = field(default_factory=list)
+    clats: list[JsonObject | None] = field(default_factory=list)
 
     @property
     def summary(self) -> MeanCI:
@@ -92,7 +93,7 @@ class Cell:
         model = f"{models.pop():.2f}" if len(models) == 1 else "?"
         return f"{got:.2f}× ({model})"
 
-    def pool(self) -> dict[str, Any]:
+    def pool(self) -> JsonObject:
         """The pool description read back for this configuration (studies), else {}."""
         for g in self.guards:
             p = Findings.from_json(g).pool
@@ -110,10 +111,10 @@ class RunData:
     started_at: float
     finished_at: float | None
     argv: list[str]
-    metadata: dict[str, Any]
+    metadata: JsonObject
     error: str | None
-    measurements: list[dict[str, Any]]
-    commands: list[dict[str, Any]]
+    measurements: list[JsonObject]
+    commands: list[JsonObject]
     cells: dict[tuple[str, str], Cell]
     configs: list[str]
     workloads: list[str]
@@ -138,7 +139,7 @@ class RunData:
 
     # -- what the run measured -----------------------------------------------------------
     @property
-    def study(self) -> dict[str, Any]:
+    def study(self) -> JsonObject:
         s = self.metadata.get("study")
         return s if isinstance(s, dict) else {}
 
@@ -258,13 +259,13 @@ def key_of(levels: dict[str, str]) -> str:
     return " ".join(f"{k}={v}" for k, v in levels.items())
 
 
-def cell_config(m: dict[str, Any]) -> str:
+def cell_config(m: JsonObject) -> str:
     """The configuration a measurement row belongs to in the reports: a run measured on many
     hosts keeps each host's replicates apart, the host one more factor of it."""
     return str(m["config"]) + (f" host={m['host']}" if m.get("host") else "")
 
 
-def _stored_levels(m: dict[str, Any], config: str) -> dict[str, str]:
+def _stored_levels(m: JsonObject, config: str) -> dict[str, str]:
     """A measurement's factor levels: as stored (0006_config_levels), a fleet host added as
     one more factor; rows stored before that are read from their key."""
     stored = m.get("config_levels")  # decoded by the record: a dict, or None
@@ -309,7 +310,7 @@ def _started_at(value: Any, run_id: int) -> float:
     return float(value)
 
 
-def _commands(store: Store, run_id: int) -> list[dict[str, Any]]:
+def _commands(store: Store, run_id: int) -> list[JsonObject]:
     """The run's command log, each argv a list of strings whatever the store holds."""
     commands = []
     for c in store.commands(run_id):
@@ -320,7 +321,7 @@ def _commands(store: Store, run_id: int) -> list[dict[str, Any]]:
     return commands
 
 
-def _measurement(r: Any) -> dict[str, Any]:
+def _measurement(r: Any) -> JsonObject:
     """One stored measurement row, its JSON columns decoded by the record the engine stored
     (records/measurement.py: a wrong type is read as empty)."""
     return {**dict(r), **Measurement.from_row(dict(r)).to_json()}

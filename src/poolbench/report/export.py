@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from poolbench.engine.records import write_amplification
+from poolbench.records.jsontypes import JsonObject
 from poolbench.report.data import RunData, cell_config
 from poolbench.report.metrics import percentile_ns
 from poolbench.store.timestamps import stored_time
@@ -79,7 +80,7 @@ def _iso(ts: float | None) -> str | None:
     return stored_time(ts, "a start time").isoformat(timespec="seconds")
 
 
-def rows(run: RunData) -> list[dict[str, Any]]:
+def rows(run: RunData) -> list[JsonObject]:
     machine = run.metadata.get("machine")
     machine = machine if isinstance(machine, dict) else {}
     out = []

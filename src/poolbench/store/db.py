@@ -23,6 +23,7 @@ from typing import Any
 
 import platformdirs
 
+from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
 from poolbench.store import opening
 from poolbench.store.migrations import CLAT_COLUMNS as CLAT_COLUMNS
@@ -108,7 +109,7 @@ def checked_rows(path: Path, table: str, rows: list[sqlite3.Row]) -> list[sqlite
     return rows
 
 
-def _add_clat(c: sqlite3.Connection, measurement_id: int, clat: dict[str, Any]) -> None:
+def _add_clat(c: sqlite3.Connection, measurement_id: int, clat: JsonObject) -> None:
     """The latency columns of one measurement, in the transaction that inserted it."""
     pct = clat.get("percentiles") or {}
     values = [pct.get(q) for q in CLAT_COLUMNS.values()]
@@ -225,7 +226,7 @@ class Store:
         self.conn.close()
 
     # runs -----------------------------------------------------------------------------------
-    def start_run(self, kind: str, name: str, argv: Sequence[str], metadata: dict[str, Any]) -> int:
+    def start_run(self, kind: str, name: str, argv: Sequence[str], metadata: JsonObject) -> int:
         with self.transaction() as c:
             cur = c.execute(
                 "INSERT INTO runs (kind, name, status, started_at, argv, metadata, uid) "
@@ -234,7 +235,7 @@ class Store:
             )
             return int(cur.lastrowid or 0)
 
-    def update_metadata(self, run_id: int, metadata: dict[str, Any]) -> None:
+    def update_metadata(self, run_id: int, metadata: JsonObject) -> None:
         with self.transaction() as c:
             c.execute("UPDATE runs SET metadata = ? WHERE id = ?", (json.dumps(metadata), run_id))
 

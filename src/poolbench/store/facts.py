@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+
+from poolbench.records.jsontypes import JsonObject
 
 if TYPE_CHECKING:
     from poolbench.store.db import Store
@@ -133,6 +135,17 @@ class StudyFacts:
     vdev_source: str = "whole"  # [disks] vdev_source: whole | partition | slice
 
 
+class FactRow(TypedDict):
+    """What the facts read of one stored measurement, its JSON columns decoded."""
+
+    config: str
+    workload: str
+    replicate: int
+    value: float
+    guards: JsonObject  # the `guards` column: each guard's section under its own key
+    clat: NotRequired[JsonObject | None]  # the `clat` column (0005_latency); None: none
+
+
 def study_facts(store: Store, run_id: int) -> StudyFacts:
     """The facts of run `run_id`, read from `store`."""
     meta = json.loads(store.run(run_id)["metadata"] or "{}")
@@ -140,7 +153,7 @@ def study_facts(store: Store, run_id: int) -> StudyFacts:
     return facts_from_records(meta, rows)
 
 
-def _row(r: Any) -> dict[str, Any]:
+def _row(r: Any) -> FactRow:
     return {
         "config": r["config"],
         "workload": r["workload"],
@@ -151,14 +164,14 @@ def _row(r: Any) -> dict[str, Any]:
     }
 
 
-def facts_from_records(meta: Mapping[str, Any], rows: list[dict[str, Any]]) -> StudyFacts:
+def facts_from_records(meta: Mapping[str, Any], rows: list[FactRow]) -> StudyFacts:
     """The facts from a run's metadata and its measurements (guards already decoded)."""
     from poolbench.study.matrix import configs
     from poolbench.study.model import parse
 
     study = parse(str(meta["study_text"]), "the recorded study")
     order = {c.key: dict(c.levels) for c in configs(study)}
-    by_key: dict[str, list[dict[str, Any]]] = {}
+    by_key: dict[str, list[FactRow]] = {}
     for r in rows:
         by_key.setdefault(str(r["config"]), []).append(r)
     keys = [k for k in order if k in by_key] + sorted(k for k in by_key if k not in order)
@@ -176,7 +189,7 @@ def facts_from_records(meta: Mapping[str, Any], rows: list[dict[str, Any]]) -> S
     )
 
 
-def _claimed(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _claimed(meta: Mapping[str, Any]) -> list[JsonObject]:
     """Real devices claimed by the safety layer (recorded in the run's metadata)."""
     claims = meta.get("claims")
     found = claims.get("claims") if isinstance(claims, dict) else None
@@ -184,7 +197,7 @@ def _claimed(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _sectors(
-    claimed: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str, Any]]
+    claimed: Iterable[Mapping[str, Any]], rows: Iterable[FactRow]
 ) -> tuple[DiskSectors, ...] | None:
     """Each disk once: the claimed devices, and the members each trial recorded."""
     disks: list[Any] = list(claimed)
@@ -204,7 +217,7 @@ def _sectors(
     return tuple(seen.values())
 
 
-def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> ConfigFacts:
+def _config(key: str, levels: dict[str, str], rows: list[FactRow]) -> ConfigFacts:
     figures: dict[str, list[tuple[int, float]]] = {}
     ratios: dict[str, list[float]] = {}
     measured: list[int] = []  # the capacity workload's figure
@@ -215,7 +228,7 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
     scope = ""
     blocking: set[str] = set()
     for r in rows:
-        g: dict[str, Any] = r["guards"]
+        g = r["guards"]
         pool = _section(g, "pool")
         if _section(g, "queue_depth").get("blocking_submit") is True:
             blocking.add(str(r["workload"]))
@@ -258,7 +271,7 @@ def _config(key: str, levels: dict[str, str], rows: list[dict[str, Any]]) -> Con
     )
 
 
-def _latency_bins(rows: list[dict[str, Any]]) -> dict[str, tuple[Mapping[int, int], ...]]:
+def _latency_bins(rows: list[FactRow]) -> dict[str, tuple[Mapping[int, int], ...]]:
     """Per workload, each replicate's clat histogram, when every replicate has one."""
     found: dict[str, list[tuple[int, Mapping[int, int] | None]]] = {}
     for r in rows:
@@ -279,7 +292,7 @@ def _latency_bins(rows: list[dict[str, Any]]) -> dict[str, tuple[Mapping[int, in
     return out
 
 
-def _zvol_space(rows: list[dict[str, Any]]) -> ZvolSpace | None:
+def _zvol_space(rows: list[FactRow]) -> ZvolSpace | None:
     block, readings = 0, []
     for r in rows:
         got = _section(r["guards"], "pool").get("zvol")
@@ -292,7 +305,7 @@ def _zvol_space(rows: list[dict[str, Any]]) -> ZvolSpace | None:
     return ZvolSpace(block, tuple(readings)) if block else None
 
 
-def _expansions(rows: list[dict[str, Any]]) -> list[Expansion]:
+def _expansions(rows: list[FactRow]) -> list[Expansion]:
     out = []
     for r in rows:
         e = _section(r["guards"], "expand")
@@ -308,7 +321,7 @@ def _expansions(rows: list[dict[str, Any]]) -> list[Expansion]:
     return out
 
 
-def _class_alloc(rows: list[dict[str, Any]], key: str = "class_alloc") -> dict[str, dict[str, int]]:
+def _class_alloc(rows: list[FactRow], key: str = "class_alloc") -> dict[str, dict[str, int]]:
     """Per workload, the class allocation (`key` "class_free": free bytes) its last replicate
     read back (none: not recorded)."""
     out: dict[str, tuple[int, dict[str, int]]] = {}
@@ -337,7 +350,7 @@ def _ints(value: Any) -> list[int]:
     return [value] if isinstance(value, int) and not isinstance(value, bool) else []
 
 
-def _section(guards: Mapping[str, Any], key: str) -> dict[str, Any]:
+def _section(guards: Mapping[str, Any], key: str) -> JsonObject:
     """One guard's record, {} when absent (a workload that did not produce it)."""
     value = guards.get(key)
     return value if isinstance(value, dict) else {}

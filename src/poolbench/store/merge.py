@@ -19,8 +19,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from poolbench.records.jsontypes import JsonObject
 from poolbench.store import opening
 from poolbench.store.db import MIGRATIONS, Store, StoreError, checked_rows
 
@@ -32,7 +32,7 @@ class ImportReport:
     skipped: list[tuple[int, str]] = field(default_factory=list)  # (their id, why)
     rows: dict[str, int] = field(default_factory=dict)  # table -> rows copied
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "source": self.source,
             "imported": [{"source_run": a, "run": b} for a, b in self.imported],
@@ -150,10 +150,10 @@ def _copy_run(
     tables: list[str],
 ) -> int:
     src_id = int(row["id"])
-    machine: dict[str, Any] = {}
+    machine: JsonObject = {}
     with contextlib.suppress(TypeError, ValueError, AttributeError):
         machine = json.loads(row["metadata"]).get("machine", {}) or {}
-    origin: dict[str, Any] = {
+    origin: JsonObject = {
         "store": report.source,
         "run_id": src_id,
         "hostname": machine.get("hostname"),
