@@ -40,7 +40,7 @@ LONG_MODULES: dict[str, str] = {
 ANY_DICT = "dict[str, Any]"
 ALIAS_MODULE = "records/jsontypes.py"
 # Lines spelling it in src (grep -rn); issue 26's goal is 30. Lower it as they go, never raise.
-ANY_DICT_CEILING = 97
+ANY_DICT_CEILING = 69
 # Modules that use JsonObject without calling the json module, and why their value is JSON.
 JSON_ALIAS_USERS: dict[str, str] = {
     "records/latency.py": "the `clat` column's JSON, written and read by the store",
@@ -48,6 +48,14 @@ JSON_ALIAS_USERS: dict[str, str] = {
     "engine/lifecycle.py": "a run's metadata: the `runs.metadata` JSON column",
     "engine/bench_run.py": "a bench run's metadata: the `runs.metadata` JSON column",
     "fleet/run.py": "a fleet run's metadata: the `runs.metadata` JSON column",
+    "safety/blockdevice.py": "`disks --json`; wipefs's JSON entries (a device's signatures)",
+    "safety/claims.py": "`disks --claim --json`; the run's metadata `claims`",
+    "backends/sources.py": "the run's metadata: how its disks were made",
+    "fleet/probe.py": "`hosts --json`; a fleet run's metadata `hosts`",
+    "report/bench_table.py": "`bench --json`",
+    "fleet/table.py": "`bench --hosts --json`",
+    "report/compare_runs.py": "the two runs' metadata (`runs.metadata` JSON), compared key by key",
+    "report/header.py": "the run's metadata (`runs.metadata` JSON): its disks and devices",
 }
 
 

@@ -23,11 +23,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from poolbench import is_digits
 from poolbench.backends._common import block_names, is_block, size_of
 from poolbench.errors import PoolbenchError, UsageError
+from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.claims import ClaimSet
 from poolbench.safety.journal import Journal
 from poolbench.system import throttle
@@ -59,7 +60,7 @@ class DiskSet:
         """Kernel names of the block devices (empty for plain files)."""
         return block_names(self.devices)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "devices": self.devices,
             "source": self.source,

@@ -27,7 +27,7 @@ one-second samples), and a window that never steadied is flagged.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from poolbench.stats import steady
 from poolbench.workloads.fiojob import STEADY_ROUNDS
@@ -61,6 +61,24 @@ def loops_for(first_s: float, min_window_s: float) -> int:
     return max(2, min(MAX_LOOPS, math.ceil(min_window_s * HEADROOM / first_s)))
 
 
+class Repeated(TypedDict):
+    """A repeated write's discarded first pass and the passes its window made."""
+
+    first_pass_s: float
+    loops: int
+
+
+class WindowFinding(TypedDict):
+    """The `window` section of a measurement's findings."""
+
+    seconds: float
+    min_s: float
+    reached: bool
+    repeated: NotRequired[Repeated]
+    steady_state: NotRequired[dict[str, object]]  # stats.steady.Steady.as_dict and fio's say
+    fill_working_set_mib: NotRequired[int]  # a short cold read: the working set to fill it
+
+
 def finding(
     w: Workload,
     result: FioResult,
@@ -69,10 +87,10 @@ def finding(
     *,
     first_pass_s: float | None = None,
     loops: int = 1,
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[WindowFinding, list[str]]:
     """The `window` section of a measurement's findings, and its warnings. `first_pass_s`
     and `loops`: a repeated write's discarded first pass, and the passes its window made."""
-    out: dict[str, Any] = {"seconds": round(seconds, 3), "min_s": min_window_s,
+    out: WindowFinding = {"seconds": round(seconds, 3), "min_s": min_window_s,
                            "reached": seconds >= min_window_s}  # fmt: skip
     if first_pass_s is not None:
         out["repeated"] = {"first_pass_s": round(first_pass_s, 3), "loops": loops}
@@ -98,7 +116,7 @@ def finding(
 
 
 def _short(
-    w: Workload, result: FioResult, seconds: float, min_window_s: float, out: dict[str, Any]
+    w: Workload, result: FioResult, seconds: float, min_window_s: float, out: WindowFinding
 ) -> str:
     said = f"the timed window was shorter than the {min_window_s:g} s minimum"
     if w.cold and result.io_bytes and seconds > 0:

@@ -24,11 +24,11 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from poolbench import is_digits
 from poolbench.fleet import clientout
 from poolbench.fleet.hosts import Host
+from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 
 PROBE_TIMEOUT_S = 30.0
@@ -67,7 +67,7 @@ class HostInfo:
             "timestamps from it do not line up with the others; run NTP/chrony on the fleet"
         )
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return asdict(self)
 
 

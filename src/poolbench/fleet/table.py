@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -13,6 +12,7 @@ from rich.text import Text
 
 from poolbench.fleet.probe import HostInfo
 from poolbench.fleet.session import FleetWorkloadResult
+from poolbench.records.jsontypes import JsonObject
 from poolbench.stats.policy import ReplicatePolicy
 
 # The policy of the run (FleetOptions.stop): its Stein interval is the one reported.
@@ -25,7 +25,7 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
 
 
-def _stats(values: list[float], policy: ReplicatePolicy = DEFAULT) -> dict[str, Any]:
+def _stats(values: list[float], policy: ReplicatePolicy = DEFAULT) -> JsonObject:
     if not values:
         return {"mean": None, "ci_low": None, "ci_high": None, "replicates": 0, "values": []}
     s = policy.summarize(values)
@@ -40,7 +40,7 @@ def _stats(values: list[float], policy: ReplicatePolicy = DEFAULT) -> dict[str, 
 
 def as_json(
     results: list[FleetWorkloadResult], policy: ReplicatePolicy = DEFAULT
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     return [
         {
             "workload": r.workload.name,

@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from poolbench import is_digits
 
@@ -95,6 +95,18 @@ def fs_clock(flavour: str | None, proc: Path = PROC) -> FsClock | None:
     )
 
 
+class CpuCost(TypedDict):
+    """The `cpu` section of a measurement's findings (seconds, per GiB the application
+    moved); None where the filesystem's own CPU could not be read."""
+
+    fio_s: float
+    fs_s: float | None
+    fs_scope: str | None
+    fs_label: str
+    total_s: float
+    s_per_gib: float | None
+
+
 class CpuWindow:
     """Open before the timed part of a measurement, close right after it."""
 
@@ -102,7 +114,7 @@ class CpuWindow:
         self.clock = fs_clock(flavour, proc)
         self.start = self.clock.read() if self.clock else None
 
-    def close(self, fio_usr_s: float, fio_sys_s: float, app_bytes: int) -> dict[str, Any]:
+    def close(self, fio_usr_s: float, fio_sys_s: float, app_bytes: int) -> CpuCost:
         fs_s: float | None = None
         end = self.clock.read() if self.clock else None
         if self.clock and self.start is not None and end is not None:
@@ -122,7 +134,7 @@ def per_gib(record: object) -> float | None:
 
 def cost(
     fio_s: float, fs_s: float | None, app_bytes: int, scope: str | None, label: str
-) -> dict[str, Any]:
+) -> CpuCost:
     """The stored record: both parts, their sum, and the sum per GiB the application moved."""
     total = fio_s + (fs_s or 0.0)
     per_gib = total / (app_bytes / GiB) if app_bytes > 0 else None

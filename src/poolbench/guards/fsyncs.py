@@ -10,13 +10,27 @@ floor. The count and the verdict go into the measurement's guards.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 
-def check(every: int, writes: int, fsyncs: int, jobs: int) -> tuple[dict[str, Any], list[str]]:
+class FsyncFinding(TypedDict):
+    """The `fsync` section of a sync write's findings: what fio counted."""
+
+    fsyncs: int
+    writes: int
+    every: int
+    expected_at_least: int
+
+
+def check(every: int, writes: int, fsyncs: int, jobs: int) -> tuple[FsyncFinding, list[str]]:
     """The fsync finding for a job with `fsync=every`, and a warning when fio made too few."""
     expected = max(0, writes // max(every, 1) - max(jobs, 1))
-    finding = {"fsyncs": fsyncs, "writes": writes, "every": every, "expected_at_least": expected}
+    finding: FsyncFinding = {
+        "fsyncs": fsyncs,
+        "writes": writes,
+        "every": every,
+        "expected_at_least": expected,
+    }
     if fsyncs >= expected:
         return finding, []
     return finding, [

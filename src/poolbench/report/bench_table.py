@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from poolbench.engine.session import WorkloadResult
+from poolbench.records.jsontypes import JsonObject
 from poolbench.report.layout import Column, print_fitted
 from poolbench.report.metrics import (
     DEFAULT_LATENCY,
@@ -33,9 +34,9 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
 
 
-def latency_json(r: WorkloadResult) -> dict[str, Any] | None:
+def latency_json(r: WorkloadResult) -> JsonObject | None:
     """Every percentile across the replicates (µs), or None when fio timed no completion."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key, m in LATENCY.items():
         xs = m.values(r.values, r.clats)
         if xs:
@@ -57,7 +58,7 @@ def _amp_text(r: WorkloadResult) -> str:
     return f"{got:.2f}× ({model})"
 
 
-def as_json(results: list[WorkloadResult]) -> list[dict[str, Any]]:
+def as_json(results: list[WorkloadResult]) -> list[JsonObject]:
     out = []
     for r in results:
         s = r.summary

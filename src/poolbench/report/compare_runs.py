@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from poolbench.errors import UsageError
+from poolbench.records.jsontypes import JsonObject
 from poolbench.report.data import Cell, RunData, fmt_bytes
 from poolbench.report.metrics import VALUE, Metric
 from poolbench.report.tables import cell_warnings
@@ -41,16 +42,16 @@ class RunComparison:
     metric: Metric = VALUE  # the figure compared (a latency percentile: on the log scale)
 
 
-def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
+def _flatten(d: Any, prefix: str = "") -> JsonObject:
     if isinstance(d, dict):
-        out: dict[str, Any] = {}
+        out: JsonObject = {}
         for k, v in d.items():
             out.update(_flatten(v, f"{prefix}{k}."))
         return out
     return {prefix.rstrip("."): d}
 
 
-def dict_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+def dict_differences(a: JsonObject, b: JsonObject) -> list[str]:
     fa, fb = _flatten(a), _flatten(b)
     out = []
     for k in sorted(set(fa) | set(fb)):
@@ -65,7 +66,7 @@ def _matched_configs(a: RunData, b: RunData) -> list[tuple[str, str]]:
     return [(c, c) for c in a.configs if c in b.configs]
 
 
-def _machine(run: RunData) -> dict[str, Any]:
+def _machine(run: RunData) -> JsonObject:
     m = run.metadata.get("machine")
     return m if isinstance(m, dict) else {}
 

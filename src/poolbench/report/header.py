@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from poolbench.records.jsontypes import JsonObject
 from poolbench.report.data import RunData, fmt_bytes
 from poolbench.report.tables import Baseline
 
@@ -17,7 +16,7 @@ def title(run: RunData) -> str:
     return f"{what} — run {run.id} ({run.status}), started {run.started_text()}{tail}"
 
 
-def _device(d: dict[str, Any]) -> str:
+def _device(d: JsonObject) -> str:
     parts = [str(d.get("model") or "unknown model"), fmt_bytes(d.get("size_bytes"))]
     ls, ps = d.get("logical_sector"), d.get("physical_sector")
     if ls or ps:
@@ -84,7 +83,7 @@ def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
     return out
 
 
-def _disks(disks: dict[str, Any]) -> str:
+def _disks(disks: JsonObject) -> str:
     if disks.get("source") == "devices":
         on = f"{len(disks.get('devices', []))} devices: " + ", ".join(
             str(x) for x in disks.get("devices", [])

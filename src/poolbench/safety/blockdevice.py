@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from poolbench import is_digits
+from poolbench.records.jsontypes import JsonObject
 from poolbench.zfs.label import ZfsLabel
 
 # Reasons no flag overrides, ever. Live use (mounted, swap, holders, an imported pool) is not
@@ -35,7 +36,7 @@ class Reason:
     def key(self) -> tuple[str, str]:
         return (self.kind, self.detail)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {"kind": self.kind, "detail": self.detail, "overridable": self.overridable}
 
 
@@ -58,7 +59,7 @@ class BlockDevice:
     holders: list[str] = field(default_factory=list)
     slaves: list[str] = field(default_factory=list)
     partitions: list[BlockDevice] = field(default_factory=list)
-    signatures: list[dict[str, Any]] = field(default_factory=list)
+    signatures: list[JsonObject] = field(default_factory=list)
     zfs: ZfsLabel | None = None
     reasons: list[Reason] = field(default_factory=list)
     advice: list[str] = field(default_factory=list)
@@ -87,7 +88,7 @@ class BlockDevice:
     def summary(self) -> str:
         return "; ".join(r.detail for r in self.reasons) if self.reasons else "free"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "name": self.name,
             "path": self.path,
@@ -146,7 +147,7 @@ class Inventory:
             key=lambda d: natural_order(d.name),
         )
 
-    def as_dict(self, include_empty: bool = False) -> dict[str, Any]:
+    def as_dict(self, include_empty: bool = False) -> JsonObject:
         return {
             "devices": [d.as_dict() for d in self.top(include_empty)],
             "warnings": self.warnings,

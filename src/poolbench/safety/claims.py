@@ -23,9 +23,10 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from poolbench.errors import PoolbenchError, UsageError
+from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.inventory import PROTECTED, BlockDevice, Inventory, Paths, Reason, scan
 from poolbench.system.runner import Runner
 
@@ -75,7 +76,7 @@ class Claim:
         if self._issuer is not _ISSUER:
             raise TypeError("a Claim is issued by poolbench.safety.claims.claim_devices only")
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "path": self.path,
             "name": self.name,
@@ -159,7 +160,7 @@ class ClaimSet:
                 confirmed_by=o.confirmed_by,
             )
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "claims": [c.as_dict() for c in self.claims],
             "overrides": [

@@ -7,7 +7,7 @@ import os
 import platform
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from poolbench import __version__, is_digits
 from poolbench.system.runner import CommandError, Runner
@@ -22,13 +22,41 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def device_info(name: str, sys_block: Path = SYS_BLOCK) -> dict[str, Any]:
+class DeviceInfo(TypedDict):
+    """One block device as the kernel reports it (recorded with a run and its trials)."""
+
+    name: str
+    size_bytes: int | None
+    logical_sector: int | None
+    physical_sector: int | None
+    rotational: bool
+    model: str | None
+    serial: str | None
+    partition: bool
+    loop_backing_file: NotRequired[str]
+    loop_direct_io: NotRequired[bool]
+    slaves: NotRequired[list[str]]
+
+
+class Machine(TypedDict):
+    """The machine a run was measured on (the run's metadata, `machine`)."""
+
+    poolbench_version: str
+    python: str
+    kernel: str
+    hostname: str
+    cpus: int | None
+    ram_bytes: int
+    arc_max_bytes: int | None
+
+
+def device_info(name: str, sys_block: Path = SYS_BLOCK) -> DeviceInfo:
     """Model, size and sector sizes of a block device (by kernel name), for the record."""
     node = sys_block / name
     # A partition's queue and model live on its parent disk.
     disk = node.resolve().parent if (node / "partition").exists() else node.resolve()
     size = _read(node / "size")
-    info: dict[str, Any] = {
+    info: DeviceInfo = {
         "name": name,
         "size_bytes": int(size) * 512 if size and is_digits(size) else None,
         "logical_sector": _int(_read(disk / "queue" / "logical_block_size")),
@@ -53,7 +81,7 @@ def _int(text: str | None) -> int | None:
     return int(text) if text and is_digits(text) else None
 
 
-def machine() -> dict[str, Any]:
+def machine() -> Machine:
     uname = os.uname()
     return {
         "poolbench_version": __version__,
