@@ -40,7 +40,7 @@ LONG_MODULES: dict[str, str] = {
 ANY_DICT = "dict[str, Any]"
 ALIAS_MODULE = "records/jsontypes.py"
 # Lines spelling it in src (grep -rn); issue 26's goal is 30. Lower it as they go, never raise.
-ANY_DICT_CEILING = 69
+ANY_DICT_CEILING = 52
 # Modules that use JsonObject without calling the json module, and why their value is JSON.
 JSON_ALIAS_USERS: dict[str, str] = {
     "records/latency.py": "the `clat` column's JSON, written and read by the store",
@@ -56,6 +56,12 @@ JSON_ALIAS_USERS: dict[str, str] = {
     "fleet/table.py": "`bench --hosts --json`",
     "report/compare_runs.py": "the two runs' metadata (`runs.metadata` JSON), compared key by key",
     "report/header.py": "the run's metadata (`runs.metadata` JSON): its disks and devices",
+    "engine/subject.py": "per replicate the `guards` and `clat` JSON as stored; a cache drop's "
+    "record (the guards' `cache` section); the options in the run's metadata",
+    "engine/hooks.py": "the sections a trial adds to the `guards` JSON (Findings.other)",
+    "engine/pool_hooks.py": "the sections a trial adds to the `guards` JSON (Findings.other)",
+    "engine/session.py": "a bench run's metadata; the ARC's `arc` section of the guards JSON",
+    "guards/cache.py": "the ARC's `arc` section of the guards JSON",
 }
 
 

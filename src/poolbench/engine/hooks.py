@@ -4,8 +4,9 @@ a state, run a pool operation as a workload, read back what the pool says afterw
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
+from poolbench.records.jsontypes import JsonObject
 from poolbench.workloads.library import Workload
 
 
@@ -19,20 +20,20 @@ class OpResult:
     ops: int = 0
     device_bytes: int | None = None
     # Findings sections of their own, by their stored name ("capacity", "resilver").
-    sections: dict[str, Any] = field(default_factory=dict)
+    sections: JsonObject = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
 class TrialHooks(Protocol):
     """What the trial loop does around a study's workloads (pool state, pool operations)."""
 
-    def before(self, w: Workload) -> dict[str, Any]:
+    def before(self, w: Workload) -> JsonObject:
         """Bring the pool into the state `w` runs in (`w.pool_state`); returns what it did."""
 
     def operate(self, w: Workload) -> OpResult:
         """Run a `pool` workload (kind "pool") and return its figure."""
 
-    def after(self, w: Workload) -> dict[str, Any]:
+    def after(self, w: Workload) -> JsonObject:
         """Read back what the pool says after the measurement (merged into the pool
         findings)."""
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any
 
 from poolbench.backends.base import (
     Backend,
@@ -25,6 +24,7 @@ from poolbench.backends.base import (
 )
 from poolbench.engine.hooks import OpResult
 from poolbench.errors import PoolbenchError, UsageError
+from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 from poolbench.workloads.library import Workload
 
@@ -62,7 +62,7 @@ class PoolHooks:
         self.offline_leaf: str | None = None
         self.offline_top: TopVdev | None = None
 
-    def before(self, w: Workload) -> dict[str, Any]:
+    def before(self, w: Workload) -> JsonObject:
         if w.pool_state != "degraded":
             return {}
         if self.offline_leaf is None:
@@ -157,7 +157,7 @@ class PoolHooks:
         warnings = []
         if st.resilvered_bytes is None:
             warnings.append("zpool status did not report the resilvered bytes")
-        section: dict[str, Any] = {
+        section: JsonObject = {
             "replaced": self.offline_leaf,
             "with": new,
             "kind": "sequential rebuild to a distributed spare" if st.rebuilt_vdev
@@ -174,7 +174,7 @@ class PoolHooks:
         return OpResult(nbytes / seconds / MiB, nbytes, seconds,
                         sections={"resilver": section}, warnings=warnings)  # fmt: skip
 
-    def _verify_scrub(self, warnings: list[str]) -> dict[str, Any]:
+    def _verify_scrub(self, warnings: list[str]) -> JsonObject:
         """The scrub OpenZFS starts after a sequential rebuild: its time, apart from the
         rebuild's (redundancy is back when the rebuild ends; the checksums are checked when
         the scrub does)."""
@@ -191,7 +191,7 @@ class PoolHooks:
         return require(self.backend, SupportsDiskReplace, "take a member offline",
                        "Run degraded-read and resilver on ZFS.")  # fmt: skip
 
-    def after(self, w: Workload) -> dict[str, Any]:
+    def after(self, w: Workload) -> JsonObject:
         accounts = capability(self.backend, SupportsAccounting)
         if accounts is None:
             return {}
@@ -199,7 +199,7 @@ class PoolHooks:
         # the guest, 400 small files fsync'd were not yet in the special class's alloc)
         accounts.sync_txg(self.pool)
         ratio = accounts.compressratio(self.pool)
-        out: dict[str, Any] = {"compressratio": ratio} if ratio else {}
+        out: JsonObject = {"compressratio": ratio} if ratio else {}
         volume = accounts.volume_space(self.pool)  # a zvol target: what it is charged
         if volume:
             out["zvol"] = volume

@@ -23,7 +23,7 @@ import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TypedDict
 
 from poolbench.backends import zvol
 from poolbench.backends.base import (
@@ -189,9 +189,21 @@ def make_volume(backend: Backend, pool: Pool, working_set: int | None) -> BlockD
 
 
 # -- fill -------------------------------------------------------------------------------------
+class FillRecord(TypedDict, total=False):
+    """The `fill` section of every measurement of a filled pool (store/facts.py reads it)."""
+
+    asked_percent: int
+    usable_bytes: int
+    filler_bytes: int
+    used_bytes_after: int
+    achieved_percent: float | None
+    data: str  # what the filler was
+    seconds: float
+
+
 def prefill(
     runner: Runner, pool: Pool, percent: int, working_set: int, streams: int = 1
-) -> dict[str, Any]:
+) -> FillRecord:
     """Fill the pool to `percent` of its usable space with incompressible data (fio, fsync'd,
     untimed) before the workloads run; returns what was done, for every measurement's guards.
 
@@ -206,7 +218,7 @@ def prefill(
             "Use a smaller working set (--size) or larger disks.",
         )
     directory = pool.mountpoint / ".poolbench-fill"
-    record: dict[str, Any] = {"asked_percent": percent, "usable_bytes": usable}
+    record = FillRecord(asked_percent=percent, usable_bytes=usable)
     if runner.dry_run:
         runner.run(["fio", "--output-format=json", "fill.fio"])
         return record

@@ -15,7 +15,6 @@ import time
 import zlib
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
 
 from poolbench.engine import cold_read, replicates, slow_members
 from poolbench.engine import window as long_window
@@ -52,6 +51,7 @@ from poolbench.engine.untar import Untar
 from poolbench.engine.workspace import Workspace
 from poolbench.errors import UsageError
 from poolbench.guards import cache, cpu, devices, geometry, workingset
+from poolbench.records.jsontypes import JsonObject
 from poolbench.stats import outliers
 from poolbench.store.db import Store
 from poolbench.system.runner import Runner
@@ -104,7 +104,7 @@ class Session:
         self._zfs: str | None = None  # "openzfs" / "zfs-fuse": whose ARC a cold read checks
 
     # -- preflight -------------------------------------------------------------------------
-    def preflight(self) -> dict[str, Any]:
+    def preflight(self) -> JsonObject:
         """Everything that can be refused is refused here, before any I/O."""
         self.fio_version = fio.fio_version(self.runner)
         self._refuse_target()
@@ -399,9 +399,7 @@ class Session:
         self.runner.run(["sync", "--file-system", str(self.workspace.meta_dir)])
         return time.monotonic() - t0
 
-    def _settle_cold(
-        self, w: Workload, findings: Findings, arc: dict[str, Any] | None
-    ) -> list[str]:
+    def _settle_cold(self, w: Workload, findings: Findings, arc: JsonObject | None) -> list[str]:
         """After a cold read: what the ARC and (metadata) the devices say about the drop."""
         if not w.cold or findings.cache is None or self.runner.dry_run:
             return []

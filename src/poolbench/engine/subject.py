@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from poolbench.engine import replicates
 from poolbench.engine.device_window import DeviceWindow
@@ -15,6 +14,7 @@ from poolbench.engine.hooks import TrialHooks
 from poolbench.engine.records import Findings
 from poolbench.guards import cache, cpu, geometry, reread
 from poolbench.guards.devices import Target
+from poolbench.records.jsontypes import JsonObject
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.workloads.fioparse import FioResult
 from poolbench.workloads.library import Workload
@@ -37,7 +37,7 @@ class Options:
     # with the same seed replays the same offsets; None = drawn at random (and recorded).
     seed: int | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         d = asdict(self)
         d["workloads"] = [w.name for w in self.workloads]
         return d
@@ -55,8 +55,8 @@ class WorkloadResult:
     warnings: list[str] = field(default_factory=list)
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)
     # Per replicate, fio's completion latency as stored (Latency.to_json), None without.
-    clats: list[dict[str, Any] | None] = field(default_factory=list)
-    guards: list[dict[str, Any]] = field(default_factory=list)  # per replicate, as stored
+    clats: list[JsonObject | None] = field(default_factory=list)
+    guards: list[JsonObject] = field(default_factory=list)  # per replicate, as stored
 
     @property
     def summary(self) -> MeanCI:
@@ -98,7 +98,7 @@ class BlockDevice:
 
 
 # Called before a cold read with the data files; returns what it did (for the record).
-CacheDefeat = Callable[[list[Path]], dict[str, Any]]
+CacheDefeat = Callable[[list[Path]], JsonObject]
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from poolbench import is_digits
+from poolbench.records.jsontypes import JsonObject
 from poolbench.system.probes import resident_bytes
 from poolbench.system.runner import Runner
 
@@ -330,7 +330,7 @@ class ArcWindow:
             block_size = block_size_of(files)
         self.block_size = block_size if self.before else 0
 
-    def close(self, app_bytes: int, ios: int = 0) -> dict[str, Any] | None:
+    def close(self, app_bytes: int, ios: int = 0) -> JsonObject | None:
         if self.flavour is None:
             return None
         after = read_arcstats(self.arcstats)
