@@ -40,7 +40,7 @@ LONG_MODULES: dict[str, str] = {
 ANY_DICT = "dict[str, Any]"
 ALIAS_MODULE = "records/jsontypes.py"
 # Lines spelling it in src (grep -rn); issue 26's goal is 30. Lower it as they go, never raise.
-ANY_DICT_CEILING = 52
+ANY_DICT_CEILING = 17
 # Modules that use JsonObject without calling the json module, and why their value is JSON.
 JSON_ALIAS_USERS: dict[str, str] = {
     "records/latency.py": "the `clat` column's JSON, written and read by the store",
@@ -62,6 +62,16 @@ JSON_ALIAS_USERS: dict[str, str] = {
     "engine/pool_hooks.py": "the sections a trial adds to the `guards` JSON (Findings.other)",
     "engine/session.py": "a bench run's metadata; the ARC's `arc` section of the guards JSON",
     "guards/cache.py": "the ARC's `arc` section of the guards JSON",
+    # A backend's description of its pool (what the stack read back, its keys the stack's
+    # own) is the guards' `pool` section; its cache drop's record is the `cache` section.
+    "backends/base.py": "the pool's description and cache drop: the guards' `pool`, `cache`",
+    "backends/_common.py": "a remount's cache drop record: the guards' `cache` section",
+    "backends/directory.py": "the directory's description and cache drop (guards JSON)",
+    "backends/btrfs.py": "the filesystem's description and cache drop (guards JSON)",
+    "backends/md.py": "the array's description, resync and cache drop (guards JSON)",
+    "backends/zfs/backend.py": "the pool's description and cache drop (guards JSON)",
+    "backends/zfs/coldcache.py": "an export/import cache drop's record (guards JSON)",
+    "backends/zfs/readback.py": "the pool's description as read back (the guards' `pool`)",
 }
 
 

@@ -7,11 +7,11 @@ import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from poolbench.guards import cache
 from poolbench.guards.blockdev import counter_devices
 from poolbench.guards.devices import MountInfo, block_name_of, mounts
+from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 from poolbench.system.umount import umount
 from poolbench.zfs import pools
@@ -118,8 +118,8 @@ def _umount_drop_mount(
     mountpoint: Path,
     mount_argv: list[str],
     mountinfo: Path,
-    while_unmounted: Callable[[], dict[str, Any]] | None,
-) -> tuple[bool, str, dict[str, Any] | None, bool]:
+    while_unmounted: Callable[[], JsonObject] | None,
+) -> tuple[bool, str, JsonObject | None, bool]:
     """One cycle: unmount, drop the page cache (and the cache below, if any), mount again.
     Returns (was unmounted, the drop's method, what the cache below said, is mounted)."""
     umount(runner, str(mountpoint), pools.busy_seconds())
@@ -136,8 +136,8 @@ def remount_cold(
     mountpoint: Path,
     mount_argv: list[str],
     mountinfo: Path = Path("/proc/self/mountinfo"),
-    while_unmounted: Callable[[], dict[str, Any]] | None = None,
-) -> dict[str, Any]:
+    while_unmounted: Callable[[], JsonObject] | None = None,
+) -> JsonObject:
     """Empty every cache of a mounted filesystem: unmount (which evicts its inodes, pages and
     metadata), drop the page cache of the devices under it, mount again with the same
     options; verify each step, and that none of its files' pages are resident afterwards.
@@ -173,7 +173,7 @@ def remount_cold(
     if not below_ok:
         said = [str(b.get("detail") or "") for b in (below, below2) if b and not b.get("verified")]
         detail.append(said[0] or "the cache below the filesystem was not emptied")
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "method": "umount-mount",
         "unmounted": unmounted and unmounted2,
         "mounted": mounted and mounted2,

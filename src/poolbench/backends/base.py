@@ -12,13 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast, runtime_checkable
 
 from poolbench.errors import UsageError
+from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
+from poolbench.zfs.parse import IostatRow
 from poolbench.zfs.parse import TopVdev as TopVdev  # the vdev record capabilities speak of
 
 if TYPE_CHECKING:
+    from poolbench.backends.zvol import VolumeMade
     from poolbench.planner.layout import VdevSpec
     from poolbench.zfs.parse import ResilverStatus, ScrubStatus
 
@@ -126,7 +129,7 @@ class Pool:
     # Kernel names of the block devices that carry the pool's I/O (for the device guard);
     # empty when the members are plain files.
     block_devices: list[str]
-    described: dict[str, Any] = field(default_factory=dict)  # read back from the stack
+    described: JsonObject = field(default_factory=dict)  # read back from the stack
 
 
 class Backend(Protocol):
@@ -142,7 +145,7 @@ class Backend(Protocol):
     def verify(self, pool: Pool) -> list[str]:
         """Differences between what was asked and what the stack reports; empty if none."""
 
-    def drop_cache(self, pool: Pool) -> dict[str, Any]:
+    def drop_cache(self, pool: Pool) -> JsonObject:
         """Empty every cache of the pool before a cold read; returns what it did and whether
         that was verified (key "verified")."""
 
@@ -159,7 +162,7 @@ class Backend(Protocol):
 class SupportsVolumes(Protocol):
     """A block device made in the pool (a ZFS zvol) for the workloads to measure."""
 
-    def create_volume(self, pool: Pool, working_set: int) -> dict[str, Any]: ...
+    def create_volume(self, pool: Pool, working_set: int) -> VolumeMade: ...
 
     def volume_space(self, pool: Pool) -> dict[str, int]: ...
 
@@ -203,10 +206,10 @@ class SupportsAccounting(Protocol):
 
     def volume_space(self, pool: Pool) -> dict[str, int]: ...
 
-    def iostat_snapshot(self, pool: Pool) -> list[dict[str, Any]] | None: ...
+    def iostat_snapshot(self, pool: Pool) -> list[IostatRow] | None: ...
 
     def class_alloc(
-        self, pool: Pool, iostat: list[dict[str, Any]]
+        self, pool: Pool, iostat: list[IostatRow]
     ) -> tuple[dict[str, int], dict[str, int]]: ...
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 from poolbench.backends._common import block_names, is_block, mount_at, remount_cold
 from poolbench.backends.base import Availability, Pool, PoolSpec
 from poolbench.errors import PoolbenchError, UsageError
+from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Entry, Journal
 from poolbench.system.runner import CommandError, Runner
 
@@ -189,7 +189,7 @@ class BtrfsBackend:
             pool.described = self.describe(pool)
         return pool
 
-    def describe(self, pool: Pool) -> dict[str, Any]:
+    def describe(self, pool: Pool) -> JsonObject:
         mp = str(pool.mountpoint)
         df = self.runner.run(["btrfs", "filesystem", "df", "-b", mp], mutates=False).stdout
         show = self.runner.run(["btrfs", "filesystem", "show", "--raw", mp], mutates=False).stdout
@@ -235,7 +235,7 @@ class BtrfsBackend:
             problems.append(f"mount options are '{d['mount_options']}', not compress={comp}")
         return problems
 
-    def drop_cache(self, pool: Pool) -> dict[str, Any]:
+    def drop_cache(self, pool: Pool) -> JsonObject:
         return remount_cold(self.runner, pool.mountpoint, self.mount_argv(pool.spec),
                             self.mountinfo)  # fmt: skip
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from poolbench.backends._common import files_under
 from poolbench.backends.base import Availability, Pool, PoolSpec
 from poolbench.errors import UsageError
 from poolbench.guards import cache
 from poolbench.guards.devices import mount_of, resolve
+from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import Runner
 
@@ -60,7 +60,7 @@ class DirectoryBackend:
         return Pool(spec, d, list(target.devices), self._describe(d, target.as_dict()))
 
     @staticmethod
-    def _describe(d: Path, target: dict[str, Any]) -> dict[str, Any]:
+    def _describe(d: Path, target: JsonObject) -> JsonObject:
         m = mount_of(d)
         return {"directory": str(d), "mountpoint": m.mountpoint, "fstype": m.fstype,
                 "source": m.source, "major_minor": m.major_minor, "target": target}  # fmt: skip
@@ -75,7 +75,7 @@ class DirectoryBackend:
             return [f"{d} is now on {m.source} ({m.fstype}), not on the filesystem it was on"]
         return []
 
-    def drop_cache(self, pool: Pool) -> dict[str, Any]:
+    def drop_cache(self, pool: Pool) -> JsonObject:
         """The page cache is all there is to drop (a ZFS directory keeps its ARC: noted)."""
         files = files_under(pool.mountpoint)
         res = cache.drop(self.runner, files).as_dict()

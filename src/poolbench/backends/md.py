@@ -23,12 +23,12 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from poolbench import is_digits
 from poolbench.backends._common import block_names, mount_at, remount_cold
 from poolbench.backends.base import Availability, Pool, PoolSpec
 from poolbench.errors import PoolbenchError, UsageError
+from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Entry, Journal
 from poolbench.system.runner import CommandError, Runner
 from poolbench.units import parse_size
@@ -232,7 +232,7 @@ class MdBackend:
         except OSError:
             return None
 
-    def resync_record(self, spec: PoolSpec, waited: float | None) -> dict[str, Any]:
+    def resync_record(self, spec: PoolSpec, waited: float | None) -> JsonObject:
         """The initial resync as a figure: how it was handled and how long it took."""
         size_kib = self._sysfs(spec, "component_size")
         member = int(size_kib) * 1024 if size_kib and is_digits(size_kib) else None
@@ -251,7 +251,7 @@ class MdBackend:
             "measured_during_resync": False,
         }
 
-    def describe(self, pool: Pool) -> dict[str, Any]:
+    def describe(self, pool: Pool) -> JsonObject:
         dev = self.array_path(pool.spec)
         out = self.runner.run(["mdadm", "--detail", "--export", dev], mutates=False).stdout
         detail = parse_detail_export(out)
@@ -303,7 +303,7 @@ class MdBackend:
             )
         return problems
 
-    def drop_cache(self, pool: Pool) -> dict[str, Any]:
+    def drop_cache(self, pool: Pool) -> JsonObject:
         size = self._sysfs_md(pool.spec) / "stripe_cache_size"
         flush = (lambda: flush_stripe_cache(size)) if size.exists() else None
         return remount_cold(self.runner, pool.mountpoint, self.mount_argv(pool.spec),
@@ -332,7 +332,7 @@ class MdBackend:
 STRIPE_CACHE_MIN = 17  # md refuses a stripe_cache_size of 16 or less
 
 
-def flush_stripe_cache(size_file: Path) -> dict[str, Any]:
+def flush_stripe_cache(size_file: Path) -> JsonObject:
     """Empty an md raid4/5/6 array's stripe cache, which neither drop_caches nor an unmount
     touches: a cold read of blocks the array wrote or read lately is otherwise served from
     it, never reaching the members (a cold stat on raid6 read 4 KiB for 300 files' inodes).

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from poolbench import is_digits
 from poolbench.backends._common import wait_for
@@ -105,8 +105,20 @@ def node(pool_name: str) -> Path:
     return DEV_ZVOL / dataset(pool_name)
 
 
+class VolumeMade(TypedDict):
+    """What `create` made, as ZFS reports it (recorded in the pool's description, `zvol`); a
+    dry run knows only what it asked for."""
+
+    path: str  # the stable device name
+    volsize: int
+    asked_volblocksize: str
+    device: NotRequired[str]  # the zdN it points at
+    volblocksize: NotRequired[int | None]
+    sparse: NotRequired[bool]
+
+
 def create(runner: Runner, pool_name: str, volume: Mapping[str, str],
-           fs_options: Mapping[str, str], working_set: int) -> dict[str, Any]:  # fmt: skip
+           fs_options: Mapping[str, str], working_set: int) -> VolumeMade:  # fmt: skip
     """Make the sparse volume, wait for its device node, and read back what ZFS made."""
     block = block_asked(volume, fs_options)
     props = {"volblocksize": block} if block else {}

@@ -14,13 +14,12 @@ import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from poolbench.system.runner import Runner
 from poolbench.zfs import commands, parse, pools
 from poolbench.zfs.commands import OPENZFS, ZFS_FUSE
 from poolbench.zfs.errors import ZfsCommandError
-from poolbench.zfs.parse import PoolStatus, ResilverStatus, ScrubStatus
+from poolbench.zfs.parse import IostatRow, PoolStatus, ResilverStatus, ScrubStatus
 
 __all__ = ["OPENZFS", "ZFS_FUSE", "PoolCreate", "VdevConfig"]
 
@@ -211,14 +210,14 @@ def pool_prop(runner: Runner, pool: str, prop: str, dialect: str) -> str | None:
     return parse.parse_pool_get(res.stdout, pool, prop, dialect)
 
 
-def iostat_members(runner: Runner, pool: str) -> list[dict[str, Any]] | None:
+def iostat_members(runner: Runner, pool: str) -> list[IostatRow] | None:
     """OpenZFS: every vdev's `zpool iostat -Hvlp` figures since import, or None if unread."""
     res = runner.run(commands.iostat_members(pool), check=False, mutates=False)
     return list(parse.parse_iostat(res.stdout)) if res.returncode == 0 else None
 
 
 def class_alloc(
-    runner: Runner, pool: str, dialect: str, iostat: list[dict[str, Any]]
+    runner: Runner, pool: str, dialect: str, iostat: list[IostatRow]
 ) -> tuple[dict[str, int], dict[str, int]]:
     """Bytes allocated, and free, on the data vdevs and each allocation class, from an iostat
     snapshot and `zpool status`'s sections; empty if the status cannot be read."""

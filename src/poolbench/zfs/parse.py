@@ -301,8 +301,12 @@ IOSTAT_COLUMNS = (
 )  # fmt: skip
 
 
+# One vdev's row of `zpool iostat -Hvlp`: its name and the numeric columns (None for "-").
+IostatRow = dict[str, str | int | None]
+
+
 def class_alloc(
-    status: PoolStatus, iostat: list[dict[str, str | int | None]], column: str = "alloc"
+    status: PoolStatus, iostat: list[IostatRow], column: str = "alloc"
 ) -> dict[str, int]:
     """Bytes allocated on the data vdevs ("normal") and on each allocation class's vdevs
     (special, dedup), from `zpool iostat -v`'s per-vdev alloc and `zpool status`'s sections:
@@ -319,14 +323,14 @@ def class_alloc(
     return out
 
 
-def parse_iostat(text: str) -> list[dict[str, str | int | None]]:
+def parse_iostat(text: str) -> list[IostatRow]:
     """One row per vdev of `zpool iostat -Hvlp`: name and the numeric columns ("-" -> None)."""
-    rows: list[dict[str, str | int | None]] = []
+    rows: list[IostatRow] = []
     for line in text.splitlines():
         parts = line.split("\t")
         if len(parts) < 7:
             continue
-        row: dict[str, str | int | None] = {"name": parts[0].strip()}
+        row: IostatRow = {"name": parts[0].strip()}
         for col, value in zip(IOSTAT_COLUMNS, parts[1:], strict=False):
             v = value.strip()
             row[col] = int(v) if is_digits(v) else None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from poolbench import is_digits
 from poolbench.backends import zvol
@@ -21,11 +20,12 @@ from poolbench.backends.base import (
 from poolbench.backends.zfs import coldcache, operations, readback
 from poolbench.backends.zfs.validate import member_count, validate
 from poolbench.errors import PoolbenchError, Unsupported
+from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Entry, Journal
 from poolbench.system.runner import CommandError, Runner
 from poolbench.zfs import ops, pools
 from poolbench.zfs.ops import OPENZFS, ZFS_FUSE
-from poolbench.zfs.parse import ResilverStatus, ScrubStatus, TopVdev
+from poolbench.zfs.parse import IostatRow, ResilverStatus, ScrubStatus, TopVdev
 
 
 class ZfsBackend:
@@ -154,7 +154,7 @@ class ZfsBackend:
         link.symlink_to(leaf)
 
     # -- read back ---------------------------------------------------------------------------
-    def describe(self, name: str) -> dict[str, Any]:
+    def describe(self, name: str) -> JsonObject:
         """Everything the pool says about itself, for verify() and the record."""
         return readback.describe(self.runner, name, self.check())
 
@@ -172,13 +172,13 @@ class ZfsBackend:
         mounted = mount_at(pool.mountpoint, self.mountinfo) is not None
         return readback.problems(spec, d, pool.mountpoint, mounted)
 
-    def drop_cache(self, pool: Pool) -> dict[str, Any]:
+    def drop_cache(self, pool: Pool) -> JsonObject:
         """The ARC emptied by export/import through the member links (coldcache.py)."""
         _, link_dir = self.paths(pool.spec)
         return coldcache.drop_cache(self.runner, pool, link_dir, self.mountinfo)
 
     # -- a zvol target (SupportsVolumes) -------------------------------------------------------
-    def create_volume(self, pool: Pool, working_set: int) -> dict[str, Any]:
+    def create_volume(self, pool: Pool, working_set: int) -> zvol.VolumeMade:
         """The configuration's zvol (backends/zvol.py), recorded in the pool's description;
         it goes with the pool when the pool is destroyed."""
         made = zvol.create(self.runner, pool.spec.name, pool.spec.volume, pool.spec.fs_options,
@@ -262,11 +262,11 @@ class ZfsBackend:
     def sync_txg(self, pool: Pool) -> None:
         operations.sync_txg(self.runner, pool, self.dialect)
 
-    def iostat_snapshot(self, pool: Pool) -> list[dict[str, Any]] | None:
+    def iostat_snapshot(self, pool: Pool) -> list[IostatRow] | None:
         return operations.iostat_snapshot(self.runner, pool, self.dialect)
 
     def class_alloc(
-        self, pool: Pool, iostat: list[dict[str, Any]]
+        self, pool: Pool, iostat: list[IostatRow]
     ) -> tuple[dict[str, int], dict[str, int]]:
         """Bytes allocated, and bytes free, on the data vdevs and on each allocation class
         (special, dedup), from an iostat snapshot (OpenZFS) and `zpool status`; empty

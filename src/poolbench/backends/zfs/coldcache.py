@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 from poolbench.backends import zvol
 from poolbench.backends._common import mount_at, wait_for
 from poolbench.backends.base import Pool
 from poolbench.guards import cache
+from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 from poolbench.zfs import ops, pools
 
 
-def drop_cache(runner: Runner, pool: Pool, link_dir: Path, mountinfo: Path) -> dict[str, Any]:
+def drop_cache(runner: Runner, pool: Pool, link_dir: Path, mountinfo: Path) -> JsonObject:
     """Export and import the pool (which evicts its ARC), and drop the page cache of its
     member files/devices in between; verify each step. The ARC's data size is checked once
     the pool is exported (OpenZFS; zfs-fuse where it publishes /zfs-kstat); where it

@@ -5,7 +5,6 @@ attach a disk to a raidz vdev, and read the pool's own accounting after a measur
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from poolbench import is_digits
 from poolbench.backends.base import Pool
@@ -13,7 +12,7 @@ from poolbench.errors import PoolbenchError
 from poolbench.system.runner import Runner
 from poolbench.zfs import ops
 from poolbench.zfs.ops import OPENZFS
-from poolbench.zfs.parse import ResilverStatus, ScrubStatus, TopVdev
+from poolbench.zfs.parse import IostatRow, ResilverStatus, ScrubStatus, TopVdev
 
 
 def expansion_supported(version: str) -> bool:
@@ -97,7 +96,7 @@ def sync_txg(runner: Runner, pool: Pool, dialect: str) -> None:
         ops.sync_if_possible(runner, pool.spec.name)
 
 
-def iostat_snapshot(runner: Runner, pool: Pool, dialect: str) -> list[dict[str, Any]] | None:
+def iostat_snapshot(runner: Runner, pool: Pool, dialect: str) -> list[IostatRow] | None:
     """OpenZFS: every vdev's `zpool iostat -vlp` figures since import, or None (zfs-fuse
     has no latency columns; a failed read is not a failed trial)."""
     if dialect != OPENZFS:

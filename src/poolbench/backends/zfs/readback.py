@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from poolbench import is_digits
 from poolbench.backends._common import block_names, same_or_partition_of
 from poolbench.backends.base import Availability, PoolSpec, Vdev, parse_classes, parse_topology
 from poolbench.backends.zfs.validate import parse_size
+from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 from poolbench.zfs import ops, pools
 from poolbench.zfs.ops import OPENZFS
@@ -56,7 +56,7 @@ def shape_text(shape: list[tuple[str, int]]) -> str:
 
 def describe(
     runner: Runner, name: str, a: Availability, config: ops.VdevConfig | None = None
-) -> dict[str, Any]:
+) -> JsonObject:
     """Everything the pool says about itself, for verify() and the record. `config`: the
     vdev tree `zdb -C` gave moments ago for this very pool (read again when None)."""
     status = ops.status(runner, name)
@@ -92,7 +92,7 @@ def describe(
     }
 
 
-def problems(spec: PoolSpec, d: dict[str, Any], mountpoint: Path, mounted: bool) -> list[str]:
+def problems(spec: PoolSpec, d: JsonObject, mountpoint: Path, mounted: bool) -> list[str]:
     """Every difference between `spec` and the pool `d` describes (`mounted`: whether the
     mount table shows the dataset at `mountpoint`)."""
     found = _topology_problems(spec, d)
@@ -108,7 +108,7 @@ def problems(spec: PoolSpec, d: dict[str, Any], mountpoint: Path, mounted: bool)
     return found
 
 
-def _topology_problems(spec: PoolSpec, d: dict[str, Any]) -> list[str]:
+def _topology_problems(spec: PoolSpec, d: JsonObject) -> list[str]:
     """The read-back vdev shape and member devices against the asked layout."""
     found: list[str] = []
     vdevs = parse_topology(spec.layout, len(spec.devices))
@@ -123,7 +123,7 @@ def _topology_problems(spec: PoolSpec, d: dict[str, Any]) -> list[str]:
     return found + _class_problems(spec, d, len(members))
 
 
-def _class_problems(spec: PoolSpec, d: dict[str, Any], start: int) -> list[str]:
+def _class_problems(spec: PoolSpec, d: JsonObject, start: int) -> list[str]:
     """Each class section of `zpool status` holds the devices the layout gave it."""
     found: list[str] = []
     want: dict[str, list[str]] = {}
@@ -159,7 +159,7 @@ def _ashift_problems(asked: str, vdev_ashift: list[int]) -> list[str]:
     return found
 
 
-def _property_problems(spec: PoolSpec, props: dict[str, Any], mountpoint: Path) -> list[str]:
+def _property_problems(spec: PoolSpec, props: JsonObject, mountpoint: Path) -> list[str]:
     """The asked dataset properties and the mountpoint as `zfs get` reports them."""
     found: list[str] = []
     for key, value in spec.fs_options.items():
@@ -187,7 +187,7 @@ def _same_value(key: str, asked: str, have: str | None) -> bool:
     return asked.lower() == have.lower()
 
 
-def holding_devices(described: dict[str, Any]) -> list[str]:
+def holding_devices(described: JsonObject) -> list[str]:
     """Kernel names of the devices that hold the pool's blocks: the data vdevs', and a special
     or dedup vdev's (metadata and small blocks live there: a cold stat reads them). Not a
     log's (its blocks are copies of what reaches the data vdevs) nor a cache's."""
@@ -196,5 +196,5 @@ def holding_devices(described: dict[str, Any]) -> list[str]:
     return block_names(list(described["leaves"]) + held)
 
 
-def all_class_leaves(described: dict[str, Any]) -> list[str]:
+def all_class_leaves(described: JsonObject) -> list[str]:
     return [leaf for leaves in described.get("class_leaves", {}).values() for leaf in leaves]
