@@ -202,3 +202,14 @@ def test_the_json_alias_is_used_only_at_the_json_boundary() -> None:
     wrong = sorted(rel for rel in users if not _calls_json(trees[rel]))
     assert sorted(set(wrong) - set(JSON_ALIAS_USERS)) == [], "not JSON: type it instead"
     assert sorted(set(JSON_ALIAS_USERS) - set(wrong)) == [], "no longer needs its entry"
+
+
+def test_one_measurement_record() -> None:
+    """Issue 26: the engine, the store and the reports share one Measurement record."""
+    found = [
+        rel
+        for rel, tree in _trees("")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and node.name == "Measurement"
+    ]
+    assert found == ["records/measurement.py"], "one record: poolbench.records.measurement"

@@ -15,8 +15,6 @@ from typing import Any
 
 from poolbench.records.jsontypes import JsonObject
 
-JSON = JsonObject
-
 
 def obj(value: object) -> JsonObject:
     """A stored JSON object, or {} for anything else (old or damaged rows)."""
@@ -35,7 +33,7 @@ class DataFinding:
     compressibility_percent: int
     pattern: str = "fio refill_buffers (fresh random data per write), never zeros"
 
-    def to_json(self) -> JSON:
+    def to_json(self) -> JsonObject:
         return {"compressibility_percent": self.compressibility_percent, "pattern": self.pattern}
 
 
@@ -49,8 +47,8 @@ class CacheFinding:
     detail: str | None = None
     more: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> JSON:
-        out: JSON = {"method": self.method, **self.more, "verified": self.verified}
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"method": self.method, **self.more, "verified": self.verified}
         if self.detail is not None:
             out["detail"] = self.detail
         return out
@@ -84,8 +82,8 @@ class DeviceFinding:
     unverified: str | None = None
     more: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> JSON:
-        out: JSON = {}
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {}
         if self.devices is not None:
             out = {
                 "devices": list(self.devices),
@@ -121,8 +119,8 @@ class FioFinding:
     lat_mean_ns: float | None = None
     controller_version: str | None = None  # fleet runs: the controller's fio
 
-    def to_json(self) -> JSON:
-        out: JSON = {"version": self.version}
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"version": self.version}
         if self.controller_version is not None:
             out["controller_version"] = self.controller_version
         out["within_run_bw_dev_bytes_s"] = self.within_run_bw_dev_bytes_s
@@ -162,8 +160,8 @@ class Findings:
     pool: Mapping[str, Any] | None = None  # the pool as described, and what it said after
     other: JsonObject = field(default_factory=dict)
 
-    def to_json(self) -> JSON:
-        out: JSON = {}
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {}
         if self.pool is not None:
             out["pool"] = dict(self.pool)
         out.update(self.other)
