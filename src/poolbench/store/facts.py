@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from poolbench.records.jsontypes import JsonObject
+from poolbench.records.measurement import Measurement
 
 if TYPE_CHECKING:
     from poolbench.store.db import Store
@@ -149,19 +150,15 @@ class FactRow(TypedDict):
 def study_facts(store: Store, run_id: int) -> StudyFacts:
     """The facts of run `run_id`, read from `store`."""
     meta = json.loads(store.run(run_id)["metadata"] or "{}")
-    rows = [_row(r) for r in store.measurements(run_id)]
+    rows = [_row(m) for m in store.measurement_records(run_id)]
     return facts_from_records(meta, rows)
 
 
-def _row(r: Any) -> FactRow:
-    return {
-        "config": r["config"],
-        "workload": r["workload"],
-        "replicate": r["replicate"],
-        "value": r["value"],
-        "guards": json.loads(r["guards"] or "{}"),
-        "clat": json.loads(r["clat"]) if r["clat"] else None,  # store 0005_latency
-    }
+def _row(m: Measurement) -> FactRow:
+    """What the facts read of the stored record (its guards and latency as stored)."""
+    clat = m.latency.to_json() if m.latency is not None else None  # store 0005_latency
+    return FactRow(config=m.config, workload=m.workload, replicate=m.replicate, value=m.value,
+                   guards=m.findings.to_json(), clat=clat)  # fmt: skip
 
 
 def facts_from_records(meta: Mapping[str, Any], rows: list[FactRow]) -> StudyFacts:
