@@ -82,8 +82,8 @@ def disk_speed_from_run(store: Store, run: str, fallback: DiskSpeed) -> DiskSpee
         )
     run_id = int(rows[0]["id"])
     values: dict[str, list[float]] = {}
-    for m in store.measurements(run_id):
-        values.setdefault(m["workload"], []).append(float(m["value"]))
+    for m in store.measurement_records(run_id):
+        values.setdefault(m.workload, []).append(m.value)
     got = {k: _mean(values.get(w)) for k, (w, _) in SOURCES.items()}
     if all(v is None for v in got.values()):
         raise UsageError(

@@ -40,9 +40,9 @@ def find(store: Store, workloads: Collection[str], hostname: str) -> Pilot | Non
         if row["status"] != "finished" or _hostname(row["metadata"]) != hostname:
             continue
         per: dict[tuple[str, str], list[float]] = {}
-        for m in store.measurements(int(row["id"])):
-            if m["workload"] in workloads and m["value"] is not None:
-                per.setdefault((str(m["config"]), str(m["workload"])), []).append(float(m["value"]))
+        for m in store.measurement_records(int(row["id"])):
+            if m.workload in workloads:
+                per.setdefault((m.config, m.workload), []).append(m.value)
         cvs = [
             statistics.stdev(v) / statistics.fmean(v)
             for v in per.values()
