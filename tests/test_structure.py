@@ -33,11 +33,9 @@ LONG_MODULES: dict[str, str] = {
     "workloads/library.py": "every workload definition and its name grammar in one table",
     "planner/capacity.py": "OpenZFS's space arithmetic, one transcribed function after another",
     "safety/inventory.py": "every reason a device is in use (sysfs, signatures, ZFS labels)",
-    "report/html.py": "the page's sections and its inline style and self-check script",
     "fleet/session.py": "the fleet's controller run, per-host records and its own guards",
     "store/db.py": "the schema, its migrations and the queries of measurements",
     "safety/claims.py": "claiming, overrides, confirmation and the guarded runner",
-    "report/svg.py": "every chart kind of the HTML report",
 }
 
 
