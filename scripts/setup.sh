@@ -13,7 +13,8 @@ PACKAGES=(
   fdisk               # sfdisk: partition tables (vdev sources, safety tests)
   lvm2                # LVM signatures in the safety tests
   iproute2            # network namespaces: the fleet tests' hosts
-  chromium            # headless: the HTML report test opens the page for real
+  chromium            # headless: the HTML report tests open the page for real (driven over
+                      # its DevTools pipe by the standard library: no chromedriver needed)
   python3-venv
 )
 missing=()

@@ -9,7 +9,7 @@ import pytest
 
 from poolbench.errors import UsageError
 from poolbench.planner.layout import parse_devices, parse_layout
-from poolbench.report.html import _size_bytes
+from poolbench.report.html_charts import _size_bytes
 from poolbench.study.model import parse as parse_study
 from poolbench.units import parse_size
 from poolbench.workloads.library import parse_record_size

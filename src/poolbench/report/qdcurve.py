@@ -16,7 +16,8 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from poolbench.report.data import Cell, RunData
-from poolbench.report.svg import Point, Safe, line_chart
+from poolbench.report.svg import Safe
+from poolbench.report.svg_lines import Point, line_chart
 
 _LOAD = re.compile(r"^(.*?)-qd(\d+)(?:-j(\d+))?$")  # the queue depth is what the curve sweeps
 
