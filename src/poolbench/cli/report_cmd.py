@@ -10,7 +10,7 @@ from rich.console import Console
 
 from poolbench.cli.common import db_option, disk_speed_option, open_store
 from poolbench.errors import UsageError
-from poolbench.report import compare_runs, html, predicted, report_json, terminal
+from poolbench.report import compare_json, compare_runs, html, predicted, report_json, terminal
 from poolbench.report import export as export_mod
 from poolbench.report.data import load_run
 from poolbench.report.metrics import METRICS, parse_metrics
@@ -112,8 +112,18 @@ def report(
     "compressibility or working set differ (the differences are printed).",
 )
 @click.option("--metric", "metric_text", default=None, metavar="METRIC[,METRIC]", help=METRIC_HELP)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the comparison as one JSON document instead (both runs, every pair with "
+    "its change; keys in docs/export.md).",
+)
 @db_option
-def compare(run_a: str, run_b: str, force: bool, metric_text: str | None, db: Path | None) -> None:
+def compare(
+    run_a: str, run_b: str, force: bool, metric_text: str | None, as_json: bool,
+    db: Path | None,
+) -> None:  # fmt: skip
     """Two runs side by side (two machines, two dates, before/after a tuning): the change
     of B against A for each matching workload, with its 95% interval or "no significant
     difference". Runs that measured different things are refused unless --force.
@@ -130,8 +140,13 @@ def compare(run_a: str, run_b: str, force: bool, metric_text: str | None, db: Pa
             "Give two different runs (see 'poolbench runs'); a run's own configurations are "
             f"compared by 'poolbench report {a.id}'.",
         )
-    for metric in metrics:
-        cmp = compare_runs.compare(a, b, force=force, metric=metric)
+    # Every metric is compared before anything is printed: a refusal of the second one
+    # leaves no half document on standard output.
+    comparisons = [compare_runs.compare(a, b, force=force, metric=m) for m in metrics]
+    if as_json:
+        sys.stdout.write(compare_json.to_json(comparisons))
+        return
+    for cmp in comparisons:
         terminal.render_comparison(Console(), cmp)
 
 

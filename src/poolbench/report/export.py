@@ -73,7 +73,9 @@ JSON_COLUMNS = {"config_levels", "warnings", "pool", "guards", "workload_def", "
 _CLAT = {"clat_p50_ns": "50", "clat_p90_ns": "90", "clat_p99_ns": "99", "clat_p999_ns": "99.9"}
 
 
-def _iso(ts: float | None) -> str | None:
+def iso_time(ts: float | None) -> str | None:
+    """A stored time (seconds since the epoch) as every JSON output gives it: ISO 8601 in
+    UTC with its offset, to the second ("2025-01-02T10:00:00+00:00")."""
     if ts is None:
         return None
     return stored_time(ts, "a start time").isoformat(timespec="seconds")
@@ -97,7 +99,7 @@ def rows(run: RunData) -> list[dict[str, Any]]:
                 "run_kind": run.kind,
                 "run_name": run.name,
                 "run_status": run.status,
-                "run_started_at": _iso(run.started_at),
+                "run_started_at": iso_time(run.started_at),
                 "config": m["config"],
                 "config_levels": run.levels(cell_config(m)),
                 "workload": m["workload"],
@@ -126,7 +128,7 @@ def rows(run: RunData) -> list[dict[str, Any]]:
                 "guards": g,
                 "workload_def": m["workload_def"],
                 "job_file": m["job_file"],
-                "measured_at": _iso(m.get("created_at")),
+                "measured_at": iso_time(m.get("created_at")),
                 "host": m.get("host"),
                 **{col: percentile_ns(m.get("clat"), q) for col, q in _CLAT.items()},
                 "clat": m.get("clat"),
@@ -145,8 +147,8 @@ def to_json(run: RunData) -> str:
             "kind": run.kind,
             "name": run.name,
             "status": run.status,
-            "started_at": _iso(run.started_at),
-            "finished_at": _iso(run.finished_at),
+            "started_at": iso_time(run.started_at),
+            "finished_at": iso_time(run.finished_at),
             "argv": run.argv,
             "metadata": run.metadata,
             "error": run.error,
@@ -154,7 +156,7 @@ def to_json(run: RunData) -> str:
         "commands": [
             {
                 "argv": c["argv"],
-                "started_at": _iso(c["started_at"]),
+                "started_at": iso_time(c["started_at"]),
                 "duration_s": c["duration_s"],
                 "returncode": c["returncode"],
                 "dry_run": bool(c["dry_run"]),
