@@ -25,7 +25,7 @@ from poolbench.cli.common import (
 from poolbench.cli.study_exec import DRY_RUN_CONFIGS, execute_study
 from poolbench.engine import cleanup as cleanup_mod
 from poolbench.engine import study_run
-from poolbench.errors import UsageError
+from poolbench.errors import PoolbenchError, UsageError
 from poolbench.report import predicted
 from poolbench.store import queries
 from poolbench.store.timestamps import stored_time
@@ -167,9 +167,24 @@ def run(
     )
 
 
+def _iso_or_raw(value: object) -> object:
+    """A run's start as ISO 8601 UTC; a damaged stored time is given back as stored (as
+    the table shows it), so one bad row does not hide the others."""
+    try:
+        return stored_time(value, "a run's start time").isoformat(timespec="seconds")
+    except PoolbenchError:
+        return value
+
+
 @click.command()
 @db_option
-@click.option("--json", "as_json", is_flag=True)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="A JSON list instead: id, kind, name, status, started_at (ISO 8601 UTC), "
+    "measurements (docs/export.md).",
+)
 def runs(db: Path | None, as_json: bool) -> None:
     """List the runs in the result store.
 
@@ -189,8 +204,9 @@ def runs(db: Path | None, as_json: bool) -> None:
                 "measurements": n,
             }
         )
-    if as_json:
-        click.echo(json.dumps(items, indent=2))
+    if as_json:  # times as every JSON output gives them: ISO 8601, UTC, with the offset
+        click.echo(json.dumps([{**i, "started_at": _iso_or_raw(i["started_at"])} for i in items],
+                              indent=2))  # fmt: skip
         return
 
     t = Table(title=f"runs in {escape(str(store.path))}")

@@ -1,0 +1,106 @@
+"""Machine-readable output (issue 29): `compare --json`, replicates numbered from 1 in every
+output, ISO 8601 times in every JSON document, and one CSV row per line. Pure: the planted
+store of tests/report_store.py (run 3 is run 1 after a tuning), no pools."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.conftest import poolbench
+
+from report_store import RUN1_READ, RUN1_WRITE, STARTED, K, build
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("json") / "r.db"
+    build(path).close()
+    return path
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def test_compare_json_gives_each_pair_and_its_change(db: Path) -> None:
+    p = poolbench("compare", "1", "3", "--json", "--db", str(db))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["format"] == "poolbench-compare" and doc["version"] == 1
+    assert (doc["a"]["id"], doc["b"]["id"]) == (1, 3)
+    assert doc["a"]["started_at"] == "2025-01-02T11:00:00+00:00"  # STARTED + 1 h, UTC
+    assert doc["metrics"] == ["value"] and doc["forced_past"] == []
+    assert {"what": "kernel", "a": "Linux 6.1.0-test", "b": "Linux 6.12.0-tuned"} in doc[
+        "metadata_differences"
+    ]
+    # Four configurations × two workloads, each measured in both runs.
+    assert len(doc["pairs"]) == 8 and doc["only_a"] == doc["only_b"] == []
+    pair = next(
+        x for x in doc["pairs"] if x["workload"] == "seq-write" and x["config_a"] == K("raidz1", 9)
+    )
+    a, b = _mean(RUN1_WRITE[K("raidz1", 9)]), _mean([330, 335, 325])  # run 3's planted values
+    assert pair["figure_a"]["center"] == pytest.approx(a)
+    assert pair["figure_b"]["center"] == pytest.approx(b)
+    assert pair["change"]["ratio"] == pytest.approx(b / a)  # 330 / 300 = 1.1
+    assert pair["change"]["ci_low"] < b / a < pair["change"]["ci_high"]
+    assert pair["change"]["significant"] is True
+    assert pair["change"]["text"].startswith("+10.0% [")
+    # The terminal prints the same change to the digit.
+    term = poolbench("compare", "1", "3", "--db", str(db), env={"COLUMNS": "200"})
+    assert pair["change"]["text"] in term.stdout
+
+
+def test_compare_json_with_two_metrics_refuses_before_printing(db: Path) -> None:
+    """p99 was never recorded in the planted runs: the refusal leaves stdout empty (no
+    half document of the `value` pairs)."""
+    p = poolbench("compare", "1", "3", "--json", "--metric", "value,p99", "--db", str(db))
+    assert p.returncode != 0 and p.stdout == "" and "p99" in p.stderr
+
+
+def test_replicates_are_numbered_from_1_in_csv_and_json(db: Path) -> None:
+    text = poolbench("export", "1", "--csv", "--db", str(db)).stdout
+    rows = [r for r in csv.DictReader(io.StringIO(text)) if r["config"] == K("raidz2", 12)]
+    writes = [r for r in rows if r["workload"] == "seq-write"]
+    assert [r["replicate"] for r in writes] == ["1", "2", "3", "4"]  # 4 planted replicates
+    assert [float(r["value"]) for r in writes] == RUN1_WRITE[K("raidz2", 12)]
+    doc = json.loads(poolbench("export", "1", "--json", "--db", str(db)).stdout)
+    assert doc["export_version"] == 2
+    reads = [m for m in doc["measurements"] if m["workload"] == "seq-read"]
+    assert sorted({m["replicate"] for m in reads}) == [1, 2, 3]
+    assert len(reads) == sum(len(v) for v in RUN1_READ.values())
+
+
+def test_csv_export_is_one_row_per_line(db: Path) -> None:
+    text = poolbench("export", "1", "--csv", "--db", str(db)).stdout
+    rows = list(csv.DictReader(io.StringIO(text)))
+    n = sum(len(v) for v in RUN1_WRITE.values()) + sum(len(v) for v in RUN1_READ.values())
+    assert len(rows) == n == 25
+    assert len(text.splitlines()) == n + 1  # the header and one line per measurement
+    wc = subprocess.run(["wc", "-l"], input=text, capture_output=True, text=True, check=True).stdout
+    assert int(wc.split()[0]) == n + 1
+    # The job file comes back exactly from its JSON text, and as a string in the JSON export.
+    assert json.loads(rows[0]["job_file"]) == "[seq-write]\nrw=write\n"
+    doc = json.loads(poolbench("export", "1", "--json", "--db", str(db)).stdout)
+    assert doc["measurements"][0]["job_file"] == "[seq-write]\nrw=write\n"
+
+
+def test_runs_json_gives_iso_times(db: Path) -> None:
+    p = subprocess.run(
+        [sys.executable, "-m", "poolbench", "runs", "--json", "--db", str(db)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    items = json.loads(p.stdout)
+    assert [i["id"] for i in items] == [1, 2, 3, 4]
+    # Run N was planted to start at STARTED + N hours (2025-01-02 10:00 UTC + N h).
+    assert STARTED == 1735812000.0
+    assert [i["started_at"] for i in items] == [
+        f"2025-01-02T{10 + n}:00:00+00:00" for n in (1, 2, 3, 4)
+    ]
+    export = json.loads(poolbench("export", "2", "--json", "--db", str(db)).stdout)
+    assert export["run"]["started_at"] == items[1]["started_at"]
