@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -104,3 +105,22 @@ def test_runs_json_gives_iso_times(db: Path) -> None:
     ]
     export = json.loads(poolbench("export", "2", "--json", "--db", str(db)).stdout)
     assert export["run"]["started_at"] == items[1]["started_at"]
+
+
+def test_the_html_page_numbers_replicates_as_the_export_does(db: Path, tmp_path: Path) -> None:
+    """The page's table of every measurement and the CSV give each measurement the same
+    replicate number (from 1)."""
+    page = tmp_path / "r.html"
+    assert poolbench("report", "1", "--html", str(page), "--db", str(db)).returncode == 0
+    cells = re.findall(
+        r"<tr><td>([^<]*)</td><td>([^<]*)</td><td class=num>(\d+)</td><td class=num>([^<]*)</td>",
+        page.read_text(),
+    )
+    html_rows = sorted((c, w, int(r), float(v.replace(",", ""))) for c, w, r, v in cells)
+    text = poolbench("export", "1", "--csv", "--db", str(db)).stdout
+    csv_rows = sorted(
+        (r["config"], r["workload"], int(r["replicate"]), float(r["value"]))
+        for r in csv.DictReader(io.StringIO(text))
+    )
+    assert html_rows == csv_rows and len(csv_rows) == 25
+    assert min(r[2] for r in csv_rows) == 1 and max(r[2] for r in csv_rows) == 4
