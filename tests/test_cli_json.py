@@ -124,3 +124,19 @@ def test_the_html_page_numbers_replicates_as_the_export_does(db: Path, tmp_path:
     )
     assert html_rows == csv_rows and len(csv_rows) == 25
     assert min(r[2] for r in csv_rows) == 1 and max(r[2] for r in csv_rows) == 4
+
+
+def test_runs_json_keeps_a_damaged_time_as_text(tmp_path: Path) -> None:
+    """One damaged start time (1e300 s: no calendar holds it) is given as stored, as text;
+    the other runs still list with their ISO times."""
+    store = build(tmp_path / "d.db")
+    store.conn.execute("UPDATE runs SET started_at = 1e300 WHERE id = 2")
+    store.conn.commit()
+    store.close()
+    p = poolbench("runs", "--json", "--db", str(tmp_path / "d.db"))
+    assert p.returncode == 0, p.stderr
+    items = json.loads(p.stdout, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
+    assert [i["started_at"] for i in items] == [
+        "2025-01-02T11:00:00+00:00", "1e+300", "2025-01-02T13:00:00+00:00",
+        "2025-01-02T14:00:00+00:00",
+    ]  # fmt: skip

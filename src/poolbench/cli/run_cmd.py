@@ -167,13 +167,14 @@ def run(
     )
 
 
-def _iso_or_raw(value: object) -> object:
-    """A run's start as ISO 8601 UTC; a damaged stored time is given back as stored (as
-    the table shows it), so one bad row does not hide the others."""
+def _iso_or_raw(value: object) -> str:
+    """A run's start as ISO 8601 UTC; a damaged stored time (1e300 s) is given back as
+    stored, as text (as the table shows it: `started_at` is always a string), so one bad
+    row does not hide the others."""
     try:
         return stored_time(value, "a run's start time").isoformat(timespec="seconds")
     except PoolbenchError:
-        return value
+        return str(value)
 
 
 @click.command()
