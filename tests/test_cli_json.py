@@ -7,15 +7,35 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import subprocess
-import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
-from tests.conftest import poolbench
 
+from poolbench.cli.main import main
 from report_store import RUN1_READ, RUN1_WRITE, STARTED, K, build
+
+
+def poolbench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI in this process (as main() runs it: its exit code, stdout and stderr), which
+    is faster than a subprocess; tests/test_cli_contract.py runs it in real pipes."""
+    out, err = io.StringIO(), io.StringIO()
+    saved = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
+    try:
+        with redirect_stdout(out), redirect_stderr(err), pytest.raises(SystemExit) as stop:
+            main(list(args))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return subprocess.CompletedProcess(args, int(stop.value.code or 0), out.getvalue(),
+                                       err.getvalue())  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -92,11 +112,7 @@ def test_csv_export_is_one_row_per_line(db: Path) -> None:
 
 
 def test_runs_json_gives_iso_times(db: Path) -> None:
-    p = subprocess.run(
-        [sys.executable, "-m", "poolbench", "runs", "--json", "--db", str(db)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    items = json.loads(p.stdout)
+    items = json.loads(poolbench("runs", "--json", "--db", str(db)).stdout)
     assert [i["id"] for i in items] == [1, 2, 3, 4]
     # Run N was planted to start at STARTED + N hours (2025-01-02 10:00 UTC + N h).
     assert STARTED == 1735812000.0
