@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from poolbench import is_digits
 from poolbench.cli.main import main
-from poolbench.errors import UsageError
+from poolbench.errors import EXIT_INPUT, UsageError
 from poolbench.planner.resilience import binomial_tail
 from poolbench.planner.rules import RuleSet, parse_zfs_version, rules_note
 from poolbench.planner.search import MAX_SEARCH_WORK, check_search_work
@@ -121,7 +121,7 @@ def test_os_name_errors_become_one_paragraph(capsys: pytest.CaptureFixture[str])
                 ValueError("embedded null byte")):  # fmt: skip
         with pytest.raises(SystemExit) as stop:
             cli_main._refused_name(exc)
-        assert stop.value.code == 1
+        assert stop.value.code == EXIT_INPUT  # a name the user gave: input refused
     err = capsys.readouterr().err
     assert "(5005 characters) is longer than this system allows" in err
     assert "contains a NUL byte" in err

@@ -15,12 +15,14 @@ from pathlib import Path
 import pytest
 from tests.conftest import needs_fio, needs_root, poolbench, sh
 
+from poolbench.errors import EXIT_INPUT, EXIT_USAGE
+
 pytestmark = [needs_fio]
 
 
 def test_missing_target(tmp_path: Path) -> None:
     p = poolbench("bench", str(tmp_path / "nope"), "--db", str(tmp_path / "r.db"))
-    assert p.returncode == 1
+    assert p.returncode == EXIT_INPUT
     assert "does not exist" in p.stderr and "Traceback" not in p.stderr
 
 
@@ -34,17 +36,17 @@ def test_fio_missing_gives_the_install_hint(tmp_path: Path) -> None:
 
 def test_unknown_workload_and_bad_ranges(tmp_path: Path) -> None:
     p = poolbench("bench", str(tmp_path), "--workloads", "seq-wrte", "--db", str(tmp_path / "r.db"))
-    assert p.returncode == 1 and "Unknown workload 'seq-wrte'" in p.stderr
-    p = poolbench("bench", str(tmp_path), "--min-runs", "1", "--db", str(tmp_path / "r.db"))
-    assert p.returncode == 1 and "--min-runs" in p.stderr
+    assert p.returncode == EXIT_INPUT and "Unknown workload 'seq-wrte'" in p.stderr
+    p = poolbench("bench", str(tmp_path), "--replicates", "1", "--db", str(tmp_path / "r.db"))
+    assert p.returncode == EXIT_USAGE and "--replicates 1 / --max-replicates 10" in p.stderr
     p = poolbench("bench", "--db", str(tmp_path / "r.db"))
-    assert p.returncode == 1 and "--scratch" in p.stderr
+    assert p.returncode == EXIT_USAGE and "--scratch" in p.stderr
 
 
 @needs_root
 def test_not_enough_space_is_refused_up_front(tmpfs: Path, tmp_path: Path) -> None:
     p = poolbench("bench", str(tmpfs), "--size", "1G", "--db", str(tmp_path / "r.db"))
-    assert p.returncode == 1
+    assert p.returncode == EXIT_INPUT  # the target named is too small: input refused
     assert "Not enough free space" in p.stderr and "--size" in p.stderr
     assert list(tmpfs.iterdir()) == []
 
@@ -58,7 +60,7 @@ def test_read_only_target(tmp_path: Path) -> None:
         p = poolbench("bench", str(mnt), "--size", "4M", "--db", str(tmp_path / "r.db"))
     finally:
         sh("umount", str(mnt), check=False)
-    assert p.returncode == 1
+    assert p.returncode == EXIT_INPUT  # the target named cannot be written: input refused
     # root passes access(2) on a read-only mount: the failure must still be a clear one.
     assert "Read-only file system" in p.stderr or "not writable" in p.stderr
     assert "Traceback" not in p.stderr
@@ -182,4 +184,4 @@ def test_ctrl_c_stops_fio_keeps_results_and_exits_130(tmpfs: Path, tmp_path: Pat
 @pytest.mark.parametrize("bad", ["0", "abc", "5X"])
 def test_bad_size(tmp_path: Path, bad: str) -> None:
     p = poolbench("bench", str(tmp_path), "--size", bad, "--db", str(tmp_path / "r.db"))
-    assert p.returncode == 1 and "size" in p.stderr.lower()
+    assert p.returncode == EXIT_USAGE and "size" in p.stderr.lower()

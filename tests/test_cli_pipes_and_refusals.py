@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import poolbench
 
+from poolbench.errors import EXIT_INPUT, EXIT_USAGE
 from report_store import build
 
 
@@ -44,17 +45,17 @@ def test_an_error_is_still_an_error_when_stdout_is_dev_null(db: Path) -> None:
         [sys.executable, "-m", "poolbench", "report", "99", "--db", str(db)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    assert p.returncode == 1 and "No run 99" in p.stderr
+    assert p.returncode == EXIT_INPUT and "No run 99" in p.stderr
 
 
 def test_a_run_is_not_compared_with_itself(db: Path) -> None:
     p = poolbench("compare", "1", "1", "--db", str(db))
-    assert p.returncode == 1 and "compares run 1 with itself" in p.stderr
+    assert p.returncode == EXIT_USAGE and "compares run 1 with itself" in p.stderr
     assert "Traceback" not in p.stderr and p.stdout == ""
 
 
 def test_export_refuses_two_formats_at_once(db: Path) -> None:
     p = poolbench("export", "1", "--csv", "--json", "--db", str(db))
-    assert p.returncode == 1 and "Choose one format" in p.stderr and p.stdout == ""
+    assert p.returncode == EXIT_USAGE and "Choose one format" in p.stderr and p.stdout == ""
     assert poolbench("export", "1", "--json", "--db", str(db)).stdout.startswith("{")
     assert poolbench("export", "1", "--csv", "--db", str(db)).stdout.startswith("run_id,")

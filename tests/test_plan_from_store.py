@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tests.conftest import poolbench
 
+from poolbench.errors import EXIT_INPUT
 from poolbench.records.findings import Findings
 from poolbench.store.db import Measurement, Store
 
@@ -50,4 +51,4 @@ def test_a_study_run_is_not_a_disk(tmp_path: Path) -> None:
     store = Store(db)
     store.start_run("study", "parity", ["poolbench", "run"], {})
     p = poolbench("plan", "--layout", "mirror:2x4T", "--disk-speed-from", "1", "--db", str(db))
-    assert p.returncode == 1 and "No bench run '1'" in p.stderr
+    assert p.returncode == EXIT_INPUT and "No bench run '1'" in p.stderr

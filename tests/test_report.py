@@ -166,7 +166,7 @@ def test_export_csv_columns_and_rows(store: Store) -> None:
 
 def test_export_json_matches_csv_columns(store: Store) -> None:
     doc = json.loads(export.to_json(load_run(store, "2")))
-    assert doc["export_version"] == 1
+    assert doc["export_version"] == 2
     assert doc["columns"] == [c for c, _ in export.COLUMNS]
     assert doc["run"]["name"] == HOSTILE
     assert doc["commands"][0]["argv"] == ["zpool", "create", HOSTILE]

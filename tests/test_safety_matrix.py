@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from poolbench.errors import PoolbenchError, UsageError
+from poolbench.errors import EXIT_INPUT, EXIT_REFUSED, PoolbenchError, UsageError
 from poolbench.safety.claims import ClaimRefused, DeviceChanged, claim_devices
 from poolbench.safety.guarded import GuardedRunner
 from poolbench.safety.inventory import protected_paths, scan
@@ -480,10 +480,10 @@ def test_disks_check_mode_refuses_and_accepts_like_a_destructive_command(lab: La
     before = sha(dev)
     cmd = [sys.executable, "-m", "poolbench", "disks", "--db", str(lab.store), dev]
     no = subprocess.run(cmd, capture_output=True, text=True)
-    assert no.returncode == 1 and f"--destroy-data-on {dev}" in no.stderr
+    assert no.returncode == EXIT_REFUSED and f"--destroy-data-on {dev}" in no.stderr
     yes = subprocess.run([*cmd, "--destroy-data-on", dev], capture_output=True, text=True)
     assert yes.returncode == 0 and "would be claimed" in yes.stdout, yes.stderr
     mistyped = dev.replace("/loop", "/lopo")  # one slip of the fingers
     typo = subprocess.run([*cmd[:-1], mistyped], capture_output=True, text=True)
-    assert typo.returncode == 1 and f"No device {mistyped}. Did you mean" in typo.stderr
+    assert typo.returncode == EXIT_INPUT and f"No device {mistyped}. Did you mean" in typo.stderr
     assert sha(dev) == before

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from poolbench.cli.main import main
+from poolbench.errors import EXIT_INPUT
 from poolbench.records.findings import Findings
 from poolbench.store import opening
 from poolbench.store.db import MIGRATIONS, Measurement, Store
@@ -229,7 +230,7 @@ def test_the_messages_name_the_problem(
         monkeypatch.setenv("POOLBENCH_DB", str(bad))  # --db would let click refuse a directory
         with lock:
             code, out = run_cli(["runs"], capsys)
-        assert code == 1 and words in out, (kind, out)
+        assert code == EXIT_INPUT and words in out, (kind, out)
 
 
 # -- a read-only store: readable by read-only commands, refused by writing ones ----------------
@@ -258,7 +259,7 @@ def test_read_only_store(
         assert code == 0 and "Traceback" not in out, (name, out)
     for name in ("import into it", "bench"):
         code, out = run_cli(cmds[name], capsys)
-        assert code == 1 and "read-only" in out, (name, out)
+        assert code == EXIT_INPUT and "read-only" in out, (name, out)
     assert snapshot(tmp_path) == before
 
 
@@ -274,7 +275,7 @@ def test_read_only_commands_create_nothing(
     code, out = run_cli(commands(missing, tmp_path)[command], capsys)
     assert "Traceback" not in out, out
     if command != "run --dry-run":  # a dry run needs no store (it may fail on zfs here)
-        assert code == 1 and "no result store" in out.lower(), out
+        assert code == EXIT_INPUT and "no result store" in out.lower(), out
     assert snapshot(tmp_path) == before
 
 
@@ -282,7 +283,7 @@ def test_failed_import_leaves_no_store(tmp_path: Path, capsys: pytest.CaptureFix
     source = good_store(tmp_path / "source.db")
     dest = tmp_path / "dest" / "results.db"
     code, out = run_cli(["import", str(source), "--run", "99", "--db", str(dest)], capsys)
-    assert code == 1 and "No run 99" in out, out
+    assert code == EXIT_INPUT and "No run 99" in out, out
     assert not dest.parent.exists()  # neither the store nor the directory made for it
 
 
@@ -291,7 +292,7 @@ def test_bench_on_a_missing_path_stores_no_run(
 ) -> None:
     db = tmp_path / "results.db"
     code, out = run_cli(["bench", str(tmp_path / "nope"), "--db", str(db)], capsys)
-    assert code == 1 and "not a directory" in out, out
+    assert code == EXIT_INPUT and "not a directory" in out, out
     assert not db.exists()
 
 
@@ -302,7 +303,7 @@ def test_empty_poolbench_db_is_an_error(
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     code, out = run_cli(["runs"], capsys)
-    assert code == 1 and "POOLBENCH_DB is set but empty" in out, out
+    assert code == EXIT_INPUT and "POOLBENCH_DB is set but empty" in out, out
     assert list(tmp_path.iterdir()) == []
 
 
@@ -354,7 +355,7 @@ def test_junk_rows_are_reported_as_damage(
     c.close()
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     code, out = run_cli([*argv, "--db", str(path)], capsys)
-    assert code == 1 and "This store is damaged" in out and "Traceback" not in out, out
+    assert code == EXIT_INPUT and "This store is damaged" in out and "Traceback" not in out, out
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
 
 
@@ -370,7 +371,7 @@ def test_resume_with_broken_metadata_is_damage(
     c.commit()
     c.close()
     code, out = run_cli(["run", "x.toml", "--resume", str(rid), "--db", str(path)], capsys)
-    assert code == 1 and "This store is damaged" in out, out
+    assert code == EXIT_INPUT and "This store is damaged" in out, out
 
 
 def test_resume_without_study_text_is_damage(
@@ -381,4 +382,4 @@ def test_resume_without_study_text_is_damage(
     rid = s.start_run("study", "s", ["poolbench"], {"seed": "x"})
     s.close()
     code, out = run_cli(["run", "x.toml", "--resume", str(rid), "--db", str(path)], capsys)
-    assert code == 1 and "has no study text or seed to resume" in out, out
+    assert code == EXIT_INPUT and "has no study text or seed to resume" in out, out

@@ -26,7 +26,7 @@ from poolbench.backends.md import MdBackend
 from poolbench.engine.pool_hooks import distributed_spare
 from poolbench.engine.pool_ops import backend_layout, check_pool_workloads, disks_for
 from poolbench.engine.trial import spec_for
-from poolbench.errors import PoolbenchError, UsageError
+from poolbench.errors import EXIT_INPUT, EXIT_UNSUPPORTED, PoolbenchError, UsageError
 from poolbench.report import export
 from poolbench.report.data import load_run
 from poolbench.store.db import Store
@@ -363,7 +363,7 @@ def test_dry_run_at_full_scale_prints_plan_and_duration(
     refused = {"special": "has no allocation classes", "expand": "has no RAIDZ expansion",
                "volblocksize": "has no ZFS volumes"}  # fmt: skip
     if name in refused:  # not on zfs-fuse: refused before anything exists
-        assert p.returncode == 2 and refused[name] in p.stderr, p.stderr
+        assert p.returncode == EXIT_UNSUPPORTED and refused[name] in p.stderr, p.stderr
         assert "Traceback" not in p.stderr and not (tmp_path / "scratch").exists()
         return
     assert p.returncode == 0, p.stderr
@@ -392,7 +392,7 @@ def test_a_study_file_asking_zfs_fuse_to_expand_a_raidz_is_refused_before_anythi
     )
     p = poolbench("run", str(study), "--db", str(tmp_path / "r.db"),
                   "--scratch-dir", str(tmp_path / "scratch"))  # fmt: skip
-    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.returncode == EXIT_UNSUPPORTED, p.stdout + p.stderr
     assert "expand (RAIDZ expansion) needs OpenZFS 2.3 or later; this ZFS is zfs-fuse" in p.stderr
     assert "Traceback" not in p.stderr and not (tmp_path / "scratch").exists()
     assert not (tmp_path / "r.db").exists() or _count(tmp_path / "r.db") == 0
@@ -736,7 +736,7 @@ def test_untar_refuses_a_missing_tarball(tmp_path: Path) -> None:
         "study", "fs-compare", "--disks", "4x192M", "--tarball", str(tmp_path / "none.tar"),
         "--db", str(tmp_path / "r.db"), "--scratch-dir", str(tmp_path / "s"),
     )  # fmt: skip
-    assert p.returncode == 1
+    assert p.returncode == EXIT_INPUT
     assert "none.tar does not exist" in p.stderr and "linux-source-6.1" in p.stderr
     assert not (tmp_path / "s").exists()
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from poolbench.errors import UsageError
+from poolbench.errors import EXIT_UNSUPPORTED, UsageError
 from poolbench.guards.devices import Counters, check
 from poolbench.planner.capacity import plan_pool
 from poolbench.planner.layout import parse_layout
@@ -291,7 +291,7 @@ def test_qd_curve_notes_find_the_knee_by_littles_law() -> None:
         (["sync-slog", "--levels", "always"], "no sync property"),
     ],
 )
-def test_zfs_fuse_refusals_exit_2_with_one_paragraph_and_create_nothing(
+def test_zfs_fuse_refusals_exit_unsupported_with_one_paragraph_and_create_nothing(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -308,7 +308,7 @@ def test_zfs_fuse_refusals_exit_2_with_one_paragraph_and_create_nothing(
     argv = ["study", *args, "--dry-run", "--db", str(db), "--scratch-dir", str(scratch)]
     with pytest.raises(SystemExit) as exit_:
         main(argv)
-    assert exit_.value.code == 2
+    assert exit_.value.code == EXIT_UNSUPPORTED
     assert not db.exists() and not scratch.exists()
     err = capsys.readouterr().err
     assert says in err and "nothing was created" in err.lower() and "vm/run-openzfs-tier" in err

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from tests.conftest import IS_ROOT, loops_backed_by, poolbench, sh
 
+from poolbench.errors import EXIT_INPUT
+
 pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse)")
 
 
@@ -43,7 +45,7 @@ def test_refused_before_anything_is_created(zfs_fuse: None, tmp_path: Path, case
     scratch = tmp_path / "scratch"
     p = poolbench("run", str(_study(tmp_path, body)), "--db", str(tmp_path / "r.db"),
                   "--scratch-dir", str(scratch))  # fmt: skip
-    assert p.returncode == 1, p.stdout + p.stderr
+    assert p.returncode == EXIT_INPUT, p.stdout + p.stderr
     assert message in p.stderr, p.stderr
     assert "Traceback" not in p.stderr
     assert not scratch.exists() or not any(scratch.iterdir())
@@ -62,5 +64,5 @@ def test_a_disk_named_twice_is_refused(zfs_fuse: None, tmp_path: Path) -> None:
         p = poolbench("run", str(_study(tmp_path, body)), "--db", str(tmp_path / "r.db"))
     finally:
         sh("losetup", "--detach", dev, check=False)
-    assert p.returncode == 1
+    assert p.returncode == EXIT_INPUT
     assert "twice" in p.stderr and dev in p.stderr

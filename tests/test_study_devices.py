@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from tests.conftest import IS_ROOT, poolbench, sh
 
+from poolbench.errors import EXIT_REFUSED
+
 pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (loop devices, zfs-fuse)")
 
 
@@ -67,7 +69,7 @@ def test_in_use_device_is_refused_and_untouched(loops: list[str], tmp_path: Path
         "--scratch-dir",
         str(tmp_path / "scratch"),
     )
-    assert p.returncode == 1
+    assert p.returncode == EXIT_REFUSED  # in use: refused for safety, nothing touched
     assert loops[1] in p.stderr and "ext4" in p.stderr and "--destroy-data-on" in p.stderr
     assert [_sha(d) for d in loops] == before
 

@@ -19,7 +19,7 @@ from tests.conftest import IS_ROOT, poolbench
 from poolbench.backends import zvol
 from poolbench.engine.session import BlockDevice, Options, Session, Subject, block_device_refusal
 from poolbench.engine.trial import spec_for
-from poolbench.errors import Unsupported, UsageError
+from poolbench.errors import EXIT_UNSUPPORTED, Unsupported, UsageError
 from poolbench.guards import amplification
 from poolbench.guards.devices import MountInfo, Target
 from poolbench.store.db import Store
@@ -100,10 +100,10 @@ def test_target_and_volblocksize_reach_the_zfs_spec_and_nothing_else() -> None:
 def test_zvol_studies_are_refused_on_zfs_fuse_before_anything_exists(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     p = poolbench("study", "volblocksize", "--db", str(db), "--scratch-dir", str(tmp_path / "s"))
-    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.returncode == EXIT_UNSUPPORTED, p.stdout + p.stderr
     assert "has no ZFS volumes" in p.stderr and "Traceback" not in p.stderr
     p = poolbench("study", "geometry", "--targets", "dataset,zvol", "--dry-run")
-    assert p.returncode == 2 and "no zvols" in p.stderr, p.stderr
+    assert p.returncode == EXIT_UNSUPPORTED and "no zvols" in p.stderr, p.stderr
     # a study file asking zfs-fuse for a zvol: refused at preflight, nothing made
     study = tmp_path / "z.toml"
     study.write_text('name = "z"\n[disks]\ncount = 3\nsize = "256M"\n[factors]\n'
@@ -111,7 +111,7 @@ def test_zvol_studies_are_refused_on_zfs_fuse_before_anything_exists(tmp_path: P
                      'names = ["rand-read-4k"]\nsize = "16M"\n')  # fmt: skip
     scratch = tmp_path / "scratch"
     p = poolbench("run", str(study), "--db", str(db), "--scratch-dir", str(scratch))
-    assert p.returncode == 2 and "has no zvols" in p.stderr, p.stdout + p.stderr
+    assert p.returncode == EXIT_UNSUPPORTED and "has no zvols" in p.stderr, p.stdout + p.stderr
     assert not scratch.exists() or not any(scratch.iterdir())
     # and the default geometry on zfs-fuse measures datasets alone
     p = poolbench("study", "geometry", "--print-toml")

@@ -1,23 +1,52 @@
-"""Errors the user can act on.
+"""Errors the user can act on, and the exit code of each.
 
 Every error poolbench raises on purpose is a `PoolbenchError`: one paragraph that names the
-problem and the fix. The CLI prints it and exits 1 (pre-commit's convention: 1 for a known
-failure, 3 for a bug, 130 for Ctrl-C); 4 is a study that finished with some trials failed;
-2 (click's usage code) is a study this machine's ZFS cannot run (Unsupported), refused
-before anything was created.
+problem and the fix. The CLI prints it and exits with the error's `exit_code`, one of
+EXIT_CODES below: the one table of exit codes, documented in docs/cli.md (a test keeps the
+two equal). Scripts can tell a mistyped command line (2) from a study file or run that does
+not exist (5), a device poolbench refused to touch (6) and a run that failed (1).
 """
 
 from __future__ import annotations
 
+EXIT_OK = 0
 EXIT_FAILURE = 1
-EXIT_UNSUPPORTED = 2  # what this ZFS lacks (zfs-fuse: dRAID, sync, ...); nothing created
+EXIT_USAGE = 2  # click's own code for a command line it refuses; poolbench's checks use it too
 EXIT_BUG = 3
 EXIT_TRIALS_FAILED = 4  # the study finished, but K of its trials failed (stored, resumable)
-EXIT_INTERRUPTED = 130
+EXIT_INPUT = 5
+EXIT_REFUSED = 6
+EXIT_UNSUPPORTED = 7  # what this ZFS lacks (zfs-fuse: dRAID, sync, ...); nothing created
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+
+# (code, name, when): the table docs/cli.md shows, in this order.
+EXIT_CODES: tuple[tuple[int, str, str], ...] = (
+    (EXIT_OK, "ok", "the command did what was asked"),
+    (EXIT_FAILURE, "failure", "a run or command failed while working: fio, zpool or another "
+     "tool failed or is missing, a pool was not what was asked, a host did not answer, the "
+     "store failed while in use (locked, disk full)"),
+    (EXIT_USAGE, "usage", "the command line was refused: an unknown command or option, a "
+     "missing argument, a flag's value or a combination of flags poolbench cannot use"),
+    (EXIT_BUG, "bug", "an internal error: the traceback is printed, please report it"),
+    (EXIT_TRIALS_FAILED, "trials failed", "a study finished but some trials failed; each is "
+     "stored with its reason and `poolbench run --resume RUN` measures them"),
+    (EXIT_INPUT, "input", "what the command line names was refused: a study or host file "
+     "that is not valid, a run or store that does not exist or is damaged, a device, "
+     "workload or target that does not exist, a path that cannot be written"),
+    (EXIT_REFUSED, "refused", "refused for safety before anything was changed: a device in "
+     "use, one that changed between planning and its first write, or a destruction not "
+     "confirmed"),
+    (EXIT_UNSUPPORTED, "unsupported", "this machine's ZFS cannot run what the study asks "
+     "(dRAID, sync on zfs-fuse, ...); refused before anything was created"),
+    (EXIT_INTERRUPTED, "interrupted", "stopped by Ctrl-C (SIGINT); what was finished is "
+     "kept"),
+)  # fmt: skip
 
 
 class PoolbenchError(Exception):
     """A known failure: `problem` says what went wrong, `fix` what the user can do."""
+
+    exit_code = EXIT_FAILURE
 
     def __init__(self, problem: str, fix: str = "") -> None:
         self.problem = problem
@@ -33,12 +62,29 @@ class PoolbenchError(Exception):
 
 
 class UsageError(PoolbenchError):
-    """Bad input: a flag, a path, a study file."""
+    """Bad input: what the command line names (a study file, a run, a path, a name)."""
+
+    exit_code = EXIT_INPUT
+
+
+class CommandLineError(UsageError):
+    """The command line itself: a flag's value or a combination of flags that click's types
+    cannot check. Exits 2, as click's own usage errors do."""
+
+    exit_code = EXIT_USAGE
 
 
 class Unsupported(UsageError):
     """A study asks for what this machine's ZFS lacks (zfs-fuse has no dRAID, no sync
-    property, ...): refused before anything is created, exit 2."""
+    property, ...): refused before anything is created."""
+
+    exit_code = EXIT_UNSUPPORTED
+
+
+class Refused(PoolbenchError):
+    """Refused for safety before anything was changed (a device in use, or changed)."""
+
+    exit_code = EXIT_REFUSED
 
 
 class ToolMissingError(PoolbenchError):
@@ -47,6 +93,8 @@ class ToolMissingError(PoolbenchError):
 
 class TrialsFailed(PoolbenchError):
     """A study ran to its end, but some trials failed (each stored with its reason)."""
+
+    exit_code = EXIT_TRIALS_FAILED
 
     def __init__(self, problem: str, fix: str = "", run_id: int = 0) -> None:
         super().__init__(problem, fix)

@@ -12,16 +12,20 @@ from rich.markup import escape
 
 from poolbench.cli.common import (
     MIN_WINDOW_ENV,
+    REPLICATES,
     FiniteFloat,
+    check_replicates,
     cli_size,
     db_option,
+    old_flag,
     open_store,
+    pick,
     progress_bar,
 )
 from poolbench.engine.bench_run import BenchResult, BenchRun
 from poolbench.engine.replicates import policy
 from poolbench.engine.session import Options
-from poolbench.errors import UsageError
+from poolbench.errors import CommandLineError, UsageError
 from poolbench.report import bench_table
 from poolbench.report.metrics import Metric, parse_metrics
 from poolbench.store.db import Store
@@ -40,17 +44,13 @@ def _check_args(
 ) -> None:
     """Everything refused before the store is opened (a typo must not leave a "failed" run)."""
     if (path is None) == (scratch_size is None):
-        raise UsageError(
+        raise CommandLineError(
             "Give either a PATH to measure or --scratch SIZE, not both and not neither.",
             "Example: poolbench bench /mnt/pool or poolbench bench --scratch 2G.",
         )
-    if not 2 <= min_runs <= max_runs:
-        raise UsageError(
-            f"--min-runs {min_runs} / --max-runs {max_runs} are not a valid range.",
-            "Use at least 2 runs (a confidence interval needs 2) and --max-runs ≥ --min-runs.",
-        )
+    check_replicates(min_runs, max_runs)
     if not 0 < ci_target < 100:
-        raise UsageError(f"--ci-target {ci_target} must be a percentage between 0 and 100.")
+        raise CommandLineError(f"--ci-target {ci_target} must be a percentage between 0 and 100.")
     if path is not None and not dry_run and not path.is_dir():
         raise UsageError(
             f"{path} is not a directory (or does not exist): there is nothing to measure.",
@@ -125,19 +125,21 @@ def _check_args(
     help="Files per metadata test.",
 )
 @click.option(
-    "--min-runs",
-    type=click.IntRange(1, 1000),  # 1 reaches _check_args, which says why 2 are needed
-    default=3,
-    show_default=True,
-    help="Replicates at least.",
+    "--replicates",
+    "min_runs",
+    type=REPLICATES,
+    default=None,
+    help="Replicates at least (default 3), as a study's --replicates.",
 )
 @click.option(
-    "--max-runs",
-    type=click.IntRange(1, 1000),  # 1 reaches _check_args, which says why 2 are needed
-    default=10,
-    show_default=True,
-    help="Replicates at most.",
+    "--max-replicates",
+    "max_runs",
+    type=REPLICATES,
+    default=None,
+    help="Replicates at most (default 10), as a study's --max-replicates.",
 )
+@old_flag("--min-runs", "old_min_runs", REPLICATES)
+@old_flag("--max-runs", "old_max_runs", REPLICATES)
 @click.option(
     "--ci-target",
     type=FiniteFloat(0.1, 99.0),
@@ -184,8 +186,10 @@ def bench(
     iodepth: int,
     numjobs: int,
     metadata_files: int,
-    min_runs: int,
-    max_runs: int,
+    min_runs: int | None,
+    max_runs: int | None,
+    old_min_runs: int | None,
+    old_max_runs: int | None,
     ci_target: float,
     seed: int | None,
     metric_text: str | None,
@@ -204,12 +208,15 @@ def bench(
 
     Many hosts: poolbench bench --hosts fleet.hosts /tank/bench --size 64G
     """
+    least = int(pick(("--replicates", min_runs), ("--min-runs", old_min_runs), 3))
+    most = int(pick(("--max-replicates", max_runs), ("--max-runs", old_max_runs), 10))
     if hosts_spec is not None:
         from poolbench.cli.fleet_bench import bench_fleet
 
-        bench_fleet(click.get_current_context().params)
+        params = click.get_current_context().params
+        bench_fleet({**params, "min_runs": least, "max_runs": most})
         return
-    _check_args(path, scratch_size, min_runs, max_runs, ci_target, dry_run)
+    _check_args(path, scratch_size, least, most, ci_target, dry_run)
     metrics = _latency_metrics(metric_text)
     options = Options(
         workloads=parse_list(workload_names),
@@ -220,7 +227,7 @@ def bench(
         iodepth=iodepth,
         numjobs=numjobs,
         metadata_files=metadata_files,
-        stop=policy(min_runs, max_runs, ci_target / 100),
+        stop=policy(least, most, ci_target / 100),
         seed=seed,
     )
     _measure(path, scratch_size, options, dry_run=dry_run, as_json=as_json, db=db, metrics=metrics)
@@ -276,7 +283,7 @@ def _latency_metrics(text: str | None) -> list[Metric] | None:
         return None
     metrics = parse_metrics(text)
     if not all(m.is_latency for m in metrics):
-        raise UsageError(
+        raise CommandLineError(
             f"--metric '{text}': bench always shows each workload's own figure; --metric "
             "chooses the latency percentiles beside it.",
             "Use p50, p90, p99 or p99.9, comma-separated (e.g. --metric p50,p99.9).",

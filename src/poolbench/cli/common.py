@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from poolbench.errors import UsageError
+from poolbench.errors import CommandLineError, UsageError
 from poolbench.units import parse_size
 
 if TYPE_CHECKING:  # rich and the store are loaded on use: `plan --json` needs neither
@@ -31,7 +31,7 @@ MAX_DISKS = 64
 def check_disk_count(n: int, disks: str) -> None:
     if not 1 <= n <= MAX_DISKS:
         shown = disks if len(disks) <= 60 else disks[:57] + "..."
-        raise UsageError(
+        raise CommandLineError(
             f"--disks '{shown}' asks for {n} disks; a study uses 1 to {MAX_DISKS}.",
             f"Give at most {MAX_DISKS} disks, e.g. --disks 6x1G.",
         )
@@ -42,11 +42,49 @@ def cli_size(text: str, flag: str) -> int:
     (the size parser turns them into Python errors, not a sentence)."""
     try:
         return int(parse_size(text))
+    except UsageError as exc:  # a flag's value: a usage error (exit 2), not a file's
+        raise CommandLineError(exc.problem, exc.fix) from None
     except (ValueError, OverflowError):
-        raise UsageError(
+        raise CommandLineError(
             f"{flag} '{text[:40]}' is not a size poolbench can use (not a finite number).",
             "Write a size like 512M, 4G or 1T.",
         ) from None
+
+
+# One vocabulary for how many times a measurement is repeated, in every command and in a
+# study file (replicates, max_replicates). `bench` called them --min-runs/--max-runs before;
+# those names are still accepted, hidden, so scripts written for them keep working.
+REPLICATE_ALIASES = {"--min-runs": "--replicates", "--max-runs": "--max-replicates"}
+
+
+# 1 is accepted by the type so that check_replicates can say why 2 are needed.
+REPLICATES = click.IntRange(1, 1000)
+
+
+def check_replicates(least: int, most: int) -> None:
+    if not 2 <= least <= most:
+        raise CommandLineError(
+            f"--replicates {least} / --max-replicates {most} are not a valid range.",
+            "Use at least 2 (a confidence interval needs 2) and --max-replicates ≥ --replicates.",
+        )
+
+
+def old_flag(old: str, dest: str, kind: click.ParamType) -> Callable[[F], F]:
+    """A hidden option under the flag's old name (REPLICATE_ALIASES), read by `pick`."""
+    return click.option(old, dest, type=kind, default=None, hidden=True,
+                        help=f"The old name of {REPLICATE_ALIASES[old]}.")  # fmt: skip
+
+
+def pick(new: tuple[str, Any], old: tuple[str, Any], default: Any = None) -> Any:
+    """The value of a flag given under its name or its old one; both, differing, is refused."""
+    (new_flag, value), (old_flag_name, old_value) = new, old
+    if value is not None and old_value is not None and value != old_value:
+        raise CommandLineError(
+            f"{new_flag} {value} and {old_flag_name} {old_value} say different things; "
+            f"{old_flag_name} is the old name of {new_flag}.",
+            f"Give {new_flag} alone.",
+        )
+    return value if value is not None else old_value if old_value is not None else default
 
 
 # SQLite's integers: a run id or seed outside this range cannot be stored or looked up.

@@ -12,7 +12,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from poolbench.errors import UsageError
+from poolbench.errors import CommandLineError
 from poolbench.safety.claims import claim_devices
 from poolbench.safety.inventory import BlockDevice, protected_paths, scan
 from poolbench.system.runner import LocalRunner
@@ -155,7 +155,7 @@ def disks(
             click.echo(f"{c.path}: would be claimed{over}")
         return
     elif destroy_data_on:
-        raise UsageError("--destroy-data-on needs the DEVICES it applies to.", "")
+        raise CommandLineError("--destroy-data-on needs the DEVICES it applies to.", "")
     inv = scan(runner, protect=protected_paths(db, scratch_dir))
     if as_json:
         click.echo(json.dumps(inv.as_dict(include_empty=show_all), indent=2))

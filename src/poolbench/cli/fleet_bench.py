@@ -13,9 +13,9 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from poolbench.cli.common import cli_size, open_store
+from poolbench.cli.common import check_replicates, cli_size, open_store
 from poolbench.engine.replicates import policy
-from poolbench.errors import UsageError
+from poolbench.errors import CommandLineError
 from poolbench.fleet import hosts as hostlist
 from poolbench.fleet import table
 from poolbench.fleet.run import FleetRun, run_fleet
@@ -28,15 +28,14 @@ from poolbench.workloads.library import parse_list
 def bench_fleet(params: dict[str, Any]) -> None:
     """`poolbench bench --hosts ...`; `params` are the bench command's parameters."""
     if params.get("scratch_size"):
-        raise UsageError("--scratch cannot be combined with --hosts.", "Drop one of them.")
+        raise CommandLineError("--scratch cannot be combined with --hosts.", "Drop one of them.")
     if not params.get("size"):
-        raise UsageError(
+        raise CommandLineError(
             "--hosts needs --size: poolbench cannot see the hosts' RAM to apply the ≥ 2× RAM rule.",
             "Pass a working set per host of at least 2× the largest host's RAM, e.g. --size 64G.",
         )
     min_runs, max_runs = int(params["min_runs"]), int(params["max_runs"])
-    if not 2 <= min_runs <= max_runs:
-        raise UsageError(f"--min-runs {min_runs} / --max-runs {max_runs} are not a valid range.")
+    check_replicates(min_runs, max_runs)
     fleet = hostlist.load(str(params["hosts_spec"]))
     path = params.get("path")
     options = FleetOptions(

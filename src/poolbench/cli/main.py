@@ -1,9 +1,8 @@
 """The `poolbench` command: parse options, run, turn errors into exit codes.
 
-Exit codes: 0 success, 1 a known failure (PoolbenchError, one clear paragraph), 2 bad usage
-(click), 3 a bug (traceback kept in the log), 4 a study that finished with K trials failed
-(each torn down and stored with its reason; `run --resume RUN` measures them), 130
-interrupted by Ctrl-C.
+Exit codes are errors.EXIT_CODES (docs/cli.md): every PoolbenchError carries its own
+(`exit_code`), click's usage errors give 2, a bug 3, Ctrl-C 130. This is the one place that
+turns an error into an exit status.
 """
 
 from __future__ import annotations
@@ -19,12 +18,12 @@ from poolbench import __version__
 from poolbench.errors import (
     EXIT_BUG,
     EXIT_FAILURE,
+    EXIT_INPUT,
     EXIT_INTERRUPTED,
-    EXIT_TRIALS_FAILED,
-    EXIT_UNSUPPORTED,
+    EXIT_OK,
+    EXIT_USAGE,
     PoolbenchError,
     TrialsFailed,
-    Unsupported,
 )
 
 # The registry of commands: name -> ("module:attribute", the first paragraph of its help).
@@ -105,7 +104,9 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in self.lazy:
-            self.add_command(load_command(self.lazy[cmd_name][0]), cmd_name)
+            command = load_command(self.lazy[cmd_name][0])
+            add_verbose(command)
+            self.add_command(command, cmd_name)
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -129,6 +130,33 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
+VERBOSE_HELP = "Log every command run (-vv: and its output)."
+
+
+def _log_level(verbose: int) -> None:
+    import logging  # here, not at the top: --help and --version never need it (25 ms)
+
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(level)  # basicConfig does nothing the second time
+
+
+def _verbose_after(ctx: click.Context, _param: click.Parameter, count: int) -> None:
+    """-v given after the command name: counted with any given before it."""
+    if count:
+        before = ctx.parent.params.get("verbose", 0) if ctx.parent is not None else 0
+        _log_level(int(before or 0) + count)
+
+
+def add_verbose(command: click.Command) -> None:
+    """`poolbench report 1 -v` as `poolbench -v report 1`: every command takes -v too."""
+    if not any("--verbose" in p.opts for p in command.params):
+        command.params.append(
+            click.Option(["-v", "--verbose"], count=True, expose_value=False,
+                         callback=_verbose_after, help=VERBOSE_HELP)
+        )  # fmt: skip
+
+
 def load_command(target: str) -> click.Command:
     """Import "module:attribute" and return the click command it names."""
     module_name, _, attribute = target.partition(":")
@@ -144,7 +172,7 @@ def load_command(target: str) -> click.Command:
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, prog_name="poolbench")
-@click.option("-v", "--verbose", count=True, help="Log every command run (-vv: and its output).")
+@click.option("-v", "--verbose", count=True, help=VERBOSE_HELP)
 def cli(verbose: int) -> None:
     """Which layout of my disks is best, and by how much?
 
@@ -152,10 +180,7 @@ def cli(verbose: int) -> None:
     caches, incompressible data, device-verified bytes, repeated until the confidence interval
     is tight) and compares them with statistics.
     """
-    import logging  # here, not at the top: --help and --version never need it (25 ms)
-
-    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    _log_level(verbose)
 
 
 def _check_command_name(args: list[str]) -> None:
@@ -180,25 +205,24 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.message = _shorten_words(exc.message)  # click quotes the value it refused
         exc.show()
-        sys.exit(exc.exit_code)
-    except Unsupported as exc:
-        click.echo(f"error: {exc.paragraph()}", err=True)
-        sys.exit(EXIT_UNSUPPORTED)
+        # click's usage errors are 2 (EXIT_USAGE); its other exceptions (a file it cannot
+        # open) are input errors here, not click's generic 1, which means a failed run.
+        sys.exit(EXIT_USAGE if isinstance(exc, click.UsageError) else EXIT_INPUT)
     except TrialsFailed as exc:  # not an error of the run: its other trials are all measured
         click.echo(exc.paragraph(), err=True)
-        sys.exit(EXIT_TRIALS_FAILED)
+        sys.exit(exc.exit_code)
     except PoolbenchError as exc:
         click.echo(f"error: {exc.paragraph()}", err=True)
-        sys.exit(EXIT_FAILURE)
+        sys.exit(exc.exit_code)
     except SystemExit as exc:
         if exc.code == 1 and _stdout_is_devnull():
-            sys.exit(0)  # rich's answer to a closed pipe (Console.on_broken_pipe): not ours
+            sys.exit(EXIT_OK)  # rich's answer to a closed pipe (Console.on_broken_pipe)
         raise
     except BrokenPipeError:
         _closed_pipe()
     except Exception as exc:
         _report_unexpected(exc)
-    sys.exit(0)
+    sys.exit(EXIT_OK)
 
 
 def _stdout_is_devnull() -> bool:
@@ -221,7 +245,7 @@ def _closed_pipe() -> None:
 
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
-    sys.exit(0)
+    sys.exit(EXIT_OK)
 
 
 def _shorten_words(message: str, limit: int = 200) -> str:
@@ -243,14 +267,14 @@ def _refused_name(exc: Exception) -> None:
             "allows (a name at most 255 bytes, a path at most 4096). Give a shorter path.",
             err=True,
         )
-        sys.exit(EXIT_FAILURE)
+        sys.exit(EXIT_INPUT)
     if isinstance(exc, ValueError) and "embedded null byte" in str(exc):
         click.echo(
             "error: a path or name given to poolbench contains a NUL byte, which no file or "
             "device name can hold. Check the paths in the command line and the study file.",
             err=True,
         )
-        sys.exit(EXIT_FAILURE)
+        sys.exit(EXIT_INPUT)
 
 
 def _report_unexpected(exc: Exception) -> NoReturn:

@@ -15,7 +15,7 @@ import click
 
 from poolbench import is_digits
 from poolbench.cli.common import FiniteFloat, db_option, open_store
-from poolbench.errors import UsageError
+from poolbench.errors import CommandLineError, UsageError
 from poolbench.planner.capacity import plan_pool
 from poolbench.planner.expansion import plan_expansion
 from poolbench.planner.layout import ClassVdev, Layout, parse_class, parse_layout
@@ -220,7 +220,7 @@ def plan(
 
 def _check_given(layout_text: str | None, disks_text: str | None) -> None:
     if layout_text is None and disks_text is None:
-        raise UsageError(
+        raise CommandLineError(
             "Give --layout, --disks, or both.",
             "Use --layout 'raidz2:6x4TB' (or --layout raidz2 --disks 6x4TB) to evaluate one "
             "layout, or --disks 2x3TB,3x2TB alone to search.",
@@ -232,14 +232,14 @@ def parse_ashifts(text: str, *, several: bool) -> list[int]:
     items = [i.strip() for i in text.split(",")]
     if not all(is_digits(i) and len(i) <= 2 and 9 <= int(i) <= 16 for i in items):
         shown = text if len(text) <= 40 else text[:37] + "..."
-        raise UsageError(
+        raise CommandLineError(
             f"--ashift '{shown}' is not an ashift or a list of them.",
             "Give exponents from 9 to 16 (9 = 512 B, 12 = 4 KiB sectors), e.g. --ashift 12 "
             "or, to compare with --layout, --ashift 9,12,13.",
         )
     ashifts = list(dict.fromkeys(int(i) for i in items))
     if len(ashifts) > 1 and not several:
-        raise UsageError(
+        raise CommandLineError(
             f"--ashift {text} gives several ashifts; a search takes one.",
             "Search with one (--ashift 12), or compare ashifts on one layout: "
             "--layout 'raidz2:6x4TB' --ashift 9,12.",
@@ -288,7 +288,7 @@ def _check_combinations(
     zfs_version: str,
 ) -> None:  # fmt: skip
     if expand_to is not None and layout is None:
-        raise UsageError(
+        raise CommandLineError(
             "--expand-to grows the raidz vdev of one --layout.",
             "Give the layout too: --layout raidz2:6x4T --expand-to 8.",
         )
@@ -299,7 +299,7 @@ def _check_combinations(
             "Use --zfs-version 2.3, or plan a new pool at the wider width instead.",
         )
     if layout is not None and (slog or special):
-        raise UsageError(
+        raise CommandLineError(
             "--slog and --special add class vdevs to the search's layouts; with --layout, "
             "write them in the layout.",
             "E.g. --layout 'raidz2:6x4T + log mirror:2x100G + special mirror:2x500G'.",
@@ -320,21 +320,23 @@ def _check_numbers(afr: float, ure: float, fill: float, top: int, min_failures: 
     invalid JSON)."""
     finite = all(math.isfinite(x) for x in (afr, ure, fill))
     if not finite or not 0 < afr < 1 or ure < 0 or not 0 < fill <= 1:
-        raise UsageError(
+        raise CommandLineError(
             "--afr and --fill must be fractions in (0, 1] and --ure a finite number of 0 or more.",
             "For example --afr 0.015 --fill 0.8 --ure 1e-15.",
         )
     if top < 1:
-        raise UsageError(f"--top {top} shows nothing.", "Give --top 1 or more, e.g. --top 20.")
+        raise CommandLineError(
+            f"--top {top} shows nothing.", "Give --top 1 or more, e.g. --top 20."
+        )
     if min_failures < 0:
-        raise UsageError("--min-failures must be 0 or more.", "For example --min-failures 1.")
+        raise CommandLineError("--min-failures must be 0 or more.", "For example --min-failures 1.")
 
 
 def _one_disk(speed: str | None, run: str | None, db: Path | None, disk_class: str) -> DiskSpeed:
     """One disk's figures: --disk-speed, a stored bench run, or the class defaults; the class
     also says whether it is a spinning disk (what limits its streaming rate)."""
     if speed and run:
-        raise UsageError("Give --disk-speed or --disk-speed-from, not both.")
+        raise CommandLineError("Give --disk-speed or --disk-speed-from, not both.")
     base = DEFAULT_SPEEDS[disk_class]
     if run:
         from poolbench.report.measured_disk import disk_speed_from_store  # the store: on use
@@ -359,7 +361,7 @@ def _disk_sizes(text: str) -> tuple[int, ...]:
     """--disks for the planner: sizes only (it does no I/O, so it cannot read a device)."""
     disks = parse_disks(text)
     if disks.devices:
-        raise UsageError(
+        raise CommandLineError(
             f"plan --disks '{text}' names devices; the planner reads nothing from them.",
             "Give their sizes instead, e.g. --disks 6x4TB (`poolbench disks` lists sizes).",
         )

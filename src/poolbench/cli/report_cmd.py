@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -9,8 +10,8 @@ import click
 from rich.console import Console
 
 from poolbench.cli.common import db_option, disk_speed_option, open_store
-from poolbench.errors import UsageError
-from poolbench.report import compare_runs, html, predicted, report_json, terminal
+from poolbench.errors import CommandLineError, UsageError
+from poolbench.report import compare_json, compare_runs, html, predicted, report_json, terminal
 from poolbench.report import export as export_mod
 from poolbench.report.data import load_run
 from poolbench.report.metrics import METRICS, parse_metrics
@@ -23,15 +24,35 @@ METRIC_HELP = (
 )
 
 
-def _write(path: Path, text: str) -> None:
-    """Write an output file: a new or regular file only (a FIFO would block until some
-    reader opened it, a device would receive a report)."""
+def check_writable(path: Path) -> None:
+    """Refuse an output file that cannot be written before any work is done or anything is
+    printed (`report 1 --html /nonexistent/r.html` printed the whole report first). Only
+    checked, nothing created: a new or regular file only (a FIFO would block until some
+    reader opened it, a device would receive a report), in a directory that exists and is
+    writable."""
     if path.exists() and not path.is_file():
         raise UsageError(
             f"Cannot write {path}: it exists and is not a regular file (a directory, FIFO or "
             "device).",
             "Give the path of a new or regular file.",
         )
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(
+            f"Cannot write {path}: the directory {parent} does not exist.",
+            "Create it first, or give a path in an existing directory.",
+        )
+    target = path if path.exists() else parent
+    if not os.access(target, os.W_OK):
+        raise UsageError(
+            f"Cannot write {path}: {'it' if target == path else f'the directory {parent}'} "
+            "is not writable.",
+            "Choose a writable path.",
+        )
+
+
+def _write(path: Path, text: str) -> None:
+    check_writable(path)  # again: the file system may have changed meanwhile
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
@@ -87,6 +108,8 @@ def report(
     Example: poolbench report latest --baseline layout=raidz1 --metric value,p99
     """
     metrics = parse_metrics(metric_text)
+    if html_file is not None:
+        check_writable(html_file)
     store = open_store(db, "read")
     run = load_run(store, run_ref)
     # The verdict ranks and gives each factor's effect without a baseline; the tables
@@ -112,8 +135,18 @@ def report(
     "compressibility or working set differ (the differences are printed).",
 )
 @click.option("--metric", "metric_text", default=None, metavar="METRIC[,METRIC]", help=METRIC_HELP)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the comparison as one JSON document instead (both runs, every pair with "
+    "its change; keys in docs/export.md).",
+)
 @db_option
-def compare(run_a: str, run_b: str, force: bool, metric_text: str | None, db: Path | None) -> None:
+def compare(
+    run_a: str, run_b: str, force: bool, metric_text: str | None, as_json: bool,
+    db: Path | None,
+) -> None:  # fmt: skip
     """Two runs side by side (two machines, two dates, before/after a tuning): the change
     of B against A for each matching workload, with its 95% interval or "no significant
     difference". Runs that measured different things are refused unless --force.
@@ -124,14 +157,19 @@ def compare(run_a: str, run_b: str, force: bool, metric_text: str | None, db: Pa
     store = open_store(db, "read")
     a, b = load_run(store, run_a), load_run(store, run_b)
     if a.id == b.id:
-        raise UsageError(
+        raise CommandLineError(
             f"'compare {run_a} {run_b}' compares run {a.id} with itself: every change would be "
             "its own noise.",
             "Give two different runs (see 'poolbench runs'); a run's own configurations are "
             f"compared by 'poolbench report {a.id}'.",
         )
-    for metric in metrics:
-        cmp = compare_runs.compare(a, b, force=force, metric=metric)
+    # Every metric is compared before anything is printed: a refusal of the second one
+    # leaves no half document on standard output.
+    comparisons = [compare_runs.compare(a, b, force=force, metric=m) for m in metrics]
+    if as_json:
+        sys.stdout.write(compare_json.to_json(comparisons))
+        return
+    for cmp in comparisons:
         terminal.render_comparison(Console(), cmp)
 
 
@@ -156,11 +194,13 @@ def export(run_ref: str, as_csv: bool, as_json: bool, output: Path | None, db: P
     Example: poolbench export latest --csv -o results.csv
     """
     if as_csv == as_json:  # neither, or both (the last of the two used to win in silence)
-        raise UsageError(
+        raise CommandLineError(
             "Choose one format." if as_csv else "Choose a format.",
             "Pass --csv or --json (run export twice for both).",
         )
     fmt = "csv" if as_csv else "json"
+    if output is not None:
+        check_writable(output)
     store = open_store(db, "read")
     run = load_run(store, run_ref)
     text = export_mod.to_csv(run) if fmt == "csv" else export_mod.to_json(run)

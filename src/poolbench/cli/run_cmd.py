@@ -25,7 +25,7 @@ from poolbench.cli.common import (
 from poolbench.cli.study_exec import DRY_RUN_CONFIGS, execute_study
 from poolbench.engine import cleanup as cleanup_mod
 from poolbench.engine import study_run
-from poolbench.errors import UsageError
+from poolbench.errors import CommandLineError, PoolbenchError
 from poolbench.report import predicted
 from poolbench.store import queries
 from poolbench.store.timestamps import stored_time
@@ -46,7 +46,7 @@ def _override_disks(study: Study, disks: str | None) -> Study:
         count, _, size = disks.lower().partition("x")
         # ASCII digits only: '²'.isdigit() is True, and '١٢' would reach zpool as 12.
         if not is_digits(count) or len(count) > 6 or not size:
-            raise UsageError(
+            raise CommandLineError(
                 f"--disks '{disks[:60]}' is neither COUNTxSIZE nor a list of /dev paths.",
                 "Example: --disks 5x512M or --disks /dev/sdb,/dev/sdc.",
             )
@@ -57,7 +57,7 @@ def _override_disks(study: Study, disks: str | None) -> Study:
     try:
         d = Disks.model_validate({**study.disks.model_dump(), **update})
     except ValidationError as exc:
-        raise UsageError(
+        raise CommandLineError(
             f"--disks '{disks[:60]}' is not valid: {exc.errors()[0]['msg']}.",
             "Example: --disks 5x512M or --disks /dev/sdb,/dev/sdc.",
         ) from None
@@ -147,7 +147,7 @@ def run(
         )
         return
     if study_file is None:
-        raise UsageError(
+        raise CommandLineError(
             "poolbench run needs a study file (or --resume RUN, to finish a stored run).",
             "Example: poolbench run examples/parity.toml; 'poolbench study --list' shows the "
             "built-in studies.",
@@ -167,9 +167,25 @@ def run(
     )
 
 
+def _iso_or_raw(value: object) -> str:
+    """A run's start as ISO 8601 UTC; a damaged stored time (1e300 s) is given back as
+    stored, as text (as the table shows it: `started_at` is always a string), so one bad
+    row does not hide the others."""
+    try:
+        return stored_time(value, "a run's start time").isoformat(timespec="seconds")
+    except PoolbenchError:
+        return str(value)
+
+
 @click.command()
 @db_option
-@click.option("--json", "as_json", is_flag=True)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="A JSON list instead: id, kind, name, status, started_at (ISO 8601 UTC), "
+    "measurements (docs/export.md).",
+)
 def runs(db: Path | None, as_json: bool) -> None:
     """List the runs in the result store.
 
@@ -189,8 +205,9 @@ def runs(db: Path | None, as_json: bool) -> None:
                 "measurements": n,
             }
         )
-    if as_json:
-        click.echo(json.dumps(items, indent=2))
+    if as_json:  # times as every JSON output gives them: ISO 8601, UTC, with the offset
+        click.echo(json.dumps([{**i, "started_at": _iso_or_raw(i["started_at"])} for i in items],
+                              indent=2))  # fmt: skip
         return
 
     t = Table(title=f"runs in {escape(str(store.path))}")

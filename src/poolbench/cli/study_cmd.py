@@ -10,7 +10,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from poolbench.cli.common import MAX_ID, MIN_WINDOW_ENV, FiniteFloat, db_option, open_store
+from poolbench.cli.common import (
+    MAX_ID,
+    MIN_WINDOW_ENV,
+    FiniteFloat,
+    db_option,
+    old_flag,
+    open_store,
+    pick,
+)
 from poolbench.cli.study_exec import execute_study
 from poolbench.errors import TrialsFailed
 from poolbench.study import consistency
@@ -85,6 +93,15 @@ def _study_options(f: Any) -> Any:
     return f
 
 
+def _replicate_aliases(opts: dict[str, Any]) -> None:
+    """bench's old --min-runs/--max-runs, accepted here too: one vocabulary everywhere."""
+    old_min, old_max = opts.pop("old_min_runs", None), opts.pop("old_max_runs", None)
+    opts["replicates"] = pick(("--replicates", opts.get("replicates")), ("--min-runs", old_min))
+    opts["max_replicates"] = pick(
+        ("--max-replicates", opts.get("max_replicates")), ("--max-runs", old_max)
+    )
+
+
 @click.command()
 @click.argument("name", required=False)
 @click.option("--list", "list_", is_flag=True, help="List the built-in studies.")
@@ -112,6 +129,8 @@ def _study_options(f: Any) -> Any:
 )
 @click.option("--yes", is_flag=True, help="Do not ask before destroying overridden devices.")
 @_study_options
+@old_flag("--min-runs", "old_min_runs", _INT_OPTIONS["replicates"])
+@old_flag("--max-runs", "old_max_runs", _INT_OPTIONS["max_replicates"])
 @db_option
 def study(
     name: str | None,
@@ -136,6 +155,7 @@ def study(
     if list_ or not name:
         _list(console)
         return
+    _replicate_aliases(opts)
     # Context options are the raw text of each option (typed ones were checked by click).
     options = {k: str(v) for k, v in opts.items() if v is not None}
     ctx = _context(name, disks, options)

@@ -17,7 +17,9 @@ from poolbench.report.data import RunData, cell_config
 from poolbench.report.metrics import percentile_ns
 from poolbench.store.timestamps import stored_time
 
-EXPORT_VERSION = 1
+# 2: `replicate` counts from 1 (as the report, the HTML page and a study's progress lines
+# do), and the CSV's `job_file` is JSON text, one line (version 1: from 0, raw text).
+EXPORT_VERSION = 2
 
 # (column, what it holds) — the order of the CSV header. JSON columns hold JSON text in CSV.
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -29,7 +31,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("config", "the configuration key (`backend=zfs layout=raidz1 ashift=9`; bench: the target)"),
     ("config_levels", "JSON object: factor → level parsed from `config` ({} for a bench run)"),
     ("workload", "workload name (see `poolbench workloads`)"),
-    ("replicate", "replicate number, from 0"),
+    ("replicate", "replicate number, from 1 (as the report and the HTML page number them)"),
     ("value", "the measured figure"),
     ("unit", "MiB/s | IOPS | ops/s"),
     ("app_bytes", "bytes fio transferred"),
@@ -57,7 +59,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("pool", "JSON object: the pool as read back from the stack (studies), else {}"),
     ("guards", "JSON object: everything each guard did and found"),
     ("workload_def", "JSON object: the workload definition"),
-    ("job_file", "the exact fio job file run"),
+    ("job_file", "the exact fio job file run (in CSV: JSON text, so the row stays one line)"),
     ("measured_at", "when the measurement was stored, ISO 8601 UTC"),
     ("host", "the host that measured, for a run measured on many hosts (else empty)"),
     ("clat_p50_ns", "completion latency (fio clat) 50th percentile of this run, ns (empty: none)"),
@@ -70,11 +72,22 @@ COLUMNS: tuple[tuple[str, str], ...] = (
         "every percentile, histogram bins {ns: count}), null when none",
     ),
 )
-JSON_COLUMNS = {"config_levels", "warnings", "pool", "guards", "workload_def", "clat"}
+# `job_file` is a string with line breaks: as JSON text the CSV keeps one row per line.
+JSON_COLUMNS = {
+    "config_levels",
+    "warnings",
+    "pool",
+    "guards",
+    "workload_def",
+    "job_file",
+    "clat",
+}
 _CLAT = {"clat_p50_ns": "50", "clat_p90_ns": "90", "clat_p99_ns": "99", "clat_p999_ns": "99.9"}
 
 
-def _iso(ts: float | None) -> str | None:
+def iso_time(ts: float | None) -> str | None:
+    """A stored time (seconds since the epoch) as every JSON output gives it: ISO 8601 in
+    UTC with its offset, to the second ("2025-01-02T10:00:00+00:00")."""
     if ts is None:
         return None
     return stored_time(ts, "a start time").isoformat(timespec="seconds")
@@ -98,11 +111,12 @@ def rows(run: RunData) -> list[JsonObject]:
                 "run_kind": run.kind,
                 "run_name": run.name,
                 "run_status": run.status,
-                "run_started_at": _iso(run.started_at),
+                "run_started_at": iso_time(run.started_at),
                 "config": m["config"],
                 "config_levels": run.levels(cell_config(m)),
                 "workload": m["workload"],
-                "replicate": m["replicate"],
+                # Stored from 0 (the engine's index); counted from 1 wherever it is shown.
+                "replicate": int(m["replicate"]) + 1,
                 "value": m["value"],
                 "unit": m["unit"],
                 "app_bytes": m["app_bytes"],
@@ -127,7 +141,7 @@ def rows(run: RunData) -> list[JsonObject]:
                 "guards": g,
                 "workload_def": m["workload_def"],
                 "job_file": m["job_file"],
-                "measured_at": _iso(m.get("created_at")),
+                "measured_at": iso_time(m.get("created_at")),
                 "host": m.get("host"),
                 **{col: percentile_ns(m.get("clat"), q) for col, q in _CLAT.items()},
                 "clat": m.get("clat"),
@@ -146,8 +160,8 @@ def to_json(run: RunData) -> str:
             "kind": run.kind,
             "name": run.name,
             "status": run.status,
-            "started_at": _iso(run.started_at),
-            "finished_at": _iso(run.finished_at),
+            "started_at": iso_time(run.started_at),
+            "finished_at": iso_time(run.finished_at),
             "argv": run.argv,
             "metadata": run.metadata,
             "error": run.error,
@@ -155,7 +169,7 @@ def to_json(run: RunData) -> str:
         "commands": [
             {
                 "argv": c["argv"],
-                "started_at": _iso(c["started_at"]),
+                "started_at": iso_time(c["started_at"]),
                 "duration_s": c["duration_s"],
                 "returncode": c["returncode"],
                 "dry_run": bool(c["dry_run"]),

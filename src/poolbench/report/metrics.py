@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from poolbench.errors import UsageError
+from poolbench.errors import CommandLineError
 from poolbench.stats import logscale
 from poolbench.stats.compare import Ratio, compare_family
 from poolbench.stats.policy import ReplicatePolicy
@@ -129,7 +129,7 @@ def parse_metrics(text: str | None) -> list[Metric]:
     names = [n.strip().lower() for n in text.split(",") if n.strip()]
     bad = [n for n in names if n not in METRICS]
     if bad or not names:
-        raise UsageError(
+        raise CommandLineError(
             f"--metric '{text}' names no figure poolbench keeps"
             + (f" ({', '.join(bad)})." if bad else "."),
             f"Use one or more of {', '.join(METRICS)}, comma-separated (e.g. --metric p99).",

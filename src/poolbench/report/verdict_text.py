@@ -118,7 +118,7 @@ def next_steps(v: Verdict, run: RunData, extra: Sequence[str] = ()) -> list[str]
         how = (
             f"set replicates = {d.replicates} in the study file and run it again"
             if v.kind == "study"
-            else f"measure again with --min-runs {d.replicates} --max-runs {d.replicates}"
+            else f"measure again with --replicates {d.replicates} --max-replicates {d.replicates}"
         )
         out.append(f"to rank {rk.workload}: {d.replicates} replicates per configuration "
                    f"(now {d.have}) would detect {seen} at CV {d.cv:.1%}; {how}")  # fmt: skip

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from poolbench.errors import PoolbenchError, UsageError
+from poolbench.errors import PoolbenchError, Refused, UsageError
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.inventory import PROTECTED, BlockDevice, Inventory, Paths, Reason, scan
 from poolbench.system.runner import Runner
@@ -40,7 +40,7 @@ Resolver = Callable[[str], str]
 Confirm = Callable[[str], bool]
 
 
-class ClaimRefused(PoolbenchError):
+class ClaimRefused(Refused):
     """Named devices may not be used. `refusals` maps each device path to its reasons."""
 
     def __init__(self, problem: str, fix: str, refusals: dict[str, list[Reason]]) -> None:
@@ -48,7 +48,7 @@ class ClaimRefused(PoolbenchError):
         super().__init__(problem, fix)
 
 
-class DeviceChanged(PoolbenchError):
+class DeviceChanged(Refused):
     """A claimed device changed between planning and the first destructive command."""
 
 
@@ -371,12 +371,12 @@ def _confirm_destruction(
         for _, d in to_destroy
     )
     if confirm is None:
-        raise PoolbenchError(
+        raise Refused(
             "Destroying data needs a confirmation, and there is no terminal to ask.\n" + text,
             "Run interactively, or add --yes if you are certain.",
         )
     if not confirm(text):
-        raise PoolbenchError("Not confirmed; nothing was changed.", "")
+        raise Refused("Not confirmed; nothing was changed.", "")
     return "interactive"
 
 

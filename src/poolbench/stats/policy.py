@@ -105,8 +105,8 @@ class MeanCI:
         return (
             f"the {self.confidence:.0%} CI is ±{self.rel_halfwidth:.1%} of the mean after "
             f"{self.n} runs (target ±{self.target:.0%}, planned {self.planned}): the target "
-            "was not met, but the interval is honest, only wide; raise --max-runs or "
-            "--min-runs, or quiet the machine"
+            "was not met, but the interval is honest, only wide; raise --max-replicates or "
+            "--replicates, or quiet the machine"
         )
 
 

@@ -20,7 +20,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Literal
 
-from poolbench.errors import PoolbenchError
+from poolbench.errors import EXIT_INPUT, PoolbenchError
 
 Mode = Literal["write", "read", "dry"]
 
@@ -37,7 +37,9 @@ DATABASE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error,)
 
 
 class StoreError(PoolbenchError):
-    pass
+    """A store that does not exist, cannot be opened or is damaged, or a run not in it."""
+
+    exit_code = EXIT_INPUT
 
 
 def damaged(path: Path, detail: str) -> StoreError:

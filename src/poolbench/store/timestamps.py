@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from poolbench.errors import PoolbenchError
+from poolbench.store.opening import StoreError
 
 
 def stored_time(value: Any, what: str, *, utc: bool = True) -> dt.datetime:
@@ -18,7 +18,7 @@ def stored_time(value: Any, what: str, *, utc: bool = True) -> dt.datetime:
     except (TypeError, ValueError, OverflowError, OSError) as exc:
         shown = repr(value)
         shown = shown if len(shown) <= 40 else shown[:37] + "..."
-        raise PoolbenchError(
+        raise StoreError(
             f"This store is damaged: {what} is {shown}, which is not a time ({exc}).",
             "Export the runs that still read (poolbench export RUN), or restore the store "
             "from a copy; poolbench never writes such a value itself.",
