@@ -147,7 +147,8 @@ def study(
     b = registry.get(name)
     consistency.check_tarball(study_obj)  # refused at --dry-run already
     console.print(Text(f"study {name}: {b.question}", style="bold"))
-    for line in b.pre_notes(ctx) if b.pre_notes else []:
+    # What building the study changed about the request, then the study's own notes.
+    for line in [*ctx.said, *(b.pre_notes(ctx) if b.pre_notes else [])]:
         console.print(Text(f"note: {line}", style="yellow"))
     failed: TrialsFailed | None = None
     try:

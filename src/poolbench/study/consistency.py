@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from poolbench import is_digits
 from poolbench.errors import UsageError
-from poolbench.planner.capacity import predicted_usable
+from poolbench.planner.capacity import SPA_MINDEVSIZE, predicted_usable
 from poolbench.units import parse_size
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ _CAPACITY_RULES = "2.3"
 def check(study: Study, origin: str) -> None:
     _replicates(study, origin)
     _levels_ascii(study, origin)
+    _zfs_device_size(study, origin)
     # A slice at or above the disk size is refused by the [disks] model itself.
     _fits(study, origin)
 
@@ -47,6 +48,27 @@ def _levels_ascii(study: Study, origin: str) -> None:
                     f"{origin}: factor '{key}' has the level {level!r}, which is not plain ASCII.",
                     "Write levels with ASCII letters and digits (e.g. ashift = [9, 12]).",
                 )
+
+
+def _zfs_device_size(study: Study, origin: str) -> None:
+    """zpool create refuses a device under SPA_MINDEVSIZE: a ZFS study on smaller sparse
+    files (or slices) would fail at its first trial, so it is refused here, dry runs too."""
+    d = study.disks
+    if d.source == "devices" or d.count == 0:
+        return  # device sizes are known only after probing them
+    if "zfs" not in [str(b) for b in study.factors.get("backend", ["zfs"])]:
+        return
+    sliced = d.vdev_source == "slice" or "slice" in study.factors.get("vdev_source", [])
+    what, size = (
+        ("slice_size", d.slice_size) if sliced and d.slice_size else ("the disk size", d.size)
+    )
+    if parse_size(size) < SPA_MINDEVSIZE:
+        raise UsageError(
+            f"{origin}: {what} {size} ({parse_size(size):,} bytes) is under ZFS's minimum "
+            f"device size of 64 MiB ({SPA_MINDEVSIZE:,} bytes, SPA_MINDEVSIZE): zpool create "
+            "would refuse every pool of this study.",
+            "Use disks of at least 64M (e.g. --disks 6x256M), or a backend other than zfs.",
+        )
 
 
 def _fits(study: Study, origin: str) -> None:

@@ -88,9 +88,33 @@ def study_file(
 
 
 def working_set(ctx: Context, fraction: float, cap: str = "1G", floor: str = "8M") -> str:
-    """A working set: `fraction` of one disk, between floor and cap, whole MiB."""
-    n = min(parse_size(cap), max(parse_size(floor), int(ctx.disk_bytes * fraction)))
+    """A working set: `fraction` of one disk, between floor and cap, whole MiB. A share
+    raised to the floor or cut to the cap is announced (unless --size replaces it)."""
+    share = int(ctx.disk_bytes * fraction)
+    n = min(parse_size(cap), max(parse_size(floor), share))
+    if n != share and "size" not in ctx.options and not ctx.devices:
+        why = (
+            f"cut to the {cap} cap so a trial stays minutes long"
+            if n < share
+            else f"raised to the {floor} floor so a workload moves enough bytes to time"
+        )
+        ctx.announce(
+            f"working set {n // MiB}M: {fraction:.0%} of one {ctx.disk_size} disk would be "
+            f"{share / MiB:.1f}M, {why} (--size sets it)."
+        )
     return f"{n // MiB}M"
+
+
+def uses_disks(ctx: Context, used: int, why: str) -> None:
+    """Announce that the study builds its pools on `used` of the disks given, and why."""
+    if used < ctx.n:
+        which = f"disk{'s' if used != 1 else ''} 1-{used}" if used > 1 else "disk 1"
+        if ctx.devices:
+            which = ", ".join(ctx.devices[:used])
+        ctx.announce(
+            f"uses {used} of the {ctx.n} disks given ({which}): {why}; "
+            f"the other {ctx.n - used} stay unused."
+        )
 
 
 def refuse_on_zfs_fuse(ctx: Context, study: str, needs: str, lacks: str, since: str) -> None:

@@ -28,6 +28,13 @@ class Context:
     has_md: bool = True
     md_reason: str = ""
     options: dict[str, str] = field(default_factory=dict)  # study options, raw text
+    # What building the study changed about the request (disks left unused, a working set
+    # raised or cut, a default dropped on this ZFS): said before the plan, never silent.
+    said: list[str] = field(default_factory=list, compare=False)
+
+    def announce(self, line: str) -> None:
+        if line not in self.said:
+            self.said.append(line)
 
     @property
     def n(self) -> int:

@@ -67,6 +67,24 @@ def refuse_zvol_on_fuse(ctx: Context, targets: list[str], study: str) -> None:
         )
 
 
+def announce_defaults(ctx: Context) -> None:
+    """What the default layouts and targets leave out on these disks and this ZFS."""
+    fuse = ctx.dialect == "zfs-fuse"
+    if fuse and "layouts" not in ctx.options:
+        ctx.announce(
+            "no dRAID layout: the study asks striped mirrors vs raidz vs dRAID, but this "
+            "machine's ZFS is zfs-fuse, which has no dRAID (OpenZFS 2.1 added it); run it on "
+            "OpenZFS ≥ 2.1 for the dRAID rows."
+        )
+    if fuse and "targets" not in ctx.options:
+        ctx.announce("datasets only, no zvol target: zfs-fuse has no zvols.")
+    if "layouts" not in ctx.options and ctx.n % 2:
+        ctx.announce(
+            f"{mirror_pairs(ctx.n)} leaves disk {ctx.n} out (2-way mirror pairs over "
+            f"{ctx.n} disks); raidz uses all {ctx.n}."
+        )
+
+
 def random_workloads(ctx: Context) -> tuple[list[int], list[str]]:
     """The I/O sizes (--records, default 4k,16k) and, at each, a random read, a random write
     and a 70/30 mix."""
@@ -84,6 +102,7 @@ def build(ctx: Context) -> StudyDict:
     refuse_draid_on_fuse(ctx, layouts, "geometry")
     targets = ctx.opt_list("targets", default_targets(ctx.dialect))
     refuse_zvol_on_fuse(ctx, targets, "geometry")
+    announce_defaults(ctx)
     records, names = random_workloads(ctx)
     return study_file(
         ctx,

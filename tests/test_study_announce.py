@@ -1,0 +1,182 @@
+"""A built-in study that changes the request (disks left unused, a working set raised or
+cut, a default dropped on this ZFS) says so; one the real run would refuse is refused at
+--dry-run already; the dry-run plan shows the working set, the workloads and the replicates
+a 10% difference needs."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from tests.conftest import poolbench
+
+from poolbench.errors import UsageError
+from poolbench.stats import ReplicatePolicy
+from poolbench.study import estimate
+from poolbench.study.builtin import registry
+from poolbench.study.builtin.context import Context
+from poolbench.study.model import parse
+
+GiB = 1 << 30
+
+
+def _said(name: str, ctx: Context) -> list[str]:
+    registry.build(name, ctx)
+    return ctx.said
+
+
+def test_mirror_says_which_disks_it_uses_and_why() -> None:
+    ctx = Context(6, "1G")
+    text = registry.study_text("mirror", ctx)
+    line = (
+        "uses 3 of the 6 disks given (disks 1-3): the widest layout, mirror:3, needs 3; "
+        "--levels sets the mirror widths; the other 3 stay unused."
+    )
+    assert ctx.said[0] == line
+    assert f"# note: {line}\n" in text  # --print-toml carries it too
+    assert parse(text).disks.count == 3  # ... and it is what the study file does
+
+
+def test_a_study_using_every_disk_says_nothing_about_disks() -> None:
+    assert not any("disks given" in x for x in _said("mirror", Context(3, "1G")))
+    assert not any("disks given" in x for x in _said("parity", Context(6, "1G")))
+
+
+def test_parity_at_narrower_widths_says_the_rest_stay_unused() -> None:
+    said = _said("parity", Context(6, "1G", options={"widths": "4"}))
+    assert said == [
+        "uses 4 of the 6 disks given (disks 1-4): the widest raidz asked for (--widths) is 4; "
+        "the other 2 stay unused."
+    ]
+
+
+def test_geometry_on_zfs_fuse_says_it_plans_no_draid() -> None:
+    fuse = Context(6, "1G", dialect="zfs-fuse")
+    layouts = registry.build("geometry", fuse)["factors"]["layout"]
+    assert not any(str(x).startswith("draid") for x in layouts)
+    assert fuse.said[0].startswith("no dRAID layout: ")
+    assert "OpenZFS 2.1 added it" in fuse.said[0]
+    assert "datasets only, no zvol target: zfs-fuse has no zvols." in fuse.said
+    openzfs = Context(6, "1G", dialect="openzfs")
+    assert "draid1:1s" in registry.build("geometry", openzfs)["factors"]["layout"]
+    assert openzfs.said == []  # nothing left out, nothing to say
+
+
+def test_geometry_over_an_odd_count_names_the_disk_the_mirrors_leave_out() -> None:
+    said = _said("geometry", Context(5, "1G", dialect="openzfs"))
+    assert (
+        "mirror:2+mirror:2 leaves disk 5 out (2-way mirror pairs over 5 disks); raidz uses all 5."
+        in said
+    )
+
+
+def test_working_set_cut_to_the_cap_is_said_with_the_arithmetic() -> None:
+    ctx = Context(6, "10G")
+    assert registry.build("parity", ctx)["workloads"]["size"] == "1024M"
+    # half of one 10 GiB disk is 5120 MiB; the cap is 1G
+    assert ctx.said == [
+        "working set 1024M: 50% of one 10G disk would be 5120.0M, cut to the 1G cap so a "
+        "trial stays minutes long (--size sets it)."
+    ]
+
+
+def test_working_set_raised_to_the_floor_is_said() -> None:
+    ctx = Context(6, "64M")
+    assert registry.build("parity", ctx)["workloads"]["size"] == "32M"  # half, no clamp
+    assert ctx.said == []
+    # btrfs and md take disks under ZFS's 64 MiB: a quarter of 16 MiB is 4 MiB
+    ctx = Context(4, "16M")
+    assert registry.build("fs-compare", ctx)["workloads"]["size"] == "8M"
+    assert (
+        "working set 8M: 25% of one 16M disk would be 4.0M, raised to the 8M floor so a "
+        "workload moves enough bytes to time (--size sets it)." in ctx.said
+    )
+
+
+def test_size_given_is_never_announced_as_changed() -> None:
+    ctx = Context(6, "10G", options={"size": "256M"})
+    assert registry.build("parity", ctx)["workloads"]["size"] == "256M"
+    assert ctx.said == []
+
+
+def test_width_study_says_which_widths_it_left_out() -> None:
+    ctx = Context(5, "1G", options={"widths": "4,8"})
+    layouts = registry.build("width", ctx)["factors"]["layout"]
+    assert layouts == ["raidz1:4", "raidz2:4"]
+    assert ctx.said == ["--widths 8 left out: wider than the 5 disks."]
+
+
+def test_zfs_study_on_disks_under_64_mib_is_refused_at_dry_run() -> None:
+    p = poolbench("study", "parity", "--disks", "6x10M", "--dry-run")
+    assert p.returncode != 0
+    assert "Traceback" not in p.stderr + p.stdout
+    err = " ".join(p.stderr.split())
+    assert "the disk size 10M (10,485,760 bytes) is under ZFS's minimum device size" in err
+    assert f"64 MiB ({64 * 2**20:,} bytes, SPA_MINDEVSIZE)" in err
+
+
+def test_zfs_study_file_on_small_disks_is_refused_but_64_mib_is_not() -> None:
+    body = 'name = "s"\n[factors]\nlayout = ["mirror:2"]\n[workloads]\nsize = "8M"\n'
+    body += "[disks]\ncount = 2\n"
+    with pytest.raises(UsageError, match=r"the disk size 63M \(66,060,288 bytes\) is under"):
+        parse(body + 'size = "63M"\n', "s.toml")
+    assert parse(body + 'size = "64M"\n', "s.toml").disks.size == "64M"
+    # other backends have no such minimum
+    other = body.replace("[factors]\n", '[factors]\nbackend = ["btrfs"]\n')
+    assert parse(other + 'size = "32M"\n', "s.toml").disks.size == "32M"
+
+
+def test_study_prints_its_notes_before_the_plan() -> None:
+    # The notes come before the dry run asks any backend, so this holds on every machine.
+    p = poolbench("study", "mirror", "--disks", "6x1G", "--dry-run")
+    out = " ".join(p.stdout.split())
+    assert "note: uses 3 of the 6 disks given (disks 1-3)" in out
+
+
+def test_working_set_line_says_the_size_and_why_against_ram() -> None:
+    study = parse('name = "s"\n[factors]\nlayout = ["raidz1"]\n[workloads]\nsize = "64M"\n')
+    text = estimate.working_set_text(study, 16 * GiB)
+    # 64 MiB of 16 GiB is 1/256 = 0.39%
+    assert text.startswith(
+        "working set: 64M = 67,108,864 bytes per configuration ([workloads] size), 0.39% of "
+        "this machine's 16.0 GiB RAM: below the 2× RAM a bench uses by default"
+    )
+    assert text.endswith("workloads (2, each trial): seq-write, seq-read")
+    big = parse('name = "s"\n[factors]\nlayout = ["raidz1"]\n[workloads]\nsize = "40G"\n')
+    assert "2.50× this machine's 16.0 GiB RAM: at least 2× RAM, so no cache can hold it" in (
+        estimate.working_set_text(big, 16 * GiB)
+    )
+
+
+def test_replicates_for_ten_percent_is_the_fewest_that_detect_it() -> None:
+    p = ReplicatePolicy(0.05, 3, 6)
+    n = estimate.replicates_for(p, 0.05, 0.10, 2)
+    assert n is not None
+    assert p.detectable(0.05, n=n, family=2) <= 0.10 < p.detectable(0.05, n=n - 1, family=2)
+    # Past stage one the detectable change falls as 1/sqrt(n): from its value at 3
+    # replicates, n = ceil(3 * (d3 / 10%)^2).
+    d3 = p.detectable(0.05, n=3, family=2)
+    assert n == math.ceil(3 * (d3 / 0.10) ** 2)
+    assert estimate.replicates_for(p, 0.001, 0.10, 1) == 3  # already detected at min_runs
+    assert estimate.replicates_for(p, 50.0, 0.10, 1) is None  # beyond any count searched
+
+
+def test_dry_run_plan_shows_working_set_workloads_and_replicates_for_ten_percent(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    study = tmp_path / "s.toml"
+    study.write_text(
+        f'name = "dir"\n[factors]\nbackend = ["directory"]\nlayout = ["{target}"]\n'
+        '[workloads]\nnames = ["seq-write", "rand-read-4k"]\nsize = "64M"\nruntime = 5\n'
+    )
+    p = poolbench("run", str(study), "--dry-run", "--db", str(tmp_path / "r.db"))
+    assert p.returncode == 0, p.stderr
+    out = " ".join(p.stdout.split())
+    assert "working set: 64M = 67,108,864 bytes per configuration" in out
+    timed = "time-based (rand-read-4k) run 5 s each"
+    assert f"workloads (2, each trial): seq-write, rand-read-4k; {timed}" in out
+    want = estimate.replicates_for(ReplicatePolicy(0.05, 3, 6), estimate.ASSUMED_CV, 0.10, 1)
+    assert f"{want} replicates per configuration would detect 10%" in out
