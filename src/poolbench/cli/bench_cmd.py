@@ -226,6 +226,12 @@ def bench(
     _measure(path, scratch_size, options, dry_run=dry_run, as_json=as_json, db=db, metrics=metrics)
 
 
+def _job_text(name: str, text: str) -> str:
+    """A fio job file as the dry run shows it: named, indented under its command."""
+    body = "\n".join(f"    {line}" for line in text.rstrip("\n").splitlines())
+    return f"  job {name}:\n{body}"
+
+
 def _measure(
     path: Path | None,
     scratch_size: str | None,
@@ -244,7 +250,12 @@ def _measure(
     scratch_bytes = cli_size(scratch_size, "--scratch") if scratch_size is not None else None
     bench_run = BenchRun(runner, store, path, options, scratch_bytes, scratch_size)
     if dry_run:
-        bench_run.dry_run()
+        # Each job file right under the command that would run it (the help promises both).
+        bench_run.dry_run(
+            lambda name, text: err.print(
+                _job_text(name, text), markup=False, highlight=False, soft_wrap=True
+            )
+        )
         err.print("dry run: nothing was changed.")
         return
 
