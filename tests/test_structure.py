@@ -29,7 +29,6 @@ SUBCOMMANDS = {
 # Debt still open: each is one concept that grew, not yet split by job.
 LONG_MODULES: dict[str, str] = {
     "planner/performance.py": "the speed model and its raidz block-layout fast path",
-    "study/model.py": "the study file's schema: every table's fields and validators",
     "workloads/library.py": "every workload definition and its name grammar in one table",
     "planner/capacity.py": "OpenZFS's space arithmetic, one transcribed function after another",
     "safety/inventory.py": "every reason a device is in use (sysfs, signatures, ZFS labels)",
