@@ -13,6 +13,7 @@ from rich.markup import escape
 from poolbench.cli.common import (
     MIN_WINDOW_ENV,
     FiniteFloat,
+    WholeNumber,
     cli_size,
     db_option,
     open_store,
@@ -58,8 +59,22 @@ def _check_args(
         )
 
 
+def _a_path(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """PATH as typed: an empty one is refused (Path('') is the current directory, which
+    would be measured instead), and so is one the system cannot open (a NUL byte)."""
+    if value is None:
+        return None
+    if not value.strip() or "\x00" in value:
+        raise click.BadParameter(
+            f"{value[:40]!r} is not a directory path; give the mountpoint to measure, e.g. /tank.",
+            ctx,
+            param,
+        )
+    return Path(value)
+
+
 @click.command()
-@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.argument("path", required=False, callback=_a_path)
 @click.option(
     "--scratch",
     "scratch_size",
@@ -79,13 +94,13 @@ def _check_args(
 @click.option(
     "--compressibility",
     default=0,
-    type=click.IntRange(0, 99),
+    type=WholeNumber(0, 99),
     show_default=True,
     help="Declared data compressibility in percent. 0 = incompressible. Never zeros.",
 )
 @click.option(
     "--runtime",
-    type=click.IntRange(1, 86400),
+    type=WholeNumber(1, 86400),
     default=30,
     show_default=True,
     help="Seconds per time-based (random) run.",
@@ -104,7 +119,7 @@ def _check_args(
 )
 @click.option(
     "--iodepth",
-    type=click.IntRange(1, 1024),
+    type=WholeNumber(1, 1024),
     default=1,
     show_default=True,
     help="Queue depth for random workloads (>1 uses libaio with O_DIRECT).",
@@ -112,28 +127,28 @@ def _check_args(
 @click.option(
     "--jobs",
     "numjobs",
-    type=click.IntRange(1, 256),
+    type=WholeNumber(1, 256),
     default=1,
     show_default=True,
     help="fio jobs for random workloads.",
 )
 @click.option(
     "--metadata-files",
-    type=click.IntRange(10, 10_000_000),
+    type=WholeNumber(10, 10_000_000),
     default=20000,
     show_default=True,
     help="Files per metadata test.",
 )
 @click.option(
     "--min-runs",
-    type=click.IntRange(1, 1000),  # 1 reaches _check_args, which says why 2 are needed
+    type=WholeNumber(1, 1000),  # 1 reaches _check_args, which says why 2 are needed
     default=3,
     show_default=True,
     help="Replicates at least.",
 )
 @click.option(
     "--max-runs",
-    type=click.IntRange(1, 1000),  # 1 reaches _check_args, which says why 2 are needed
+    type=WholeNumber(1, 1000),  # 1 reaches _check_args, which says why 2 are needed
     default=10,
     show_default=True,
     help="Replicates at most.",
@@ -147,7 +162,7 @@ def _check_args(
 )
 @click.option(
     "--seed",
-    type=click.IntRange(0, 2**31 - 1),
+    type=WholeNumber(0, 2**31 - 1),
     default=None,
     help="Seed of the workload order per round and of fio's random offsets: the same seed "
     "replays them (default: random; recorded in the run either way).",
@@ -213,7 +228,7 @@ def bench(
     metrics = _latency_metrics(metric_text)
     options = Options(
         workloads=parse_list(workload_names),
-        size=cli_size(size, "--size") if size else None,
+        size=cli_size(size, "--size") if size is not None else None,  # '' is refused
         compressibility=compressibility,
         runtime_s=runtime,
         min_window_s=min_window,

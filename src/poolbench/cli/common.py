@@ -53,6 +53,17 @@ def cli_size(text: str, flag: str) -> int:
 MAX_ID = 2**63 - 1
 
 
+class WholeNumber(click.IntRange):
+    """click.IntRange on ASCII digits only: Python's int() reads '١٢' as 12, and a number
+    typed in another script must not silently become a setting."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.isascii():
+            shown = value if len(value) <= 40 else value[:37] + "..."
+            self.fail(f"{shown!r} is not a whole number in ASCII digits (0-9).", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class FiniteFloat(click.ParamType):
     """A finite float within [low, high] (click.FloatRange lets nan through: nan < x is False,
     and nan or inf would end up as invalid JSON or a meaningless figure)."""
@@ -65,6 +76,9 @@ class FiniteFloat(click.ParamType):
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
+        if isinstance(value, str) and not value.isascii():  # float('١٢') is 12.0
+            shown = value if len(value) <= 40 else value[:37] + "..."
+            self.fail(f"{shown!r} is not a number in ASCII digits (0-9).", param, ctx)
         try:
             number = float(value)
         except (TypeError, ValueError, OverflowError):

@@ -14,6 +14,7 @@ from rich.table import Table
 from poolbench import is_digits
 from poolbench.cli.common import (
     MAX_ID,
+    WholeNumber,
     check_disk_count,
     cli_size,
     db_option,
@@ -69,14 +70,14 @@ def _override_disks(study: Study, disks: str | None) -> Study:
 @click.option("--disks", default=None, help="Override the study's disks: 5x512M or /dev/sdb,...")
 @click.option(
     "--resume",
-    type=click.IntRange(1, MAX_ID),
+    type=WholeNumber(1, MAX_ID),
     default=None,
     metavar="RUN",
     help="Finish an interrupted run: only the missing measurements are made.",
 )
 @click.option(
     "--seed",
-    type=click.IntRange(0, MAX_ID),
+    type=WholeNumber(0, MAX_ID),
     default=None,
     help="Trial order seed (default: the study's, else random; recorded either way).",
 )

@@ -10,7 +10,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from poolbench.cli.common import MAX_ID, MIN_WINDOW_ENV, FiniteFloat, db_option, open_store
+from poolbench.cli.common import (
+    MAX_ID,
+    MIN_WINDOW_ENV,
+    FiniteFloat,
+    WholeNumber,
+    db_option,
+    open_store,
+)
 from poolbench.cli.study_exec import execute_study
 from poolbench.errors import TrialsFailed
 from poolbench.study import consistency
@@ -68,9 +75,9 @@ def _list(console: Console) -> None:
 
 # Study options that are one number: typed here, so `--replicates abc` is a usage error.
 _INT_OPTIONS = {
-    "replicates": click.IntRange(2, 100),
-    "max_replicates": click.IntRange(2, 1000),
-    "runtime": click.IntRange(1, 3600),
+    "replicates": WholeNumber(2, 100),
+    "max_replicates": WholeNumber(2, 1000),
+    "runtime": WholeNumber(1, 3600),
     "min_window": FiniteFloat(0, 3600),
 }
 
@@ -93,7 +100,7 @@ def _study_options(f: Any) -> Any:
 @click.option("--print-toml", is_flag=True, help="Print the study file and exit.")
 @click.option(
     "--seed",
-    type=click.IntRange(0, MAX_ID),
+    type=WholeNumber(0, MAX_ID),
     default=None,
     help="Trial order seed (recorded either way).",
 )
@@ -140,10 +147,11 @@ def study(
     options = {k: str(v) for k, v in opts.items() if v is not None}
     ctx = _context(name, disks, options)
     text = registry.study_text(name, ctx)
+    # Validated before it is printed: --print-toml never hands out a file `run` refuses.
+    study_obj = parse(text, f"study {name}")
     if print_toml:
         click.echo(text, nl=False)
         return
-    study_obj = parse(text, f"study {name}")
     b = registry.get(name)
     consistency.check_tarball(study_obj)  # refused at --dry-run already
     console.print(Text(f"study {name}: {b.question}", style="bold"))

@@ -83,7 +83,7 @@ def parse_disks(text: str | None, default: tuple[int, str]) -> tuple[int, str, t
     one `--disks` grammar (units.parse_disks: limits, strict sizes); None keeps the study's
     default disks. Returns (count, size, devices)."""
     count, size = default
-    if not text:
+    if text is None:  # '' is not "the default": units.parse_disks refuses it as empty
         return count, size, ()
     disks = units.parse_disks(text)
     if disks.devices:
