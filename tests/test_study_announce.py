@@ -66,8 +66,8 @@ def test_geometry_on_zfs_fuse_says_it_plans_no_draid() -> None:
 def test_geometry_over_an_odd_count_names_the_disk_the_mirrors_leave_out() -> None:
     said = _said("geometry", Context(5, "1G", dialect="openzfs"))
     assert (
-        "mirror:2+mirror:2 leaves disk 5 out (2-way mirror pairs over 5 disks); raidz uses all 5."
-        in said
+        "mirror:2+mirror:2 leaves disk 5 out (2-way mirror pairs over 5 disks); the other "
+        "layouts use every disk." in said
     )
 
 
@@ -180,3 +180,62 @@ def test_dry_run_plan_shows_working_set_workloads_and_replicates_for_ten_percent
     assert f"workloads (2, each trial): seq-write, rand-read-4k; {timed}" in out
     want = estimate.replicates_for(ReplicatePolicy(0.05, 3, 6), estimate.ASSUMED_CV, 0.10, 1)
     assert f"{want} replicates per configuration would detect 10%" in out
+
+
+def test_defaults_left_out_on_few_disks_are_said_unless_layouts_are_given() -> None:
+    ctx = Context(4, "1G")
+    layouts = registry.build("capacity", ctx)["factors"]["layout"]
+    assert "raidz3" not in layouts and "raidz2" in layouts
+    assert ctx.said == ["no raidz3 layout: raidz3 needs at least 5 disks; --disks gives 4."]
+    ctx = Context(4, "1G")  # 3 in the pool, one spare: raidz2 needs 4 besides it
+    assert registry.build("resilver", ctx)["factors"]["layout"] == ["mirror:2", "raidz1:3"]
+    assert ctx.said == [
+        "no raidz2 layout: it needs 4 disks besides the spare; --disks gives 4 in all."
+    ]
+    ctx = Context(4, "1G", options={"layouts": "raidz1:3"})
+    registry.build("resilver", ctx)
+    assert ctx.said == []  # the user chose the layouts: nothing was left out of them
+    ctx = Context(3, "1G")
+    assert registry.build("ashift", ctx)["factors"]["layout"] == ["raidz1", "mirror:2"]
+    assert ctx.said == ["mirror:2 uses 2 of the 3 disks (raidz1 uses all 3)."]
+
+
+def test_mirror_leaving_one_disk_says_one() -> None:
+    said = _said("mirror", Context(4, "1G"))
+    assert said[0].endswith("--levels sets the mirror widths; the other one stays unused.")
+
+
+def test_example_files_carry_the_notes_of_their_default_disks() -> None:
+    # expand's default 4 disks hold a raidz1 of 3 and the disk to attach: no raidz2
+    from pathlib import Path as P
+
+    text = (P(__file__).resolve().parents[1] / "examples" / "expand.toml").read_text()
+    assert text == registry.example_text("expand")
+    assert "# note: no raidz2 layout: it needs 4 disks besides the one attached" in text
+
+
+# -- refusals say what is wrong with what was given -------------------------------------------
+@pytest.mark.parametrize(
+    ("ctx", "said"),
+    [
+        (Context(2, "1G"), "2 disks make none of them (raidz1 needs 3)"),
+        (Context(6, "1G", devices=("/dev/sda",)), "1 disk makes none of them (raidz1 needs 3)"),
+    ],
+)
+def test_parity_on_too_few_disks_says_so_not_widths(ctx: Context, said: str) -> None:
+    with pytest.raises(UsageError) as exc:
+        registry.build("parity", ctx)
+    assert exc.value.problem == (
+        f"The parity study compares raidz1, raidz2 and raidz3 over all the disks; {said}."
+    )
+    assert "widths" not in exc.value.problem  # none were given
+
+
+def test_width_study_names_the_widths_and_parities_that_fit_nothing() -> None:
+    ctx = Context(3, "1G", options={"widths": "2", "levels": "1"})
+    with pytest.raises(UsageError) as exc:
+        registry.build("width", ctx)
+    assert exc.value.problem == (
+        "No raidz width of parity 1 fits 3 disks at --widths 2: raidz1 needs at least 3 "
+        "disks, raidz2 4, raidz3 5."
+    )

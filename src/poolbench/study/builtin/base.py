@@ -108,12 +108,13 @@ def working_set(ctx: Context, fraction: float, cap: str = "1G", floor: str = "8M
 def uses_disks(ctx: Context, used: int, why: str) -> None:
     """Announce that the study builds its pools on `used` of the disks given, and why."""
     if used < ctx.n:
-        which = f"disk{'s' if used != 1 else ''} 1-{used}" if used > 1 else "disk 1"
+        which = f"disks 1-{used}" if used > 1 else "disk 1"
         if ctx.devices:
             which = ", ".join(ctx.devices[:used])
+        rest = ctx.n - used
         ctx.announce(
-            f"uses {used} of the {ctx.n} disks given ({which}): {why}; "
-            f"the other {ctx.n - used} stay unused."
+            f"uses {used} of the {ctx.n} disks given ({which}): {why}; the other "
+            + (f"{rest} stay unused." if rest > 1 else "one stays unused.")
         )
 
 
@@ -133,6 +134,24 @@ def need(ctx: Context, n: int, what: str) -> None:
             f"The {what} needs at least {n} disks; --disks gives {ctx.n}.",
             f"Give more disks, e.g. --disks {n}x1G.",
         )
+
+
+def default_left_out(ctx: Context, line: str) -> None:
+    """Announce what the study's default layouts leave out on these disks (nothing to say
+    when --layouts replaced them)."""
+    if "layouts" not in ctx.options:
+        ctx.announce(line)
+
+
+def default_pairs(ctx: Context) -> str:
+    """mirror_pairs over every disk, announcing the odd one out of the default layouts."""
+    if ctx.n % 2:
+        default_left_out(
+            ctx,
+            f"{mirror_pairs(ctx.n)} leaves disk {ctx.n} out (2-way mirror pairs over {ctx.n} "
+            "disks); the other layouts use every disk.",
+        )
+    return mirror_pairs(ctx.n)
 
 
 def mirror_pairs(n: int) -> str:

@@ -17,6 +17,7 @@ from poolbench.errors import PoolbenchError, Unsupported
 from poolbench.study.builtin.base import (
     Builtin,
     StudyDict,
+    default_pairs,
     mirror_pairs,
     need,
     study_file,
@@ -78,11 +79,8 @@ def announce_defaults(ctx: Context) -> None:
         )
     if fuse and "targets" not in ctx.options:
         ctx.announce("datasets only, no zvol target: zfs-fuse has no zvols.")
-    if "layouts" not in ctx.options and ctx.n % 2:
-        ctx.announce(
-            f"{mirror_pairs(ctx.n)} leaves disk {ctx.n} out (2-way mirror pairs over "
-            f"{ctx.n} disks); raidz uses all {ctx.n}."
-        )
+    if ctx.n >= 4 and "layouts" not in ctx.options:
+        default_pairs(ctx)
 
 
 def random_workloads(ctx: Context) -> tuple[list[int], list[str]]:
