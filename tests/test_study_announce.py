@@ -58,9 +58,13 @@ def test_geometry_on_zfs_fuse_says_it_plans_no_draid() -> None:
     assert fuse.said[0].startswith("no dRAID layout: ")
     assert "OpenZFS 2.1 added it" in fuse.said[0]
     assert "datasets only, no zvol target: zfs-fuse has no zvols." in fuse.said
+    assert "vs dRAID" not in registry.build("geometry", fuse)["description"]
     openzfs = Context(6, "1G", dialect="openzfs")
     assert "draid1:1s" in registry.build("geometry", openzfs)["factors"]["layout"]
     assert openzfs.said == []  # nothing left out, nothing to say
+    assert (
+        "raidz1/raidz2 vs dRAID: random reads" in registry.build("geometry", openzfs)["description"]
+    )
 
 
 def test_geometry_over_an_odd_count_names_the_disk_the_mirrors_leave_out() -> None:

@@ -105,9 +105,11 @@ def build(ctx: Context) -> StudyDict:
     return study_file(
         ctx,
         "geometry",
-        "the same disks as striped mirrors vs raidz1/raidz2 vs dRAID: random reads, writes "
-        "and a 70/30 mix on a dataset whose recordsize is the largest I/O size"
-        + (" and on a zvol of that volblocksize" if "zvol" in targets else ""),
+        "the same disks as striped mirrors vs raidz1/raidz2"
+        # the description says what is compared: no "vs dRAID" where none is planned
+        + (" vs dRAID" if any(str(x).startswith("draid") for x in layouts) else "")
+        + ": random reads, writes and a 70/30 mix on a dataset whose recordsize is the "
+        "largest I/O size" + (" and on a zvol of that volblocksize" if "zvol" in targets else ""),
         {
             "backend": ["zfs"],
             "layout": layouts,
