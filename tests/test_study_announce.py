@@ -131,6 +131,18 @@ def test_zfs_study_file_on_small_disks_is_refused_but_64_mib_is_not() -> None:
     assert parse(other + 'size = "32M"\n', "s.toml").disks.size == "32M"
 
 
+def test_run_disks_override_is_checked_like_the_file(tmp_path: Path) -> None:
+    study = tmp_path / "s.toml"
+    study.write_text('name = "s"\n[factors]\nlayout = ["raidz1"]\n[workloads]\nsize = "8M"\n')
+    p = poolbench("run", str(study), "--dry-run", "--disks", "6x10M", "--db", str(tmp_path / "r"))
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert "with --disks 6x10M: the disk size 10M (10,485,760 bytes) is under" in " ".join(
+        p.stderr.split()
+    )
+    p = poolbench("run", str(study), "--dry-run", "--disks", "", "--db", str(tmp_path / "r"))
+    assert p.returncode != 0 and "--disks '' is neither COUNTxSIZE" in p.stderr
+
+
 def test_study_prints_its_notes_before_the_plan() -> None:
     # The notes come before the dry run asks any backend, so this holds on every machine.
     p = poolbench("study", "mirror", "--disks", "6x1G", "--dry-run")

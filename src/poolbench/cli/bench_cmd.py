@@ -14,6 +14,7 @@ from poolbench.cli.common import (
     MIN_WINDOW_ENV,
     FiniteFloat,
     WholeNumber,
+    a_path,
     cli_size,
     db_option,
     open_store,
@@ -59,22 +60,8 @@ def _check_args(
         )
 
 
-def _a_path(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
-    """PATH as typed: an empty one is refused (Path('') is the current directory, which
-    would be measured instead), and so is one the system cannot open (a NUL byte)."""
-    if value is None:
-        return None
-    if not value.strip() or "\x00" in value:
-        raise click.BadParameter(
-            f"{value[:40]!r} is not a directory path; give the mountpoint to measure, e.g. /tank.",
-            ctx,
-            param,
-        )
-    return Path(value)
-
-
 @click.command()
-@click.argument("path", required=False, callback=_a_path)
+@click.argument("path", required=False, callback=a_path)
 @click.option(
     "--scratch",
     "scratch_size",

@@ -53,6 +53,20 @@ def cli_size(text: str, flag: str) -> int:
 MAX_ID = 2**63 - 1
 
 
+def a_path(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """A directory path as typed (a click callback): an empty one is refused, since Path('')
+    is the current directory, which would be used instead; so is one with a NUL byte."""
+    if value is None:
+        return None
+    if not value or "\x00" in value:
+        raise click.BadParameter(
+            f"{value[:40]!r} is not a directory path; give one, e.g. /tank or /var/tmp/pb.",
+            ctx,
+            param,
+        )
+    return Path(value)
+
+
 class WholeNumber(click.IntRange):
     """click.IntRange on ASCII digits only: Python's int() reads '١٢' as 12, and a number
     typed in another script must not silently become a setting."""

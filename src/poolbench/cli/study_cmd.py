@@ -15,6 +15,7 @@ from poolbench.cli.common import (
     MIN_WINDOW_ENV,
     FiniteFloat,
     WholeNumber,
+    a_path,
     db_option,
     open_store,
 )
@@ -106,7 +107,7 @@ def _study_options(f: Any) -> Any:
 )
 @click.option(
     "--scratch-dir",
-    type=click.Path(path_type=Path),
+    callback=a_path,
     default=None,
     help="Where sparse-file disks and mountpoints go (default /var/tmp/poolbench).",
 )

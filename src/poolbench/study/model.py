@@ -372,6 +372,13 @@ def parse(text: str, origin: str = "<study>") -> Study:
         raise UsageError(
             f"{origin}: a size is too large to use.", 'Write sizes like "512M" or "4G".'
         ) from None
+    check_consistency(study, origin, text)
+    return study
+
+
+def check_consistency(study: Study, origin: str, text: str = "") -> None:
+    """Every consistency problem at once, each at its line of `text` when given; also for a
+    study changed after parsing (`run --disks`), which model_copy does not check again."""
     found = consistency.problems(study)
     if found:
         raise UsageError(
@@ -379,4 +386,3 @@ def parse(text: str, origin: str = "<study>") -> Study:
             + "\n  ".join(located(text, origin, loc, exc.problem) for loc, exc in found),
             " ".join(dict.fromkeys(exc.fix for _, exc in found)),
         )
-    return study
