@@ -184,3 +184,15 @@ def test_run_ids_refuse_bad_values(
     env: Path, capsys: pytest.CaptureFixture[str], argv: list[str], value: str
 ) -> None:
     _clean([a.replace("{}", value) for a in argv], capsys, env, bad=True)
+
+
+PATH_ENTRIES = [["import", "{}"], ["hosts", "check", "{}"], ["disks", "{}"], ["runs", "--db", "{}"],
+                ["report", "latest", "--db", "{}"], ["export", "latest", "--db", "{}"]]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", BAD_PATHS, ids=lambda v: repr(v[:6]))
+@pytest.mark.parametrize("argv", PATH_ENTRIES, ids=" ".join)
+def test_paths_and_device_ids_refuse_what_no_system_can_open(
+    env: Path, capsys: pytest.CaptureFixture[str], argv: list[str], value: str
+) -> None:
+    _clean([a.replace("{}", value) for a in argv], capsys, env, bad=True)
