@@ -80,7 +80,8 @@ def _zfs_device_size(study: Study) -> None:
             f"{what} {size} ({parse_size(size):,} bytes) is under ZFS's minimum "
             f"device size of 64 MiB ({SPA_MINDEVSIZE:,} bytes, SPA_MINDEVSIZE): zpool create "
             "would refuse every pool of this study.",
-            "Use disks of at least 64M (e.g. --disks 6x256M), or a backend other than zfs.",
+            "Use disks (and slices) of at least 64M (e.g. --disks 6x256M), or a backend other "
+            "than zfs.",
         )
 
 
