@@ -152,6 +152,10 @@ def test_each_layout_takes_two_lines_at_80_columns() -> None:
 
 def test_errors_name_what_is_wrong() -> None:
     res = _run("--layout", "raidz2:6x4,5T")
-    assert "'4' (4 bytes; a number without a unit is bytes" in str(res.exception)
+    # the offending entry, what it means, the likely intent and the grammar
+    said = str(res.exception)
+    assert "layout part 'raidz2:6x4,5T': the entry '6x4' gives a disk of 4 bytes" in said
+    assert "(a size without a unit is bytes). Did you mean 4.5T?" in said
+    assert "Write disks as COUNTxSIZE or SIZE with a unit" in said
     res = _run("--layout", "raid2:6x4TB")
     assert "Did you mean 'raidz2'?" in str(res.exception)

@@ -166,11 +166,27 @@ def test_any_text_is_a_size_or_a_usage_error(text: str) -> None:
         assert 1 <= n <= MAX_BYTES and text.isascii()
 
 
-@given(st.lists(st.integers(min_value=1, max_value=1 << 45), min_size=1, max_size=20))
+# A disk is at least 1 MiB: a bare number under that is refused (the next test).
+@given(st.lists(st.integers(min_value=MiB, max_value=1 << 45), min_size=1, max_size=20))
 def test_disk_lists_round_trip(sizes: list[int]) -> None:
     text = format_sizes(sizes)
     assert parse_sizes(text) == tuple(sizes)
     assert parse_disks(text) == DiskList(sizes=tuple(sizes))
+
+
+@given(st.integers(min_value=1, max_value=MiB - 1), st.integers(1, 99), st.sampled_from("KMGT"))
+def test_a_bare_number_under_a_mib_is_refused_naming_the_entry(
+    n: int, frac: int, unit: str
+) -> None:
+    # `6x4,5T` is 4.5T written with a decimal comma: ',' made it a 4-byte disk and a 5T one
+    text = f"6x{n},{frac}{unit}"
+    with pytest.raises(UsageError) as exc:
+        parse_disks(text)
+    assert f"the entry '6x{n}' gives a disk of {n} byte" in exc.value.problem
+    assert f"Did you mean {n}.{frac}{unit}?" in exc.value.problem
+    with pytest.raises(UsageError, match=f"the entry '{n}' gives a disk of {n} byte"):
+        parse_sizes(f"{n}")
+    assert parse_sizes(f"{MiB}") == (MiB,)  # bare bytes from 1 MiB on are a disk
 
 
 # -- --disks ---------------------------------------------------------------------------------

@@ -167,7 +167,8 @@ def parse_count(text: str, *, what: str, least: int = 1, most: int = MAX_DISKS) 
 def parse_sizes(text: str, *, what: str = "--disks", limit: int = MAX_DISKS) -> tuple[int, ...]:
     """``3x1G,2x1536M,4T`` → one size per disk, in order; at most `limit` disks in all."""
     sizes: list[int] = []
-    for item in text.split(","):
+    items = text.split(",")
+    for i, item in enumerate(items):
         if not item.strip():
             raise UsageError(
                 f"{what} '{shown(text)}' has an empty entry.",
@@ -179,6 +180,7 @@ def parse_sizes(text: str, *, what: str = "--disks", limit: int = MAX_DISKS) -> 
             size = parse_size(m.group(2), what=f"disk size in {what}")
         else:
             count, size = 1, parse_size(item, what=f"disk size in {what}")
+        _refuse_bare_bytes(item, items[i + 1 : i + 2], size, text, what)
         if len(sizes) + count > limit:
             raise UsageError(
                 f"{what} '{shown(text)}' names more than {limit} disks.",
@@ -186,6 +188,24 @@ def parse_sizes(text: str, *, what: str = "--disks", limit: int = MAX_DISKS) -> 
             )
         sizes.extend([size] * count)
     return tuple(sizes)
+
+
+def _refuse_bare_bytes(item: str, after: list[str], size: int, text: str, what: str) -> None:
+    """A disk written as a bare number under 1 MiB (`6x4`) is no disk anyone has: most
+    often a decimal comma (`6x4,5T` for 4.5T), which ',' splits into two entries."""
+    bare = (m.group(2) if (m := _COUNT_RE.fullmatch(item)) else item).strip()
+    if not is_digits(bare) or size >= MiB:
+        return
+    nxt = after[0].strip() if after else ""
+    guess = re.fullmatch(r"([0-9]+)([A-Za-z]+)", nxt, re.ASCII)
+    hint = f" Did you mean {bare}.{guess.group(1)}{guess.group(2)}?" if guess else ""
+    where = what if text in what else f"{what} '{shown(text)}'"
+    raise UsageError(
+        f"{where}: the entry '{shown(item.strip())}' gives a disk of {size} "
+        f"byte{'s' if size != 1 else ''} (a size without a unit is bytes).{hint}",
+        "Write disks as COUNTxSIZE or SIZE with a unit, joined by commas: e.g. 6x4.5T or "
+        "2x4TB,3x2T (a decimal point is '.', a comma separates disks).",
+    )
 
 
 @dataclass(frozen=True)

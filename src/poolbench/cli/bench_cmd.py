@@ -14,6 +14,8 @@ from poolbench.cli.common import (
     MIN_WINDOW_ENV,
     REPLICATES,
     FiniteFloat,
+    WholeNumber,
+    a_path,
     check_replicates,
     cli_size,
     db_option,
@@ -59,7 +61,7 @@ def _check_args(
 
 
 @click.command()
-@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.argument("path", required=False, callback=a_path)
 @click.option(
     "--scratch",
     "scratch_size",
@@ -79,13 +81,13 @@ def _check_args(
 @click.option(
     "--compressibility",
     default=0,
-    type=click.IntRange(0, 99),
+    type=WholeNumber(0, 99),
     show_default=True,
     help="Declared data compressibility in percent. 0 = incompressible. Never zeros.",
 )
 @click.option(
     "--runtime",
-    type=click.IntRange(1, 86400),
+    type=WholeNumber(1, 86400),
     default=30,
     show_default=True,
     help="Seconds per time-based (random) run.",
@@ -104,7 +106,7 @@ def _check_args(
 )
 @click.option(
     "--iodepth",
-    type=click.IntRange(1, 1024),
+    type=WholeNumber(1, 1024),
     default=1,
     show_default=True,
     help="Queue depth for random workloads (>1 uses libaio with O_DIRECT).",
@@ -112,14 +114,14 @@ def _check_args(
 @click.option(
     "--jobs",
     "numjobs",
-    type=click.IntRange(1, 256),
+    type=WholeNumber(1, 256),
     default=1,
     show_default=True,
     help="fio jobs for random workloads.",
 )
 @click.option(
     "--metadata-files",
-    type=click.IntRange(10, 10_000_000),
+    type=WholeNumber(10, 10_000_000),
     default=20000,
     show_default=True,
     help="Files per metadata test.",
@@ -149,7 +151,7 @@ def _check_args(
 )
 @click.option(
     "--seed",
-    type=click.IntRange(0, 2**31 - 1),
+    type=WholeNumber(0, 2**31 - 1),
     default=None,
     help="Seed of the workload order per round and of fio's random offsets: the same seed "
     "replays them (default: random; recorded in the run either way).",
@@ -220,7 +222,7 @@ def bench(
     metrics = _latency_metrics(metric_text)
     options = Options(
         workloads=parse_list(workload_names),
-        size=cli_size(size, "--size") if size else None,
+        size=cli_size(size, "--size") if size is not None else None,  # '' is refused
         compressibility=compressibility,
         runtime_s=runtime,
         min_window_s=min_window,
@@ -231,6 +233,12 @@ def bench(
         seed=seed,
     )
     _measure(path, scratch_size, options, dry_run=dry_run, as_json=as_json, db=db, metrics=metrics)
+
+
+def _job_text(name: str, text: str) -> str:
+    """A fio job file as the dry run shows it: named, indented under its command."""
+    body = "\n".join(f"    {line}" for line in text.rstrip("\n").splitlines())
+    return f"  job {name}:\n{body}"
 
 
 def _measure(
@@ -251,7 +259,12 @@ def _measure(
     scratch_bytes = cli_size(scratch_size, "--scratch") if scratch_size is not None else None
     bench_run = BenchRun(runner, store, path, options, scratch_bytes, scratch_size)
     if dry_run:
-        bench_run.dry_run()
+        # Each job file right under the command that would run it (the help promises both).
+        bench_run.dry_run(
+            lambda name, text: err.print(
+                _job_text(name, text), markup=False, highlight=False, soft_wrap=True
+            )
+        )
         err.print("dry run: nothing was changed.")
         return
 

@@ -57,10 +57,6 @@ def cli_size(text: str, flag: str) -> int:
 REPLICATE_ALIASES = {"--min-runs": "--replicates", "--max-runs": "--max-replicates"}
 
 
-# 1 is accepted by the type so that check_replicates can say why 2 are needed.
-REPLICATES = click.IntRange(1, 1000)
-
-
 def check_replicates(least: int, most: int) -> None:
     if not 2 <= least <= most:
         raise CommandLineError(
@@ -91,6 +87,36 @@ def pick(new: tuple[str, Any], old: tuple[str, Any], default: Any = None) -> Any
 MAX_ID = 2**63 - 1
 
 
+def a_path(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """A directory path as typed (a click callback): an empty one is refused, since Path('')
+    is the current directory, which would be used instead; so is one with a NUL byte."""
+    if value is None:
+        return None
+    if not value or "\x00" in value:
+        raise click.BadParameter(
+            f"{value[:40]!r} is not a directory path; give one, e.g. /tank or /var/tmp/pb.",
+            ctx,
+            param,
+        )
+    return Path(value)
+
+
+class WholeNumber(click.IntRange):
+    """click.IntRange on ASCII digits only: Python's int() reads '١٢' as 12, and a number
+    typed in another script must not silently become a setting."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.isascii():
+            shown = value if len(value) <= 40 else value[:37] + "..."
+            self.fail(f"{shown!r} is not a whole number in ASCII digits (0-9).", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+# --replicates/--max-replicates, ASCII digits only. 1 is accepted by the type so that
+# check_replicates can say why 2 are needed.
+REPLICATES = WholeNumber(1, 1000)
+
+
 class FiniteFloat(click.ParamType):
     """A finite float within [low, high] (click.FloatRange lets nan through: nan < x is False,
     and nan or inf would end up as invalid JSON or a meaningless figure)."""
@@ -103,6 +129,9 @@ class FiniteFloat(click.ParamType):
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
+        if isinstance(value, str) and not value.isascii():  # float('١٢') is 12.0
+            shown = value if len(value) <= 40 else value[:37] + "..."
+            self.fail(f"{shown!r} is not a number in ASCII digits (0-9).", param, ctx)
         try:
             number = float(value)
         except (TypeError, ValueError, OverflowError):

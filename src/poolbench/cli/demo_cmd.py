@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from poolbench.cli.common import db_option, min_window_option, override_min_window
+from poolbench.cli.common import a_path, db_option, min_window_option, override_min_window
 from poolbench.cli.study_exec import execute_study
 from poolbench.engine.zfs_daemon import zfs_available
 from poolbench.study.model import parse
@@ -77,7 +77,7 @@ def demo_text(zfs: bool, capped: bool) -> str:
 
 @click.command()
 @click.option("--dry-run", is_flag=True, help="Print the plan and every command; change nothing.")
-@click.option("--scratch-dir", type=click.Path(path_type=Path), default=None)
+@click.option("--scratch-dir", callback=a_path, default=None)
 @min_window_option
 @db_option
 def demo(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from poolbench.cli.common import MAX_ID, db_option, open_store
+from poolbench.cli.common import MAX_ID, WholeNumber, db_option, open_store
 from poolbench.errors import PoolbenchError
 from poolbench.store.db import Store, default_path
 from poolbench.store.merge import check_source, import_store
@@ -36,7 +36,7 @@ def _remove_created(target: Path, new_dirs: list[Path]) -> None:
     "--run",
     "runs",
     multiple=True,
-    type=click.IntRange(1, MAX_ID),
+    type=WholeNumber(1, MAX_ID),
     metavar="ID",
     help="Import only run ID of OTHER.",
 )

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from poolbench import is_digits
-from poolbench.cli.common import FiniteFloat, db_option, open_store
+from poolbench.cli.common import FiniteFloat, WholeNumber, db_option, open_store
 from poolbench.errors import CommandLineError, UsageError
 from poolbench.planner.capacity import plan_pool
 from poolbench.planner.expansion import plan_expansion
@@ -75,7 +75,7 @@ from poolbench.units import parse_disks
 )
 @click.option(
     "--min-failures",
-    type=click.IntRange(0, 64),
+    type=WholeNumber(0, 64),
     default=0,
     show_default=True,
     help="Search: only layouts that survive at least N disk failures.",
@@ -132,14 +132,14 @@ from poolbench.units import parse_disks
 )
 @click.option(
     "--top",
-    type=click.IntRange(1, 100000),
+    type=WholeNumber(1, 100000),
     default=20,
     show_default=True,
     help="Search: how many layouts to show in the table.",
 )
 @click.option(
     "--expand-to",
-    type=click.IntRange(2, 255),
+    type=WholeNumber(2, 255),
     default=None,
     metavar="WIDTH",
     help="With --layout: the pool after RAIDZ expansion (OpenZFS >= 2.3, `zpool attach` to "

@@ -14,6 +14,8 @@ from rich.table import Table
 from poolbench import is_digits
 from poolbench.cli.common import (
     MAX_ID,
+    WholeNumber,
+    a_path,
     check_disk_count,
     cli_size,
     db_option,
@@ -29,14 +31,14 @@ from poolbench.errors import CommandLineError, PoolbenchError
 from poolbench.report import predicted
 from poolbench.store import queries
 from poolbench.store.timestamps import stored_time
-from poolbench.study.model import Disks, Study
+from poolbench.study.model import Disks, Study, check_consistency
 from poolbench.study.model import load as load_study
 from poolbench.system.runner import LocalRunner
 
 
 def _override_disks(study: Study, disks: str | None) -> Study:
     """--disks 5x512M (sparse files as loop devices) or --disks /dev/sdb,/dev/sdc."""
-    if not disks:
+    if disks is None:  # '' is refused below, not taken as "the study's own disks"
         return study
     if disks.startswith("/"):
         devices = [d.strip() for d in disks.split(",") if d.strip()]
@@ -61,7 +63,9 @@ def _override_disks(study: Study, disks: str | None) -> Study:
             f"--disks '{disks[:60]}' is not valid: {exc.errors()[0]['msg']}.",
             "Example: --disks 5x512M or --disks /dev/sdb,/dev/sdc.",
         ) from None
-    return study.model_copy(update={"disks": d})
+    changed = study.model_copy(update={"disks": d})
+    check_consistency(changed, f"with --disks {disks[:60]}")  # e.g. ZFS on disks under 64 MiB
+    return changed
 
 
 @click.command()
@@ -69,20 +73,20 @@ def _override_disks(study: Study, disks: str | None) -> Study:
 @click.option("--disks", default=None, help="Override the study's disks: 5x512M or /dev/sdb,...")
 @click.option(
     "--resume",
-    type=click.IntRange(1, MAX_ID),
+    type=WholeNumber(1, MAX_ID),
     default=None,
     metavar="RUN",
     help="Finish an interrupted run: only the missing measurements are made.",
 )
 @click.option(
     "--seed",
-    type=click.IntRange(0, MAX_ID),
+    type=WholeNumber(0, MAX_ID),
     default=None,
     help="Trial order seed (default: the study's, else random; recorded either way).",
 )
 @click.option(
     "--scratch-dir",
-    type=click.Path(path_type=Path),
+    callback=a_path,
     default=None,
     help="Where sparse-file disks and mountpoints go (default /var/tmp/poolbench).",
 )

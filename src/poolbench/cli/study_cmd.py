@@ -14,6 +14,8 @@ from poolbench.cli.common import (
     MAX_ID,
     MIN_WINDOW_ENV,
     FiniteFloat,
+    WholeNumber,
+    a_path,
     db_option,
     old_flag,
     open_store,
@@ -76,9 +78,9 @@ def _list(console: Console) -> None:
 
 # Study options that are one number: typed here, so `--replicates abc` is a usage error.
 _INT_OPTIONS = {
-    "replicates": click.IntRange(2, 100),
-    "max_replicates": click.IntRange(2, 1000),
-    "runtime": click.IntRange(1, 3600),
+    "replicates": WholeNumber(2, 100),
+    "max_replicates": WholeNumber(2, 1000),
+    "runtime": WholeNumber(1, 3600),
     "min_window": FiniteFloat(0, 3600),
 }
 
@@ -110,13 +112,13 @@ def _replicate_aliases(opts: dict[str, Any]) -> None:
 @click.option("--print-toml", is_flag=True, help="Print the study file and exit.")
 @click.option(
     "--seed",
-    type=click.IntRange(0, MAX_ID),
+    type=WholeNumber(0, MAX_ID),
     default=None,
     help="Trial order seed (recorded either way).",
 )
 @click.option(
     "--scratch-dir",
-    type=click.Path(path_type=Path),
+    callback=a_path,
     default=None,
     help="Where sparse-file disks and mountpoints go (default /var/tmp/poolbench).",
 )
@@ -160,14 +162,16 @@ def study(
     options = {k: str(v) for k, v in opts.items() if v is not None}
     ctx = _context(name, disks, options)
     text = registry.study_text(name, ctx)
+    # Validated before it is printed: --print-toml never hands out a file `run` refuses.
+    study_obj = parse(text, f"study {name}")
     if print_toml:
         click.echo(text, nl=False)
         return
-    study_obj = parse(text, f"study {name}")
     b = registry.get(name)
     consistency.check_tarball(study_obj)  # refused at --dry-run already
     console.print(Text(f"study {name}: {b.question}", style="bold"))
-    for line in b.pre_notes(ctx) if b.pre_notes else []:
+    # What building the study changed about the request, then the study's own notes.
+    for line in [*ctx.said, *(b.pre_notes(ctx) if b.pre_notes else [])]:
         console.print(Text(f"note: {line}", style="yellow"))
     failed: TrialsFailed | None = None
     try:

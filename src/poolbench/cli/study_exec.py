@@ -31,6 +31,7 @@ from poolbench.safety.guarded import GuardedRunner
 from poolbench.store.db import resume_command
 from poolbench.study import consistency, estimate, matrix, pilot
 from poolbench.study.model import Study
+from poolbench.system.probes import ram_bytes
 from poolbench.system.runner import LocalRunner, Runner
 
 
@@ -93,6 +94,7 @@ def _print_dry_run(
         f"(up to {study.max_replicates} while a CI is wider than ±{study.ci_target}%)"
     ]
     lines.append(study.disks.describe())
+    lines.append(estimate.working_set_text(study, ram_bytes()))
     lines += [f"  {t.index + 1:>3}. replicate {t.replicate + 1}: {t.config.key}" for t in plan]
     found = pilot.find(sr.store, set(study.workloads.names), os.uname().nodename)
     lines += [

@@ -50,11 +50,13 @@ class BenchRun:
         journals = default_paths(self.store).journals
         return stack.enter_context(scratch.mounted(self.runner, self.scratch_bytes, journals))
 
-    def dry_run(self) -> None:
-        """Every command and fio job that would run; nothing is run or stored."""
+    def dry_run(self, show_job: Callable[[str, str], None] | None = None) -> None:
+        """Every command and fio job that would run (each job's text to `show_job`);
+        nothing is run or stored."""
         with ExitStack() as stack:
             path = self._target(stack)
             session = Session(self.runner, self.store, 0, Subject.directory(path), self.options)
+            session.show_job = show_job
             if self.scratch_bytes is None:
                 session.preflight()
             else:  # the scratch filesystem does not exist: nothing to probe

@@ -13,6 +13,7 @@ import os
 import secrets
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -102,6 +103,7 @@ class Session:
         self.commands = commands if commands is not None else CommandLog(runner, store, run_id)
         self._untar = Untar(runner, options.tarball) if options.tarball else None
         self._zfs: str | None = None  # "openzfs" / "zfs-fuse": whose ARC a cold read checks
+        self.show_job: Callable[[str, str], None] | None = None  # --dry-run: (name, job text)
 
     # -- preflight -------------------------------------------------------------------------
     def preflight(self) -> JsonObject:
@@ -240,13 +242,17 @@ class Session:
                 res.add_warning(text)
 
     def _plan_only(self) -> None:
-        """--dry-run: show every fio job that would run, once per workload; run nothing."""
+        """--dry-run: each workload's fio commands, each job (replicate 1's) to `show_job`."""
         for res in self.results.values():
-            params = self._params(res.workload)
-            prep = fiojob.render_prepare(res.workload, params)
-            if prep is not None:
-                self.runner.run(["fio", "--output-format=json", f"prepare-{res.workload.name}.fio"])
-            self.runner.run(["fio", "--output-format=json+", f"{res.workload.name}.fio"])
+            w = res.workload
+            params = replace(self._params(w), randseed=self.randseed(w, 0))
+            prep = fiojob.render_prepare(w, params)
+            job = fiojob.render(w, params) if w.kind == "fio" else None
+            steps = [("json", f"prepare-{w.name}.fio", prep), ("json+", f"{w.name}.fio", job)]
+            for fmt, name, text in steps[0 if prep is not None else 1 :]:
+                self.runner.run(["fio", f"--output-format={fmt}", name])
+                if text is not None and self.show_job is not None:
+                    self.show_job(name, text)
 
     # -- one measurement --------------------------------------------------------------------
     def _params(self, w: Workload) -> fiojob.JobParams:

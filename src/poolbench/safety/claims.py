@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from poolbench.errors import PoolbenchError, Refused, UsageError
+from poolbench.errors import Refused, UsageError
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.inventory import PROTECTED, BlockDevice, Inventory, Paths, Reason, scan
 from poolbench.system.runner import Runner

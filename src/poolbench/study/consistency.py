@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from poolbench import is_digits
 from poolbench.errors import UsageError
-from poolbench.planner.capacity import predicted_usable
+from poolbench.planner.capacity import SPA_MINDEVSIZE, predicted_usable
 from poolbench.units import parse_size
 
 if TYPE_CHECKING:
@@ -22,34 +22,70 @@ if TYPE_CHECKING:
 _CAPACITY_RULES = "2.3"
 
 
-def check(study: Study, origin: str) -> None:
-    _replicates(study, origin)
-    _levels_ascii(study, origin)
-    # A slice at or above the disk size is refused by the [disks] model itself.
-    _fits(study, origin)
+Located = tuple[tuple[str, ...], UsageError]  # the key it is about, and what is wrong
 
 
-def _replicates(study: Study, origin: str) -> None:
+def problems(study: Study) -> list[Located]:
+    """Every problem of the study, each with the key it is about (for its line): a file is
+    fixed in one pass, not one error per attempt."""
+    found: list[Located] = []
+    checks = (
+        (("replicates",), _replicates),
+        (("factors",), _levels_ascii),
+        (("disks", "size"), _zfs_device_size),
+        (("workloads", "size"), _fits),
+    )
+    for loc, check_one in checks:
+        try:
+            check_one(study)
+        except UsageError as exc:
+            found.append((loc, exc))
+    return found
+
+
+def _replicates(study: Study) -> None:
     if study.replicates > study.max_replicates:
         raise UsageError(
-            f"{origin}: replicates = {study.replicates} is more than max_replicates = "
+            f"replicates = {study.replicates} is more than max_replicates = "
             f"{study.max_replicates}.",
             "Raise max_replicates to at least replicates, or lower replicates.",
         )
 
 
-def _levels_ascii(study: Study, origin: str) -> None:
+def _levels_ascii(study: Study) -> None:
     # Levels end up on zpool/zfs/mkfs command lines: '١٢' must not become `ashift=١٢`.
     for key, levels in study.factors.items():
         for level in levels:
             if isinstance(level, str) and not level.isascii():
                 raise UsageError(
-                    f"{origin}: factor '{key}' has the level {level!r}, which is not plain ASCII.",
+                    f"factor '{key}' has the level {level!r}, which is not plain ASCII.",
                     "Write levels with ASCII letters and digits (e.g. ashift = [9, 12]).",
                 )
 
 
-def _fits(study: Study, origin: str) -> None:
+def _zfs_device_size(study: Study) -> None:
+    """zpool create refuses a device under SPA_MINDEVSIZE: a ZFS study on smaller sparse
+    files (or slices) would fail at its first trial, so it is refused here, dry runs too."""
+    d = study.disks
+    if d.source == "devices" or d.count == 0:
+        return  # device sizes are known only after probing them
+    if "zfs" not in [str(b) for b in study.factors.get("backend", ["zfs"])]:
+        return
+    sliced = d.vdev_source == "slice" or "slice" in study.factors.get("vdev_source", [])
+    what, size = (
+        ("slice_size", d.slice_size) if sliced and d.slice_size else ("the disk size", d.size)
+    )
+    if parse_size(size) < SPA_MINDEVSIZE:
+        raise UsageError(
+            f"{what} {size} ({parse_size(size):,} bytes) is under ZFS's minimum "
+            f"device size of 64 MiB ({SPA_MINDEVSIZE:,} bytes, SPA_MINDEVSIZE): zpool create "
+            "would refuse every pool of this study.",
+            "Use disks (and slices) of at least 64M (e.g. --disks 6x256M), or a backend other "
+            "than zfs.",
+        )
+
+
+def _fits(study: Study) -> None:
     """The working set, after the highest fill level, must fit in every layout's usable space."""
     d = study.disks
     if d.source == "devices" or d.count == 0:
@@ -68,7 +104,7 @@ def _fits(study: Study, origin: str) -> None:
             )
         if ws + usable * fill // 100 > usable:
             raise UsageError(
-                f"{origin}: the working set {study.workloads.size}"
+                f"the working set {study.workloads.size}"
                 + (f" after filling {fill}%" if fill else "")
                 + f" does not fit in layout {layout!r} on {d.count} x {d.size} disks "
                 f"(about {usable // 2**20} MiB usable).",

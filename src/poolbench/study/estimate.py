@@ -104,6 +104,38 @@ def estimate(study: Study) -> Estimate:
     )
 
 
+COLD_FACTOR = 2  # a bench's default working set: ≥ 2× RAM (DESIGN.md section 3 rule 1)
+
+
+def working_set_text(study: Study, ram: int) -> str:
+    """The working set and the workloads, and what keeps the reads cold at that size: a
+    study's pool is far smaller than 2× RAM, so the cache drop before each cold read
+    (export/import or remount, then verified) does, not the size."""
+    wl = study.workloads
+    ws = parse_size(wl.size)
+    ratio = ws / ram
+    why = (
+        f"at least {COLD_FACTOR}× RAM, so no cache can hold it"
+        if ratio >= COLD_FACTOR
+        else f"below the {COLD_FACTOR}× RAM a bench uses by default (a study's pool is "
+        "smaller), so reads are kept cold by dropping the caches before each cold read "
+        "(export/import or remount), each drop verified"
+    )
+    timed = [w.name for w in parse_list(",".join(wl.names)) if w.time_based]
+    runtime = (
+        f"; time-based ({', '.join(timed)}) run {max(wl.runtime, wl.min_window):g} s each"
+        if timed
+        else ""
+    )
+    return (
+        f"working set: {wl.size} = {ws:,} bytes per configuration ([workloads] size), "
+        f"{f'{ratio:.2f}×' if ratio >= 0.1 else f'{ratio:.2%} of'} this machine's "
+        f"{ram / 2**30:.1f} GiB RAM: {why}.\n"
+        f"workloads ({len(wl.names)}, each trial): {', '.join(wl.names)}"
+        f"{runtime}"
+    )
+
+
 def detectable_text(study: Study, cv: float | None, pilot_run: int | None = None) -> str:
     """The smallest change between two configurations the planned replicates can detect
     (80% power, 95% confidence, Holm over the comparisons of one workload), at the
@@ -119,8 +151,41 @@ def detectable_text(study: Study, cv: float | None, pilot_run: int | None = None
         "the store; a first run of this study gives the real figure)"
     )
     found = f"a change of ≥ {d:.1%}" if math.isfinite(d) else "no change"
+    need = replicates_for(p, used, TARGET_CHANGE, family)
+    need_text = (
+        f"{need} replicates per configuration would detect {TARGET_CHANGE:.0%}"
+        if need is not None
+        else f"no count up to {MAX_SEARCHED:,} replicates detects {TARGET_CHANGE:.0%}"
+    )
     return (
         f"detectable difference: with {source}, the planned replicates can detect {found} "
         f"between two configurations (80% power, 95% confidence, {family} comparison(s) per "
-        "workload, Holm-adjusted)"
+        f"workload, Holm-adjusted); {need_text} (replicates = N in the study file, "
+        "--replicates N for a built-in study)"
     )
+
+
+TARGET_CHANGE = 0.10  # the difference the power line sizes replicates for
+MAX_SEARCHED = 100_000
+
+
+def replicates_for(policy: ReplicatePolicy, cv: float, change: float, family: int) -> int | None:
+    """The fewest replicates per configuration whose detectable change (the policy's own
+    planning rule) is at most `change`; None past MAX_SEARCHED. The rule's detectable
+    change falls as n grows, so doubling then halving the bracket finds it."""
+
+    def ok(n: int) -> bool:
+        return policy.detectable(cv, n=n, family=family) <= change
+
+    low = max(2, policy.min_runs)
+    if ok(low):
+        return low
+    high = low
+    while not ok(high):
+        if high >= MAX_SEARCHED:
+            return None
+        low, high = high, min(MAX_SEARCHED, high * 2)
+    while high - low > 1:  # invariant: not ok(low), ok(high)
+        mid = (low + high) // 2
+        low, high = (low, mid) if ok(mid) else (mid, high)
+    return high

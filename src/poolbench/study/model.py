@@ -35,9 +35,7 @@ Errors name the file, the line and the fix; unknown keys are refused (a typo suc
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -55,6 +53,11 @@ from pydantic import (
 from poolbench.errors import UsageError
 from poolbench.planner.layout import check_widths
 from poolbench.study import consistency
+from poolbench.study.problems import located, problems
+
+# MAX_STUDY_BYTES: re-exported, the limit callers name beside load()
+from poolbench.study.reading import MAX_STUDY_BYTES as MAX_STUDY_BYTES
+from poolbench.study.reading import read_text
 from poolbench.units import MiB, parse_size
 from poolbench.workloads.library import parse_list
 
@@ -181,7 +184,10 @@ class Workloads(_Strict):
     @field_validator("names")
     @classmethod
     def _names(cls, v: list[str]) -> list[str]:
-        parse_list(",".join(v))  # raises UsageError with the valid forms
+        try:
+            parse_list(",".join(v))
+        except UsageError as exc:  # as a validation error: reported with the file's others
+            raise ValueError(exc.paragraph()) from None
         return v
 
     @field_validator("size")
@@ -272,9 +278,10 @@ class Study(_Strict):
                 raise ValueError(f"factor '{key}': {bad[0]!r} is not valid ({KNOWN_FACTORS[key]})")
         if "layout" not in v:
             raise ValueError("a study needs a 'layout' factor (e.g. layout = [\"raidz1\"])")
-        if "zfs" in [str(b) for b in v.get("backend", ["zfs"])]:
+        backends = [str(b) for b in v.get("backend", ["zfs"])]
+        if "zfs" in backends:
             for level in v["layout"]:
-                _check_zfs_layout(str(level))
+                _check_zfs_layout(str(level), only_zfs=backends == ["zfs"])
         return v
 
     @model_validator(mode="after")
@@ -292,10 +299,11 @@ class Study(_Strict):
 _ZFS_TYPES = re.compile(r"\s*(stripe|mirror|raidz[0-9]*|draid[0-9]*)\b", re.ASCII)
 
 
-def _check_zfs_layout(level: str) -> None:
+def _check_zfs_layout(level: str, only_zfs: bool = False) -> None:
     """A ZFS layout level in the planner's grammar (the disk count is checked at run time,
-    where --disks may have changed it); btrfs/md/generic levels are the backends' to check."""
-    if not _ZFS_TYPES.match(level):
+    where --disks may have changed it); btrfs/md/generic levels are the backends' to check,
+    unless zfs is the only backend (then `raid2` gets the planner's did-you-mean)."""
+    if not only_zfs and not _ZFS_TYPES.match(level):
         return
     try:
         check_widths(level)
@@ -303,160 +311,10 @@ def _check_zfs_layout(level: str) -> None:
         raise ValueError(exc.paragraph()) from None
 
 
-def _line_of(text: str, loc: tuple[Any, ...]) -> int | None:
-    """Best effort: the line of the TOML key an error location points at."""
-    keys = [str(k) for k in loc if isinstance(k, str)]
-    if not keys:
-        return None
-    table, key = keys[:-1], keys[-1]
-    current: list[str] = []
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        m = re.match(r"^\[([^\]]+)\]", line)
-        if m:
-            current = [p.strip() for p in m.group(1).split(".")]
-            if current == keys:
-                return n
-            continue
-        if current == table and re.match(rf"^{re.escape(key)}\s*=", line):
-            return n
-    if table:
-        return _line_of(text, tuple(table))
-    return None
-
-
-# A study file is a page of TOML; anything far larger is not one (and /dev/zero never ends).
-MAX_STUDY_BYTES = 1024 * 1024
-
-
-def _unreadable(path: Path, why: str) -> UsageError:
-    return UsageError(
-        f"Cannot read the study file {path}: {why}.",
-        "Give the path of a study file (TOML, UTF-8); examples are in examples/.",
-    )
-
-
-def read_text(path: Path) -> str:
-    """The study file's text: a regular file of at most MAX_STUDY_BYTES, UTF-8.
-
-    The file is checked with stat before it is opened and opened with O_NONBLOCK, so a FIFO, a
-    device or a directory given by mistake is refused instead of waiting or reading forever."""
-    if "\x00" in str(path):
-        raise _unreadable(path, "the path contains a NUL byte")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise _unreadable(path, exc.strerror or str(exc)) from exc
-    st = os.fstat(fd)
-    problem = (
-        "it is a directory"
-        if stat.S_ISDIR(st.st_mode)
-        else "it is not a regular file (a FIFO, device or socket)"
-        if not stat.S_ISREG(st.st_mode)
-        else f"it is {st.st_size} bytes; a study file is at most {MAX_STUDY_BYTES}"
-        if st.st_size > MAX_STUDY_BYTES
-        else None
-    )
-    if problem is not None:
-        os.close(fd)
-        raise _unreadable(path, problem)
-    with os.fdopen(fd, "rb") as f:
-        data = f.read(MAX_STUDY_BYTES + 1)
-    if len(data) > MAX_STUDY_BYTES:
-        raise _unreadable(path, f"it is larger than {MAX_STUDY_BYTES} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _unreadable(
-            path, f"it is not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})"
-        ) from None
-
-
 def load(path: Path) -> tuple[Study, str]:
     """Read and validate a study file; returns the study and its exact text (for the record)."""
     text = read_text(path)
     return parse(text, str(path)), text
-
-
-# Error lists are cut here: a file with thousands of unknown keys gets the first few and a count,
-# and locating each shown error costs one pass over the text (linear, not keys x lines).
-MAX_SHOWN_PROBLEMS = 8
-
-# pydantic's wording -> poolbench's (what the key must hold, and how to write it in TOML).
-_TYPE_WORDS = {
-    "string_type": "text in quotes",
-    "int_type": "a whole number",
-    "int_parsing": "a whole number",
-    "int_from_float": "a whole number",
-    "float_type": "a number",
-    "float_parsing": "a number",
-    "finite_number": "a finite number",
-    "bool_type": "true or false",
-    "list_type": 'a list in brackets, e.g. ["a", "b"]',
-    "dict_type": "a table ([name] or {key = value})",
-    "model_type": "a table ([name] or {key = value})",
-}
-_PHRASES = (
-    ("Input should be greater than or equal to", "must be at least"),
-    ("Input should be less than or equal to", "must be at most"),
-    ("Input should be greater than", "must be more than"),
-    ("Input should be less than", "must be less than"),
-    ("Input should be", "must be"),
-    ("cannot convert float NaN to integer", "must be a finite size, not nan"),
-    ("cannot convert float infinity to integer", "must be a finite size, not inf"),
-    ("String should", "must"),
-    ("List should", "must"),
-)
-_UNION_TAGS = {"str", "int", "float", "bool", "list[str]", "dict[str,union[str,int]]"}
-
-
-def _where(loc: tuple[Any, ...]) -> str:
-    """factors.layout.0.str -> factors.layout[1] (TOML's words: the first item is item 1)."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part + 1}]"
-        elif part not in _UNION_TAGS:
-            out += f".{part}" if out else str(part)
-    return out or "(top level)"
-
-
-def _sentence(err: Any) -> str:
-    kind = err["type"]
-    if kind == "extra_forbidden":
-        return "unknown key (a typo?); remove it or check the spelling against examples/"
-    if kind == "missing":
-        return "is required; add it"
-    if kind in _TYPE_WORDS:
-        return f"must be {_TYPE_WORDS[kind]}"
-    msg = str(err["msg"]).removeprefix("Value error, ")
-    for theirs, ours in _PHRASES:
-        msg = msg.replace(theirs, ours)
-    return msg
-
-
-def _problems(exc: ValidationError, text: str, origin: str) -> list[str]:
-    merged: dict[str, list[str]] = {}
-    locs: dict[str, tuple[Any, ...]] = {}
-    for err in exc.errors():
-        where = _where(tuple(err["loc"]))
-        said = merged.setdefault(where, [])
-        sentence = _sentence(err)
-        if sentence not in said:
-            said.append(sentence)
-        locs.setdefault(where, tuple(x for x in err["loc"] if x not in _UNION_TAGS))
-    items = list(merged.items())
-    shown = []
-    for where, sentences in items[:MAX_SHOWN_PROBLEMS]:
-        line = _line_of(text, locs[where])
-        if len(sentences) > 1 and all(x.startswith("must be ") for x in sentences):
-            what = "must be " + " or ".join(x.removeprefix("must be ") for x in sentences)
-        else:
-            what = "; ".join(sentences)
-        shown.append(f"{origin}{f':{line}' if line else ''}: {where}: {what}.")
-    if len(items) > MAX_SHOWN_PROBLEMS:
-        shown.append(f"... and {len(items) - MAX_SHOWN_PROBLEMS} more.")
-    return shown
 
 
 def _infer_switched(data: dict[str, Any], origin: str) -> dict[str, Any]:
@@ -503,7 +361,7 @@ def parse(text: str, origin: str = "<study>") -> Study:
         study = Study.model_validate(data)
     except ValidationError as exc:
         raise UsageError(
-            "The study file is not valid:\n  " + "\n  ".join(_problems(exc, text, origin)),
+            "The study file is not valid:\n  " + "\n  ".join(problems(exc, text, origin)),
             "Fix the lines named above; examples/ has a valid study of each kind.",
         ) from None
     except UsageError as exc:  # raised by a validator (workload names, sizes)
@@ -514,5 +372,17 @@ def parse(text: str, origin: str = "<study>") -> Study:
         raise UsageError(
             f"{origin}: a size is too large to use.", 'Write sizes like "512M" or "4G".'
         ) from None
-    consistency.check(study, origin)
+    check_consistency(study, origin, text)
     return study
+
+
+def check_consistency(study: Study, origin: str, text: str = "") -> None:
+    """Every consistency problem at once, each at its line of `text` when given; also for a
+    study changed after parsing (`run --disks`), which model_copy does not check again."""
+    found = consistency.problems(study)
+    if found:
+        raise UsageError(
+            ("The study file is not valid:\n  " if len(found) > 1 else "")
+            + "\n  ".join(located(text, origin, loc, exc.problem) for loc, exc in found),
+            " ".join(dict.fromkeys(exc.fix for _, exc in found)),
+        )

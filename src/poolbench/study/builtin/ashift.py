@@ -9,7 +9,8 @@ from poolbench.study.builtin import capacity
 from poolbench.study.builtin.base import (
     Builtin,
     StudyDict,
-    mirror_pairs,
+    default_left_out,
+    default_pairs,
     need,
     study_file,
     working_set,
@@ -49,8 +50,10 @@ NOT_RECORDED = (
 def build(ctx: Context) -> StudyDict:
     need(ctx, 3, "ashift study")
     layouts = ctx.opt_list(
-        "layouts", ["raidz1"] + ([mirror_pairs(ctx.n)] if ctx.n >= 4 else ["mirror:2"])
+        "layouts", ["raidz1"] + ([default_pairs(ctx)] if ctx.n >= 4 else ["mirror:2"])
     )
+    if ctx.n < 4:
+        default_left_out(ctx, f"mirror:2 uses 2 of the {ctx.n} disks (raidz1 uses all {ctx.n}).")
     levels = ctx.opt_ints("levels", [9, 12, 13])
     return study_file(
         ctx,

@@ -88,9 +88,34 @@ def study_file(
 
 
 def working_set(ctx: Context, fraction: float, cap: str = "1G", floor: str = "8M") -> str:
-    """A working set: `fraction` of one disk, between floor and cap, whole MiB."""
-    n = min(parse_size(cap), max(parse_size(floor), int(ctx.disk_bytes * fraction)))
+    """A working set: `fraction` of one disk, between floor and cap, whole MiB. A share
+    raised to the floor or cut to the cap is announced (unless --size replaces it)."""
+    share = int(ctx.disk_bytes * fraction)
+    n = min(parse_size(cap), max(parse_size(floor), share))
+    if n != share and "size" not in ctx.options and not ctx.devices:
+        why = (
+            f"cut to the {cap} cap so a trial stays minutes long"
+            if n < share
+            else f"raised to the {floor} floor so a workload moves enough bytes to time"
+        )
+        ctx.announce(
+            f"working set {n // MiB}M: {fraction:.0%} of one {ctx.disk_size} disk would be "
+            f"{share / MiB:.1f}M, {why} (--size sets it)."
+        )
     return f"{n // MiB}M"
+
+
+def uses_disks(ctx: Context, used: int, why: str) -> None:
+    """Announce that the study builds its pools on `used` of the disks given, and why."""
+    if used < ctx.n:
+        which = f"disks 1-{used}" if used > 1 else "disk 1"
+        if ctx.devices:
+            which = ", ".join(ctx.devices[:used])
+        rest = ctx.n - used
+        ctx.announce(
+            f"uses {used} of the {ctx.n} disks given ({which}): {why}; the other "
+            + (f"{rest} stay unused." if rest > 1 else "one stays unused.")
+        )
 
 
 def refuse_on_zfs_fuse(ctx: Context, study: str, needs: str, lacks: str, since: str) -> None:
@@ -109,6 +134,24 @@ def need(ctx: Context, n: int, what: str) -> None:
             f"The {what} needs at least {n} disks; --disks gives {ctx.n}.",
             f"Give more disks, e.g. --disks {n}x1G.",
         )
+
+
+def default_left_out(ctx: Context, line: str) -> None:
+    """Announce what the study's default layouts leave out on these disks (nothing to say
+    when --layouts replaced them)."""
+    if "layouts" not in ctx.options:
+        ctx.announce(line)
+
+
+def default_pairs(ctx: Context) -> str:
+    """mirror_pairs over every disk, announcing the odd one out of the default layouts."""
+    if ctx.n % 2:
+        default_left_out(
+            ctx,
+            f"{mirror_pairs(ctx.n)} leaves disk {ctx.n} out (2-way mirror pairs over {ctx.n} "
+            "disks); the other layouts use every disk.",
+        )
+    return mirror_pairs(ctx.n)
 
 
 def mirror_pairs(n: int) -> str:

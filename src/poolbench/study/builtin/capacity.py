@@ -6,7 +6,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from poolbench.errors import PoolbenchError
-from poolbench.study.builtin.base import Builtin, MiB, StudyDict, mirror_pairs, need, study_file
+from poolbench.study.builtin.base import (
+    Builtin,
+    MiB,
+    StudyDict,
+    default_left_out,
+    default_pairs,
+    need,
+    study_file,
+)
 from poolbench.study.builtin.context import Context
 
 if TYPE_CHECKING:
@@ -16,7 +24,11 @@ if TYPE_CHECKING:
 def build(ctx: Context) -> StudyDict:
     need(ctx, 4, "capacity study")
     n = ctx.n
-    default = [f"stripe:{n}", mirror_pairs(n)] + [f"raidz{p}" for p in (1, 2, 3) if n >= p + 2]
+    default = [f"stripe:{n}", default_pairs(ctx)] + [f"raidz{p}" for p in (1, 2, 3) if n >= p + 2]
+    if n < 5:
+        default_left_out(
+            ctx, f"no raidz3 layout: raidz3 needs at least 5 disks; --disks gives {n}."
+        )
     return study_file(
         ctx,
         "capacity",

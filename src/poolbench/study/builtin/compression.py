@@ -17,6 +17,11 @@ OPENZFS_COMPRESSION = ["off", "lz4", "gzip", "zstd"]
 def build(ctx: Context) -> StudyDict:
     need(ctx, 3, "compression study")
     default = ZFS_FUSE_COMPRESSION if ctx.dialect == "zfs-fuse" else OPENZFS_COMPRESSION
+    if ctx.dialect == "zfs-fuse" and "levels" not in ctx.options:
+        ctx.announce(
+            f"compression {','.join(default)}: zfs-fuse has no lz4 or zstd (OpenZFS's "
+            f"default set is {','.join(OPENZFS_COMPRESSION)})."
+        )
     return study_file(
         ctx,
         "compression",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from poolbench.study.builtin.base import (
     Builtin,
     StudyDict,
-    mirror_pairs,
+    default_pairs,
     need,
     study_file,
     working_set,
@@ -16,7 +16,7 @@ from poolbench.study.builtin.context import Context
 def build(ctx: Context) -> StudyDict:
     need(ctx, 3, "concurrency study")
     streams = ctx.opt_ints("streams", [1, 2, 6])
-    layouts = ctx.opt_list("layouts", ["raidz1"] + ([mirror_pairs(ctx.n)] if ctx.n >= 4 else []))
+    layouts = ctx.opt_list("layouts", ["raidz1"] + ([default_pairs(ctx)] if ctx.n >= 4 else []))
     return study_file(
         ctx,
         "concurrency",

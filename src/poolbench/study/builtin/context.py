@@ -28,6 +28,13 @@ class Context:
     has_md: bool = True
     md_reason: str = ""
     options: dict[str, str] = field(default_factory=dict)  # study options, raw text
+    # What building the study changed about the request (disks left unused, a working set
+    # raised or cut, a default dropped on this ZFS): said before the plan, never silent.
+    said: list[str] = field(default_factory=list, compare=False)
+
+    def announce(self, line: str) -> None:
+        if line not in self.said:
+            self.said.append(line)
 
     @property
     def n(self) -> int:
@@ -76,7 +83,7 @@ def parse_disks(text: str | None, default: tuple[int, str]) -> tuple[int, str, t
     one `--disks` grammar (units.parse_disks: limits, strict sizes); None keeps the study's
     default disks. Returns (count, size, devices)."""
     count, size = default
-    if not text:
+    if text is None:  # '' is not "the default": units.parse_disks refuses it as empty
         return count, size, ()
     disks = units.parse_disks(text)
     if disks.devices:

@@ -20,6 +20,7 @@ from poolbench.study.builtin.base import (
     Builtin,
     MiB,
     StudyDict,
+    default_left_out,
     need,
     refuse_on_zfs_fuse,
     study_file,
@@ -46,6 +47,11 @@ def build(ctx: Context) -> StudyDict:
     need(ctx, 4, "expand study (a raidz1 of 3 and the disk to attach)")
     w = ctx.n - 1  # one disk stays out of the pool: the one attached
     default = [f"raidz1:{w}"] + ([f"raidz2:{w}"] if w >= 4 else [])
+    if w < 4:
+        default_left_out(
+            ctx,
+            f"no raidz2 layout: it needs 4 disks besides the one attached; --disks gives {ctx.n}.",
+        )
     return study_file(
         ctx,
         "expand",

@@ -18,6 +18,12 @@ def build(ctx: Context) -> StudyDict:
     usable = ctx.disk_bytes * (ctx.n - 1) * 0.9
     room = usable * (0.97 - max(levels) / 100) / 2.5
     ws = f"{max(8, min(1024, int(room) // MiB))}M"
+    if "size" not in ctx.options and not 8 <= int(room) // MiB <= 1024:
+        ctx.announce(
+            f"working set {ws}: it must fit on top of the {max(levels)}% fill level (raidz1 "
+            f"over {ctx.n} disks has about {usable / MiB:.0f}M usable), leaving "
+            f"{room / MiB:.0f}M for it, held between 8M and 1024M (--size sets it)."
+        )
     return study_file(
         ctx,
         "fill",

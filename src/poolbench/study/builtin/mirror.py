@@ -4,7 +4,14 @@ against the dataset recordsize, the iozone set."""
 from __future__ import annotations
 
 from poolbench.errors import UsageError
-from poolbench.study.builtin.base import Builtin, StudyDict, need, study_file, working_set
+from poolbench.study.builtin.base import (
+    Builtin,
+    StudyDict,
+    need,
+    study_file,
+    uses_disks,
+    working_set,
+)
 from poolbench.study.builtin.context import Context
 from poolbench.workloads.library import IOZONE_TESTS, parse_record_size
 
@@ -15,6 +22,8 @@ def build(ctx: Context) -> StudyDict:
     widths = ctx.opt_ints("levels", [1, 2, 3])
     need(ctx, max(widths), "mirror study")
     layouts = ["stripe:1" if w == 1 else f"mirror:{w}" for w in widths]
+    uses_disks(ctx, max(widths), f"the widest layout, {layouts[widths.index(max(widths))]}, needs "
+               f"{max(widths)}; --levels sets the mirror widths")  # fmt: skip
     records = ctx.opt_list("records", RECORDS)
     for r in records:
         parse_record_size(r)
@@ -23,6 +32,8 @@ def build(ctx: Context) -> StudyDict:
     if bad:
         raise UsageError(f"--tests: '{bad[0]}' is not an iozone test.", ", ".join(IOZONE_TESTS))
     rs = "128K" if ctx.dialect == "zfs-fuse" else "1M"  # zfs-fuse: recordsize at most 128K
+    if ctx.dialect == "zfs-fuse":
+        ctx.announce("dataset recordsize 128K, not 1M: zfs-fuse allows at most 128K.")
     return study_file(
         ctx,
         "mirror",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from poolbench.errors import UsageError
-from poolbench.study.builtin.base import Builtin, StudyDict, study_file, working_set
+from poolbench.study.builtin.base import Builtin, StudyDict, study_file, uses_disks, working_set
 from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.geometry import refuse_draid_on_fuse
 
@@ -47,6 +47,7 @@ def build(ctx: Context) -> StudyDict:
         widths = ctx.opt_ints("widths", [ctx.n])
         layouts = raidz_layouts(ctx.n, widths, given="widths" in ctx.options)
         count = {"count": max(widths)}
+        uses_disks(ctx, max(widths), f"the widest raidz asked for (--widths) is {max(widths)}")
     return study_file(
         ctx,
         "parity",

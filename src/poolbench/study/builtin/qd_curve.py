@@ -16,7 +16,7 @@ from poolbench.errors import UsageError
 from poolbench.study.builtin.base import (
     Builtin,
     StudyDict,
-    mirror_pairs,
+    default_pairs,
     need,
     study_file,
     working_set,
@@ -48,7 +48,7 @@ def build(ctx: Context) -> StudyDict:
     names = [f"rand-{mode}-{size}-qd{d}-j{j}" for j in jobs for d in depths]
     # The same disks as striped mirror pairs and as one raidz1 (the geometry study's pair).
     layouts = ctx.opt_list(
-        "layouts", [mirror_pairs(ctx.n)] + ([f"raidz1:{ctx.n}"] if ctx.n >= 3 else [])
+        "layouts", [default_pairs(ctx)] + ([f"raidz1:{ctx.n}"] if ctx.n >= 3 else [])
     )
     return study_file(
         ctx,

@@ -13,6 +13,11 @@ OPENZFS_RECORDSIZES = ["16K", "128K", "1M"]
 def build(ctx: Context) -> StudyDict:
     need(ctx, 3, "recordsize study")
     default = ZFS_FUSE_RECORDSIZES if ctx.dialect == "zfs-fuse" else OPENZFS_RECORDSIZES
+    if ctx.dialect == "zfs-fuse" and "levels" not in ctx.options:
+        ctx.announce(
+            f"recordsizes {','.join(default)}, not {','.join(OPENZFS_RECORDSIZES)}: zfs-fuse "
+            "allows at most 128K."
+        )
     sizes = ctx.opt_list("records", ["4k", "64k", "1m"])
     names: list[str] = []
     for r in sizes:

@@ -106,7 +106,8 @@ def cli_options() -> dict[str, str]:
 
 def study_text(name: str, ctx: Context) -> str:
     """The study file `poolbench study NAME --print-toml` prints and `poolbench run` takes."""
-    return to_toml(get(name), build(name, ctx))
+    data = build(name, ctx)
+    return to_toml(get(name), data, ctx.said)
 
 
 def example_context(name: str) -> Context:

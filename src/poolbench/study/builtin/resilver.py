@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from poolbench.study.builtin.base import Builtin, MiB, StudyDict, need, study_file, working_set
+from poolbench.study.builtin.base import (
+    Builtin,
+    MiB,
+    StudyDict,
+    default_left_out,
+    need,
+    study_file,
+    working_set,
+)
 from poolbench.study.builtin.context import Context
 
 if TYPE_CHECKING:
@@ -15,6 +23,13 @@ def build(ctx: Context) -> StudyDict:
     need(ctx, 3, "resilver study (a mirror and a spare)")
     w = ctx.n - 1  # one disk stays out of the pool: the replacement
     default = ["mirror:2"] + [f"raidz{p}:{w}" for p in (1, 2) if w >= p + 2]
+    for p in (1, 2):
+        if w < p + 2:
+            default_left_out(
+                ctx,
+                f"no raidz{p} layout: it needs {p + 2} disks besides the spare; --disks gives "
+                f"{ctx.n} in all.",
+            )
     return study_file(
         ctx,
         "resilver",

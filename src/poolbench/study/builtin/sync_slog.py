@@ -71,6 +71,10 @@ def _sync_levels(ctx: Context) -> list[str]:
             "Drop --levels to measure sync=standard here, or run the study on OpenZFS for "
             "always and disabled (the guest tier: vm/run-openzfs-tier.sh).",
         )
+    ctx.announce(
+        "no sync levels: zfs-fuse has no sync property (it behaves as sync=standard); "
+        "OpenZFS adds always and disabled."
+    )
     return []
 
 

@@ -3,12 +3,16 @@ written by tomli_w: values are quoted and escaped by the library, not by hand.""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import tomli_w
 
 from poolbench.study.builtin.base import Builtin, StudyDict
 
 
-def to_toml(builtin: Builtin, data: StudyDict) -> str:
-    """The study file: two comment lines (the question, the command), then the data."""
+def to_toml(builtin: Builtin, data: StudyDict, said: Sequence[str] = ()) -> str:
+    """The study file: two comment lines (the question, the command), a comment for each
+    change building it made to the request (Context.announce), then the data."""
     head = f"# {builtin.question}\n# Built-in study: poolbench study {builtin.name} --disks ...\n"
-    return head + tomli_w.dumps(data)
+    notes = "".join(f"# note: {line}\n" for line in said)
+    return head + notes + tomli_w.dumps(data)

@@ -36,7 +36,14 @@ def build(ctx: Context) -> StudyDict:
     widths = ctx.opt_ints("widths", []) if "widths" in ctx.options else None
     layouts = ctx.opt_list("layouts", width_layouts(ctx.n, parities, widths))
     if not layouts:
-        raise UsageError("No raidz width fits these disks.", "Give more disks.")
+        raise UsageError(
+            f"No raidz width of parity {','.join(map(str, parities))} fits {ctx.n} disks"
+            + (f" at --widths {','.join(map(str, widths))}" if widths else "")
+            + ": raidz1 needs at least 3 disks, raidz2 4, raidz3 5.",
+            "Give more disks (--disks 6x1G), or widths between parity+2 and the disk count.",
+        )
+    if "layouts" not in ctx.options:
+        announce_dropped(ctx, parities, widths, layouts)
     return study_file(
         ctx,
         "width",
@@ -45,6 +52,21 @@ def build(ctx: Context) -> StudyDict:
         {"backend": ["zfs"], "layout": layouts, "ashift": [12]},
         {"names": ["seq-write", "seq-read", "capacity"], "size": working_set(ctx, 0.2)},
     )
+
+
+def announce_dropped(
+    ctx: Context, parities: Sequence[int], widths: Sequence[int] | None, layouts: list[str]
+) -> None:
+    """Widths asked for (or a parity's defaults) that these disks cannot hold, said."""
+    dropped = [w for w in widths or [] if w > ctx.n]
+    if dropped:
+        ctx.announce(
+            f"--widths {','.join(map(str, dropped))} left out: wider than the {ctx.n} disks."
+        )
+    for p in parities:
+        if not any(x.startswith(f"raidz{p}:") for x in layouts):
+            ctx.announce(f"no raidz{p} layout: no width asked for is between {p + 2} (the "
+                         f"least raidz{p} takes) and the {ctx.n} disks given.")  # fmt: skip
 
 
 def rule_verdicts(layout: str) -> str:
