@@ -48,7 +48,7 @@ class Cell:
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)  # the run's (RunData.policy)
     # Per replicate, fio's completion latency as stored (store 0005_latency), None without.
     clats: list[dict[str, Any] | None] = field(default_factory=list)
-    _figures: dict[tuple[str, int, int], Figure] = field(
+    _figures: dict[tuple[str, int, int, int], Figure] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -68,7 +68,7 @@ class Cell:
         """The cell's figure in `metric` across replicates (has(metric) must hold)."""
         # Cached: a pooled percentile merges every run's histogram (and once per run again
         # for its interval), and a report asks for the same figure in several places.
-        key = (metric.key, len(self.values), len(self.clats))
+        key = (metric.key, len(self.values), len(self.clats), id(self.clats))
         got = self._figures.get(key)
         if got is None:
             got = self._figures[key] = metric.figure(self.policy, self.values, self.clats)
