@@ -384,3 +384,15 @@ def test_a_wildly_disturbed_block_gives_inf_bounds_not_an_overflow() -> None:
     assert set(more) == {"", "raidz1"} and all(v >= 0 for v in more.values())
     (r,) = p.compare_family(base, others).values()
     assert not r.significant and (math.isinf(r.detectable) or r.detectable > 1)
+
+
+def test_sequential_levels_for_a_large_family_are_found_or_bonferroni() -> None:
+    """A 220-configuration study compares 219 configurations with the best: α/219. The
+    calibration's bracket widens until it holds; below what 40,000 simulated paths resolve
+    (α = 1e-6) the looks share α equally (Bonferroni: a level ≤ α for any tests)."""
+    from poolbench.stats.sequential import t_levels
+
+    big = t_levels(0.05 / 219, 3, 10)
+    assert len(big) == 8 and all(0 < x < 0.05 / 219 for x in big)
+    assert t_levels(1e-6, 3, 10) == (1e-6 / 8,) * 8
+    assert math.isfinite(ReplicatePolicy(0.05, 3, 10).detectable(0.05, family=219))
