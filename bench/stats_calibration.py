@@ -13,6 +13,7 @@ Sections (each well under 5 minutes of CPU at the default sizes):
   ratios    coverage of the comparisons' intervals, clean and with disturbed runs
   outliers  false flags on clean samples and how often a disturbed run is named
   p99       coverage of the pooled p99's interval (merged fio-like histograms)
+  planning  at the change the dry run prints (p.detectable), how often the rule finds it
 Every simulated study goes through ReplicatePolicy exactly as the engine would (the same
 code as tests/test_stats_policy.py, tests/stats_sim.py, with more samples). Seeded.
 """
@@ -213,12 +214,13 @@ def p99_table(n: int) -> None:
 
     from poolbench.stats.pooled import pooled_percentile
 
-    print("pooled p99 of all I/Os: coverage of its 95% interval (Woodruff, runs as clusters)")
+    print("pooled p99 of all I/Os: coverage of its 95% interval (Woodruff ∪ log jackknife)")
     print("  log-latency N(log 200 µs + u, 0.5²) per I/O, u ~ N(0, τ²) per run")
     mu, s = math.log(200_000), 0.5
     z, w = np.polynomial.hermite_e.hermegauss(60)
     w = w / w.sum()
-    for i, (tau, runs, ios) in enumerate(itertools.product((0.1, 0.3), (3, 5, 10), (2000, 20000))):
+    cells = itertools.product((0.1, 0.3, 0.5), (3, 5, 10), (2000, 20000))
+    for i, (tau, runs, ios) in enumerate(cells):
 
         def f(lx: float, tau: float = tau) -> float:
             return float(np.sum(w * stats.norm.cdf((lx - mu - tau * z) / s))) - 0.99
@@ -235,6 +237,18 @@ def p99_table(n: int) -> None:
         print(f"  τ {tau:.1f}, {runs:2d} runs of {ios:6,d} I/Os: {hit / n:.1%}")
 
 
+def planning_table(n: int) -> None:
+    print("planning: at the change p.detectable prints, how often the family rule finds it")
+    print("  lognormal replicates, 3..10 runs, one configuration that much faster")
+    for i, (cv, configs) in enumerate(itertools.product((0.02, 0.05, 0.15), (1, 4))):
+        p = _p()
+        d = p.detectable(cv, family=configs)
+        rng = np.random.default_rng(9700 + i)
+        c = family(p, draws(rng, "lognormal", cv, (n, configs + 1, 10)), effect=d)
+        print(f"  CV {cv:.0%}, family of {configs}: printed {d:.1%}, found {c.power:.1%}, "
+              f"mean n {c.mean_n:.1f}")  # fmt: skip
+
+
 SECTIONS = {
     "boundary": (boundary, 200_000),
     "single": (single_table, 20_000),
@@ -243,7 +257,8 @@ SECTIONS = {
     "claims": (claims_table, 1_000),
     "ratios": (ratio_table, 1_000),
     "outliers": (outlier_table, 20_000),
-    "p99": (p99_table, 600),
+    "p99": (p99_table, 2_000),
+    "planning": (planning_table, 2_000),
 }
 
 

@@ -167,13 +167,50 @@ def test_undecided_comparisons_get_more_blocks_up_to_the_maximum(
     assert min(n for _u, n in seen) == 3  # asked after stage one, never before
 
 
+def _rounds(*values: float) -> dict[int, float]:
+    return dict(enumerate(values))
+
+
 def test_family_owed_asks_for_the_undecided_and_cuts_to_common_blocks() -> None:
     from poolbench.engine.replicates import policy
 
     rule = policy(3, 6, 0.05)
-    clear = {"a": [100.0, 101.0, 99.0], "b": [50.0, 50.5, 49.5]}  # decided at once
+    clear = {"a": _rounds(100.0, 101.0, 99.0), "b": _rounds(50.0, 50.5, 49.5)}  # decided
     assert study_run.family_owed(clear, rule, "MiB/s") == set()
-    close = {"a": [100.0, 103.0, 97.0], "b": [99.0, 104.0, 98.0]}
+    close = {"a": _rounds(100.0, 103.0, 97.0), "b": _rounds(99.0, 104.0, 98.0)}
     assert study_run.family_owed(close, rule, "MiB/s") == {"a", "b"}
     assert study_run.family_owed(close, rule, "GiB") == set()  # read from the pool
-    assert study_run.family_owed({"a": [1.0, 2.0], "b": [1.0]}, rule, "MiB/s") == set()
+    short = {"a": _rounds(1.0, 2.0), "b": _rounds(1.0)}
+    assert study_run.family_owed(short, rule, "MiB/s") == set()
+
+
+def test_family_owed_pairs_values_by_their_round_after_a_failed_trial(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Round 1 of "b" failed. Each round moves both configurations together (a machine
+    slowing down), so within a round "b" is exactly 10% slower than "a". Paired by round
+    the rule sees a constant ratio of 0.9; paired by position (b's round 2 beside a's
+    round 1, and so on) it would see ratios scattered by the drift."""
+    from poolbench.engine.replicates import policy
+
+    rule = policy(3, 10, 0.05)
+    level = {0: 100.0, 1: 80.0, 2: 120.0, 3: 70.0, 4: 110.0}
+    a = dict(level)
+    b = {r: 0.9 * v for r, v in level.items() if r != 1}  # round 1's trial failed
+    seen: list[tuple[list[float], dict[str, list[float]]]] = []
+    real = rule.more_family
+
+    def spy(base: list[float], others: dict[str, list[float]]) -> dict[str, int]:
+        seen.append((list(base), {k: list(v) for k, v in others.items()}))
+        return real(base, others)
+
+    monkeypatch.setattr(type(rule), "more_family", lambda self, base, others: spy(base, others))
+    assert study_run.family_owed({"a": a, "b": b}, rule, "MiB/s") == set()  # decided: 0.9
+    base, others = seen[0]
+    assert base == [100.0, 120.0, 70.0, 110.0]  # rounds 0, 2, 3, 4: round 1 left out
+    assert others["b"] == pytest.approx([90.0, 108.0, 63.0, 99.0])
+    assert [y / x for x, y in zip(base, others["b"], strict=True)] == pytest.approx([0.9] * 4)
+    # The same values paired by position (the old cut) are not a constant ratio:
+    # b's four values beside a's first four rounds.
+    by_position = [y / x for x, y in zip(list(a.values())[:4], b.values(), strict=True)]
+    assert max(by_position) / min(by_position) > 1.5

@@ -47,10 +47,18 @@ def _key(layout: str, comp: str, pct: str) -> str:
 
 
 def _clat(p99_us: float, samples: int = 30_000) -> dict[str, Any]:
+    """A run whose histogram agrees with its p99 and p99.9: 98.5% of its completions at
+    50 µs, 1% at its p99, 0.5% at 3× that (its p99.9)."""
     pct = {"50": p99_us * 250, "90": p99_us * 600, "99": p99_us * 1000, "99.9": p99_us * 3000}
+    p99_ns = round(p99_us * 1000)
+    bins = {
+        "50000": samples * 985 // 1000,
+        str(p99_ns): samples // 100,
+        str(3 * p99_ns): samples - samples * 985 // 1000 - samples // 100,
+    }
     return {"direction": "read", "samples": samples, "mean_ns": p99_us * 300,
             "min_ns": 1000.0, "max_ns": p99_us * 5000, "stddev_ns": 1.0,
-            "percentiles": pct, "bins": {"50000": samples - 1, "900000": 1}}  # fmt: skip
+            "percentiles": pct, "bins": bins}  # fmt: skip
 
 
 def _run(store: Store, slower: float = 1.0, samples: int = 30_000) -> int:
@@ -115,17 +123,24 @@ def test_tables_read_at_80_columns_with_p99_for_random_io(store: Store) -> None:
     # p99 beside the random workload's figure, not beside the streaming one's.
     rand_block, seq_block = out.split("seq-write (MiB/s)")
     assert "p99 µs" in rand_block and "p99 µs" not in seq_block
-    # The first configuration's p99: geometric mean of 180, 200, 240 µs, and its interval
-    # t(0.975, 2) · sd(log) / √3 on the log scale (wrapped under it at 80 columns).
-    logs = [math.log(v) for v in P99]
-    mean = sum(logs) / 3
-    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / 2)
-    half = 4.302652729911275 * sd / math.sqrt(3)
-    lo, hi = math.exp(mean - half), math.exp(mean + half)
+    assert _p99_header(store) == "p99 µs\nall I/Os"  # which p99 it is (wrapped at 80)
+    # The first configuration's p99 of all I/Os: its 3 runs of 30,000 completions hold
+    # 88,650 at 50 µs, then 300 each at 180, 200 and 240 µs (each run's p99), then 150 each
+    # at 3× that; the 89,100th (99%) is at 200 µs. Its interval: Woodruff's lower end falls
+    # in the 50 µs bin (the runs' fractions at or below 200 µs, 29,850, 29,850 and 29,550 of
+    # 30,000, leave q − t·se below 98.5%), and its upper end past 100%: the slowest
+    # completion seen, 720 µs, printed as a lower bound.
     lines = rand_block.splitlines()
     i = next(i for i, ln in enumerate(lines) if ln.split()[:3] == ["raidz1", "off", "0"])
-    assert f"{math.exp(mean):,.0f}" in lines[i].split()
-    assert f"({lo:,.0f}–{hi:,.0f})" in lines[i + 1]
+    assert lines[i].split()[-1] == "200"
+    assert lines[i + 1].split()[-1] == "(50.0–≥" and lines[i + 2].split()[-1] == "720)"
+
+
+def _p99_header(store: Store) -> str:
+    run = load_run(store, "1")
+    baseline = choose_baseline(run)
+    wt = next(t for t in tables(run, baseline, Footnotes()) if t.workload == "rand-read-4k")
+    return next(c.header for c in terminal.workload_columns(run, wt, baseline) if c.key == "p99")
 
 
 def test_wide_terminal_keeps_every_column_on_one_line(store: Store) -> None:
@@ -153,14 +168,49 @@ def test_metric_p99_table_figures_and_comparison(store: Store) -> None:
     base = rows[_key("raidz1", "off", "0")]
     other = rows[_key("mirror:2+mirror:2", "off", "0")]  # factor 1.4 slower
     assert base.figure is not None and other.figure is not None
-    gm = math.exp(sum(math.log(v) for v in P99) / 3)
-    assert base.figure.center == pytest.approx(gm)
-    assert base.figure.low < gm < base.figure.high
+    # The p99 of all I/Os (see the 80-column test): 200 µs, 1.4× that on the other.
+    assert base.figure.pooled and base.figure.center == 200.0
+    assert (base.figure.low, base.figure.high) == (50.0, 720.0) and base.figure.open_high
+    assert other.figure.center == pytest.approx(280.0)
+    assert base.figure.as_dict()["statistic"] == "of all I/Os"
+    # The change compares the runs' own p99s on the log scale: 1.4× in every run.
     assert other.change is not None and other.change.ratio == pytest.approx(1.4)
     out = _render(store, 80, "p99")
     _assert_reads_at(out, 80)
     assert "rand-read-4k: p99 completion latency (µs)" in out
-    assert "geometric mean" in out
+    assert "of all I/Os (95% CI)" in out
+    flat = " ".join(out.split())
+    assert "change: ratio of the geometric means of the runs' own p99s" in flat
+
+
+def test_runs_without_histograms_keep_the_geometric_mean_and_say_so(tmp_path: Path) -> None:
+    """An older store (per-run percentiles, no histograms): the p99 is the geometric mean of
+    the runs' p99s, labelled so in the header and in a footnote on every such row."""
+    s = Store(tmp_path / "old.db")
+    real = _clat
+
+    def no_bins(p99_us: float, samples: int = 30_000) -> dict[str, Any]:
+        c = real(p99_us, samples)
+        del c["bins"]
+        return c
+
+    globals()["_clat"] = no_bins
+    try:
+        _run(s)
+    finally:
+        globals()["_clat"] = real
+    run = load_run(s, "1")
+    (t,) = tables(run, choose_baseline(run), Footnotes(), LATENCY["p99"])
+    base = next(r for r in t.rows if r.cell.config == _key("raidz1", "off", "0"))
+    assert base.figure is not None and not base.figure.pooled
+    gm = math.exp(sum(math.log(v) for v in P99) / 3)
+    assert base.figure.center == pytest.approx(gm)
+    assert t.statistic == "geometric mean (95% CI)"
+    assert _p99_header(s) == "p99 µs\ngeo. mean"
+    out = " ".join(_render(s, 80).split())
+    assert "p99 here is the geometric mean of the runs' own p99s, not the p99 of all I/Os" in out
+    out = " ".join(_render(s, 80, "p99").split())
+    assert "geometric" in out and "p99 of all I/Os" not in out.replace("not the p99 of all", "")
 
 
 def test_compare_p99_between_runs(store: Store) -> None:
@@ -208,7 +258,7 @@ def test_export_carries_latency_columns(store: Store) -> None:
     rand = [r for r in rows if r["workload"] == "rand-read-4k"]
     seq = [r for r in rows if r["workload"] == "seq-write"]
     assert float(rand[0]["clat_p99_ns"]) == pytest.approx(P99[0] * 1000)
-    assert json.loads(rand[0]["clat"])["bins"] == {"50000": 29999, "900000": 1}
+    assert json.loads(rand[0]["clat"])["bins"] == {"50000": 29550, "180000": 300, "540000": 150}
     assert seq[0]["clat_p99_ns"] == "" and json.loads(seq[0]["clat"]) is None
 
 
@@ -220,6 +270,10 @@ def test_html_has_a_latency_chart_per_latency_workload(store: Store) -> None:
     chart = re.search(r'<svg id="chart-latency-rand-read-4k".*?</svg>', page, re.S)
     assert chart is not None
     assert chart.group(0).count('class="lat"') == 8 * 4  # 8 configurations × 4 percentiles
+    # Which percentiles they are, and the first configuration's p99 of all I/Os in its cell
+    # (200 µs, 50.0 to at least the slowest completion, 720 µs: the 80-column test).
+    assert "completion latency per configuration (percentiles of all I/Os of the runs" in page
+    assert "200 (50.0–≥ 720)" in page
 
 
 def test_latency_decides_for_random_and_synchronous_io() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -108,13 +109,27 @@ def test_recorded_p99_replaces_littles_law(tmp_path: Path) -> None:
     # arithmetic mean, qd · 1.1 ms, a figure of no distribution).
     for pts in series.values():
         assert [round(p.y, 6) for p in pts] == [round(qd * 1.2**0.5, 6) for qd in DEPTHS]
-    assert "p99 latency (ms)" in html.render(run, choose_baseline(run))
+    label = "p99 latency, geometric mean of the runs' p99s (ms, 95% CI)"
+    assert escape(label) in html.render(run, choose_baseline(run))
     # With histograms: the p99 of all I/Os of both runs. 99 I/Os at 1 ms and 1 at 9 ms in
     # one run, 100 at 2 ms in the other: of the 200, the 198th is at 2 ms.
     for cell in run.cells.values():
         cell.clats = [{"bins": {"1000000": 99, "9000000": 1}}, {"bins": {"2000000": 100}}]
     series, all_p99 = qdcurve.curve_points(run, qdcurve.families(run)["rand-read-4k"])
     assert all_p99 and all(p.y == 2.0 for pts in series.values() for p in pts)
+    assert "p99 latency of all I/Os (ms, 95% CI)" in html.render(run, choose_baseline(run))
+    # Two runs: Woodruff's upper end (t at 1 df) passes the slowest completion, so the
+    # interval is open above and no whisker is drawn to a bound that is not an end.
+    assert all(p.low is None and p.high is None for pts in series.values() for p in pts)
+    # Three runs that agree on their tail: 2,951 of 3,000 completions at 1 ms, 34 at 2 ms, the
+    # 2,970th (99%) at 2 ms in every leave-one-run-out too: the interval is [2, 2] ms.
+    for cell in run.cells.values():
+        cell.clats = [
+            {"bins": {"1000000": 985 - j, "2000000": 10 + j, "6000000": 5}} for j in range(2)
+        ] + [{"bins": {"1000000": 982, "2000000": 13, "6000000": 5}}]
+        cell.values = cell.values[:2] + [cell.values[0]]
+    series, _ = qdcurve.curve_points(run, qdcurve.families(run)["rand-read-4k"])
+    assert all((p.y, p.low, p.high) == (2.0, 2.0, 2.0) for pts in series.values() for p in pts)
     # One replicate without a percentile: the chart falls back to Little's law for that cell.
     next(iter(run.cells.values())).clats[1] = None
     assert not qdcurve.curve_points(run, qdcurve.families(run)["rand-read-4k"])[1]

@@ -24,7 +24,7 @@ import json
 import logging
 import os
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -253,10 +253,10 @@ class StudyRun:
         whose comparison with the workload's best configuration is still undecided by the
         group-sequential family rule (`more_family`; the best is the baseline, owed too)."""
         owed = {c.key for c in self.configs if self._planned(c, rule) > replicate}
-        per = {c.key: queries.values_by_workload(self.store, self.run_id, c.key)
+        per = {c.key: queries.values_by_round(self.store, self.run_id, c.key)
                for c in self.configs}  # fmt: skip
         for w in self.workloads:
-            owed |= family_owed({k: v.get(w.name, []) for k, v in per.items()}, rule, w.unit)
+            owed |= family_owed({k: v.get(w.name, {}) for k, v in per.items()}, rule, w.unit)
         return [c for c in self.configs if c.key in owed]
 
     def _progress(self, t: matrix.Trial, done: int, total: int) -> None:
@@ -401,18 +401,21 @@ def _describe(t: matrix.Trial) -> str:
 
 
 def family_owed(
-    values: dict[str, list[float]], rule: replicates.ReplicatePolicy, unit: str
+    values: Mapping[str, Mapping[int, float]], rule: replicates.ReplicatePolicy, unit: str
 ) -> set[str]:
-    """The configurations one workload's comparisons still need another block of: every list
-    cut to the blocks all configurations have (values[i] from round i: a failed trial's
-    round is left out for all, since the rule pairs values by index), the best mean so far
-    the baseline. None for a figure read from the pool (GiB) or a single configuration."""
+    """The configurations one workload's comparisons still need another block of. `values`
+    holds each configuration's figures keyed by round (block); the rule pairs values by
+    index, so every list is built from the rounds all configurations have, in round order:
+    a failed trial's round is left out for all, and the later rounds stay paired with their
+    own block (value i from the i-th common round). The best mean so far is the baseline.
+    None for a figure read from the pool (GiB) or a single configuration."""
     if unit == "GiB" or len(values) < 2:
         return set()
-    n = min(len(v) for v in values.values())
-    if n < rule.min_runs:
+    common = sorted(set.intersection(*(set(v) for v in values.values())))
+    if len(common) < rule.min_runs:
         return set()  # stage one is still being measured (or a trial failed): not ours
-    cut = {k: v[:n] for k, v in values.items()}
+    cut = {k: [v[r] for r in common] for k, v in values.items()}
+    n = len(common)
     best = max(cut, key=lambda k: sum(cut[k]) / n)  # MiB/s, IOPS, ops/s: higher is better
     others = {k: v for k, v in cut.items() if k != best}
     more = rule.more_family(cut[best], others)

@@ -2,8 +2,9 @@
 
 Beside each workload's figure the table shows completion-latency percentiles: p99 for the
 workloads chosen on latency (random I/O, synchronous writes) unless `--metric` names others;
-each is the geometric mean of the replicates' percentiles with its 95% interval
-(report/metrics.py). The JSON carries all four percentiles for every fio workload.
+each is the percentile of all I/Os of the replicates (their histograms merged) with its 95%
+interval, or, for runs without histograms, the geometric mean of the replicates' percentiles,
+labelled so (report/metrics.py). The JSON carries all four percentiles for every fio workload.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from poolbench.report.metrics import (
     LATENCY,
     LATENCY_UNIT,
     Metric,
+    fallback_note,
     latency_matters,
     tail_warning,
 )
@@ -40,7 +42,7 @@ def latency_json(r: WorkloadResult) -> JsonObject | None:
     for key, m in LATENCY.items():
         xs = m.values(r.values, r.clats)
         if xs:
-            out[key] = {**m.summarize(r.policy, xs).as_dict(), "values": xs}
+            out[key] = {**m.figure(r.policy, r.values, r.clats).as_dict(), "values": xs}
     if not out:
         return None
     return {"unit": LATENCY_UNIT, "kind": "completion latency (fio clat)", **out}
@@ -102,7 +104,7 @@ def _latency_text(r: WorkloadResult, m: Metric, metrics: Sequence[Metric] | None
     xs = m.values(r.values, r.clats)
     if not xs or (metrics is None and not latency_matters({"fio": r.workload.fio})):
         return "–"
-    return m.summarize(r.policy, xs).text()
+    return m.figure(r.policy, r.values, r.clats).text()
 
 
 def render(
@@ -121,6 +123,8 @@ def render(
             t.append(f"{r.served_label} ", style="cyan")
         shown = [m for m in lat if _latency_text(r, m, metrics) != "–"]
         extra = [w for m in shown if (w := tail_warning(m, r.clats))]
+        extra += [fallback_note(m) for m in shown
+                  if not m.figure(r.policy, r.values, r.clats).pooled]  # fmt: skip
         for w in [*r.warnings, *extra]:
             footnotes.append(w)
             t.append(f"⚠{len(footnotes)} ", style="yellow")
@@ -165,6 +169,9 @@ def _columns(
         cols.append(col("amp", "write amp.\n(model)", amps, justify="right", optional=3))
     for m in lat:
         texts = [_latency_text(r, m, metrics) for r in results]
-        cols.append(col(m.key, f"{m.key} {LATENCY_UNIT}\n(95% CI)", texts, justify="right"))
+        figs = [m.figure(r.policy, r.values, r.clats)
+                for r in results if m.values(r.values, r.clats)]  # fmt: skip
+        what = "all I/Os" if any(f.pooled for f in figs) else "geo. mean"  # which percentile
+        cols.append(col(m.key, f"{m.key} {LATENCY_UNIT}\n{what}", texts, justify="right"))
     cols.append(Column("notes", "notes", notes, prose=True))
     return cols

@@ -17,7 +17,7 @@ from poolbench.engine.records import Findings, modelled_amplification, write_amp
 from poolbench.errors import UsageError
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
-from poolbench.report.metrics import VALUE, Figure, Metric, tail_warning
+from poolbench.report.metrics import VALUE, Figure, Metric, fallback_note, tail_warning
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.store import queries
 from poolbench.store.db import Store, resume_command
@@ -50,6 +50,9 @@ class Cell:
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)  # the run's (RunData.policy)
     # Per replicate, fio's completion latency as stored (store 0005_latency), None without.
     clats: list[JsonObject | None] = field(default_factory=list)
+    _figures: dict[tuple[str, int, int, int], Figure] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def summary(self) -> MeanCI:
@@ -65,12 +68,21 @@ class Cell:
 
     def figure(self, metric: Metric = VALUE) -> Figure:
         """The cell's figure in `metric` across replicates (has(metric) must hold)."""
-        return metric.summarize(self.policy, self.metric_values(metric))
+        # Cached: a pooled percentile merges every run's histogram (and once per run again
+        # for its interval), and a report asks for the same figure in several places.
+        key = (metric.key, len(self.values), len(self.clats), id(self.clats))
+        got = self._figures.get(key)
+        if got is None:
+            got = self._figures[key] = metric.figure(self.policy, self.values, self.clats)
+        return got
 
     def metric_warnings(self, metric: Metric) -> list[str]:
         """What makes this metric's figure doubtful beyond the stored warnings."""
         w = tail_warning(metric, self.clats)
-        return [w] if w else []
+        out = [w] if w else []
+        if metric.is_latency and self.has(metric) and not self.figure(metric).pooled:
+            out.append(fallback_note(metric))
+        return out
 
     @property
     def device_mean(self) -> float | None:

@@ -71,7 +71,8 @@ def _notes_cell(numbers: list[int]) -> Safe:
 
 def latency_section(run: RunData, workload: str, chart_id: str, notes: Footnotes) -> list[Safe]:
     """The workload's completion-latency chart and table (every percentile, per configuration,
-    geometric mean of the runs with its 95% CI), for random and synchronous workloads; the
+    of all I/Os of the runs with its 95% CI; the geometric mean of the runs' percentiles for
+    runs stored without histograms, footnoted), for random and synchronous workloads; the
     other workloads' latency is in the export."""
     cells = [c for c in (run.cell(cfg, workload) for cfg in run.configs) if c is not None]
     cells = [c for c in cells if any(c.has(m) for m in LATENCY.values())]
@@ -95,7 +96,11 @@ def latency_section(run: RunData, workload: str, chart_id: str, notes: Footnotes
         [fmt("<th>{}</th>", h) for h in ("configuration", *(f"{k} µs" for k in LATENCY), "notes")]
     )
     table = fmt("<table><tr>{}</tr>{}</table>", head, join(trs, "\n"))
-    title = f"{workload}: completion latency per configuration"
+    pooled = any(f.pooled for c in cells for m in LATENCY.values() if c.has(m)
+                 for f in [c.figure(m)])  # fmt: skip
+    what = ("percentiles of all I/Os of the runs" if pooled
+            else "geometric mean of the runs' percentiles")  # fmt: skip
+    title = f"{workload}: completion latency per configuration ({what}, 95% CI)"
     return [latency_chart(chart_id, title, rows), table]
 
 

@@ -4,10 +4,14 @@ across replicates and compared the way that is honest for it.
 
 - `value`: the arithmetic mean with Stein's interval, ratios by Fieller
   (`ReplicatePolicy`, docs/statistics.md §1–3);
-- a latency percentile: one value per replicate (fio's percentile of that run), summarised
-  on the log scale — the geometric mean with Stein's interval on the logs, ratios of
-  geometric means (`poolbench.stats.logscale`, docs/statistics.md §7). Latencies are shown
-  in µs; fio stores them in ns.
+- a latency percentile: the percentile of all I/Os of the replicates, from their merged fio
+  histograms, with its interval over the runs (`poolbench.stats.pooled`, docs/statistics.md
+  §7a). A run stored without a histogram (older stores) leaves the cell with the old
+  figure, labelled so wherever it is printed (`Figure.pooled`, `statistic_label`): the
+  geometric mean of the runs' own percentiles with Stein's interval on the logs (§7b).
+  Comparisons (the change column, `poolbench compare`) stay ratios of the geometric means of
+  the runs' percentiles (`poolbench.stats.logscale`), and say so. Latencies are shown in
+  µs; fio stores them in ns.
 
 A percentile resting on few completions beyond it (p99.9 of 3,000 I/Os is the 3 slowest) is
 flagged: `tail_warning`.
@@ -42,10 +46,19 @@ class Figure:
     reason: str  # why there is no interval ("" when there is one)
     outliers: tuple[int, ...]
     log_scale: bool
+    pooled: bool = False  # a latency percentile of all I/Os (else of the runs' own figures)
+    open_high: bool = False  # the upper end is the slowest completion seen, not a bound
 
     @property
     def determined(self) -> bool:
         return not self.reason
+
+    @property
+    def statistic(self) -> str:
+        """What the centre is, as every export and legend names it."""
+        if self.pooled:
+            return POOLED_NAME
+        return "geometric mean" if self.log_scale else "mean"
 
     def text(self) -> str:
         """'1,234 ± 56' (mean ± half-width) or '1,234 (1,100–1,390)' (asymmetric, latency)."""
@@ -54,7 +67,8 @@ class Figure:
         if math.isnan(self.low):
             return fmt_value(self.center)
         if self.log_scale:
-            return f"{fmt_value(self.center)} ({fmt_value(self.low)}–{fmt_value(self.high)})"
+            high = ("≥ " if self.open_high else "") + fmt_value(self.high)
+            return f"{fmt_value(self.center)} ({fmt_value(self.low)}–{high})"
         return f"{fmt_value(self.center)} ± {fmt_value((self.high - self.low) / 2)}"
 
     def as_dict(self) -> dict[str, object]:
@@ -63,7 +77,8 @@ class Figure:
 
         return {
             "center": num(self.center),
-            "statistic": "geometric mean" if self.log_scale else "mean",
+            "statistic": self.statistic,
+            "open_high": self.open_high,
             "ci_low": num(self.low),
             "ci_high": num(self.high),
             "n": self.n,
@@ -100,6 +115,25 @@ class Metric:
             return list(values)
         return [v / 1000.0 for v in (percentile_ns(c, self.percentile) for c in clats) if v]
 
+    def figure(
+        self,
+        policy: ReplicatePolicy,
+        values: Sequence[float],
+        clats: Sequence[Mapping[str, Any] | None],
+    ) -> Figure:
+        """The cell's figure: for a latency percentile, of all I/Os when every replicate
+        stored its histogram, else the geometric mean of the runs' percentiles (module doc)."""
+        runs = histograms(clats) if self.is_latency else None
+        if runs is not None and len(runs) == len(values) and self.percentile is not None:
+            from poolbench.stats.pooled import pooled_percentile
+
+            pc = pooled_percentile(runs, float(self.percentile), policy.confidence)
+            if math.isfinite(pc.value):
+                low, high = (pc.low, pc.high) if pc.determined else (math.nan, math.nan)
+                return Figure(pc.value / 1000.0, low / 1000.0, high / 1000.0, pc.runs,
+                              pc.reason, (), True, pooled=True, open_high=pc.open_high)  # fmt: skip
+        return self.summarize(policy, self.values(values, clats))
+
     def summarize(self, policy: ReplicatePolicy, xs: Sequence[float]) -> Figure:
         if self.is_latency:
             g = logscale.summarize(policy, xs)
@@ -120,6 +154,42 @@ VALUE = Metric("value", None)
 LATENCY = {k: Metric(k, k[1:]) for k in ("p50", "p90", "p99", "p99.9")}
 METRICS = {"value": VALUE, **LATENCY}
 DEFAULT_LATENCY = LATENCY["p99"]  # shown beside the figure where latency matters
+
+
+POOLED_NAME = "of all I/Os"  # stats.pooled.WHAT: a percentile of every completion
+GEOMEAN_NAME = "geometric mean of the runs'"
+
+
+def histograms(clats: Sequence[Mapping[str, Any] | None]) -> list[dict[int, int]] | None:
+    """Every replicate's stored clat histogram (ns bin → count), or None when one lacks it."""
+    out = []
+    for c in clats:
+        bins = c.get("bins") if isinstance(c, Mapping) else None
+        if not isinstance(bins, Mapping) or not bins:
+            return None
+        try:
+            out.append({int(k): int(v) for k, v in bins.items()})
+        except (TypeError, ValueError):
+            return None
+    return out or None
+
+
+def statistic_label(metric: Metric, figures: Sequence[Figure]) -> str:
+    """A table's statistic header: 'mean ± 95% CI'; for a percentile 'of all I/Os (95% CI)'
+    when any figure is one (the others carry a footnote: `fallback_note`), else the old
+    'geometric mean (95% CI)'."""
+    if not metric.is_latency:
+        return metric.statistic
+    return f"{POOLED_NAME} (95% CI)" if any(f.pooled for f in figures) else metric.statistic
+
+
+def fallback_note(metric: Metric) -> str:
+    """The footnote of a latency figure that could not be pooled."""
+    return (
+        f"{metric.key} here is the geometric mean of the runs' own {metric.key}s, not the "
+        f"{metric.key} of all I/Os: a run of this cell was stored without its latency "
+        "histogram (an older poolbench)"
+    )
 
 
 def parse_metrics(text: str | None) -> list[Metric]:

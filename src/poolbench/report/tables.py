@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 
 from poolbench.errors import UsageError
 from poolbench.report.data import Cell, RunData
-from poolbench.report.metrics import VALUE, Figure, Metric
+from poolbench.report.metrics import (
+    DEFAULT_LATENCY,
+    VALUE,
+    Figure,
+    Metric,
+    fallback_note,
+    latency_matters,
+    statistic_label,
+)
 from poolbench.report.verdict import Verdict, ratio_text
 from poolbench.stats import outliers
 from poolbench.stats.compare import Ratio, constant, exact_ratio
@@ -92,6 +100,12 @@ class WorkloadTable:
     metric: Metric = VALUE
 
     @property
+    def statistic(self) -> str:
+        """The figure column's header: 'mean ± 95% CI', 'of all I/Os (95% CI)' (a latency
+        percentile pooled over the runs), or 'geometric mean (95% CI)' (no histograms)."""
+        return statistic_label(self.metric, [r.figure for r in self.rows if r.figure])
+
+    @property
     def title(self) -> str:
         """'seq-write (MiB/s)'; 'rand-read-4k: p99 completion latency (µs)'."""
         if self.metric.is_latency:
@@ -129,6 +143,10 @@ def cell_warnings(cell: Cell, ci_target: float, metric: Metric = VALUE) -> list[
         if f.reason:
             out.append(f"{metric.key}: {f.reason}")
         return out + cell.metric_warnings(metric)
+    if latency_matters(cell.workload_def) and cell.has(DEFAULT_LATENCY):
+        # The p99 column beside the figure (report/terminal.py) says which p99 it is.
+        note = fallback_note(DEFAULT_LATENCY)
+        out += [w for w in cell.metric_warnings(DEFAULT_LATENCY) if w == note]
     s = cell.summary
     if _exact([cell], [cell.values]):
         return out  # a figure read from the pool: identical replicates are its nature

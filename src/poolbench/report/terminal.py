@@ -24,6 +24,7 @@ from poolbench.report.metrics import (
     VALUE,
     Metric,
     latency_matters,
+    statistic_label,
 )
 from poolbench.report.tables import (
     Baseline,
@@ -73,11 +74,14 @@ def _latency_column(wt: WorkloadTable) -> Column | None:
         latency_matters(r.cell.workload_def) and r.cell.has(DEFAULT_LATENCY) for r in rows
     ):
         return None
-    cells = [
-        Text(r.cell.figure(DEFAULT_LATENCY).text() if r.cell.has(DEFAULT_LATENCY) else "–")
-        for r in rows
-    ]
-    header = f"{DEFAULT_LATENCY.key} {LATENCY_UNIT}\n(95% CI)"
+    figs = [r.cell.figure(DEFAULT_LATENCY) if r.cell.has(DEFAULT_LATENCY) else None
+            for r in rows]  # fmt: skip
+    cells = [Text(f.text() if f is not None else "–") for f in figs]
+    # Which p99 it is: of all I/Os (pooled histograms); cells without histograms carry the
+    # footnote that says theirs is the geometric mean of the runs' p99s.
+    pooled = any(f is not None and f.pooled for f in figs)
+    what = "all I/Os" if pooled else "geo. mean"
+    header = f"{DEFAULT_LATENCY.key} {LATENCY_UNIT}\n{what}"
     return Column("p99", header, cells, "right", optional=3)
 
 
@@ -103,11 +107,22 @@ def ns_legend(wt: WorkloadTable) -> str:
     return f"{NS} = no significant difference; these comparisons could detect ≥ {span}"
 
 
+def latency_change_legend(wt: WorkloadTable, baseline: Baseline | None) -> str:
+    """Under a latency table with a change column: what the change compares, which is not
+    the figure shown when that is the percentile of all I/Os."""
+    if baseline is None or not wt.metric.is_latency:
+        return ""
+    return (
+        f"change: ratio of the geometric means of the runs' own {wt.metric.key}s, "
+        "95% t-interval on the log scale, Holm over the table"
+    )
+
+
 def workload_columns(run: RunData, wt: WorkloadTable, baseline: Baseline | None) -> list[Column]:
     """The columns of one workload's table, in order; optional ones may be left out to fit."""
     rows = wt.rows
     cols = config_columns(run, [r.cell.config for r in rows])
-    cols.append(Column("figure", wt.metric.statistic, [Text(r.figure_text) for r in rows], "right"))
+    cols.append(Column("figure", wt.statistic, [Text(r.figure_text) for r in rows], "right"))
     if baseline is not None:
         changes = [
             _change(short_change(r), r.change is not None and r.change.significant) for r in rows
@@ -155,9 +170,9 @@ def render_run(
         for wt in wts:
             title = wt.title + (f"; change against {baseline.label}" if baseline else "")
             print_fitted(console, Text(title), workload_columns(run, wt, baseline), lambda: WIDER)
-            legend = ns_legend(wt)
-            if legend:
-                console.print(Text(legend, style="dim"))
+            for legend in (ns_legend(wt), latency_change_legend(wt, baseline)):
+                if legend:
+                    console.print(Text(legend, style="dim"))
     render_footnotes(console, notes)
     hints = predicted.render_terminal(console, run, disk)  # the model beside the figures
     verdict_view.render(console, run, answer, hints)
@@ -219,7 +234,8 @@ def render_comparison(console: Console, cmp: RunComparison) -> None:
     for workload, pairs in by_workload.items():
         unit = m.unit(pairs[0].cell_a.unit)
         what = f"{m.title}, " if m.is_latency else ""
-        title = Text(f"{workload} ({unit}): {what}{m.statistic} in A and B")
+        figs = [c.figure(m) for p in pairs for c in (p.cell_a, p.cell_b) if c.has(m)]
+        title = Text(f"{workload} ({unit}): {what}{statistic_label(m, figs)} in A and B")
         print_fitted(console, title, comparison_columns(cmp, pairs, notes), lambda: WIDER)
     for side, items in (("A", cmp.only_a), ("B", cmp.only_b)):
         if items:

@@ -29,10 +29,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from poolbench.stats import blocked, replicates
+from poolbench.stats import blocked, replicates, safemath
 from poolbench.stats import outliers as outlier_mod
 from poolbench.stats.compare import IDENTICAL, Ratio
-from poolbench.stats.power import detectable_change
+from poolbench.stats.power import noncentrality
+from poolbench.stats.sequential import t_levels
 
 BASELINE = ""  # more_family's key for the baseline
 
@@ -224,16 +225,28 @@ class ReplicatePolicy:
         )  # fmt: skip
 
     def detectable(self, cv: float, n: int | None = None, family: int = 1) -> float:
-        """The smallest relative change found with `power` between two configurations of
-        run-to-run CV `cv` (a pilot's), at `n` replicates each (default: the total the rule
-        would plan from that CV), inside a family of `family` comparisons."""
-        if n is None:
-            st = replicates.Stage(self.min_runs, 1.0, cv)
-            n = replicates.total(st, self.ci_target, self.confidence, self.max_runs)
-        return detectable_change(
-            cv, n, first_stage=self.min_runs, family=family,
-            confidence=self.confidence, power=self.power,
-        )  # fmt: skip
+        """The smallest relative change between two configurations of run-to-run CV `cv` (a
+        pilot's) that the family rule (`more_family` / `compare_family`) finds with `power`,
+        inside a family of `family` comparisons, for planning. An undecided comparison runs
+        to max_runs blocks, so `n` defaults to max_runs. The figure is the change at which
+        the last look alone (n blocks, n − 1 df, at its nominal level of the α/family
+        spending boundary, Holm's most demanding level) rejects with `power`; the sequential
+        rule also rejects at earlier looks, so it finds that change at least as often
+        (simulated in docs/statistics.md §4). Within a block the log ratio's spread is
+        √2 · σ of log(value), σ² = log(1 + cv²)."""
+        n = self.max_runs if n is None else n
+        if cv < 0 or family < 1 or n < 1:
+            raise ValueError("cv must be ≥ 0, n and family ≥ 1")
+        if n < 2:
+            return math.inf
+        first = max(2, min(self.min_runs, n))
+        alpha = (1 - self.confidence) / family
+        nominal = t_levels(alpha, first, max(self.max_runs, n))[n - first]
+        if nominal <= 0:
+            return math.inf
+        sigma_d = math.sqrt(2 * math.log1p(cv * cv))
+        lam = noncentrality(n - 1, nominal, self.power)
+        return safemath.expm1(lam * sigma_d / math.sqrt(n))
 
 
 def _no_interval(xs: Sequence[float], st: replicates.Stage) -> str:

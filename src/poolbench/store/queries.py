@@ -33,6 +33,19 @@ def values_by_workload(store: Store, run_id: int, config: str) -> dict[str, list
     return dict(per)
 
 
+def values_by_round(store: Store, run_id: int, config: str) -> dict[str, dict[int, float]]:
+    """Each workload's stored figures for one configuration keyed by replicate (the round, or
+    block, that measured it): a failed trial leaves a gap instead of shifting later values."""
+    per: dict[str, dict[int, float]] = defaultdict(dict)
+    rows = store.conn.execute(
+        "SELECT workload, replicate, value FROM measurements WHERE run_id=? AND config=?",
+        (run_id, config),
+    )
+    for r in rows:
+        per[str(r["workload"])][int(r["replicate"])] = float(r["value"])
+    return dict(per)
+
+
 def measurement_count(store: Store, run_id: int) -> int:
     row = store.conn.execute(
         "SELECT count(*) FROM measurements WHERE run_id=?", (run_id,)

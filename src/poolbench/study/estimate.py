@@ -4,7 +4,10 @@ A rough model, stated with its assumptions so nobody mistakes it for a promise: 
 costs a fixed setup (make disks, create, read back, verify, destroy) plus, per workload, the
 time to move its bytes at an assumed streaming rate, a cache drop before each cold read, and
 the run time of time-based workloads. The range runs from the planned replicates to
-`max_replicates` (more rounds while a confidence interval is wider than the target).
+`max_replicates` (more rounds while a confidence interval is wider than the target). With two
+or more configurations the family rule (stats.ReplicatePolicy.more_family) measures every
+comparison it has not decided up to `max_replicates` rounds, so the maximum is what to plan
+for when configurations are close, and is printed as the rule's maximum.
 """
 
 from __future__ import annotations
@@ -31,12 +34,37 @@ ASSUMED_CV = 0.05  # run-to-run CV assumed when the store has no earlier run on 
 
 @dataclass(frozen=True)
 class Estimate:
-    trials: int
-    trials_max: int
+    trials: int  # stage one: `replicates` per configuration
+    trials_max: int  # max_replicates per configuration
     seconds: float  # at the planned replicates
     seconds_max: float  # at max_replicates for every configuration
+    # Configurations are compared (stats.ReplicatePolicy.more_family): the rule measures
+    # every comparison it has not decided up to max_replicates rounds, so the maximum is
+    # the figure to plan for, not stage one.
+    family_rule: bool = False
+
+    @property
+    def planned_trials(self) -> int:
+        """The trials to plan for: the family rule's maximum when it applies, else Stein's."""
+        return self.trials_max if self.family_rule else self.trials
+
+    @property
+    def planned_seconds(self) -> float:
+        return self.seconds_max if self.family_rule else self.seconds
 
     def text(self) -> str:
+        assumes = (
+            f" (assumes ~{ASSUMED_MIB_S:.0f} MiB/s streaming and ~{SETUP_S:.0f} s to build "
+            "and tear down each pool; real disks differ)"
+        )
+        if self.family_rule and self.trials_max > self.trials:
+            return (
+                f"estimated duration: about {fmt_duration(self.seconds)} for {self.trials} "
+                "trials at stage one; the comparisons' family rule adds a round while any "
+                f"comparison is undecided, up to {fmt_duration(self.seconds_max)} "
+                f"({self.trials_max} trials, its maximum: what configurations that differ by "
+                "less than the detectable change take)" + assumes
+            )
         return (
             f"estimated duration: about {fmt_duration(self.seconds)} for {self.trials} trials"
             + (
@@ -45,8 +73,7 @@ class Estimate:
                 if self.trials_max > self.trials
                 else ""
             )
-            + f" (assumes ~{ASSUMED_MIB_S:.0f} MiB/s streaming and ~{SETUP_S:.0f} s to build "
-            "and tear down each pool; real disks differ)"
+            + assumes
         )
 
 
@@ -96,11 +123,15 @@ def estimate(study: Study) -> Estimate:
             fill_extra += int(level) / 100 * study.disks.size_bytes * study.disks.n / MiB
     fill_s = fill_extra / ASSUMED_MIB_S
     n, n_max = len(configs) * study.replicates, len(configs) * study.max_replicates
+    # The engine compares a workload's configurations by the family rule unless its figure
+    # is read from the pool (GiB): engine/study_run.family_owed.
+    compared = len(configs) > 1 and any(w.unit != "GiB" for w in workloads)
     return Estimate(
         n,
         n_max,
         n * per_trial + fill_s * study.replicates,
         n_max * per_trial + fill_s * study.max_replicates,
+        family_rule=compared,
     )
 
 
@@ -137,8 +168,9 @@ def working_set_text(study: Study, ram: int) -> str:
 
 
 def detectable_text(study: Study, cv: float | None, pilot_run: int | None = None) -> str:
-    """The smallest change between two configurations the planned replicates can detect
-    (80% power, 95% confidence, Holm over the comparisons of one workload), at the
+    """The smallest change between two configurations the family rule finds (80% power, 95%
+    confidence, Holm over the comparisons of one workload, up to max_replicates blocks:
+    ReplicatePolicy.detectable), at the
     run-to-run CV of a pilot run on this machine, else at ASSUMED_CV, saying which."""
     p = ReplicatePolicy(study.ci_target / 100, study.replicates, study.max_replicates)
     used = ASSUMED_CV if cv is None else cv
@@ -158,7 +190,8 @@ def detectable_text(study: Study, cv: float | None, pilot_run: int | None = None
         else f"no count up to {MAX_SEARCHED:,} replicates detects {TARGET_CHANGE:.0%}"
     )
     return (
-        f"detectable difference: with {source}, the planned replicates can detect {found} "
+        f"detectable difference: with {source}, up to {study.max_replicates} rounds can detect "
+        f"{found} "
         f"between two configurations (80% power, 95% confidence, {family} comparison(s) per "
         f"workload, Holm-adjusted); {need_text} (replicates = N in the study file, "
         "--replicates N for a built-in study)"

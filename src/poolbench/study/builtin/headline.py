@@ -90,6 +90,34 @@ def p99(c: ConfigFacts, workload: str) -> P99 | None:
     return P99(g.gmean / 1e6, g.ci_low / 1e6, g.ci_high / 1e6, label, len(values))
 
 
+def p99_compared(a: ConfigFacts, b: ConfigFacts, workload: str) -> tuple[str, bool] | None:
+    """a's p99 of `workload` against b's, beyond the run-to-run noise: (what to print, whether
+    a's is lower). From the merged histograms (stats.pooled.difference: the two intervals at
+    97.5% apart); for runs stored without histograms, the ratio of the geometric means of
+    the runs' p99s with its 95% log-scale t-interval, labelled so. None when either side
+    has no p99 recorded."""
+    from poolbench.stats import logscale, pooled  # scipy: imported when a note needs it
+
+    na, nb = len(a.figures.get(workload, ())), len(b.figures.get(workload, ()))
+    ba, bb = a.latency_bins.get(workload, ()), b.latency_bins.get(workload, ())
+    if ba and bb and len(ba) >= na and len(bb) >= nb:
+        d = pooled.difference(ba, bb)
+        if d.a.determined and d.b.determined:
+            return d.text(), d.a_lower
+    va = a.latency.get(workload, {}).get("99", ())
+    vb = b.latency.get(workload, {}).get("99", ())
+    if not va or not vb or len(va) < na or len(vb) < nb:
+        return None
+    r = logscale.compare_family([(vb, va)])[0]
+    head = "p99 (geometric mean of the runs' p99s; no histograms to pool)"
+    if r.undetermined:
+        return f"{head}: {r.undetermined}", False
+    side = ("lower" if r.ratio < 1 else "higher") if r.significant else "not told apart"
+    return f"{head} {r.ratio:.2f}× ({side}, 95% CI {r.low:.2f}–{r.high:.2f}×)", (
+        r.significant and r.ratio < 1
+    )
+
+
 def p99_ms(c: ConfigFacts, workload: str) -> float | None:
     """The p99 of `p99` in ms, or None."""
     got = p99(c, workload)
