@@ -15,10 +15,14 @@ sector rounding):
   expansion on it (lzjb 9/8, lz4 about 1/255) is what decides a tail block's size; a block
   whose compressed form fits in 112 bytes is embedded in its block pointer (embedded_data,
   ZoL 0.6.4 on) and allocates nothing;
-- metadata is a model (METADATA_* below): one 512-byte dnode and one directory entry per
-  file and directory, one 128-byte block pointer per block of a file of more than one
-  block, compressed, with two copies (ZFS keeps metadata ditto); a block histogram from
-  zdb holds the pool's metadata blocks already, so none is added to it.
+- metadata is a model, block by block, each with two copies (dmu_write_policy() gives
+  metadata one copy more than data): dnodes of 512 B, 32 to a 16K block that compresses
+  to a fifth; one directory block per directory holding its entries (64 B each in a
+  micro-ZAP, compressing to 0.3 of that); for each file of more than one block, indirect
+  blocks of up to `indirect_bps` 128-byte block pointers, compressing to 0.55. The
+  ratios were read off zfs-fuse pools (tests/test_dataspace_zfsfuse.py: mirrors at ashift
+  9 give the bytes, at ashift 12 the block count); a block histogram from zdb holds the
+  pool's metadata blocks already, so none is added to it.
 
 Several top-level vdevs share the blocks in proportion to their space (the allocator keeps
 them equally full in a new pool). Figures are both `zpool list` ALLOC (asize, one side of a
@@ -39,11 +43,13 @@ EMBEDDED_MAX = 112  # BPE_PAYLOAD_SIZE
 # The metadata model (see the module text); measured against zfs-fuse pools in
 # tests/test_dataspace_zfsfuse.py and docs/planner.md.
 DNODE_BYTES = 512
+DNODES_PER_BLOCK = 32  # 16K dnode blocks (DNODE_BLOCK_SHIFT 14)
+DNODE_COMPRESSION = 0.2
 DIRENT_BYTES = 64  # one micro-ZAP entry (mzap_ent_phys_t)
+DIRENT_COMPRESSION = 0.3
 BLKPTR_BYTES = 128
-METADATA_COMPRESSION = 0.5  # what lzjb/lz4 leave of dnode and indirect blocks
-METADATA_COPIES = 2  # dmu_write_policy(): metadata gets one copy more than data
-METADATA_BLOCK = 16 * KiB  # dnode blocks and (v23) indirect blocks are 16K before compression
+BLKPTR_COMPRESSION = 0.55
+METADATA_COPIES = 2
 
 
 @dataclass(frozen=True)
@@ -75,8 +81,9 @@ class Blocks:
 
     small: Counter[int]  # blocks of files under SMALL_FILE (by psize)
     large: Counter[int]
-    pointers: int  # block pointers in indirect blocks (files of more than one block)
-    objects: int  # dnodes and directory entries: files (and directories when known)
+    indirect: Counter[int]  # indirect blocks by psize (files of more than one block)
+    objects: int  # files and directories (0 for zdb's blocks)
+    dirs: int
 
     def all(self) -> Counter[int]:
         return self.small + self.large
@@ -91,7 +98,7 @@ def blocks_of(h: FileSizes, m: WriteModel) -> Blocks:
     taken as it is: those are the pool's blocks already)."""
     small: Counter[int] = Counter()
     large: Counter[int] = Counter()
-    pointers = 0
+    indirect: Counter[int] = Counter()
     rs = m.recordsize
     for u, c in h.counts.items():
         size = u * UNIT
@@ -104,18 +111,23 @@ def blocks_of(h: FileSizes, m: WriteModel) -> Blocks:
         n = -(-size // rs)
         to[m.psize(rs, rs)] += c * (n - 1)
         to[m.psize(rs, size - (n - 1) * rs)] += c
-        pointers += c * n
+        full, rest = divmod(n, m.indirect_bps)
+        indirect[_bp_block(m.indirect_bps)] += c * full
+        if rest:
+            indirect[_bp_block(rest)] += c
     small.pop(0, None)  # embedded: no allocation
     large.pop(0, None)
     objects = h.files + h.notes.dirs if h.kind == "files" else 0
-    return Blocks(small, large, pointers, objects)
+    return Blocks(small, large, indirect, objects, h.notes.dirs if h.kind == "files" else 0)
 
 
-def metadata_psize(b: Blocks, m: WriteModel) -> int:
-    """Metadata bytes after compression, one copy (the model in the module text)."""
-    indirect = -(-b.pointers // m.indirect_bps) * m.indirect_bps if b.pointers else 0
-    logical = b.objects * (DNODE_BYTES + DIRENT_BYTES) + indirect * BLKPTR_BYTES
-    return int(logical * METADATA_COMPRESSION)
+def _compressed(nbytes: float) -> int:
+    return max(UNIT, -(-int(nbytes) // UNIT) * UNIT)
+
+
+def _bp_block(pointers: int) -> int:
+    """psize of an indirect block holding this many block pointers."""
+    return _compressed(pointers * BLKPTR_BYTES * BLKPTR_COMPRESSION)
 
 
 @dataclass(frozen=True)
@@ -198,14 +210,17 @@ def _cost(plan: PoolPlan, blocks: Counter[int]) -> tuple[int, int, int]:
 
 
 def metadata_blocks(h: FileSizes, b: Blocks, m: WriteModel) -> Counter[int]:
-    """The metadata as blocks of METADATA_BLOCK compressed, METADATA_COPIES each; a zdb
-    histogram's measured share is applied later instead."""
-    md = metadata_psize(b, m)
-    if md == 0:
+    """The metadata's blocks by psize, every copy counted (the model in the module text)."""
+    if b.objects == 0:
         return Counter()
-    one = max(UNIT, int(METADATA_BLOCK * METADATA_COMPRESSION) // UNIT * UNIT)
-    n = -(-md // one)
-    return Counter({one: n * METADATA_COPIES})
+    out: Counter[int] = Counter(b.indirect)
+    out[_compressed(DNODE_BYTES * DNODES_PER_BLOCK * DNODE_COMPRESSION)] += -(
+        -b.objects // DNODES_PER_BLOCK
+    )
+    if b.dirs:
+        per_dir = b.objects / b.dirs  # entries: every file and directory is in one
+        out[_compressed(per_dir * DIRENT_BYTES * DIRENT_COMPRESSION)] += b.dirs
+    return Counter({p: c * METADATA_COPIES for p, c in out.items()})
 
 
 def data_space(plan: PoolPlan, h: FileSizes, m: WriteModel) -> DataSpace:

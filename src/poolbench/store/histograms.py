@@ -35,12 +35,18 @@ def check_name(name: str) -> str:
 
 def save(name: str, doc: dict[str, object], db: Path | None) -> Path:
     d = histogram_dir(db)
-    d.mkdir(parents=True, exist_ok=True)
     path = d / f"{check_name(name)}.json"
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=d)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(doc, fh)
-    os.replace(tmp, path)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=d)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(doc, fh)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise UsageError(
+            f"The histogram cannot be saved in {d}: {exc.strerror or exc}.",
+            "Point --db (or $POOLBENCH_DB) at a store in a writable directory.",
+        ) from exc
     return path
 
 
