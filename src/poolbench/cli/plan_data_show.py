@@ -40,6 +40,8 @@ def show_data(doc: dict[str, Any], title: str) -> None:
     for s in doc["space"]:
         _space_row(t, s, str(s["ashift"]))
     c.print(t)
+    for s in doc["space"]:
+        c.print(escape(_space_sentence(s)))
     c.print(escape(NOTE_SPACE))
     if doc["recordsize_advice"]:
         _print_advice(c, doc["recordsize_advice"])
@@ -56,6 +58,37 @@ def _space_row(t: Table, s: dict[str, Any], first: str) -> None:
         f"{x:.2f}",
         _n(s["usable_bytes"]),
         f"{s['small_file_overhead_share'] * 100:.1f}%",
+    )
+
+
+def _space_sentence(s: dict[str, Any]) -> str:
+    """The answer in words: "these 2.1T of files need 2.9T on raidz2:6x3.64T at ashift 12"."""
+    logical, need = s["logical_bytes"], s["charged_bytes"]
+    x = f" ({need / logical:.2f}x)" if logical else ""
+    text = (
+        f"These {nicenum(logical)} of files need {nicenum(need)}{x} on {s['layout']} at "
+        f"ashift {s['ashift']}, of {nicenum(s['usable_bytes'])} usable"
+    )
+    share = s["small_file_overhead_share"]
+    if share >= 0.005:
+        text += f"; {share * 100:.0f}% of the allocation is padding and parity of files under 16K"
+    return text + ("." if s["fits"] else ": they do not fit.")
+
+
+def _special_sentence(levels: list[dict[str, Any]]) -> str:
+    """ "fills past its 75% line at special_small_blocks=32K; 16K leaves 41% free"."""
+    fits = [lv for lv in levels if lv["fits_under_75_percent"]]
+    over = [lv for lv in levels if lv["fits_under_75_percent"] is False]
+    if not over:
+        return "The special vdev holds every level's blocks under its 75% line."
+    if not fits:
+        return "Even the metadata alone passes the special vdev's 75% line."
+    best = fits[-1]
+    return (
+        f"The special vdev passes its 75% line at special_small_blocks="
+        f"{nicenum(over[0]['special_small_blocks'])}; "
+        f"{nicenum(best['special_small_blocks']) if best['special_small_blocks'] else '0'} "
+        f"leaves {(1 - best['fill']) * 100:.0f}% free."
     )
 
 
@@ -141,6 +174,8 @@ def _print_special(c: Console, sp: dict[str, Any]) -> None:
             state or "-",
         )
     c.print(t)
+    if space:
+        c.print(escape(_special_sentence(levels)))
     c.print(
         "  Blocks at or under special_small_blocks (after compression) and all metadata go "
         "to the special class; small blocks stop at 75% full (the last 25% is kept for "

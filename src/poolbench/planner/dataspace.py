@@ -227,7 +227,8 @@ def data_space(plan: PoolPlan, h: FileSizes, m: WriteModel) -> DataSpace:
     """The data's space on one planned pool."""
     b = blocks_of(h, m)
     d_asize, d_raw, d_charged = _cost(plan, b.all())
-    if h.kind == "blocks":  # zdb's histogram counts the metadata blocks among the blocks
+    if h.kind == "blocks" or any(c.cls == "special" for c in plan.classes):
+        # zdb's histogram counts the metadata among its blocks; a special vdev takes it all
         md_asize = md_charged = 0
     else:
         md_asize, _, md_charged = _cost(plan, metadata_blocks(h, b, m))
