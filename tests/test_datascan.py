@@ -87,3 +87,10 @@ def test_sampling_states_its_error_and_covers_the_total(tmp_path: Path) -> None:
     assert 0 < err < 0.1  # about 1.96 × sqrt(90 × 900 × E[x²]) / 20 MB = 6.4%
     assert abs(r.logical_bytes - exact) <= err * r.logical_bytes
     assert sum(r.counts.values()) == 1000 + 10 * int(r.notes["sampled_files"])  # type: ignore[call-overload]
+
+
+def test_the_root_may_be_a_symlink_to_the_tree(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "f").write_bytes(b"x" * 513)  # 2 units
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    assert scan_tree(tmp_path / "link").counts == {2: 1}

@@ -74,7 +74,7 @@ def scan_tree(
 ) -> ScanResult:
     """The histogram of every regular file under `root`."""
     try:
-        top = os.lstat(root)
+        top = os.stat(root)  # the root as named, a symlink to it included (du -H); none below
     except OSError as exc:
         raise UsageError(
             f"plan --data {root}: {exc.strerror or exc}.", "Give a readable directory."
