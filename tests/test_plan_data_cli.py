@@ -99,6 +99,11 @@ def test_bad_input_is_one_paragraph(tmp_path: Path, capsys: pytest.CaptureFixtur
         (["--data", str(tmp_path), "--recordsize", "1M", "--zfs-version", "v23"],
          "largest block"),
     ]  # fmt: skip
+    cases += [
+        (["--save-data", "x"], "--save-data describes the data of --data"),
+        (["--recordsize", "16K"], "--recordsize describes the data of --data"),
+        (["--data", str(tmp_path), "--expand-to", "4"], "two different plans"),
+    ]
     (tmp_path / "notes.txt").write_text("hello\n")
     cases.append((["--data", str(tmp_path / "notes.txt")], "neither a saved histogram"))
     for args, words in cases:

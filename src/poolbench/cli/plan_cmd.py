@@ -16,7 +16,7 @@ import click
 
 from poolbench import is_digits
 from poolbench.cli.common import FiniteFloat, db_option, open_store
-from poolbench.cli.plan_data_options import data_options
+from poolbench.cli.plan_data_options import check_data_options, data_options
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import plan_pool
 from poolbench.planner.expansion import plan_expansion
@@ -205,6 +205,7 @@ def plan(
     inputs = RiskInputs(afr=afr, ure_per_bit=ure, fill=fill)
     disks = _disk_sizes(disks_text) if disks_text is not None else None
     _check_combinations(layout_text, expand_to, slog, special, zfs_version)
+    check_data_options(data, expand_to)
     ashifts = parse_ashifts(ashift_text, several=layout_text is not None)
     if layout_text is not None:
         args = (layout_text, disks, ashifts, rules, bool(whole_disk), disk, inputs, as_json)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -103,8 +104,6 @@ def write_model(
 
 
 def _with_rs(m: WriteModel, rs: int) -> WriteModel:
-    from dataclasses import replace
-
     return replace(m, recordsize=rs)
 
 
@@ -149,8 +148,8 @@ def model_dict(m: WriteModel) -> dict[str, object]:
         "compressibility": m.compressibility,
         "compressor_expansion": round(m.expansion, 6),
         "embedded_data": m.embedded,
-        "metadata": "model: dnode + directory entry per file, block pointers, compressed 2:1,"
-        " two copies",
+        "metadata": "model: dnode, directory and indirect blocks, compressed, two copies "
+        "(docs/planner.md)",
     }
 
 

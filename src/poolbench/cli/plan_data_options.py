@@ -8,6 +8,8 @@ from typing import Any, TypeVar
 
 import click
 
+from poolbench.errors import UsageError
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -63,3 +65,24 @@ def data_options(f: F) -> F:
     for option in reversed(options):
         f = option(f)
     return f
+
+
+DEFAULTS = {"recordsize_text": "128K", "compression": "lz4", "compressibility": 0,
+            "sample_over": 1_000_000, "save_data": None}  # fmt: skip
+
+
+def check_data_options(data: dict[str, Any], expand_to: int | None) -> None:
+    """--save-data, --recordsize … mean nothing without --data; --expand-to is another plan."""
+    if data["data_text"] is None:
+        given = [k for k, v in DEFAULTS.items() if data[k] != v]
+        if given:
+            flag = "--" + given[0].removesuffix("_text").replace("_", "-")
+            raise UsageError(
+                f"{flag} describes the data of --data, which is not given.",
+                "Add --data DIR (or @NAME), or drop it.",
+            )
+    elif expand_to is not None:
+        raise UsageError(
+            "--data and --expand-to are two different plans.",
+            "Plan the data on the expanded width instead: --layout raidz2:8x4TB --data ...",
+        )

@@ -139,15 +139,14 @@ def _print_advice(c: Console, rows: list[dict[str, Any]]) -> None:
             _n(s["charged_bytes"]),
             f"{x:.2f}",
             f"{s['small_file_overhead_share'] * 100:.1f}%",
-            _n(s["metadata_charged_bytes"]),
+            _n(s["metadata_charged_bytes"]) if s["metadata_charged_bytes"] else "special",
         )
     c.print(t)
     c.print(
         "  Trade-offs, not one answer: a small recordsize wastes less in the last record "
         "when compression is off, but costs more block pointers and, on raidz, more "
         "parity and padding per byte; a large one rewrites and reads whole records for "
-        "small changes (measure that with a study: --files-from is not yet there, use the "
-        "recordsize study)."
+        "small changes (the `recordsize` study measures that)."
     )
 
 
