@@ -94,3 +94,13 @@ def test_the_root_may_be_a_symlink_to_the_tree(tmp_path: Path) -> None:
     (tmp_path / "real" / "f").write_bytes(b"x" * 513)  # 2 units
     os.symlink(tmp_path / "real", tmp_path / "link")
     assert scan_tree(tmp_path / "link").counts == {2: 1}
+
+
+def test_progress_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for d in range(3):
+        (tmp_path / f"d{d}").mkdir()
+        (tmp_path / f"d{d}" / "f").write_bytes(b"x" * 100)
+    monkeypatch.setattr(datascan, "PROGRESS_SECONDS", 0.0)  # every directory, not every 2 s
+    seen: list[tuple[int, int, int]] = []
+    scan_tree(tmp_path, progress=lambda *a: seen.append(a))
+    assert seen and seen[-1] == (3, 300, 4)  # files, bytes, directories (the root too)
