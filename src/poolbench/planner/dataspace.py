@@ -190,8 +190,15 @@ def _copies(plan: PoolPlan) -> float:
 
 
 def _shares(plan: PoolPlan) -> list[tuple[VdevPlan, float]]:
+    """Each distinct top-level vdev and its share of the data (identical vdevs, as a wide
+    stripe of mirrors has, are priced once)."""
     total = sum(v.space for v in plan.vdevs)
-    return [(v, v.space / total) for v in plan.vdevs]
+    shares: dict[tuple[object, ...], tuple[VdevPlan, float]] = {}
+    for v in plan.vdevs:
+        key = (v.spec.kind, v.spec.width, v.spec.parity, v.spec.draid_data, v.deflate_ratio)
+        first, share = shares.get(key, (v, 0.0))
+        shares[key] = (first, share + v.space / total)
+    return list(shares.values())
 
 
 def _cost(plan: PoolPlan, blocks: Counter[int]) -> tuple[int, int, int]:
@@ -200,12 +207,10 @@ def _cost(plan: PoolPlan, blocks: Counter[int]) -> tuple[int, int, int]:
     for v, share in _shares(plan):
         copies = v.spec.width if v.spec.kind == "mirror" else 1
         for psize, count in blocks.items():
-            a = psize_to_asize(v.spec, psize, plan.ashift) * count * share
-            asize += a
-            raw += a * copies
-            charged += deflated(psize_to_asize(v.spec, psize, plan.ashift), v.deflate_ratio) * (
-                count * share
-            )
+            one = psize_to_asize(v.spec, psize, plan.ashift)
+            asize += one * count * share
+            raw += one * count * share * copies
+            charged += deflated(one, v.deflate_ratio) * count * share
     return round(asize), round(raw), round(charged)
 
 
