@@ -10,11 +10,13 @@ import math
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import click
 
 from poolbench import is_digits
 from poolbench.cli.common import FiniteFloat, WholeNumber, db_option, open_store
+from poolbench.cli.plan_data_options import check_data_options, data_options
 from poolbench.errors import CommandLineError, UsageError
 from poolbench.planner.capacity import plan_pool
 from poolbench.planner.expansion import plan_expansion
@@ -156,6 +158,7 @@ from poolbench.units import parse_disks
     help="Search: add this special vdev to every layout: 'mirror:2x500G' (OpenZFS >= 0.8).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+@data_options
 def plan(
     layout_text: str | None,
     disks_text: str | None,
@@ -176,6 +179,7 @@ def plan(
     slog: str | None,
     special: str | None,
     as_json: bool,
+    **data: Any,
 ) -> None:
     """What each layout of your disks gives you, before you buy or wipe anything.
 
@@ -192,6 +196,7 @@ def plan(
       poolbench plan --layout 'raidz2:6x4TB' --expand-to 8
       poolbench plan --layout 'raidz2:6x4TB' --ashift 9,12,13
       poolbench plan --disks 6x4TB --special mirror:2x500GB --slog mirror:2x100GB
+      poolbench plan --layout 'raidz2:6x4TB' --data /srv/photos --save-data photos
     """
     _check_given(layout_text, disks_text)
     _check_numbers(afr, ure, fill, top, min_failures)
@@ -200,22 +205,38 @@ def plan(
     inputs = RiskInputs(afr=afr, ure_per_bit=ure, fill=fill)
     disks = _disk_sizes(disks_text) if disks_text is not None else None
     _check_combinations(layout_text, expand_to, slog, special, zfs_version)
+    check_data_options(data, expand_to)
     ashifts = parse_ashifts(ashift_text, several=layout_text is not None)
-    note = rules_note(zfs_version)
     if layout_text is not None:
-        layout = _layout_on(layout_text, disks)
-        _binary_size_hint([d for v in layout.vdevs for d in v.devices] if not as_json else [])
-        if len(ashifts) > 1:
-            _compare_ashifts(layout, ashifts, rules, bool(whole_disk), as_json, note)
-            return
-        args = (layout, ashifts[0], rules, bool(whole_disk), disk, inputs, as_json, expand_to)
-        _plan_layout(*args, note)
+        args = (layout_text, disks, ashifts, rules, bool(whole_disk), disk, inputs, as_json)
+        _plan_one_layout(*args, expand_to, zfs_version, data, db)
     else:
         assert disks is not None and disks_text is not None
         _binary_size_hint(list(disks) if not as_json else [])
         classes = _search_classes(slog, special)
         search = (disks_text, disks, ashifts[0], rules, whole_disk is not False, disk, min_failures)
-        _plan_search(*search, objective, top, as_json, classes)  # type: ignore[arg-type]
+        _plan_search(*search, objective, top, as_json, classes, data, db)  # type: ignore[arg-type]
+
+
+def _plan_one_layout(
+    layout_text: str, disks: tuple[int, ...] | None, ashifts: list[int], rules: RuleSet,
+    whole_disk: bool, disk: DiskSpeed, inputs: RiskInputs, as_json: bool,
+    expand_to: int | None, zfs_version: str, data: dict[str, Any], db: Path | None,
+) -> None:  # fmt: skip
+    """--layout: the plan at one ashift, several compared, or (--data) the data's space."""
+    note = rules_note(zfs_version)
+    layout = _layout_on(layout_text, disks)
+    _binary_size_hint([d for v in layout.vdevs for d in v.devices] if not as_json else [])
+    if data["data_text"] is not None:
+        from poolbench.cli.plan_data import plan_layout_data  # the scanner: on use
+
+        plan_layout_data(layout, ashifts, rules, whole_disk, data, db, as_json)
+        return
+    if len(ashifts) > 1:
+        _compare_ashifts(layout, ashifts, rules, whole_disk, as_json, note)
+        return
+    args = (layout, ashifts[0], rules, whole_disk, disk, inputs, as_json, expand_to)
+    _plan_layout(*args, note)
 
 
 def _check_given(layout_text: str | None, disks_text: str | None) -> None:
@@ -417,6 +438,8 @@ def _plan_search(
     top: int,
     as_json: bool,
     classes: tuple[ClassVdev, ...] = (),
+    data: dict[str, Any] | None = None,
+    db: Path | None = None,
 ) -> None:
     disks = list(disk_sizes)
     cands = search(
@@ -434,6 +457,10 @@ def _plan_search(
             f"No layout of {text} survives {min_failures} disk failures.",
             "Lower --min-failures or add disks.",
         )
+    if data and data["data_text"] is not None:
+        from poolbench.cli.plan_data import plan_search_data  # the scanner: on use
+
+        return plan_search_data(cands, ashift, rules, whole_disk, data, db, as_json, top)
     if as_json:
         doc = {
             "disks": disks,
