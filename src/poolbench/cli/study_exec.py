@@ -4,35 +4,30 @@ preflight, the claims on real devices, the dry-run listing and the measuring loo
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 
-from poolbench.backends.base import Availability
 from poolbench.cli.claiming import claim_from_cli
 from poolbench.cli.common import (
     PlainProgress,
-    open_store,
     progress_bar,
 )
-from poolbench.engine import cleanup as cleanup_mod
-from poolbench.engine import lifecycle, study_run
-from poolbench.engine.zfs_daemon import zfs_available
+from poolbench.engine import run_study, study_run
+from poolbench.engine.study_run import TrialDone
 from poolbench.errors import TrialsFailed
 from poolbench.planner.performance import DiskSpeed
 from poolbench.report import terminal
 from poolbench.safety.claims import ClaimSet
-from poolbench.safety.guarded import GuardedRunner
 from poolbench.store.db import resume_command
-from poolbench.study import consistency, estimate, matrix, pilot
+from poolbench.study import estimate, matrix, pilot
 from poolbench.study.model import Study
 from poolbench.system.probes import ram_bytes
-from poolbench.system.runner import LocalRunner, Runner
+from poolbench.system.runner import Runner
 
 
 class DryRunLog:
@@ -121,84 +116,53 @@ def _print_dry_run(
     err.print("dry run: nothing was changed.")
 
 
-def _measure(
-    sr: study_run.StudyRun,
-    availability: dict[str, Availability],
-    resume: int | None,
-    console: Console,
-    err: Console,
-    disk: DiskSpeed | None = None,
-) -> int:
-    """The study as a stored run (new, or resumed), under the run lifecycle; then its
-    table. Returns the run id."""
-    store, claims = sr.store, sr.claims
-    _start_or_reopen(sr, availability, resume)
-    if claims is not None:
-        claims.record_overrides(store, sr.run_id)
+class _CliHooks:
+    """The engine's questions and news (engine/run_study.py), on the terminal: notes and
+    progress on stderr, a line per trial when stderr is no terminal, the confirmation
+    before data is destroyed asked there too."""
 
-    def interrupted(kept: int) -> None:
-        err.print(
+    def __init__(self, err: Console, log: DryRunLog, destroy_data_on: Sequence[str], yes: bool):
+        self.err, self.log = err, log
+        self.destroy_data_on, self.yes = destroy_data_on, yes
+
+    def note(self, message: str) -> None:
+        self.err.print(message, markup=False, highlight=False)
+
+    def command(self, argv: str) -> None:
+        self.log.command(argv)
+
+    def claim(self, runner: Runner, devices: Sequence[str], store: Path, scratch: Path) -> ClaimSet:
+        return claim_from_cli(runner, devices, self.destroy_data_on, self.yes, store, scratch)
+
+    def progress(self) -> AbstractContextManager[Callable[[str, int, int], None]]:
+        return progress_bar(self.err, plain_lines=False)
+
+    def trial_done(self) -> TrialDone | None:
+        if self.err.is_terminal:
+            return None
+        # under nohup or into a log: a line per finished trial
+        return PlainProgress(lambda line: self.note(line)).trial_done
+
+    def interrupted(self, run_id: int, kept: int, resume: str) -> None:
+        self.err.print(
             f"Interrupted: everything created was torn down; {kept} measurement(s) kept in run "
-            f"{sr.run_id}. Finish it with: {resume_command(store.path, sr.run_id)}"
+            f"{run_id}. Finish it with: {resume}"
         )
 
-    try:
-        with (
-            lifecycle.tracked(store, sr.run_id, on_interrupt=interrupted) as outcome,
-            progress_bar(err, plain_lines=False) as update,
-        ):
-            sr.progress = update
-            if not err.is_terminal:  # under nohup or into a log: a line per finished trial
-                sr.on_trial = PlainProgress(
-                    lambda line: err.print(line, markup=False, highlight=False)
-                ).trial_done
-            sr.run()
-            failed = sr.failed()
-            if failed:  # still "finished": every other trial was measured
-                outcome.error = f"{len(failed)} trial(s) failed"
-    finally:
-        # The scratch root (default /var/tmp/poolbench) holds only trial directories, each
-        # removed by its teardown; leave no empty directory behind either.
-        with contextlib.suppress(OSError):
-            sr.paths.scratch.rmdir()
-    # The report's header says once that sparse-file disks show the method, not the
-    # hardware, and the report ends with the answer and what to do next: nothing after it.
-    console.print(f"stored as run {sr.run_id} in {store.path}", markup=False)
-    terminal.render_stored(console, store, sr.run_id, disk=disk)
+
+def _answer(outcome: run_study.StudyOutcome, console: Console, disk: DiskSpeed | None) -> int:
+    """The stored run's report, which ends with the answer: nothing is printed after it."""
+    store, run_id, failed = outcome.store, outcome.run_id, outcome.failed
+    console.print(f"stored as run {run_id} in {store.path}", markup=False)
+    terminal.render_stored(console, store, run_id, disk=disk)
     if failed:
         raise TrialsFailed(
             f"Study finished, {len(failed)} trial(s) failed (each torn down; the reasons are "
-            f"in the table above and stored with run {sr.run_id}).",
-            f"Measure them again with: {resume_command(store.path, sr.run_id)}",
-            sr.run_id,
+            f"in the table above and stored with run {run_id}).",
+            f"Measure them again with: {resume_command(store.path, run_id)}",
+            run_id,
         )
-    return sr.run_id
-
-
-def _start_or_reopen(
-    sr: study_run.StudyRun, availability: dict[str, Availability], resume: int | None
-) -> None:
-    """A new run row, or the resumed one (its metadata gains this invocation's pool token)."""
-    if resume is None:
-        meta = sr.metadata(availability)
-        sr.run_id = lifecycle.start(sr.store, "study", sr.study.name, meta, sr.argv)
-        return
-    sr.run_id = lifecycle.reopen(sr.store, resume)
-    meta = json.loads(sr.store.run(resume)["metadata"])
-    meta["pool_tokens"] = [*meta.get("pool_tokens", []), sr.pool_token]
-    sr.store.update_metadata(resume, meta)
-
-
-def _check_up_front(study: Study, err: Console) -> None:
-    """What the study leaves implicit is said; what cannot work is refused (dry runs too)."""
-    consistency.check_tarball(study)  # the real run would fail on it, hours in
-    if "backend" not in study.factors:
-        err.print(
-            "note: the study names no backend; zfs is assumed "
-            '(add backend = ["zfs"] under [factors] to say so).',
-            markup=False,
-            highlight=False,
-        )
+    return run_id
 
 
 def execute_study(
@@ -216,68 +180,18 @@ def execute_study(
     all_commands: bool = False,
     disk: DiskSpeed | None = None,
 ) -> int:
-    """Shared by `run`, `study` and `demo`. Returns the run id."""
+    """Shared by `run`, `study` and `demo`: engine.run_study, shown. Returns the run id."""
     err = Console(stderr=True)
     console = console or Console()
-    _check_up_front(study, err)
-    with zfs_daemon(study, dry_run):  # before the cleanup and the preflight ask ZFS
-        log = DryRunLog()
-        runner: Runner = LocalRunner(dry_run=dry_run, echo=log.command)
-        # Opened for writing only once the study passed its preflight: a refused study leaves
-        # no new store (and no new directory) behind.
-        store = open_store(db, "dry")
-        paths = study_run.default_paths(store)
-        if scratch_dir:
-            paths.scratch = scratch_dir
-        claims: ClaimSet | None = None
-        if study.disks.source == "devices":
-            # Real devices only through the safety layer: each one checked (mounted, signatures,
-            # pool labels, holders, ...) and claimed now, before anything runs, and re-checked
-            # right before the first destructive command by the guarded runner.
-            claims = claim_from_cli(
-                runner, study.disks.devices, destroy_data_on, yes, store.path, paths.scratch
-            )
-            runner = GuardedRunner(runner, claims)
-        if not dry_run:
-            _clean_earlier(runner, paths.journals, err)
-        sr = study_run.StudyRun(
-            runner,
-            store,
-            study,
-            text,
-            paths,
-            seed=seed,
-            argv=lifecycle.command_line(),
-            claims=claims,
-        )
-        try:
-            availability = sr.preflight()
-        finally:
+    log = DryRunLog()
+    hooks = _CliHooks(err, log, destroy_data_on, yes)
+    request = run_study.StudyRequest(study, text, db, resume, seed, scratch_dir)
+    if not dry_run:
+        return _answer(run_study.run_study(request, hooks), console, disk)
+    try:
+        with run_study.prepared(request, hooks, dry_run=True) as (sr, _):
             log.flush(err)  # what the probes would have run (real devices: the claims)
-        if dry_run:
             _print_dry_run(sr, study, console, err, log, all_commands)
-            return 0
-        store.close()
-        sr.store = open_store(db, "write")
-        return _measure(sr, availability, resume, console, err, disk)
-
-
-def _clean_earlier(runner: Runner, journals: Path, err: Console) -> None:
-    for outcome in cleanup_mod.cleanup(runner, journals):
-        err.print(f"cleaned up after an earlier crash: {outcome.journal.name}", markup=False)
-
-
-def _uses_zfs(study: Study) -> bool:
-    return any(c.backend == "zfs" for c in matrix.configs(study))
-
-
-@contextlib.contextmanager
-def zfs_daemon(study: Study, dry_run: bool) -> Iterator[None]:
-    """zfs-fuse started for a ZFS study when it is this machine's ZFS and none answers (as
-    `demo` does); stopped afterwards only if started here. Never started where OpenZFS is
-    (its kernel module answers, or is loaded): see engine/zfs_daemon.py."""
-    if dry_run or not _uses_zfs(study):
-        yield
-        return
-    with zfs_available(LocalRunner()):
-        yield
+    finally:
+        log.flush(err)
+    return 0

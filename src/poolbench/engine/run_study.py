@@ -1,0 +1,194 @@
+"""A study as one run: the lifecycle that `run`, `study` and `demo` share, and any other
+caller (a test, a script) can drive in-process.
+
+The engine decides and the caller speaks: what to show (notes, the dry run's commands,
+progress, an interruption) and what to ask (the confirmation before data is destroyed) reach
+the caller through `StudyHooks`; nothing here prints or prompts. The order is the safety
+order: refuse what cannot work, start zfs-fuse if this machine's ZFS needs it, open the store
+read-only, claim real devices, clean what an earlier crash left, preflight every
+configuration, and only then open the store for writing and measure under the run lifecycle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from poolbench.backends.base import Availability
+from poolbench.engine import cleanup as cleanup_mod
+from poolbench.engine import lifecycle, study_run
+from poolbench.engine.zfs_daemon import zfs_available
+from poolbench.safety.claims import ClaimSet
+from poolbench.safety.guarded import GuardedRunner
+from poolbench.store import queries
+from poolbench.store.db import Store, default_path, resume_command
+from poolbench.store.opening import Mode
+from poolbench.study import consistency, matrix
+from poolbench.study.model import Study
+from poolbench.system.runner import LocalRunner, Runner
+
+Progress = Callable[[str, int, int], None]
+
+
+class StudyHooks(Protocol):
+    """What a caller of run_study shows and answers."""
+
+    def note(self, message: str) -> None:
+        """A sentence the user should read (an assumption made, a crash cleaned up)."""
+
+    def command(self, argv: str) -> None:
+        """A dry run's command, as it would run."""
+
+    def claim(self, runner: Runner, devices: Sequence[str], store: Path, scratch: Path) -> ClaimSet:
+        """Claims on the real devices a study names (the caller may ask the user)."""
+
+    def progress(self) -> AbstractContextManager[Progress]:
+        """A progress display for the measuring loop: (what, done, total)."""
+
+    def trial_done(self) -> study_run.TrialDone | None:
+        """Called after each trial (a line per trial off a terminal), or None."""
+
+    def interrupted(self, run_id: int, kept: int, resume: str) -> None:
+        """Ctrl-C: everything created is torn down; `kept` measurements stay in the run."""
+
+
+@dataclass(frozen=True)
+class StudyRequest:
+    study: Study
+    text: str  # the study file as the user wrote it (stored with the run)
+    db: Path | None = None  # the result store; None: the default one
+    resume: int | None = None  # a run to finish instead of a new one
+    seed: int | None = None
+    scratch_dir: Path | None = None
+    argv: Sequence[str] = field(default_factory=lifecycle.command_line)
+
+
+@dataclass
+class StudyOutcome:
+    run_id: int
+    store: Store
+    failed: list[queries.FailedTrial]
+
+
+def _open(db: Path | None, mode: Mode) -> Store:
+    return Store(default_path() if db is None else db, mode)
+
+
+def _check_up_front(study: Study, hooks: StudyHooks) -> None:
+    """What the study leaves implicit is said; what cannot work is refused (dry runs too)."""
+    consistency.check_tarball(study)  # the real run would fail on it, hours in
+    if "backend" not in study.factors:
+        hooks.note(
+            f"note: the study names no backend; {matrix.DEFAULT_BACKEND} is assumed "
+            f'(add backend = ["{matrix.DEFAULT_BACKEND}"] under [factors] to say so).'
+        )
+
+
+@contextlib.contextmanager
+def prepared(
+    request: StudyRequest, hooks: StudyHooks, *, dry_run: bool
+) -> Iterator[tuple[study_run.StudyRun, dict[str, Availability]]]:
+    """The study checked, its devices claimed and every configuration preflighted, nothing
+    created yet; its store is open read-only (a refused study leaves no store behind)."""
+    study = request.study
+    _check_up_front(study, hooks)
+    with zfs_daemon(study, dry_run):  # before the cleanup and the preflight ask ZFS
+        runner: Runner = LocalRunner(dry_run=dry_run, echo=hooks.command)
+        store = _open(request.db, "dry")
+        paths = study_run.default_paths(store)
+        if request.scratch_dir:
+            paths.scratch = request.scratch_dir
+        claims: ClaimSet | None = None
+        if study.disks.source == "devices":
+            # Real devices only through the safety layer: each one checked (mounted,
+            # signatures, pool labels, holders, ...) and claimed now, before anything runs,
+            # and re-checked right before the first destructive command by the guarded runner.
+            claims = hooks.claim(runner, study.disks.devices, store.path, paths.scratch)
+            runner = GuardedRunner(runner, claims)
+        if not dry_run:
+            for outcome in cleanup_mod.cleanup(runner, paths.journals):
+                hooks.note(f"cleaned up after an earlier crash: {outcome.journal.name}")
+        sr = study_run.StudyRun(
+            runner,
+            store,
+            study,
+            request.text,
+            paths,
+            seed=request.seed,
+            argv=request.argv,
+            claims=claims,
+        )
+        yield sr, sr.preflight()
+
+
+def run_study(request: StudyRequest, hooks: StudyHooks) -> StudyOutcome:
+    """Build, measure, store and tear down every trial of the study (or the trials a resumed
+    run still owes). Returns the run; failed trials are in `failed` (each torn down, the rest
+    measured); Ctrl-C tears down what was made, keeps what was measured, and re-raises."""
+    with prepared(request, hooks, dry_run=False) as (sr, availability):
+        sr.store.close()
+        sr.store = _open(request.db, "write")
+        _start_or_reopen(sr, availability, request.resume)
+        if sr.claims is not None:
+            sr.claims.record_overrides(sr.store, sr.run_id)
+        return _measure(sr, hooks)
+
+
+def _measure(sr: study_run.StudyRun, hooks: StudyHooks) -> StudyOutcome:
+    store, run_id = sr.store, sr.run_id
+
+    def interrupted(kept: int) -> None:
+        hooks.interrupted(run_id, kept, resume_command(store.path, run_id))
+
+    try:
+        with (
+            lifecycle.tracked(store, run_id, on_interrupt=interrupted) as outcome,
+            hooks.progress() as update,
+        ):
+            sr.progress = update
+            sr.on_trial = hooks.trial_done()
+            sr.run()
+            failed = sr.failed()
+            if failed:  # still "finished": every other trial was measured
+                outcome.error = f"{len(failed)} trial(s) failed"
+    finally:
+        # The scratch root (default /var/tmp/poolbench) holds only trial directories, each
+        # removed by its teardown; leave no empty directory behind either.
+        with contextlib.suppress(OSError):
+            sr.paths.scratch.rmdir()
+    return StudyOutcome(run_id, store, failed)
+
+
+def _start_or_reopen(
+    sr: study_run.StudyRun, availability: dict[str, Availability], resume: int | None
+) -> None:
+    """A new run row, or the resumed one (its metadata gains this invocation's pool token)."""
+    if resume is None:
+        meta = sr.metadata(availability)
+        sr.run_id = lifecycle.start(sr.store, "study", sr.study.name, meta, sr.argv)
+        return
+    sr.run_id = lifecycle.reopen(sr.store, resume)
+    meta = json.loads(sr.store.run(resume)["metadata"])
+    meta["pool_tokens"] = [*meta.get("pool_tokens", []), sr.pool_token]
+    sr.store.update_metadata(resume, meta)
+
+
+def _uses_zfs(study: Study) -> bool:
+    return any(c.backend == "zfs" for c in matrix.configs(study))
+
+
+@contextlib.contextmanager
+def zfs_daemon(study: Study, dry_run: bool) -> Iterator[None]:
+    """zfs-fuse started for a ZFS study when it is this machine's ZFS and none answers (as
+    `demo` does); stopped afterwards only if started here. Never started where OpenZFS is
+    (its kernel module answers, or is loaded): see engine/zfs_daemon.py."""
+    if dry_run or not _uses_zfs(study):
+        yield
+        return
+    with zfs_available(LocalRunner()):
+        yield
