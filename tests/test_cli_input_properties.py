@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from poolbench.cli.main import main
+from poolbench.errors import EXIT_INPUT, EXIT_OK, EXIT_UNSUPPORTED, EXIT_USAGE
 
 # Text no option of poolbench takes as valid.
 BAD_VALUES = ["²", "1²", "\u0661\u0662", "9" * 5000, "1\x00", "a" * 5000, "", " ", "-1", "nan",
@@ -64,7 +65,13 @@ def _clean(argv: list[str], capsys: pytest.CaptureFixture[str], root: Path, bad:
     before = _tree(root)
     code, out = _run(argv, capsys)
     assert "Traceback" not in out and "internal error" not in out, out[-2000:]
-    assert code in ((1, 2) if bad else (0, 1, 2)), (argv[:5], code, out[-500:])
+    # refused: a command line (2) or an input (5) by the one exit-code table (docs/cli.md)
+    refused = (EXIT_USAGE, EXIT_INPUT)
+    assert code in (refused if bad else (EXIT_OK, *refused, EXIT_UNSUPPORTED)), (
+        argv[:5],
+        code,
+        out[-500:],
+    )
     if code:
         assert "rror" in out, out[-500:]  # "error:" or click's "Error:"
     if not bad or "--print-toml" not in argv:
