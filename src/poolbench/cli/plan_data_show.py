@@ -3,13 +3,12 @@ space is computed block by block from the data's sizes, not measured; within 80 
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from poolbench.planner.capacity import nicenum
+from poolbench.records.jsontypes import JsonObject
 
 NOTE_SPACE = (
     "  needs: what `zfs list` USED would grow by (deflated allocation), computed per block "
@@ -24,7 +23,7 @@ def _n(x: object) -> str:
     return nicenum(int(x)) if isinstance(x, int) else "-"
 
 
-def show_data(doc: dict[str, Any], title: str) -> None:
+def show_data(doc: JsonObject, title: str) -> None:
     c = Console()
     c.print(f"[bold]{escape(title)}[/bold]")
     _print_summary(c, doc["data"])
@@ -49,7 +48,7 @@ def show_data(doc: dict[str, Any], title: str) -> None:
         _print_special(c, sp)
 
 
-def _space_row(t: Table, s: dict[str, Any], first: str) -> None:
+def _space_row(t: Table, s: JsonObject, first: str) -> None:
     x = s["charged_bytes"] / s["logical_bytes"] if s["logical_bytes"] else 0.0
     t.add_row(
         first,
@@ -61,7 +60,7 @@ def _space_row(t: Table, s: dict[str, Any], first: str) -> None:
     )
 
 
-def _space_sentence(s: dict[str, Any]) -> str:
+def _space_sentence(s: JsonObject) -> str:
     """The answer in words: "these 2.1T of files need 2.9T on raidz2:6x3.64T at ashift 12"."""
     logical, need = s["logical_bytes"], s["charged_bytes"]
     x = f" ({need / logical:.2f}x)" if logical else ""
@@ -75,7 +74,7 @@ def _space_sentence(s: dict[str, Any]) -> str:
     return text + ("." if s["fits"] else ": they do not fit.")
 
 
-def _special_sentence(levels: list[dict[str, Any]]) -> str:
+def _special_sentence(levels: list[JsonObject]) -> str:
     """ "fills past its 75% line at special_small_blocks=32K; 16K leaves 41% free"."""
     fits = [lv for lv in levels if lv["fits_under_75_percent"]]
     over = [lv for lv in levels if lv["fits_under_75_percent"] is False]
@@ -92,7 +91,7 @@ def _special_sentence(levels: list[dict[str, Any]]) -> str:
     )
 
 
-def _print_summary(c: Console, d: dict[str, Any]) -> None:
+def _print_summary(c: Console, d: JsonObject) -> None:
     kind = "blocks" if d["kind"] == "blocks" else "files"
     c.print(
         f"{d['files']:,} {kind}, {nicenum(d['logical_bytes'])} ({d['logical_bytes']:,} bytes) "
@@ -126,7 +125,7 @@ def _print_summary(c: Console, d: dict[str, Any]) -> None:
         c.print(f"  metadata in that pool (zdb): {d['measured_metadata_fraction'] * 100:.1f}%")
 
 
-def _print_advice(c: Console, rows: list[dict[str, Any]]) -> None:
+def _print_advice(c: Console, rows: list[JsonObject]) -> None:
     c.print("[bold]recordsize: space for this data[/bold] (computed)")
     t = Table()
     for col in ("ashift", "recordsize", "needs", "x", "small-file overhead", "metadata"):
@@ -150,7 +149,7 @@ def _print_advice(c: Console, rows: list[dict[str, Any]]) -> None:
     )
 
 
-def _print_special(c: Console, sp: dict[str, Any]) -> None:
+def _print_special(c: Console, sp: JsonObject) -> None:
     levels = sp["levels"]
     space = levels[0]["special_space_bytes"] if levels else None
     head = f"special vdev of {nicenum(space)}" if space else "a special vdev (none in the layout)"
@@ -182,7 +181,7 @@ def _print_special(c: Console, sp: dict[str, Any]) -> None:
     )
 
 
-def show_ranked(doc: dict[str, Any], top: int) -> None:
+def show_ranked(doc: JsonObject, top: int) -> None:
     """The search's layouts ranked by how much of this data they hold."""
     c = Console()
     c.print("[bold]layouts ranked by how much of your data they hold[/bold]")
