@@ -91,7 +91,6 @@ class Session:
         self.results = {w.name: WorkloadResult(w, policy=options.stop) for w in options.workloads}
         self.seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
         self.round_orders: list[list[str]] = []  # bench: each round's workload order
-        self._reads_disturbed = False  # a write ran since the read data was laid out
         block = subject.block_device
         self.workspace = Workspace(runner, subject.path, run_id, block.path if block else None)
         self.device_target = subject.devices
@@ -290,24 +289,15 @@ class Session:
         numbers) and `--seed N` replays them."""
         return zlib.crc32(f"{self.seed}:{w.name}:{replicate}".encode()) & 0x7FFFFFFF
 
-    def _lay_out(self, w: Workload, params: fiojob.JobParams) -> None:
-        """Prepare the data; a read replicate reads data laid out as in the first one, so a
-        file that a write workload has changed since it was laid out is laid out afresh."""
-        if w.direction == "read" and self._reads_disturbed:
-            self.workspace.discard(w, params)
-            self._reads_disturbed = False
-        elif w.direction != "read" and not w.is_metadata:
-            # (a read changes nothing: the next read finds its data as laid out)
-            self._reads_disturbed = True
-        self.workspace.prepare(w, params)
-
     def _measure_fio(self, res: WorkloadResult, replicate: int) -> None:
         w = res.workload
         params = replace(self._params(w), randseed=self.randseed(w, replicate))
         job = fiojob.render(w, params)
         jobs = self.workspace.jobs_dir
-        self._lay_out(w, params)
+        written_by = self.workspace.lay_out(w, params)
         findings = self._findings_for(w)
+        if written_by is not None:  # said with the figure: whose files this read read
+            findings.other["data_written_by"] = written_by
         if "randseed" in job:
             findings.other["fio_randseed"] = params.randseed
         findings.data = DataFinding(self.options.compressibility)
@@ -382,7 +372,7 @@ class Session:
             first_pass = timed.seconds
             params = replace(params, loops=loops)
             job = fiojob.render(w, params)
-            self._lay_out(w, params)
+            self.workspace.lay_out(w, params)
             timed = self._timed(w, job, f"{w.name}.{replicate}.loops.fio", block_size)
         findings.other["window"], timed.warnings = long_window.finding(
             w, timed.result, timed.seconds, minimum, first_pass_s=first_pass, loops=loops

@@ -28,6 +28,9 @@ class Workspace:
             self.root = target / ".poolbench-dry-run"
         self.meta_dir = self.root / "meta"
         self.jobs_dir = self.root / "jobs"
+        # The last write since the read data was laid out, with its job's parameters (None:
+        # no write since): whether a read may use what it left is fiojob's to say.
+        self._last_write: tuple[Workload, fiojob.JobParams] | None = None
 
     def create(self) -> None:
         self.root.mkdir()
@@ -54,27 +57,48 @@ class Workspace:
         for f in self.data_files(w, params):
             f.unlink(missing_ok=True)
 
-    def prepare(self, w: Workload, params: fiojob.JobParams) -> None:
-        """Bring the data into the state the workload needs. Never timed."""
+    def lay_out(self, w: Workload, params: fiojob.JobParams) -> str | None:
+        """Prepare the data. A read replicate reads data laid out as in the first one, so a
+        file that a write workload has changed since it was laid out is laid out afresh,
+        unless that write left it exactly as laid out (fiojob.writes_prepared_data): then
+        returns that write's name (a streaming write then read saves a third of its I/O)."""
+        last, reused = self._last_write, None
+        if w.direction == "read" and last is not None:
+            self._last_write = None
+            if not fiojob.writes_prepared_data(*last, w, params):
+                self.discard(w, params)
+            elif not self.prepare(w, params):  # (a short file is laid out again)
+                reused = last[0].name
+        elif w.direction != "read" and not w.is_metadata:
+            # (a read changes nothing: the next read finds its data as laid out)
+            self._last_write = (w, params)
+        if reused is None:
+            self.prepare(w, params)
+        return reused
+
+    def prepare(self, w: Workload, params: fiojob.JobParams) -> bool:
+        """Bring the data into the state the workload needs. Never timed. Returns whether
+        it wrote data (a prepare job ran)."""
         if self.device is not None:
             self._prepare_device(w, params)
-            return
+            return False
         if w.is_metadata:
             self._prepare_metadata(w, params)
-            return
+            return False
         files = self.data_files(w, params)
         if w.fresh_file:
             for f in files:
                 f.unlink(missing_ok=True)
-            return
+            return False
         need = fiojob.file_bytes(w, params)
         if all(f.exists() and f.stat().st_size >= need for f in files):
-            return
+            return False
         job = fiojob.render_prepare(w, params)
         assert job is not None
         for f in files:
             f.unlink(missing_ok=True)
         fio.run_job(self.runner, job, self.jobs_dir / f"prepare-{w.name}.fio", "write")
+        return True
 
     def _prepare_device(self, w: Workload, params: fiojob.JobParams) -> None:
         """A write to a block device overwrites what is there (there is no file to delete:

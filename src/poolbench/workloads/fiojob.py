@@ -221,6 +221,35 @@ def prepare_blocks(size: int) -> tuple[int, int]:
     return size // PREPARE_BS, size % PREPARE_BS
 
 
+def writes_prepared_data(
+    writer: Workload, written: JobParams, reader: Workload, params: JobParams
+) -> bool:
+    """Whether `writer`'s job, run with `written`, left exactly the files `reader` reads as
+    `render_prepare` would lay them out: fresh files written whole, in order, in PREPARE_BS
+    records, with the same data pattern, synced at the end. Laying them out again would
+    write the same bytes the same way, so the read may use them (a streaming write followed
+    by a streaming read saves a third of its I/O). Anything else (random or partial writes,
+    a block device, another size or data pattern) is laid out afresh. A write that stopped
+    early leaves a short file, which `Workspace.prepare` lays out again by its size."""
+    sequential_whole = (
+        writer.fresh_file
+        and writer.fio.get("rw") == "write"
+        and int(writer.fio.get("bs", "0")) == PREPARE_BS
+        and not writer.time_based
+        and writer.io_fraction >= 1.0
+        and not writer.tail_record
+    )
+    return (
+        sequential_whole
+        and reader.needs_data
+        and not reader.is_metadata
+        and written.device is None
+        and file_names(written, writer.streams) == file_names(params, reader.streams)
+        and file_bytes(writer, written) == file_bytes(reader, params)
+        and data_pattern(written.compressibility) == data_pattern(params.compressibility)
+    )
+
+
 def render_prepare(workload: Workload, params: JobParams) -> str | None:
     """A job that writes the data a reading (or in-place writing) workload needs, or None."""
     if not workload.needs_data:
