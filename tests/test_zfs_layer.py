@@ -13,7 +13,7 @@ import pytest
 
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import CommandError, CommandResult, LocalRunner, RecordingRunner
-from poolbench.zfs import commands, errors, labelclear, parse, pools
+from poolbench.zfs import commands, errors, labelclear, ops, parse, pools
 from poolbench.zfs import label as zfslabel
 from test_safety_units import write_zfs_label  # tests/ is on sys.path (no __init__.py)
 
@@ -162,6 +162,27 @@ def test_dataset_properties_and_zdb_config_recorded_from_zfs_fuse() -> None:
     zdb = data("zfsfuse-zdb-C.txt")
     assert parse.parse_zdb_ashift(zdb) == [12, 12]  # the raidz and the log device
     assert parse.parse_zdb_paths(zdb) == [f"/dev/loop{i}" for i in range(4)]
+
+
+def test_the_vdev_tree_comes_from_the_cache_file_and_from_the_pool_only_if_not_there() -> None:
+    """`zdb -C` without a pool name prints the cache file, opening no pool (0.1 s on
+    zfs-fuse, recorded with two pools); `zdb -C POOL` opens the pool (1.2 s): it is read only
+    for a pool the cache file does not hold."""
+    cache = data("zfsfuse-zdb-C-cachefile.txt")
+    section = parse.zdb_pool_section(cache, "zxpexp")
+    assert section is not None and section.startswith("zxpexp:\n") and "'other'" not in section
+    assert parse.parse_zdb_ashift(section) == [12]  # not the other pool's 9
+    assert parse.parse_zdb_paths(section) == [f"/var/tmp/pb/d{n}" for n in "abc"]
+    assert parse.zdb_pool_section(cache, "zxp") is None  # a prefix is not the pool
+    cached = RecordingRunner(responses={("zdb", "-C"): cache})
+    assert ops.vdev_config(cached, "other") == ops.VdevConfig(
+        [9], [f"/var/tmp/other/d{n}" for n in "abc"]
+    )
+    assert cached.argvs == [("zdb", "-C")]
+    mos = data("zfsfuse-zdb-C.txt")
+    fallback = RecordingRunner(responses={("zdb", "-C"): cache, ("zdb", "-C", "tank"): mos})
+    assert ops.vdev_config(fallback, "tank").ashifts == [12, 12]
+    assert fallback.argvs == [("zdb", "-C"), ("zdb", "-C", "tank")]
 
 
 def test_command_lines_differ_only_where_the_dialects_do() -> None:

@@ -177,6 +177,21 @@ def parse_pool_get(text: str, pool: str, prop: str, dialect: str) -> str | None:
     return None
 
 
+def zdb_pool_section(text: str, pool: str) -> str | None:
+    """`pool`'s section of `zdb -C` without a pool name (the cache file: `NAME:` at the
+    line's start, its configuration indented under it), or None if the pool is not there."""
+    lines = text.splitlines()
+    try:
+        start = lines.index(f"{pool}:")
+    except ValueError:
+        return None
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i][:1] not in ("", " ", "\t")),
+        len(lines),
+    )
+    return "\n".join(lines[start:end]) + "\n"
+
+
 def parse_zdb_ashift(text: str) -> list[int]:
     """ashift of each top-level vdev, from `zdb -C POOL` (leaves carry none)."""
     return [int(m.group(1)) for m in re.finditer(r"^\s*ashift:\s*(\d+)\s*$", text, re.M)]
