@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from tests.conftest import IS_ROOT, poolbench
 
 from poolbench.backends.md import MdBackend
+from poolbench.cli.study_cmd import study as study_command
 from poolbench.engine.pool_hooks import distributed_spare
 from poolbench.engine.pool_ops import backend_layout, check_pool_workloads, disks_for
 from poolbench.engine.trial import spec_for
@@ -372,9 +374,10 @@ def test_dry_run_at_full_scale_prints_plan_and_duration(
     assert m, p.stdout
     # The plan is the full-scale study as built for this machine (its ZFS's compression
     # algorithms; fs-compare without md where the kernel has none).
-    toml = poolbench("study", name, "--print-toml")
-    assert toml.returncode == 0, toml.stderr
-    assert int(m.group(2)) == len(matrix.plan(parse(toml.stdout), 1))
+    # (in-process: the same command, without a second interpreter and its imports)
+    toml = CliRunner().invoke(study_command, [name, "--print-toml"])
+    assert toml.exit_code == 0, toml.output
+    assert int(m.group(2)) == len(matrix.plan(parse(toml.output), 1))
     assert "dry run: nothing was changed" in p.stderr
     assert not (tmp_path / "scratch").exists()
     assert not (tmp_path / "r.db").exists() or _count(tmp_path / "r.db") == 0
