@@ -9,9 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from poolbench.engine import lifecycle
+from poolbench.fleet import probe
 from poolbench.fleet.hosts import Host
 from poolbench.fleet.records import FleetHostFailed, FleetOptions, FleetWorkloadResult
-from poolbench.fleet.session import FleetSession
+from poolbench.fleet.session import FleetSession, Prober
 from poolbench.records.jsontypes import JsonObject
 from poolbench.store.db import Store
 from poolbench.system import probes
@@ -34,11 +35,13 @@ def run_fleet(
     default_path: str | None,
     options: FleetOptions,
     progress: Callable[[str, int, int], None],
+    *,
+    prober: Prober = probe.probe,
 ) -> FleetRun:
     metadata: JsonObject = {"machine": probes.machine()}
     name = "fleet:" + ",".join(h.label for h in fleet)
     run_id = lifecycle.start(store, "bench", name, metadata)
-    session = FleetSession(runner, store, run_id, fleet, default_path, options)
+    session = FleetSession(runner, store, run_id, fleet, default_path, options, prober=prober)
 
     def record_hosts(_outcome: lifecycle.Outcome) -> None:
         fleet_meta = metadata.setdefault("fleet", {})
