@@ -5,17 +5,21 @@ left out of the summary, and the summary's own warnings at the end."""
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import asdict
 from pathlib import Path
+
+import pytest
 
 from poolbench.engine import replicates
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.loop import MeasureLoop, keep, summarise
 from poolbench.engine.records import Findings, Measurement
+from poolbench.engine.session import Options, Session, Subject
 from poolbench.engine.subject import WorkloadResult
 from poolbench.stats import outliers
 from poolbench.store.db import Store
-from poolbench.system.runner import RecordingRunner
+from poolbench.system.runner import LocalRunner, RecordingRunner
 from poolbench.workloads.library import parse_list
 
 
@@ -74,3 +78,28 @@ def test_summarise_adds_the_intervals_warning_and_the_outliers() -> None:
     summary = res.summary
     assert summary.outliers == (5,)  # the sixth replicate, 250 among ~100s
     assert res.warnings == [summary.warning(), outliers.note("6")]
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
+def test_benchs_session_runs_on_the_loop(tmp_path: Path) -> None:
+    """`bench`'s session measures through the same loop, with real fio on a directory."""
+    target = tmp_path / "fs"
+    target.mkdir()
+    store = Store(tmp_path / "r.db")
+    run_id = store.start_run("bench", "b", ["test"], {})
+    rule = replicates.policy(2, 2, 0.5)
+    options = Options(parse_list("seq-write,seq-read"), size=1 << 20, min_window_s=0,
+                      stop=rule, seed=3)  # fmt: skip
+    session = Session(LocalRunner(), store, run_id, Subject.directory(target), options)
+    session.preflight()
+    results = {r.workload.name: r for r in session.run()}
+    assert session.round_orders is session.loop.round_orders and len(session.round_orders) == 2
+    rows = store.measurements(run_id)
+    ran = [w for o in session.round_orders for w in o]
+    assert [r["workload"] for r in rows] == ran  # stored at once, in the order measured
+    for name, res in results.items():
+        mine = [r["value"] for r in rows if r["workload"] == name]
+        assert res.values == mine and len(mine) == 2
+        said = rule.summarize(mine).warning()  # the interval's own warning, if it has one
+        assert not said or said in res.warnings
+    assert list(target.iterdir()) == []  # the workspace is gone
