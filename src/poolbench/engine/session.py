@@ -338,7 +338,7 @@ class Session:
         warnings += fsync_check(w, result, findings)
         self._read_back(w, findings)
         value = figure(w, result.io_bytes, result.total_ios, seconds)
-        self._record(res, Measurement(
+        self.loop.record(res, Measurement(
             self.subject.config, w.name, replicate, value, w.unit, result.io_bytes,
             result.total_ios, seconds, dev.device_bytes, dev.device_mib_s, warnings, findings,
             asdict(w), job, latency=result.latency, config_levels=dict(self.subject.levels),
@@ -448,14 +448,11 @@ class Session:
         device_mib_s = None
         if op.device_bytes is not None and op.seconds > 0:
             device_mib_s = op.device_bytes / op.seconds / MiB
-        self._record(res, Measurement(
+        self.loop.record(res, Measurement(
             self.subject.config, w.name, replicate, op.value, w.unit, op.app_bytes, op.ops,
             op.seconds, op.device_bytes, device_mib_s, op.warnings, findings, asdict(w), "",
             config_levels=dict(self.subject.levels),
         ))  # fmt: skip
-
-    def _record(self, res: WorkloadResult, m: Measurement) -> None:
-        self.loop.record(res, m)
 
     def _defeat_cache(self, files: list[Path], warnings: list[str]) -> CacheFinding:
         if self.subject.cache_defeat is not None:
