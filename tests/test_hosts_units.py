@@ -10,7 +10,8 @@ import pytest
 
 from poolbench.errors import UsageError
 from poolbench.fleet import clientout, hosts, probe
-from poolbench.fleet.session import FleetOptions, FleetSession
+from poolbench.fleet.records import FleetOptions
+from poolbench.fleet.session import FleetSession
 from poolbench.fleet.table import group_host_warnings
 from poolbench.workloads.library import parse_list
 

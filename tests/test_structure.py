@@ -30,14 +30,12 @@ SUBCOMMANDS = {
 }  # fmt: skip
 
 # Debt still open: each is one concept that grew, not yet split by job.
-LONG_MODULES: dict[str, str] = {
-    "fleet/session.py": "the fleet's controller run, per-host records and its own guards",
-}
+LONG_MODULES: dict[str, str] = {}
 
 ANY_DICT = "dict[str, Any]"
 ALIAS_MODULE = "records/jsontypes.py"
 # Lines spelling it in src (grep -rn); issue 26's goal is 30. Lower it as they go, never raise.
-ANY_DICT_CEILING = 24
+ANY_DICT_CEILING = 21
 # Modules that use JsonObject without calling the json module, and why their value is JSON.
 JSON_ALIAS_USERS: dict[str, str] = {
     "cli/plan_data_show.py": "`plan --data`: prints the --json document it was given",

@@ -18,8 +18,9 @@ from poolbench.engine.replicates import policy
 from poolbench.errors import CommandLineError
 from poolbench.fleet import hosts as hostlist
 from poolbench.fleet import table
+from poolbench.fleet.controller import Controller
+from poolbench.fleet.records import FleetOptions, check_workloads
 from poolbench.fleet.run import FleetRun, run_fleet
-from poolbench.fleet.session import FleetOptions, FleetSession, check_workloads
 from poolbench.system.runner import LocalRunner, format_argv
 from poolbench.workloads.library import parse_list
 
@@ -106,10 +107,12 @@ def _show(done: FleetRun, db: Path, options: FleetOptions, as_json: bool) -> Non
 def _dry_run(
     fleet: list[hostlist.Host], default: str | None, options: FleetOptions, err: Console
 ) -> None:
-    session = FleetSession(LocalRunner(dry_run=True), None, 0, fleet, default, options)  # type: ignore[arg-type]
+    targets = {h.label: h.target(default) for h in fleet}
+    controller = Controller(LocalRunner(dry_run=True), fleet, targets, options, run_id=0)
     for w in options.workloads:
-        err.print(f"[dim]would run:[/] {escape(format_argv(session.dry_argv(w)))}", highlight=False)
-        for i, (label, text) in enumerate(session.job_texts(w).items()):
+        argv = format_argv(controller.dry_argv(w))
+        err.print(f"[dim]would run:[/] {escape(argv)}", highlight=False)
+        for i, (label, text) in enumerate(controller.job_texts(w).items()):
             err.print(f"[dim]{w.name}.host{i}.fio ({escape(label)}):[/]", highlight=False)
             err.print(text, highlight=False, markup=False)
     err.print("dry run: nothing was run on any host (run id 0 stands for the real one).")

@@ -2,9 +2,9 @@
 
 This is the engine behind `poolbench bench` and each trial of a study. What is measured comes
 as one object (`Subject`: the mountpoint, its devices, and for a study's trial the pool's cache
-defeat and hooks). Replicates are interleaved across workloads (engine/replicates.py). Every
-finished measurement is committed to the store at once; the working directory is removed on
-success, on error and on Ctrl-C.
+defeat and hooks). The loop is the one the fleet shares (engine/loop.py): replicates
+interleaved across workloads (engine/replicates.py), every finished measurement committed to
+the store at once. The working directory is removed on success, on error and on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from poolbench.engine import cold_read, replicates, slow_members
+from poolbench.engine import cold_read, replicates
 from poolbench.engine import window as long_window
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.lifecycle import CommandLog
+from poolbench.engine.loop import MeasureLoop, summarise
 from poolbench.engine.measure_checks import (
     block_device_refusal,
     depth_check,
@@ -37,8 +38,6 @@ from poolbench.engine.records import (
     Findings,
     FioFinding,
     Measurement,
-    modelled_amplification,
-    write_amplification,
 )
 from poolbench.engine.subject import (
     BlockDevice,
@@ -53,7 +52,6 @@ from poolbench.engine.workspace import Workspace
 from poolbench.errors import UsageError
 from poolbench.guards import cache, cpu, devices, geometry, workingset
 from poolbench.records.jsontypes import JsonObject
-from poolbench.stats import outliers
 from poolbench.store.db import Store
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
@@ -90,7 +88,6 @@ class Session:
         self.progress = progress
         self.results = {w.name: WorkloadResult(w, policy=options.stop) for w in options.workloads}
         self.seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
-        self.round_orders: list[list[str]] = []  # bench: each round's workload order
         block = subject.block_device
         self.workspace = Workspace(runner, subject.path, run_id, block.path if block else None)
         self.device_target = subject.devices
@@ -100,6 +97,7 @@ class Session:
         # A study passes its run's one log: each trial's session must not store again the
         # commands an earlier trial (or the pool steps around it) already stored.
         self.commands = commands if commands is not None else CommandLog(runner, store, run_id)
+        self.loop = MeasureLoop(store, run_id, self.commands, self.seed)
         self._untar = Untar(runner, options.tarball) if options.tarball else None
         self._zfs: str | None = None  # "openzfs" / "zfs-fuse": whose ARC a cold read checks
         self.show_job: Callable[[str, str], None] | None = None  # --dry-run: (name, job text)
@@ -216,29 +214,24 @@ class Session:
             self.workspace.remove()
         return list(self.results.values())
 
+    @property
+    def round_orders(self) -> list[list[str]]:
+        """bench: each round's workload order, as it ran."""
+        return self.loop.round_orders
+
     def _loop(self) -> None:
-        stop = self.options.stop
-        done = replicates.interleave(
-            list(self.results.values()),
-            stop,
-            values=lambda r: r.values,
-            measure=self._measure_once,
-            describe=lambda r, rep: f"{r.workload.name} run {rep + 1}",
-            progress=self.progress,
-            seed=self.seed,
-            name=lambda r: r.workload.name,
-            record=lambda _round, names: self.round_orders.append(names),
+        results = list(self.results.values())
+        done = self.loop.rounds(
+            results,
+            self.options.stop,
+            self._measure_once,
+            lambda r, rep: f"{r.workload.name} run {rep + 1}",
+            self.progress,
         )
         if self.progress:
             self.progress("done", done, done)
-        for res in self.results.values():
-            if res.values:
-                summary = res.summary
-                res.add_warning(summary.warning())
-                if summary.outliers:
-                    res.add_warning(outliers.note(", ".join(str(i + 1) for i in summary.outliers)))
-            for text in slow_members.named(res.guards):
-                res.add_warning(text)
+        for res in results:
+            summarise(res)
 
     def _plan_only(self) -> None:
         """--dry-run: each workload's fio commands, each job (replicate 1's) to `show_job`."""
@@ -335,7 +328,7 @@ class Session:
         warnings += fsync_check(w, result, findings)
         self._read_back(w, findings)
         value = figure(w, result.io_bytes, result.total_ios, seconds)
-        self._record(res, Measurement(
+        self.loop.record(res, Measurement(
             self.subject.config, w.name, replicate, value, w.unit, result.io_bytes,
             result.total_ios, seconds, dev.device_bytes, dev.device_mib_s, warnings, findings,
             asdict(w), job, latency=result.latency, config_levels=dict(self.subject.levels),
@@ -445,33 +438,11 @@ class Session:
         device_mib_s = None
         if op.device_bytes is not None and op.seconds > 0:
             device_mib_s = op.device_bytes / op.seconds / MiB
-        self._record(res, Measurement(
+        self.loop.record(res, Measurement(
             self.subject.config, w.name, replicate, op.value, w.unit, op.app_bytes, op.ops,
             op.seconds, op.device_bytes, device_mib_s, op.warnings, findings, asdict(w), "",
             config_levels=dict(self.subject.levels),
         ))  # fmt: skip
-
-    def _record(self, res: WorkloadResult, m: Measurement) -> None:
-        """Keep the figure for the summary and commit it to the store at once."""
-        res.values.append(m.value)
-        res.clats.append(m.latency.to_json() if m.latency is not None else None)
-        if m.device_mib_s is not None:
-            res.device_mib_s.append(m.device_mib_s)
-        per_gib = cpu.per_gib(m.findings.other.get("cpu"))
-        if per_gib is not None:
-            res.cpu_s_per_gib.append(per_gib)
-        guards = m.findings.to_json()
-        res.guards.append(guards)
-        got = write_amplification(guards)
-        if got is not None:
-            res.amplification.append(got)
-            res.amplification_model = modelled_amplification(guards)
-        if m.findings.cache is not None and "served_by" in m.findings.cache.more:
-            res.served_by.append(str(m.findings.cache.more["served_by"]))
-        for text in m.warnings:
-            res.add_warning(text)
-        self.store.add_measurement(self.run_id, m)
-        self.commands.flush()
 
     def _defeat_cache(self, files: list[Path], warnings: list[str]) -> CacheFinding:
         if self.subject.cache_defeat is not None:

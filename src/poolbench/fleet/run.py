@@ -4,17 +4,15 @@ results kept; whatever happens, the hosts' notes and failures are stored with th
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from poolbench.engine import lifecycle
+from poolbench.fleet import probe
 from poolbench.fleet.hosts import Host
-from poolbench.fleet.session import (
-    FleetHostFailed,
-    FleetOptions,
-    FleetSession,
-    FleetWorkloadResult,
-)
+from poolbench.fleet.records import FleetHostFailed, FleetOptions, FleetWorkloadResult
+from poolbench.fleet.session import FleetSession, Prober
 from poolbench.records.jsontypes import JsonObject
 from poolbench.store.db import Store
 from poolbench.system import probes
@@ -37,11 +35,13 @@ def run_fleet(
     default_path: str | None,
     options: FleetOptions,
     progress: Callable[[str, int, int], None],
+    *,
+    prober: Prober = probe.probe,
 ) -> FleetRun:
     metadata: JsonObject = {"machine": probes.machine()}
     name = "fleet:" + ",".join(h.label for h in fleet)
     run_id = lifecycle.start(store, "bench", name, metadata)
-    session = FleetSession(runner, store, run_id, fleet, default_path, options)
+    session = FleetSession(runner, store, run_id, fleet, default_path, options, prober=prober)
 
     def record_hosts(_outcome: lifecycle.Outcome) -> None:
         fleet_meta = metadata.setdefault("fleet", {})
@@ -53,7 +53,8 @@ def run_fleet(
 
     failure: FleetHostFailed | None = None
     with lifecycle.tracked(store, run_id, before_finish=record_hosts) as outcome:
-        metadata.update(session.preflight())
+        session.preflight()
+        metadata["fleet"] = preflight_json(session)
         store.update_metadata(run_id, metadata)
         session.progress = progress
         try:
@@ -63,3 +64,23 @@ def run_fleet(
             failure = exc
             results = list(session.results.values())
     return FleetRun(run_id, outcome.status, session, results, failure)
+
+
+def options_json(options: FleetOptions, seed: int) -> JsonObject:
+    """The run's options as its metadata records them (workloads by name, the seed drawn)."""
+    d = dataclasses.asdict(options)
+    d["workloads"] = [w.name for w in options.workloads]
+    return {**d, "seed": seed}
+
+
+def preflight_json(session: FleetSession) -> JsonObject:
+    """The run metadata's `fleet` section as the preflight leaves it: the controller, each
+    host as probed, what cannot be applied there, the notes, the options."""
+    return {
+        "controller_fio": session.controller_fio,
+        "hosts": [i.as_dict() for i in session.infos.values()],
+        "notes": session.notes,
+        "not_applied": session.not_applied,
+        "options": options_json(session.options, session.seed),
+        "started_together": "one fio controller process per measurement",
+    }

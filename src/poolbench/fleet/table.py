@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from poolbench.fleet.probe import HostInfo
-from poolbench.fleet.session import FleetWorkloadResult
+from poolbench.fleet.records import FleetWorkloadResult
 from poolbench.records.jsontypes import JsonObject
 from poolbench.stats.policy import ReplicatePolicy
 
@@ -45,9 +45,9 @@ def as_json(
         {
             "workload": r.workload.name,
             "unit": r.workload.unit,
-            "per_host": {label: _stats(v, policy) for label, v in r.per_host.items()},
-            "sum": _stats(r.sums, policy),
-            "slowest": {**_stats(r.slowest, policy), "hosts": list(r.slowest_host)},
+            "per_host": {label: _stats(h.values, policy) for label, h in r.per_host.items()},
+            "sum": _stats(r.total.values, policy),
+            "slowest": {**_stats(r.slowest.values, policy), "hosts": list(r.slowest_host)},
             "partial": r.partial,
             "warnings": list(r.warnings),
         }
@@ -106,13 +106,13 @@ def render(
                 footnotes.append(w)
             marks.append(f"[yellow]⚠ {footnotes.index(w) + 1}[/]")
         unit = r.workload.unit
-        for i, (label, values) in enumerate(r.per_host.items()):
-            mean, ci, n = _row(values, policy)
+        for i, (label, host) in enumerate(r.per_host.items()):
+            mean, ci, n = _row(host.values, policy)
             table.add_row(r.workload.name if i == 0 else "", escape(label), mean, unit, ci, n, "")
-        mean, ci, n = _row(r.sums, policy)
+        mean, ci, n = _row(r.total.values, policy)
         partial = " [red]partial[/]" if r.partial else ""
         table.add_row("", "[bold]sum of hosts[/]", mean, unit, ci, n, " ".join(marks) + partial)
-        mean, ci, n = _row(r.slowest, policy)
+        mean, ci, n = _row(r.slowest.values, policy)
         slow = ", ".join(sorted(set(r.slowest_host)))
         label = f"slowest host ({slow})" if slow else "slowest host"
         table.add_row("", escape(label), mean, unit, ci, n, "", end_section=True)
