@@ -21,7 +21,7 @@ from typing import Protocol
 
 from poolbench.backends.base import Availability
 from poolbench.engine import cleanup as cleanup_mod
-from poolbench.engine import lifecycle, study_run
+from poolbench.engine import lifecycle, screen_check, study_run
 from poolbench.engine.zfs_daemon import zfs_available
 from poolbench.safety.claims import ClaimSet
 from poolbench.safety.guarded import GuardedRunner
@@ -110,6 +110,8 @@ def prepared(
             # and re-checked right before the first destructive command by the guarded runner.
             claims = hooks.claim(runner, study.disks.devices, store.path, paths.scratch)
             runner = GuardedRunner(runner, claims)
+            for line in screen_check.study_notes(store, claims):  # a slow disk among them
+                hooks.note(line)
         if not dry_run:
             for outcome in cleanup_mod.cleanup(runner, paths.journals):
                 hooks.note(f"cleaned up after an earlier crash: {outcome.journal.name}")

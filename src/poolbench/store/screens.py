@@ -62,17 +62,18 @@ def _row(r: tuple[str, float, str, str | None, int, str]) -> StoredScreen:
 
 
 def recent_by_serial(
-    store: Store, serials: Sequence[str], days: float = RECENT_DAYS
+    store: Store, serials: Sequence[str], days: float = RECENT_DAYS, at: float | None = None
 ) -> dict[str, StoredScreen]:
-    """The newest screen of each serial number no older than `days` (serials without one
-    are left out)."""
+    """The newest screen of each serial number taken within `days` of `at` (default now;
+    a report passes its run's start), serials without one left out."""
     if not serials or not _has_table(store):
         return {}
+    at = time.time() if at is None else at
     marks = ", ".join("?" for _ in serials)
     rows = store.conn.execute(
         "SELECT screen, created_at, device, serial, writes, result FROM disk_screens"
-        f" WHERE serial IN ({marks}) AND created_at >= ? ORDER BY created_at, id",
-        (*serials, time.time() - days * DAY),
+        f" WHERE serial IN ({marks}) AND created_at BETWEEN ? AND ? ORDER BY created_at, id",
+        (*serials, at - days * DAY, at + days * DAY),
     ).fetchall()
     found: dict[str, StoredScreen] = {}
     for r in rows:
