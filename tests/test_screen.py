@@ -251,3 +251,42 @@ def test_screens_are_stored_and_found_by_serial_while_recent(tmp_path: Path) -> 
     assert [s.device for s in screen_disks(store, sid)] == ["/dev/a", "/dev/b"]
     store.conn.execute("UPDATE disk_screens SET created_at = created_at - 40 * 86400")
     assert recent_by_serial(store, ["S-A"]) == {}  # older than RECENT_DAYS
+
+
+# -- the command line ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--screen"], "--screen needs the DEVICES"),
+        (["--screen", "/dev/null", "--tests", "seq-read,warp"], "Unknown screen test(s): warp"),
+        (["--screen", "/dev/null", "--destroy-data-on", "X"], "applies only to the write tests"),
+    ],
+)
+def test_bad_screen_requests_get_one_paragraph_and_no_traceback(
+    args: list[str], says: str, tmp_path: Path
+) -> None:
+    from tests.conftest import poolbench
+
+    p = poolbench("disks", *args, "--db", str(tmp_path / "r.db"))
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert says in p.stderr and not (tmp_path / "r.db").exists()
+
+
+def test_the_printed_screen_fits_80_columns_and_says_how_and_what_was_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from poolbench.cli.disks_screen import show
+
+    _stat_tree(tmp_path, ["fa", "fb"])
+    runner = RecordingRunner({"fio": fake_fio({"/dev/fa": 100, "/dev/fb": 40})})
+    disks = [ScreenDisk("/dev/fa", "fa", ("in use (mounted at /x): read anyway",)),
+             ScreenDisk("/dev/fb", "fb")]  # fmt: skip
+    result = screen(runner, disks, ScreenOptions(runtime_s=1, repeats=2), sys_root=tmp_path)
+    show(result, "abc123", tmp_path / "r.db")
+    out = capsys.readouterr().out
+    table = out.split("†1 ")[0]
+    assert all(len(line) <= 80 for line in table.splitlines()), table
+    assert "direct I/O on the raw device, 1 s per run, 2 run(s)" in out
+    assert "warning: /dev/fb is slow on seq-read: 40.0 MiB/s against its peers' median" in out
+    assert "skipped (they write): seq-write, rand-write-4k-qd1" in out and "--write-tests" in out
+    assert "in use (mounted at /x)" in out and "stored as screen abc123" in out
