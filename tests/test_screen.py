@@ -233,6 +233,11 @@ def test_the_sustained_write_is_sampled_from_the_device_counters(tmp_path: Path)
                     sys_root=tmp_path)  # fmt: skip
     d = result.disks[0]
     assert d.knee is not None and len(d.series) > 20
+    from poolbench.cli.disks_screen import _rate_line
+
+    (line,) = _rate_line(d, 0.04, parts=5)
+    assert line.startswith("sustained write, MiB/s per 0.2 s: ")
+    assert len(line.split(": ")[1].split()) == 5
     # The knee at ~0.35 s: within 20% of the bytes written by then (sleep jitter aside).
     written_by_then = sum(x.bytes for x in d.series if x.start_s + x.seconds <= d.knee.at_s)
     assert d.knee.at_bytes == pytest.approx(written_by_then, rel=0.2)

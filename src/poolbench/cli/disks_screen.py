@@ -15,6 +15,7 @@ from poolbench.cli.claiming import claim_from_cli
 from poolbench.cli.common import open_store
 from poolbench.engine.screen_compare import SLOW_RULE, advice, slow_disks
 from poolbench.engine.screen_jobs import ScreenOptions
+from poolbench.engine.screen_records import DiskScreen
 from poolbench.engine.screen_run import Screen, ScreenDisk, screen
 from poolbench.errors import CommandLineError, ToolMissingError, UsageError
 from poolbench.safety.claims import resolve_dev
@@ -22,6 +23,8 @@ from poolbench.safety.guarded import GuardedRunner
 from poolbench.safety.inventory import protected_paths, scan
 from poolbench.store.screens import add_screen
 from poolbench.system.runner import LocalRunner, Runner
+
+MiB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,22 @@ def _document(result: Screen, sid: str, db: Path) -> dict[str, object]:
     }
 
 
+def _rate_line(d: DiskScreen, interval: float, parts: int = 12) -> list[str]:
+    """The sustained write's rate over time, in at most `parts` equal slices of the run
+    (each slice's bytes over its seconds), to see the knee without --json."""
+    series = d.series
+    if not series:
+        return []
+    size = -(-len(series) // parts)  # ceil: whole intervals per slice
+    rates = []
+    for i in range(0, len(series), size):
+        chunk = series[i : i + size]
+        secs = sum(x.seconds for x in chunk)
+        rates.append(sum(x.bytes for x in chunk) / secs / MiB if secs else 0.0)
+    step = size * interval
+    return [f"sustained write, MiB/s per {step:.2g} s: " + " ".join(f"{r:.0f}" for r in rates)]
+
+
 def _cell(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -143,7 +162,7 @@ def show(result: Screen, sid: str, db: Path) -> None:
                                       "no serial number") if x)  # fmt: skip
         click.echo(f"{d.device}: {ident}; zoned: {d.zoned or 'not reported'}; write cache: "
                    f"{d.write_cache or 'not reported'}")  # fmt: skip
-        for line in [*d.warnings, *advice(d)]:
+        for line in [*d.warnings, *advice(d), *_rate_line(d, result.options.interval_s)]:
             click.echo(f"  • {line}")
     if result.skipped:
         click.echo(_skipped_text(result))
