@@ -2,7 +2,8 @@
 number, within store/screens.RECENT_DAYS) says about them. A slow disk among them is warned
 about before any layout is built: a comparison of layouts on unequal disks measures the slow
 disk as much as the layouts (a pool waits for its slowest member). Disks with no recent
-screen are named with the command that screens them.
+screen are named with the command that screens them (disks with a serial number only:
+nothing else can be matched).
 
 Screening automatically before a study (the study's own read-only screen when none is
 recent) is not done yet: the study only warns and offers the command.
@@ -35,7 +36,8 @@ def study_notes(store: Store, claims: ClaimSet) -> list[str]:
         f"uses {s.device} waits for it (named when {SLOW_RULE})"
         for s in slow_disks(screens)
     ]
-    missing = [c.path for c in claims.claims if not c.serial or c.serial not in found]
+    # Only disks with a serial number: one without (a loop device) is never matched anyway.
+    missing = [c.path for c in claims.claims if c.serial and c.serial not in found]
     if missing and len(claims.claims) > 1:
         out.append(
             f"note: no screen within {RECENT_DAYS} days of {', '.join(missing)}: unequal disks "
