@@ -55,6 +55,9 @@ def _read_only_targets(runner: Runner, req: ScreenRequest) -> list[ScreenDisk]:
             f"in use ({r.detail}): read anyway, and whatever else uses it shares its figures"
             for r in d.reasons
         )
+        if any(o.name == d.name for o in out):
+            raise UsageError(f"{given} names {d.path} a second time.",
+                             "Name each disk once: its runs would be measured twice.")  # fmt: skip
         out.append(ScreenDisk(d.path, d.name, warn))
     return out
 
