@@ -42,7 +42,7 @@ def _read_only_targets(runner: Runner, req: ScreenRequest) -> list[ScreenDisk]:
     """The devices as named, each checked to be a block device; in use is said, not refused:
     reading harms nothing, but what else uses the disk shares its figures."""
     inv = scan(runner, protect=protected_paths(req.db, req.scratch_dir))
-    out = []
+    out: list[ScreenDisk] = []
     for given in req.devices:
         try:
             d = inv.by_dev(resolve_dev(given))
