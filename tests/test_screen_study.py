@@ -102,3 +102,33 @@ def test_no_screen_of_these_serials_leaves_the_report_as_it_was(tmp_path: Path) 
     add_screen(store, [_screened("a", "OTHER", 100).to_json()], True, {})
     run = load_run(store, str(_study(store, ["S-A", "S-B"])))
     assert screened_disk(store, run) is None
+
+
+def test_a_real_run_screens_its_unscreened_disks_first_and_reuses_a_recent_screen(
+    tmp_path: Path,
+) -> None:
+    from tests.test_screen import fake_fio
+
+    from poolbench.engine.screen_check import screen_unscreened
+    from poolbench.system.runner import RecordingRunner
+
+    m = _machine(tmp_path)
+    for name in ("sdc", "sdd", "sde"):
+        (m.root / "sys" / "class" / "block" / name / "stat").write_text("0 " * 11 + "\n")
+    store = Store(tmp_path / "r.db")
+    old = _screened("old", "S-C", 100, iops=100 * 256)  # as fake fio gives 100 MiB/s in 4K
+    add_screen(store, [old.to_json()], False, {})  # recent: reused
+    dev = {n: str(m.root / "dev" / n) for n in ("sdc", "sdd", "sde")}
+    runner = RecordingRunner({"fio": fake_fio({dev["sdd"]: 100, dev["sde"]: 50})})
+    said: list[str] = []
+    claims = m.claim(["sdc", "sdd", "sde"])
+    assert screen_unscreened(runner, store, claims, said.append, m.root / "sys") == 2
+    assert said[0].startswith(f"screening {dev['sdd']}, {dev['sde']} first (read-only, 80 s")
+    # Read-only (fio's --readonly), and only the two unscreened disks: 2 tests x 2 runs each.
+    assert len(runner.argvs) == 8 and all("--readonly" in a for a in runner.argvs)
+    assert not any(f"--filename={dev['sdc']}" in a for a in runner.argvs)
+    notes = study_notes(store, claims)  # now from the stored screens: sde is the slow one
+    assert notes and all(f"{dev['sde']} (serial S-E) is slow on" in n for n in notes)
+    # A second run finds every disk screened: nothing runs.
+    assert screen_unscreened(runner, store, claims, said.append, m.root / "sys") == 0
+    assert len(runner.argvs) == 8
