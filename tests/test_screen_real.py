@@ -69,6 +69,7 @@ def test_the_loop_at_half_its_peers_cap_is_named_and_each_lands_on_its_cap(
     for dev, cap in zip(devs, [CAP, CAP, CAP // 2], strict=True):
         for test in ("seq-read", "seq-write"):
             fig = disks[dev]["figures"][test]
+            print(dev, cap, test, fig["values"])  # shown with -s: the figures against the cap
             assert fig["unit"] == "MiB/s" and len(fig["values"]) == 2
             assert cap * 0.85 <= fig["mean"] <= cap * 1.15, (dev, test, fig["values"])
     slow = doc["slow"]
@@ -112,6 +113,7 @@ def test_an_emulated_smr_collapse_is_found_where_it_was_set(
         watcher.join()
     (disk,) = doc["disks"]  # type: ignore[misc]
     knee = disk["knee"]
+    print("knee", knee)  # shown with -s: where the knee was found against 12 MiB
     assert knee is not None, disk["series"]
     assert 12 * MiB * 0.8 <= knee["at_bytes"] <= 12 * MiB * 1.2, knee
     assert knee["before_bps"] == pytest.approx(16 * MiB, rel=0.2)
