@@ -52,6 +52,14 @@ def test_read_only_by_default_skips_every_writing_test() -> None:
     assert len(run) == 7 and skipped == []
 
 
+def test_the_sustained_write_takes_its_block_size_from_the_options() -> None:
+    o = ScreenOptions(writes=True, sustain_bs=64 * 1024)
+    (sustained,) = [t for t in o.plan()[0] if t.name == SUSTAIN]
+    assert "--bs=65536" in fio_argv(sustained, "/dev/sdx", 1) and "64K blocks" in how(sustained, o)
+    with pytest.raises(UsageError, match="512-byte sectors"):
+        ScreenOptions(sustain_bs=1000).check()
+
+
 def test_how_says_direct_io_runtime_runs_and_interval() -> None:
     o = ScreenOptions(runtime_s=2, repeats=4, sustain_s=60, interval_s=0.5, writes=True)
     assert "direct I/O" in how(BY_NAME["seq-read"], o) and "2 s per run, 4 run(s)" in how(
@@ -236,8 +244,10 @@ def test_the_sustained_write_is_sampled_from_the_device_counters(tmp_path: Path)
     from poolbench.cli.disks_screen import _rate_line
 
     (line,) = _rate_line(d, 0.04, parts=5)
-    assert line.startswith("sustained write, MiB/s per 0.2 s: ")
-    assert len(line.split(": ")[1].split()) == 5
+    size = -(-len(d.series) // 5)  # whole intervals per slice
+    assert line.startswith(f"sustained write, MiB/s per {size * 0.04:.2g} s: ")
+    rates = [float(x) for x in line.split(": ")[1].split()]
+    assert len(rates) <= 5 and rates[0] > 4 * rates[-1]  # the fall shows
     # The knee at ~0.35 s: within 20% of the bytes written by then (sleep jitter aside).
     written_by_then = sum(x.bytes for x in d.series if x.start_s + x.seconds <= d.knee.at_s)
     assert d.knee.at_bytes == pytest.approx(written_by_then, rel=0.2)

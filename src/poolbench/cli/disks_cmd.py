@@ -18,6 +18,7 @@ from poolbench.errors import CommandLineError
 from poolbench.safety.claims import claim_devices
 from poolbench.safety.inventory import BlockDevice, protected_paths, scan
 from poolbench.system.runner import LocalRunner
+from poolbench.units import parse_size
 
 
 def _size(n: int) -> str:
@@ -176,22 +177,15 @@ def _screen(devices: tuple[str, ...], destroy_data_on: tuple[str, ...], yes: boo
               help="With --screen: only these tests (default all: seq-read, seq-write, "
               "rand-read-4k-qd1, rand-read-4k-qd32, rand-write-4k-qd1, rand-write-4k-qd32, "
               "sustain-write).")  # fmt: skip
+@click.option("--sustain-bs", "sustain_bs", default="4K", show_default=True, metavar="SIZE",
+              help="With --write-tests: block size of the sustained random write.")  # fmt: skip
 def disks(
-    devices: tuple[str, ...],
-    destroy_data_on: tuple[str, ...],
-    as_json: bool,
-    show_all: bool,
-    db: Path | None,
-    scratch_dir: Path | None,
-    do_screen: bool = False,
-    write_tests: bool = False,
-    yes: bool = False,
-    runtime: float = 30.0,
-    repeats: int = 3,
-    sustain: float = 600.0,
-    interval: float = 5.0,
-    tests_text: str | None = None,
-) -> None:
+    devices: tuple[str, ...], destroy_data_on: tuple[str, ...], as_json: bool, show_all: bool,
+    db: Path | None, scratch_dir: Path | None,
+    do_screen: bool = False, write_tests: bool = False, yes: bool = False,
+    runtime: float = 30.0, repeats: int = 3, sustain: float = 600.0, interval: float = 5.0,
+    tests_text: str | None = None, sustain_bs: str = "4K",
+) -> None:  # fmt: skip
     """List every block device and whether poolbench may use it.
 
     With DEVICES, check instead whether poolbench would claim exactly those devices, the way a
@@ -209,7 +203,8 @@ def disks(
     Example: poolbench disks --json | jq '.devices[] | select(.status == "free") | .path'
     """
     if do_screen or write_tests:
-        opts = ScreenOptions(runtime, repeats, sustain, interval, write_tests)
+        bs = parse_size(sustain_bs, what="--sustain-bs")
+        opts = ScreenOptions(runtime, repeats, sustain, interval, write_tests, sustain_bs=bs)
         return _screen(devices, destroy_data_on, yes, db, scratch_dir, as_json, opts, tests_text)
     runner = LocalRunner()
     if devices:

@@ -11,6 +11,7 @@ to write.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from poolbench.errors import UsageError
@@ -33,7 +34,7 @@ class ScreenTest:
         return "write" in self.rw
 
     def describe(self) -> str:
-        size = f"{self.bs // MiB}M" if self.bs >= MiB else f"{self.bs // 1024}K"
+        size = f"{self.bs // MiB}M" if self.bs >= MiB else f"{self.bs / 1024:g}K"
         kind = "sequential" if self.rw in ("read", "write") else "random"
         what = "read" if not self.writes else "write"
         return f"{kind} {what}, {size} blocks, queue depth {self.iodepth}"
@@ -63,6 +64,9 @@ class ScreenOptions:
     interval_s: float = 5.0
     writes: bool = False
     tests: tuple[str, ...] = tuple(t.name for t in TESTS)
+    # The sustained write's block size: 4K random writes are what a drive-managed SMR disk
+    # absorbs in its cache and then cannot keep up with.
+    sustain_bs: int = 4096
 
     def check(self) -> None:
         """Refuse settings that cannot give a figure, in one paragraph each."""
@@ -77,6 +81,11 @@ class ScreenOptions:
                 f"--runtime {self.runtime_s:g} s with --repeats {self.repeats} measures nothing.",
                 "Give --runtime of at least 0.5 s (30 s suits a real disk) and --repeats >= 1.",
             )
+        if self.sustain_bs < 512 or self.sustain_bs % 512:
+            raise UsageError(
+                f"--sustain-bs {self.sustain_bs} is not a whole number of 512-byte sectors.",
+                "Give a block size such as 4K (the default) or 64K.",
+            )
         if SUSTAIN in self.selected() and self.sustain_s < MIN_INTERVALS * self.interval_s:
             raise UsageError(
                 f"--sustain {self.sustain_s:g} s holds fewer than {MIN_INTERVALS} intervals of "
@@ -87,9 +96,14 @@ class ScreenOptions:
     def selected(self) -> list[str]:
         return [t.name for t in TESTS if t.name in self.tests]
 
+    def test(self, name: str) -> ScreenTest:
+        """The test as these options run it (the sustained write at `sustain_bs`)."""
+        t = BY_NAME[name]
+        return dataclasses.replace(t, bs=self.sustain_bs) if name == SUSTAIN else t
+
     def plan(self) -> tuple[list[ScreenTest], list[ScreenTest]]:
         """(tests to run, tests skipped because they write and writes were not enabled)."""
-        chosen = [BY_NAME[n] for n in self.selected()]
+        chosen = [self.test(n) for n in self.selected()]
         return [t for t in chosen if self.writes or not t.writes], [
             t for t in chosen if t.writes and not self.writes
         ]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from poolbench.engine.screen_jobs import BY_NAME, SUSTAIN, ScreenOptions, ScreenTest, fio_argv, how
+from poolbench.engine.screen_jobs import SUSTAIN, ScreenOptions, ScreenTest, fio_argv, how
 from poolbench.engine.screen_knee import find_knee, intervals
 from poolbench.engine.screen_records import DiskScreen, Figure
 from poolbench.guards.members import Sampler
@@ -105,7 +105,7 @@ def sustain(
     runner: Runner, d: ScreenDisk, s: DiskScreen, options: ScreenOptions, sys_root: Path
 ) -> None:
     """The sustained random write, its rate over time from the device's counters, its knee."""
-    test = BY_NAME[SUSTAIN]
+    test = options.test(SUSTAIN)
     sampler = Sampler([d.name], interval=options.interval_s, sys_block=sys_root / "class" / "block")
     sampler.start()
     try:
