@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,10 +13,12 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from poolbench.engine.screen_jobs import ScreenOptions
 from poolbench.errors import CommandLineError
 from poolbench.safety.claims import claim_devices
 from poolbench.safety.inventory import BlockDevice, protected_paths, scan
 from poolbench.system.runner import LocalRunner
+from poolbench.units import parse_size
 
 
 def _size(n: int) -> str:
@@ -96,6 +99,22 @@ def _print_inventory(console: Console, devices: list[BlockDevice]) -> None:
                 console.print(Padding(line, (0, 0, 0, 2)), overflow="fold")
 
 
+def _screen(devices: tuple[str, ...], destroy_data_on: tuple[str, ...], yes: bool,
+            db: Path | None, scratch_dir: Path | None, as_json: bool,
+            options: ScreenOptions, tests_text: str | None) -> None:  # fmt: skip
+    if tests_text:
+        tests = tuple(t.strip() for t in tests_text.split(",") if t.strip())
+        options = dataclasses.replace(options, tests=tests)
+    if not devices:
+        raise CommandLineError(
+            "--screen needs the DEVICES to measure.",
+            "Name them: poolbench disks --screen /dev/sdb /dev/sdc ('poolbench disks' lists them).",
+        )
+    from poolbench.cli.disks_screen import ScreenRequest, run_screen  # fio, stats: on use
+
+    run_screen(ScreenRequest(devices, options, destroy_data_on, yes, db, scratch_dir, as_json))
+
+
 @click.command()
 @click.argument("devices", nargs=-1)
 @click.option(
@@ -119,14 +138,54 @@ def _print_inventory(console: Console, devices: list[BlockDevice]) -> None:
     default=None,
     help="Scratch directory whose device is protected (default /var/tmp).",
 )
+@click.option(
+    "--screen",
+    "do_screen",
+    is_flag=True,
+    help="Measure each of DEVICES alone with fio (read-only unless --write-tests) and store "
+    "the figures: slow disks, zoned/SMR, sectors, write cache.",
+)
+@click.option(
+    "--write-tests",
+    "write_tests",
+    is_flag=True,
+    help="With --screen: also the write tests (sequential, random, the sustained write that "
+    "exposes SMR). DESTROYS the data: the disks are claimed first.",
+)
+@click.option("--yes", is_flag=True, help="With --write-tests: do not ask before overriding.")
+@click.option("--runtime", type=float, default=30.0, show_default=True, metavar="SECONDS",
+              help="With --screen: length of each timed fio run.")  # fmt: skip
+@click.option(
+    "--repeats",
+    type=int,
+    default=3,
+    show_default=True,
+    metavar="N",
+    help="With --screen: runs of each test per disk, interleaved across disks.",
+)
+@click.option(
+    "--sustain",
+    type=float,
+    default=600.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --write-tests: length of the sustained random write.",
+)
+@click.option("--interval", type=float, default=5.0, show_default=True, metavar="SECONDS",
+              help="With --screen: how often the sustained write's rate is read.")  # fmt: skip
+@click.option("--tests", "tests_text", default=None, metavar="TEST[,TEST]",
+              help="With --screen: only these tests (default all: seq-read, seq-write, "
+              "rand-read-4k-qd1, rand-read-4k-qd32, rand-write-4k-qd1, rand-write-4k-qd32, "
+              "sustain-write).")  # fmt: skip
+@click.option("--sustain-bs", "sustain_bs", default="4K", show_default=True, metavar="SIZE",
+              help="With --write-tests: block size of the sustained random write.")  # fmt: skip
 def disks(
-    devices: tuple[str, ...],
-    destroy_data_on: tuple[str, ...],
-    as_json: bool,
-    show_all: bool,
-    db: Path | None,
-    scratch_dir: Path | None,
-) -> None:
+    devices: tuple[str, ...], destroy_data_on: tuple[str, ...], as_json: bool, show_all: bool,
+    db: Path | None, scratch_dir: Path | None,
+    do_screen: bool = False, write_tests: bool = False, yes: bool = False,
+    runtime: float = 30.0, repeats: int = 3, sustain: float = 600.0, interval: float = 5.0,
+    tests_text: str | None = None, sustain_bs: str = "4K",
+) -> None:  # fmt: skip
     """List every block device and whether poolbench may use it.
 
     With DEVICES, check instead whether poolbench would claim exactly those devices, the way a
@@ -138,8 +197,15 @@ def disks(
     no holder (dm, md, loop), and it carries neither the root filesystem nor poolbench's
     store or scratch directory. Read-only: nothing is written. Run as root to see everything.
 
+    With --screen, measure each of DEVICES alone with fio and store the figures (slow disks,
+    SMR, sectors, write cache); read-only unless --write-tests.
+
     Example: poolbench disks --json | jq '.devices[] | select(.status == "free") | .path'
     """
+    if do_screen or write_tests:
+        bs = parse_size(sustain_bs, what="--sustain-bs")
+        opts = ScreenOptions(runtime, repeats, sustain, interval, write_tests, sustain_bs=bs)
+        return _screen(devices, destroy_data_on, yes, db, scratch_dir, as_json, opts, tests_text)
     runner = LocalRunner()
     if devices:
         claims = claim_devices(

@@ -11,7 +11,15 @@ from rich.console import Console
 
 from poolbench.cli.common import db_option, disk_speed_option, open_store
 from poolbench.errors import CommandLineError, UsageError
-from poolbench.report import compare_json, compare_runs, html, predicted, report_json, terminal
+from poolbench.report import (
+    compare_json,
+    compare_runs,
+    html,
+    predicted,
+    report_json,
+    screened_disk,
+    terminal,
+)
 from poolbench.report import export as export_mod
 from poolbench.report.data import load_run
 from poolbench.report.metrics import METRICS, parse_metrics
@@ -116,6 +124,7 @@ def report(
     # compare against one only when asked.
     base = choose_baseline(run, baseline) if baseline else None
     disk = predicted.report_disk(store, disk_ref) if disk_ref else None
+    disk = screened_disk.disk_for(store, run, disk)  # a screen of the study's disks
     if as_json:
         sys.stdout.write(report_json.to_json(run, base, disk, metrics))
     else:

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from poolbench.backends.base import Availability
 from poolbench.engine import cleanup as cleanup_mod
-from poolbench.engine import lifecycle, study_run
+from poolbench.engine import lifecycle, screen_check, study_run
 from poolbench.engine.zfs_daemon import zfs_available
 from poolbench.safety.claims import ClaimSet
 from poolbench.safety.guarded import GuardedRunner
@@ -110,6 +110,9 @@ def prepared(
             # and re-checked right before the first destructive command by the guarded runner.
             claims = hooks.claim(runner, study.disks.devices, store.path, paths.scratch)
             runner = GuardedRunner(runner, claims)
+            if dry_run:  # a real run screens the unscreened disks first (run_study)
+                for line in screen_check.study_notes(store, claims):
+                    hooks.note(line)
         if not dry_run:
             for outcome in cleanup_mod.cleanup(runner, paths.journals):
                 hooks.note(f"cleaned up after an earlier crash: {outcome.journal.name}")
@@ -133,6 +136,10 @@ def run_study(request: StudyRequest, hooks: StudyHooks) -> StudyOutcome:
     with prepared(request, hooks, dry_run=False) as (sr, availability):
         sr.store.close()
         sr.store = _open(request.db, "write")
+        if sr.claims is not None:  # real disks: each screened (or a recent screen reused)
+            screen_check.screen_unscreened(sr.runner, sr.store, sr.claims, hooks.note)
+            for line in screen_check.study_notes(sr.store, sr.claims):  # a slow disk?
+                hooks.note(line)
         _start_or_reopen(sr, availability, request.resume)
         if sr.claims is not None:
             sr.claims.record_overrides(sr.store, sr.run_id)

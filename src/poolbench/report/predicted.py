@@ -45,7 +45,10 @@ FIGURES = {
     "rand-write-4k": ("write_iops", 1),
 }
 NOT_MEASURED = DiskSpeed(NAN, NAN, NAN, NAN, "not measured", "transfer")
-HOW = "give --disk-speed-from BENCH_RUN|model:NAME, or [planner] disk_baseline = true"
+HOW = (
+    "give --disk-speed-from BENCH_RUN|model:NAME, or [planner] disk_baseline = true, or screen "
+    "the disks: poolbench disks --screen"
+)
 BASELINE_ROW = "the single-disk baseline itself: its measured figures are the disk's"
 NO_DISK = "not predicted: no disk figures for this configuration (no baseline of its levels)"
 

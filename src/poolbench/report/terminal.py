@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from poolbench.planner.performance import DiskSpeed
-from poolbench.report import header, predicted, verdict_view
+from poolbench.report import header, predicted, screened_disk, verdict_view
 from poolbench.report.compare_runs import Pair, RunComparison
 from poolbench.report.data import RunData, fmt_value, load_run
 from poolbench.report.layout import Column, config_columns, print_fitted
@@ -256,7 +256,7 @@ def render_stored(
     """The report of a stored run (what `poolbench run` prints at the end of a study)."""
     run = load_run(store, str(run_id))
     base = choose_baseline(run, baseline) if baseline else None
-    render_run(console, run, base, disk, metrics)
+    render_run(console, run, base, screened_disk.disk_for(store, run, disk), metrics)
 
 
 def render_failed_trials(console: Console, run: RunData) -> None:

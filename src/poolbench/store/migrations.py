@@ -155,6 +155,30 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE measurements ADD COLUMN config_levels TEXT
         """,
     ),
+    (
+        # `poolbench disks --screen`: one row per disk per screen, found again by serial
+        # number (a study on the same disks reuses a recent screen, the reports take its
+        # figures as the disk speeds). `screen` groups the disks screened together (the
+        # slow disk is named against its peers of the same screen); `result` is the disk's
+        # whole record (engine/screen_records.py DiskScreen: figures with their replicates,
+        # the sustained write's rate over time and knee, zoned, write cache, sectors).
+        "0007_disk_screens",
+        """
+        CREATE TABLE disk_screens (
+            id INTEGER PRIMARY KEY,
+            screen TEXT NOT NULL,             -- one `disks --screen` invocation
+            created_at REAL NOT NULL,
+            hostname TEXT NOT NULL,
+            device TEXT NOT NULL,             -- /dev/NAME when screened
+            serial TEXT,                      -- NULL: the disk reports none (loop devices)
+            model TEXT,
+            writes INTEGER NOT NULL,          -- 1: the write tests ran
+            options TEXT NOT NULL,            -- JSON: runtime, repeats, sustain, interval
+            result TEXT NOT NULL              -- JSON: the DiskScreen
+        );
+        CREATE INDEX disk_screens_serial ON disk_screens(serial);
+        """,
+    ),
 ]
 
 # The percentile columns of 0005_latency: column → the percentile it holds.

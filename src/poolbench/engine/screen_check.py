@@ -1,0 +1,91 @@
+"""Before a study on real disks: what a recent screen of those disks (matched by serial
+number, within store/screens.RECENT_DAYS) says about them. A slow disk among them is warned
+about before any layout is built: a comparison of layouts on unequal disks measures the slow
+disk as much as the layouts (a pool waits for its slowest member). Disks with no recent
+screen are named with the command that screens them (disks with a serial number only:
+nothing else can be matched).
+
+Before a real run (not a dry run), disks with a serial number and no recent screen are
+screened first, read-only and short (BEFORE_STUDY: sequential 1M reads and random 4K reads
+at queue depth 1, 10 s each, twice), stored like any screen, so the warning and the report's
+disk speeds have figures. Disks without a serial (loop devices) are never screened here:
+nothing could find their screen again.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+from poolbench.engine.screen_compare import SLOW_RULE, slow_disks
+from poolbench.engine.screen_jobs import ScreenOptions
+from poolbench.engine.screen_records import DiskScreen
+from poolbench.engine.screen_run import ScreenDisk, screen
+from poolbench.errors import PoolbenchError
+from poolbench.safety.claims import ClaimSet
+from poolbench.store.db import Store
+from poolbench.store.screens import RECENT_DAYS, add_screen, recent_by_serial
+from poolbench.system.diskqueue import SYS_ROOT
+from poolbench.system.runner import Runner
+
+BEFORE_STUDY = ScreenOptions(runtime_s=10, repeats=2, tests=("seq-read", "rand-read-4k-qd1"))
+
+
+def study_notes(store: Store, claims: ClaimSet) -> list[str]:
+    """Warnings and notes for a study about to run on `claims`' disks."""
+    serials = [c.serial for c in claims.claims if c.serial]
+    found = recent_by_serial(store, serials)
+    screens: list[DiskScreen] = []
+    for c in claims.claims:
+        if c.serial and c.serial in found:
+            d = DiskScreen.from_json(found[c.serial].result)
+            d.device = c.path  # the path it has now, whatever it had when screened
+            screens.append(d)
+    out = [
+        f"warning: a screen of these disks (by serial, within {RECENT_DAYS} days) shows "
+        f"{s.text()}; the layouts will be compared on unequal disks, and every layout that "
+        f"uses {s.device} waits for it (named when {SLOW_RULE})"
+        for s in slow_disks(screens)
+    ]
+    # Only disks with a serial number: one without (a loop device) is never matched anyway.
+    missing = [c.path for c in claims.claims if c.serial and c.serial not in found]
+    if missing and len(claims.claims) > 1:
+        out.append(
+            f"note: no screen within {RECENT_DAYS} days of {', '.join(missing)}: the real run "
+            f"screens them first (read-only, {BEFORE_STUDY.seconds_per_disk():.0f} s per disk); "
+            "a longer screen now: poolbench disks --screen "
+            + " ".join(shlex.quote(c.path) for c in claims.claims)
+        )
+    return out
+
+
+def screen_unscreened(
+    runner: Runner,
+    store: Store,
+    claims: ClaimSet,
+    note: Callable[[str], None],
+    sys_root: Path = SYS_ROOT,
+) -> int:
+    """Screen (read-only, BEFORE_STUDY) the claimed disks that have a serial number and no
+    recent screen, and store it; returns how many disks were screened."""
+    found = recent_by_serial(store, [c.serial for c in claims.claims if c.serial])
+    todo = [c for c in claims.claims if c.serial and c.serial not in found]
+    if not todo:
+        return 0
+    opts = BEFORE_STUDY
+    note(
+        f"screening {', '.join(c.path for c in todo)} first (read-only, "
+        f"{opts.seconds_per_disk() * len(todo):.0f} s: {', '.join(opts.tests)}, "
+        f"{opts.runtime_s:g} s x {opts.repeats} each; no recent screen of them in the store)"
+    )
+    try:
+        result = screen(runner, [ScreenDisk(c.path, c.name) for c in todo], opts,
+                        sys_root=sys_root)  # fmt: skip
+    except PoolbenchError as exc:  # the study itself may still work: say so and go on
+        note(f"warning: the screen before the study failed, so unequal disks would go "
+             f"unnoticed: {exc.paragraph()}")  # fmt: skip
+        return 0
+    settings = {"runtime_s": opts.runtime_s, "repeats": opts.repeats, "before_study": True}
+    add_screen(store, [d.to_json() for d in result.disks], False, settings)
+    return len(todo)
