@@ -16,6 +16,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.hooks import OpResult
@@ -23,7 +24,7 @@ from poolbench.engine.records import Findings
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import Target
 from poolbench.guards.workingset import COLD_FACTOR, WorkingSet
-from poolbench.records.jsontypes import JsonObject
+from poolbench.records.latency import Latency
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import Runner
 from poolbench.workloads import pgbench, pgserver
@@ -33,6 +34,34 @@ MiB = 1 << 20
 # Settings a study may set per configuration (factor levels) and their defaults here.
 SETTINGS = {"full_page_writes": "on"}
 DRY_SOCKDIR = Path("/tmp/pb-pg-DRYRUN")
+
+
+# The `pgbench` section of a measurement's findings (store/facts.py reads it back).
+LatencyMs = TypedDict("LatencyMs", {"avg": float, "p50": float, "p95": float, "p99": float,
+                                    "from": str})  # fmt: skip
+
+
+class CacheLabel(TypedDict):
+    label: str  # cold | warm: the database against what RAM caches
+    data_to_cache: float
+    cache_bytes: int
+
+
+class PgSection(TypedDict):
+    mode: str
+    scale: int
+    clients: int
+    settings: dict[str, str]
+    data_bytes: int
+    load_seconds: float
+    window_seconds: int
+    checkpoint_seconds: float
+    transactions: int
+    failed: int
+    tps: float
+    latency_ms: LatencyMs | None
+    device_bytes_per_txn: NotRequired[float]
+    cache: NotRequired[CacheLabel]
 
 
 @dataclass(frozen=True)
@@ -118,7 +147,7 @@ class Pgbench:
             section["device_bytes_per_txn"] = round(written / summary.transactions, 1)
         warnings += _warm(section, loaded, req.working_set)
         warnings += _mismatch(summary, log)
-        findings.other["pgbench"] = section
+        findings.other["pgbench"] = dict(section)
         return OpResult(summary.tps, 0, float(req.runtime_s), summary.transactions,
                         written, sections={}, warnings=warnings,
                         latency=log.latency())  # fmt: skip
@@ -158,7 +187,7 @@ def run_argv(
 def _section(
     w: Workload, req: PgRequest, scale: int, loaded: int, load_s: float, checkpoint_s: float,
     summary: pgbench.Summary, log: pgbench.TxLog,
-) -> JsonObject:  # fmt: skip
+) -> PgSection:  # fmt: skip
     lat = log.latency()
     return {
         "mode": pgbench.mode_of(w),
@@ -172,21 +201,23 @@ def _section(
         "transactions": summary.transactions,
         "failed": summary.failed + log.failed,
         "tps": summary.tps,
-        "latency_ms": {
-            "avg": round(lat.mean_ns / 1e6, 3),
-            **{f"p{q}": round(float(lat.percentiles[q]) / 1e6, 3) for q in ("50", "95", "99")},
-            "from": "pgbench's per-transaction log (-l)",
-        } if lat else None,
+        "latency_ms": _latency_ms(lat) if lat else None,
     }  # fmt: skip
 
 
-def _warm(section: JsonObject, loaded: int, ws: WorkingSet) -> list[str]:
+def _latency_ms(lat: Latency) -> LatencyMs:
+    p = lat.percentiles
+    return {"avg": round(lat.mean_ns / 1e6, 3), "p50": round(p["50"] / 1e6, 3),
+            "p95": round(p["95"] / 1e6, 3), "p99": round(p["99"] / 1e6, 3),
+            "from": "pgbench's per-transaction log (-l)"}  # fmt: skip
+
+
+def _warm(section: PgSection, loaded: int, ws: WorkingSet) -> list[str]:
     """The cold/warm rule for a database: its data must exceed what RAM would cache."""
     cache = max(ws.ram_bytes, ws.arc_max_bytes or 0)
     ratio = loaded / cache if cache else 0.0
     label = "cold" if ratio >= COLD_FACTOR else "warm"
-    section["cache"] = {"label": label, "data_to_cache": round(ratio, 4),
-                        "cache_bytes": cache}  # fmt: skip
+    section["cache"] = CacheLabel(label=label, data_to_cache=round(ratio, 4), cache_bytes=cache)
     if label == "cold":
         return []
     need = pgbench.scale_for(int(COLD_FACTOR * cache)) + 1

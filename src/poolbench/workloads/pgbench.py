@@ -168,7 +168,19 @@ class TxLog:
         sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
         pct = {str(q): 1000.0 * xs[max(0, math.ceil(q / 100 * n) - 1)] for q in (50, 95, 99)}
         return Latency("transaction", n, mean * 1000, xs[0] * 1000.0, xs[-1] * 1000.0,
-                       sd * 1000, pct)  # fmt: skip
+                       sd * 1000, pct, _bins(xs))  # fmt: skip
+
+
+def _bins(latencies_us: list[int]) -> dict[int, int]:
+    """A histogram in ns as fio keeps one (64 bins per power of two, each named by its
+    lower edge): the replicates' histograms merge into the p99 of all transactions."""
+    out: dict[int, int] = {}
+    for us in latencies_us:
+        ns = us * 1000
+        width = 1 << max(0, ns.bit_length() - 7)
+        key = ns - ns % width
+        out[key] = out.get(key, 0) + 1
+    return out
 
 
 def parse_log_lines(lines: list[str]) -> TxLog:

@@ -33,6 +33,7 @@ PORT = "5432"  # names the socket file only: no TCP port is opened
 DB = "postgres"
 PG_LIB = Path("/usr/lib/postgresql")
 STOP_WAIT_S = 30.0
+GRACE_S = 5.0  # after pg_ctl, and after each signal, before the next step
 INSTALL = (
     "Install PostgreSQL (Debian: apt-get install postgresql postgresql-contrib; "
     "scripts/setup.sh does it), or drop the pgbench workloads."
@@ -178,8 +179,8 @@ def _signal(pid: int, sig: int) -> None:
         os.kill(pid, sig)
 
 
-def _wait_gone(pid: int, seconds: float = 5.0) -> bool:
-    deadline = time.monotonic() + seconds
+def _wait_gone(pid: int) -> bool:
+    deadline = time.monotonic() + GRACE_S
     while _running(pid):
         if time.monotonic() > deadline:
             return False
