@@ -16,7 +16,8 @@ import pytest
 from poolbench.errors import EXIT_UNSUPPORTED, Unsupported, UsageError
 from poolbench.stats import pooled
 from poolbench.study.model import parse
-from poolbench.workloads import pgbench, pgserver
+from poolbench.system import pgserver
+from poolbench.workloads import pgbench
 from poolbench.workloads.library import get, parse_list
 
 DATA = Path(__file__).resolve().parent / "data" / "pgbench"

@@ -24,8 +24,9 @@ from poolbench.guards import devices
 from poolbench.guards.devices import Counters, MountInfo, Target
 from poolbench.guards.workingset import WorkingSet
 from poolbench.safety.journal import Journal
+from poolbench.system import pgserver
 from poolbench.system.runner import CommandError, CommandResult, RecordingRunner
-from poolbench.workloads import pgbench, pgserver
+from poolbench.workloads import pgbench
 
 DATA = Path(__file__).resolve().parent / "data" / "pgbench"
 GiB = 1 << 30

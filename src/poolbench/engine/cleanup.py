@@ -18,7 +18,7 @@ from poolbench.safety.journal import Journal
 from poolbench.system.runner import Runner
 from poolbench.workloads.fio import kill_strays
 
-# pgbench-pid<P>: a PostgreSQL server (workloads/pgserver.py); its name sorts before the
+# pgbench-pid<P>: a PostgreSQL server (system/pgserver.py); its name sorts before the
 # trial's and the scratch filesystem's, so the server stops before its pool goes.
 _NAME = re.compile(r"^(?:run\d+-pid(\d+)-trial\d+|scratch-pid(\d+)|pgbench-pid(\d+))\.jsonl$")
 

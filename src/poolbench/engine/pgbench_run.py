@@ -26,8 +26,9 @@ from poolbench.guards.devices import Target
 from poolbench.guards.workingset import COLD_FACTOR, WorkingSet
 from poolbench.records.latency import Latency
 from poolbench.safety.journal import Journal
+from poolbench.system import pgserver
 from poolbench.system.runner import Runner
-from poolbench.workloads import pgbench, pgserver
+from poolbench.workloads import pgbench
 from poolbench.workloads.library import Workload
 
 MiB = 1 << 20

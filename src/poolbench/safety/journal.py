@@ -23,7 +23,7 @@ from typing import Required, TypedDict, cast
 from poolbench import is_digits
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import mounts
-from poolbench.system import throttle
+from poolbench.system import pgserver, throttle
 from poolbench.system.runner import CommandError, Runner
 from poolbench.system.umount import umount
 from poolbench.zfs import ops, pools
@@ -193,7 +193,7 @@ class Journal:
         self._add({"kind": "path", "path": path})
 
     def postgres_intent(self, datadir: str, sockdir: str, bindir: str) -> None:
-        """Record, *before* `initdb`, a PostgreSQL cluster (workloads/pgserver.py); teardown
+        """Record, *before* `initdb`, a PostgreSQL cluster (system/pgserver.py); teardown
         stops a server still running on `datadir` and removes both directories."""
         self._add({"kind": "postgres", "datadir": datadir, "sockdir": sockdir,
                    "bindir": bindir})  # fmt: skip
@@ -394,8 +394,6 @@ class Journal:
         return ""
 
     def _undo_postgres(self, e: Entry) -> str:
-        from poolbench.workloads import pgserver
-
         if not self.runner.dry_run:
             dirs = (Path(str(e["datadir"])), Path(str(e["sockdir"])))
             pgserver.stop(self.runner, Path(str(e["bindir"])), *dirs)

@@ -6,7 +6,7 @@ and the parsers of what pgbench prints and logs.
 * `pgbench-script:FILE` — the user's own script (`pgbench -f FILE`, on pgbench's tables).
 
 A `-cN` suffix (`pgbench-tpcb-c8`) sets the client count; without it the study's [workloads]
-jobs. engine/pgbench_run.py runs them on a fresh PostgreSQL cluster (workloads/pgserver.py).
+jobs. engine/pgbench_run.py runs them on a fresh PostgreSQL cluster (system/pgserver.py).
 """
 
 from __future__ import annotations
