@@ -9,9 +9,12 @@ figures below were read off the logs with sort and awk (nearest-rank percentiles
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+from tests.conftest import poolbench
 
 from poolbench.errors import EXIT_UNSUPPORTED, Unsupported, UsageError
 from poolbench.stats import pooled
@@ -189,3 +192,29 @@ def test_a_directory_the_server_user_cannot_reach_is_refused(tmp_path: Path) -> 
     with pytest.raises(UsageError, match="does not let others enter") as e:
         pgserver.check_reachable(inner)
     assert "mode 700" in str(e.value) and str(tmp_path / "a") in str(e.value)
+
+
+# -- bench --dry-run ---------------------------------------------------------------------------
+def test_bench_dry_run_prints_the_postgresql_commands(tmp_path: Path) -> None:
+    target = Path(tempfile.mkdtemp(prefix="pbtest-pgdry-", dir="/var/tmp"))
+    try:
+        target.chmod(0o755)
+        p = poolbench("bench", str(target), "--dry-run", "--size", "48M", "--runtime", "7",
+                      "--workloads", "pgbench-tpcb-c2", "--db", str(tmp_path / "r.db"))  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        runs = [" ".join(x.split()) for x in p.stderr.split("would run: ")[1:]]
+        tools = [next(w for w in r.split() if w.startswith("/")).rsplit("/", 1)[1] for r in runs]
+        assert tools == ["initdb", "pg_ctl", "pgbench", "psql", "pgbench", "psql", "pg_ctl"]
+        assert " -i -q -s 3 " in runs[2]  # 48 MiB = 50.3 MB: three 16 MB scale units
+        assert " -b tpcb-like -c 2 " in runs[4] and " -T 7 -l " in runs[4]
+        assert list(target.iterdir()) == []  # nothing was made
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the refusal is root's: needs root")
+def test_bench_refuses_a_target_the_server_user_cannot_reach(tmp_path: Path) -> None:
+    p = poolbench("bench", str(tmp_path), "--dry-run", "--size", "16M",
+                  "--workloads", "pgbench-select", "--db", str(tmp_path / "r.db"))  # fmt: skip
+    assert p.returncode == 5 and "Traceback" not in p.stderr
+    assert "cannot reach" in p.stderr and "does not let others enter" in p.stderr

@@ -101,6 +101,7 @@ def _check(tps: float, txns: int, written: int, pg: dict[str, object], copies: i
            recordsize: int) -> None:  # fmt: skip
     assert tps > 0 and txns > 0 and pg["transactions"] == txns
     floor = copies * pgbench.bytes_floor(recordsize, txns, 1)
+    print(f"{tps:.0f} TPS, {txns} transactions, {written / txns:,.0f} B/txn >= {floor:,.0f}")
     assert written / txns >= floor, (written, txns, floor)
     assert pg["device_bytes_per_txn"] == round(written / txns, 1)
     # scale 1 (16 MB) on a machine with GBs of RAM: labelled warm, and said
