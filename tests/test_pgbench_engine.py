@@ -37,9 +37,10 @@ LOADED = 16_000_000  # what the fake load puts in base/
 class FakeServer:
     """Answers the PostgreSQL commands as the real programs would, on disk."""
 
-    def __init__(self, fail_run: bool = False) -> None:
+    def __init__(self, fail_run: bool = False, interrupt: bool = False) -> None:
         self.procs: list[subprocess.Popen[bytes]] = []
         self.fail_run = fail_run
+        self.interrupt = interrupt  # Ctrl-C lands during the timed run
         self.conf = ""
 
     def __call__(self, argv: Sequence[str]) -> CommandResult | str:
@@ -60,6 +61,8 @@ class FakeServer:
             with open(base / "16384", "wb") as fh:
                 fh.truncate(LOADED)  # sparse: its size is what counts
         elif tool == "pgbench":
+            if self.interrupt:
+                raise KeyboardInterrupt
             if self.fail_run:
                 return CommandResult(tuple(argv), 2, "", "connection to server failed", 0.1)
             prefix = rest[rest.index("--log-prefix") + 1]
@@ -192,6 +195,22 @@ def test_a_failed_run_still_stops_the_server(tmp_path: Path, counters: None) -> 
             Pgbench(runner).measure(pgbench.workload("pgbench-select"), req, Findings())
         assert not server.alive() and _tools(runner)[-1] == "pg_ctl stop", _tools(runner)
         assert not (req.workdir / "pgdata").exists()
+    finally:
+        server.kill()
+
+
+def test_ctrl_c_during_the_run_stops_the_server(tmp_path: Path, counters: None) -> None:
+    server = FakeServer(interrupt=True)
+    runner = RecordingRunner({"runuser": server})
+    runner.responses |= {str(pgserver.bindir() / t): server for t in
+                         ("initdb", "pg_ctl", "pgbench", "psql")}  # fmt: skip
+    req = _request(tmp_path)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            Pgbench(runner).measure(pgbench.workload("pgbench-tpcb"), req, Findings())
+        assert not server.alive() and _tools(runner)[-1] == "pg_ctl stop"
+        assert not (req.workdir / "pgdata").exists()
+        assert not list(req.journals.glob("*.jsonl"))
     finally:
         server.kill()
 
