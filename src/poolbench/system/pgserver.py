@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
-import re
 import shutil
 import signal
 import stat
@@ -25,6 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from poolbench import is_digits
 from poolbench.errors import Unsupported, UsageError
 from poolbench.system.runner import Runner
 
@@ -55,7 +55,7 @@ def bindir(pg_lib: Path = PG_LIB) -> Path:
     Unsupported (exit 7) when PostgreSQL or pgbench is not installed."""
     found = []
     for d in pg_lib.glob("*/bin") if pg_lib.is_dir() else []:
-        if re.fullmatch(r"\d+", d.parent.name) and (d / "initdb").exists():
+        if is_digits(d.parent.name) and (d / "initdb").exists():
             found.append((int(d.parent.name), d))
     if not found:
         raise Unsupported(

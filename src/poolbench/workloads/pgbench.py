@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from poolbench import is_digits
 from poolbench.errors import UsageError
 from poolbench.records.latency import Latency
 from poolbench.workloads.workload import Workload
@@ -194,13 +195,13 @@ def parse_log_lines(lines: list[str]) -> TxLog:
         f = line.split()
         if not f:
             continue
-        if len(f) < 6 or not (f[0].isdigit() and f[4].isdigit() and f[5].isdigit()):
+        if len(f) < 6 or not (is_digits(f[0]) and is_digits(f[4]) and is_digits(f[5])):
             raise ValueError(f"line {i} is not a pgbench transaction log line: {line[:60]!r}")
         if f[2] == "failed":
             failed += 1
         elif f[2] == "skipped":
             skipped += 1
-        elif f[2].isdigit():
+        elif is_digits(f[2]):
             lat.append(int(f[2]))
         else:
             raise ValueError(f"line {i}: latency {f[2]!r} is not a number of µs")
