@@ -13,6 +13,7 @@ PACKAGES=(
   fdisk               # sfdisk: partition tables (vdev sources, safety tests)
   lvm2                # LVM signatures in the safety tests
   iproute2            # network namespaces: the fleet tests' hosts
+  postgresql postgresql-contrib   # the pgbench workloads: initdb, pg_ctl, pgbench, psql
   chromium            # headless: the HTML report tests open the page for real (driven over
                       # its DevTools pipe by the standard library: no chromedriver needed)
   python3-venv

@@ -104,7 +104,13 @@ CASES = [
     ("mirror", 2, "loop", "12", {"recordsize": "64K"}),
     ("raidz1", 3, "files", "12", {"compression": "gzip", "atime": "off"}),
     ("raidz2", 4, "loop", "9", {"primarycache": "metadata"}),
-    ("raidz3", 4, "files", "12", {"recordsize": "16K", "compression": "lzjb"}),
+    (
+        "raidz3",
+        4,
+        "files",
+        "12",
+        {"recordsize": "16K", "compression": "lzjb", "logbias": "throughput"},
+    ),
     ("raidz1:3+raidz1:3", 6, "loop", "12", {}),
     ("raidz1:3+mirror:2", 5, "files", "9", {"compression": "zle"}),  # uneven top-level vdevs
 ]

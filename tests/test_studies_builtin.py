@@ -64,6 +64,7 @@ EXPECTED_TRIALS = {
     "special": 4 * 3,  # raidz1:3 alone once, with a special mirror at 0, 16K and 64K
     "expand": 1 * 3,  # raidz1:3 grown to 4 disks
     "volblocksize": 2 * 3 * 3,  # mirror pairs and raidz1 × volblocksize 8K, 16K, 64K
+    "database": 2 * 3 * 2 * 2 * 3,  # mirror, raidz1 × recordsize × full_page_writes × logbias
 }
 
 

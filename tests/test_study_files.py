@@ -34,6 +34,7 @@ EXPECTED_TRIALS = {
     "special.toml": 4 * 3,
     "expand.toml": 1 * 3,
     "volblocksize.toml": 2 * 3 * 3,
+    "database.toml": 2 * 3 * 2 * 2 * 3,  # layout × recordsize × full_page_writes × logbias
 }
 
 INVALID = {

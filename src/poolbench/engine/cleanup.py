@@ -18,7 +18,9 @@ from poolbench.safety.journal import Journal
 from poolbench.system.runner import Runner
 from poolbench.workloads.fio import kill_strays
 
-_NAME = re.compile(r"^(?:run\d+-pid(\d+)-trial\d+|scratch-pid(\d+))\.jsonl$")
+# pgbench-pid<P>: a PostgreSQL server (system/pgserver.py); its name sorts before the
+# trial's and the scratch filesystem's, so the server stops before its pool goes.
+_NAME = re.compile(r"^(?:run\d+-pid(\d+)-trial\d+|scratch-pid(\d+)|pgbench-pid(\d+))\.jsonl$")
 
 
 def _alive(pid: int) -> bool:
@@ -45,7 +47,7 @@ def stale_journals(directory: Path) -> list[Path]:
     result = []
     for p in sorted(directory.iterdir()):
         m = _NAME.match(p.name)
-        if m and not _alive(int(m.group(1) or m.group(2))):
+        if m and not _alive(int(m.group(1) or m.group(2) or m.group(3))):
             result.append(p)
     return result
 

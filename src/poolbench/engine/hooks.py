@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from poolbench.records.jsontypes import JsonObject
+from poolbench.records.latency import Latency
 from poolbench.workloads.library import Workload
 
 
 @dataclass
 class OpResult:
-    """The outcome of a workload that is not a fio job (untar, capacity, resilver)."""
+    """The outcome of a workload that is not a fio job (untar, pgbench, capacity, resilver)."""
 
     value: float
     app_bytes: int
@@ -22,6 +23,7 @@ class OpResult:
     # Findings sections of their own, by their stored name ("capacity", "resilver").
     sections: JsonObject = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    latency: Latency | None = None  # per operation (pgbench: per transaction)
 
 
 class TrialHooks(Protocol):

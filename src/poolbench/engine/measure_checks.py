@@ -11,13 +11,32 @@ from poolbench import is_digits
 from poolbench.engine import slow_members
 from poolbench.engine.device_window import DeviceOutcome
 from poolbench.engine.records import CacheFinding, Findings
-from poolbench.errors import PoolbenchError
+from poolbench.engine.subject import Options
+from poolbench.errors import PoolbenchError, UsageError
 from poolbench.guards import fsyncs, reread
 from poolbench.workloads import fiodepth
 from poolbench.workloads.fioparse import FioResult
 from poolbench.workloads.library import Workload
 
 MiB = 1024 * 1024
+
+
+def workload_refusal(options: Options, *, in_study: bool) -> None:
+    """Workloads the session cannot run: untar without its tarball, a pool operation
+    outside a study (it needs the trial loop's hooks)."""
+    if any(w.kind == "untar" for w in options.workloads):
+        tb = options.tarball
+        if tb is None or not tb.is_file():
+            raise UsageError(
+                "The untar workload needs a tarball" + (f"; {tb} is not a file." if tb else "."),
+                "Set [workloads] tarball (Debian: apt install linux-source-6.1, then "
+                "/usr/src/linux-source-6.1.tar.xz).",
+            )
+    if any(w.kind == "pool" for w in options.workloads) and not in_study:
+        raise UsageError(
+            "Pool operations (capacity, resilver, degraded-read) run only inside a study.",
+            "Use them in a study file, not with `poolbench bench`.",
+        )
 
 
 def block_device_refusal(workloads: list[Workload]) -> tuple[str, str] | None:

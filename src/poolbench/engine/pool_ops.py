@@ -35,6 +35,7 @@ from poolbench.backends.base import (
     require,
 )
 from poolbench.backends.zfs import expansion_supported, show_trial_operation
+from poolbench.engine import pgbench_run
 from poolbench.engine.pool_hooks import PoolHooks, usable_bytes
 from poolbench.engine.records import Findings
 from poolbench.engine.session import BlockDevice, Subject, block_device_refusal
@@ -42,12 +43,14 @@ from poolbench.errors import Unsupported, UsageError
 from poolbench.guards import geometry
 from poolbench.guards.devices import MountInfo, Target, mount_of
 from poolbench.safety.journal import Journal
-from poolbench.study.model import Disks
+from poolbench.study.model import Disks, Workloads
 from poolbench.system.runner import Runner
+from poolbench.units import parse_size
 from poolbench.workloads import fio, fiojob
 from poolbench.workloads.library import Workload, streaming
 
-TRIAL_FACTORS = ("vdev_source", "compressibility", "fill")
+# full_page_writes: a PostgreSQL setting the pgbench workloads apply (engine/pgbench_run.py).
+TRIAL_FACTORS = ("vdev_source", "compressibility", "fill", "full_page_writes")
 MiB = 1 << 20
 
 GENERIC_LAYOUTS: dict[str, dict[str, str]] = {
@@ -248,9 +251,11 @@ def prefill(
 
 
 def dry_commands(
-    runner: Runner, pool: Pool, levels: Mapping[str, str], workloads: Sequence[Workload]
-) -> None:
-    """--dry-run: what one trial would run after the pool is built, in order."""
+    runner: Runner, pool: Pool, levels: Mapping[str, str], workloads: Sequence[Workload],
+    wl: Workloads | None = None,
+) -> None:  # fmt: skip
+    """--dry-run: what one trial would run after the pool is built, in order (`wl`: the
+    study's [workloads], for the pgbench commands' sizes)."""
     if "fill" in levels:
         runner.run(["fio", "--output-format=json", f"fill-{levels['fill']}pct.fio"])
     name = pool.spec.name
@@ -259,7 +264,11 @@ def dry_commands(
         if w.pool_state == "degraded" and not offline:
             show_trial_operation(runner, name, "offline")
             offline = True
-        if w.kind == "untar":
+        if w.kind == "pgbench":
+            wl = wl or Workloads()
+            pgbench_run.dry_commands(runner, w, pool.mountpoint, dict(levels), wl.runtime,
+                                     wl.jobs, parse_size(wl.size))  # fmt: skip
+        elif w.kind == "untar":
             runner.run(["tar", "-x", "--no-same-owner", "-f", "<tarball>", "-C", "<dir>"])
             runner.run(["sync", "--file-system", "<dir>"])
         elif w.name == "resilver":

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from poolbench.backends.base import Availability
 from poolbench.engine import cleanup as cleanup_mod
-from poolbench.engine import lifecycle, screen_check, study_run
+from poolbench.engine import lifecycle, pgbench_run, screen_check, study_run
 from poolbench.engine.zfs_daemon import zfs_available
 from poolbench.safety.claims import ClaimSet
 from poolbench.safety.guarded import GuardedRunner
@@ -31,6 +31,7 @@ from poolbench.store.opening import Mode
 from poolbench.study import consistency, matrix
 from poolbench.study.model import Study
 from poolbench.system.runner import LocalRunner, Runner
+from poolbench.workloads.library import parse_list
 
 Progress = Callable[[str, int, int], None]
 
@@ -82,6 +83,7 @@ def _open(db: Path | None, mode: Mode) -> Store:
 def _check_up_front(study: Study, hooks: StudyHooks) -> None:
     """What the study leaves implicit is said; what cannot work is refused (dry runs too)."""
     consistency.check_tarball(study)  # the real run would fail on it, hours in
+    pgbench_run.check_installed(parse_list(",".join(study.workloads.names)))
     if "backend" not in study.factors:
         hooks.note(
             f"note: the study names no backend; {matrix.DEFAULT_BACKEND} is assumed "
@@ -113,7 +115,8 @@ def prepared(
             if dry_run:  # a real run screens the unscreened disks first (run_study)
                 for line in screen_check.study_notes(store, claims):
                     hooks.note(line)
-        if not dry_run:
+        if not dry_run:  # the server's user must reach the clusters under the scratch dir
+            pgbench_run.check_installed(parse_list(",".join(study.workloads.names)), paths.scratch)
             for outcome in cleanup_mod.cleanup(runner, paths.journals):
                 hooks.note(f"cleaned up after an earlier crash: {outcome.journal.name}")
         sr = study_run.StudyRun(

@@ -31,7 +31,9 @@ from poolbench.engine.measure_checks import (
     fsync_check,
     random_io_size,
     served_cache,
+    workload_refusal,
 )
+from poolbench.engine.pgbench_run import Pgbench, PgRequest, check_installed, dry_commands
 from poolbench.engine.records import (
     CacheFinding,
     DataFinding,
@@ -107,7 +109,8 @@ class Session:
         """Everything that can be refused is refused here, before any I/O."""
         self.fio_version = fio.fio_version(self.runner)
         self._refuse_target()
-        self._refuse_workloads()
+        workload_refusal(self.options, in_study=self.subject.hooks is not None)
+        check_installed(self.options.workloads, self.target)
         self._refuse_block_device()
         meta_bytes = 0
         meta = [w for w in self.options.workloads if w.is_metadata]
@@ -148,22 +151,6 @@ class Session:
             raise UsageError(
                 f"The target {self.target} is not writable by this user.",
                 "Run as a user who can write there (often root), or pick another directory.",
-            )
-
-    def _refuse_workloads(self) -> None:
-        if any(w.kind == "untar" for w in self.options.workloads):
-            tb = self.options.tarball
-            if tb is None or not tb.is_file():
-                raise UsageError(
-                    "The untar workload needs a tarball"
-                    + (f"; {tb} is not a file." if tb else "."),
-                    "Set [workloads] tarball (Debian: apt install linux-source-6.1, then "
-                    "/usr/src/linux-source-6.1.tar.xz).",
-                )
-        if any(w.kind == "pool" for w in self.options.workloads) and self.subject.hooks is None:
-            raise UsageError(
-                "Pool operations (capacity, resilver, degraded-read) run only inside a study.",
-                "Use them in a study file, not with `poolbench bench`.",
             )
 
     def _refuse_block_device(self) -> None:
@@ -237,6 +224,12 @@ class Session:
         """--dry-run: each workload's fio commands, each job (replicate 1's) to `show_job`."""
         for res in self.results.values():
             w = res.workload
+            if w.kind == "pgbench":  # its PostgreSQL commands, not a fio job
+                assert self.working_set is not None
+                dry_commands(self.runner, w, self.target, dict(self.subject.levels),
+                                self.options.runtime_s, self.options.numjobs,
+                                self.working_set.size_bytes)  # fmt: skip
+                continue
             params = replace(self._params(w), randseed=self.randseed(w, 0))
             prep = fiojob.render_prepare(w, params)
             job = fiojob.render(w, params) if w.kind == "fio" else None
@@ -420,11 +413,12 @@ class Session:
         by the trial loop's hooks), under the same guards and into the same store."""
         w = res.workload
         hooks = self.subject.hooks
-        assert hooks is not None or w.kind == "untar"
         if w.needs_data:
             self.workspace.prepare(w, self._params(w))
         findings = self._findings_for(w)
-        if w.kind == "untar":
+        if w.kind == "pgbench":
+            op = Pgbench(self.runner).measure(w, self._pg_request(w), findings)
+        elif w.kind == "untar":
             assert self._untar is not None and self.device_target is not None
             op = self._untar.measure(
                 self.workspace.root, self.device_target, self.options.compressibility, findings,
@@ -441,8 +435,15 @@ class Session:
         self.loop.record(res, Measurement(
             self.subject.config, w.name, replicate, op.value, w.unit, op.app_bytes, op.ops,
             op.seconds, op.device_bytes, device_mib_s, op.warnings, findings, asdict(w), "",
-            config_levels=dict(self.subject.levels),
+            latency=op.latency, config_levels=dict(self.subject.levels),
         ))  # fmt: skip
+
+    def _pg_request(self, w: Workload) -> PgRequest:
+        assert self.working_set is not None and self.device_target is not None
+        journals = self.store.path.parent / "journals"  # engine/study_run.default_paths
+        return PgRequest(self.workspace.root, self.device_target, self.working_set,
+                         w.jobs or self.options.numjobs, self.options.runtime_s,
+                         dict(self.subject.levels), journals)  # fmt: skip
 
     def _defeat_cache(self, files: list[Path], warnings: list[str]) -> CacheFinding:
         if self.subject.cache_defeat is not None:

@@ -362,7 +362,8 @@ class StudyRun:
         pool = backend.create(trial.spec_for(tc.config, devices, name, base), journal)
         if self.runner.dry_run:
             pool_ops.make_volume(backend, pool, parse_size(self.study.workloads.size))
-            pool_ops.dry_commands(self.runner, pool, tc.levels, self.workloads)
+            pool_ops.dry_commands(self.runner, pool, tc.levels, self.workloads,
+                                  self.study.workloads)  # fmt: skip
         else:
             trial.refuse_if_not_as_asked(tc, backend.verify(pool))
             self._measure(tc, backend, pool)

@@ -21,6 +21,7 @@ from poolbench.workloads.library import Workload
 ZFS_POOL_OPTIONS = ("ashift",)
 ZFS_FS_OPTIONS = (
     "recordsize", "compression", "atime", "sync", "primarycache", "special_small_blocks",
+    "logbias",
 )  # fmt: skip
 MD_POOL_OPTIONS = ("chunk", "assume_clean")  # backends/md.py POOL_OPTIONS
 ZFS_VOLUME_OPTIONS = ("target", "volblocksize")  # backends/zvol.py: what the workloads run on

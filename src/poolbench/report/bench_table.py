@@ -60,6 +60,18 @@ def _amp_text(r: WorkloadResult) -> str:
     return f"{got:.2f}× ({model})"
 
 
+def per_txn(r: WorkloadResult) -> float | None:
+    """pgbench: the mean device bytes written per transaction over the replicates."""
+    got = [float(v) for g in r.guards if isinstance(pg := g.get("pgbench"), dict)
+           and isinstance(v := pg.get("device_bytes_per_txn"), int | float)]  # fmt: skip
+    return _mean(got)
+
+
+def _per_txn_text(r: WorkloadResult) -> str:
+    got = per_txn(r)
+    return "–" if got is None else f"{got / 1024:,.1f}"
+
+
 def as_json(results: list[WorkloadResult]) -> list[JsonObject]:
     out = []
     for r in results:
@@ -79,6 +91,7 @@ def as_json(results: list[WorkloadResult]) -> list[JsonObject]:
                 "outliers": list(s.outliers),
                 "device_mean": dev,
                 "device_unit": "MiB/s",
+                "device_bytes_per_txn": per_txn(r),  # pgbench workloads (None: others)
                 # fio's CPU + the filesystem's (guards/cpu.py), seconds per GiB moved
                 "cpu_s_per_gib": _mean(r.cpu_s_per_gib),
                 "write_amplification": _mean(r.amplification),
@@ -96,13 +109,18 @@ def _shown(results: list[WorkloadResult], metrics: Sequence[Metric] | None) -> l
     """The latency columns: those asked for, else p99 when a workload is chosen on latency."""
     if metrics is not None:
         return [m for m in metrics if m.is_latency]
-    wanted = any(latency_matters({"fio": r.workload.fio}) and any(r.clats) for r in results)
+    wanted = any(
+        latency_matters({"fio": r.workload.fio, "kind": r.workload.kind}) and any(r.clats)
+        for r in results
+    )
     return [DEFAULT_LATENCY] if wanted else []
 
 
 def _latency_text(r: WorkloadResult, m: Metric, metrics: Sequence[Metric] | None) -> str:
     xs = m.values(r.values, r.clats)
-    if not xs or (metrics is None and not latency_matters({"fio": r.workload.fio})):
+    if not xs or (
+        metrics is None and not latency_matters({"fio": r.workload.fio, "kind": r.workload.kind})
+    ):
         return "–"
     return m.figure(r.policy, r.values, r.clats).text()
 
@@ -164,6 +182,9 @@ def _columns(
         col("runs", "runs", [str(s.n) for s in sums], justify="right", optional=1),
         col("device", "device\nMiB/s", dev, justify="right", optional=2),
     ]
+    if any(r.workload.kind == "pgbench" for r in results):
+        texts = [_per_txn_text(r) for r in results]
+        cols.append(col("txn", "device\nKiB/txn", texts, justify="right", optional=3))
     if any(r.amplification for r in results):
         amps = [_amp_text(r) for r in results]
         cols.append(col("amp", "write amp.\n(model)", amps, justify="right", optional=3))

@@ -220,6 +220,8 @@ def latency_matters(workload_def: Mapping[str, Any]) -> bool:
     """Random I/O and synchronous writes are chosen on their latency: their tables show p99
     by default. Synchronous = every write waits for stable storage (fio sync/dsync, or an
     fsync/fdatasync every N writes), the I/O of databases and of NFS/VM hosts."""
+    if workload_def.get("kind") == "pgbench":  # every commit waits for the WAL's fsync
+        return True
     fio = workload_def.get("fio")
     opts = fio if isinstance(fio, Mapping) else {}
     if str(opts.get("rw", "")).startswith("rand"):

@@ -23,7 +23,7 @@ from typing import Required, TypedDict, cast
 from poolbench import is_digits
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import mounts
-from poolbench.system import throttle
+from poolbench.system import pgserver, throttle
 from poolbench.system.runner import CommandError, Runner
 from poolbench.system.umount import umount
 from poolbench.zfs import ops, pools
@@ -88,6 +88,9 @@ class Entry(TypedDict, total=False):
     root: str
     partition: str
     path: str
+    datadir: str  # a PostgreSQL cluster's data directory, its socket directory, its programs
+    sockdir: str
+    bindir: str
 
 
 Filter = Callable[[Entry], bool]
@@ -188,6 +191,12 @@ class Journal:
     def path_created(self, path: str) -> None:
         """A file or a directory tree poolbench made (removed with everything in it)."""
         self._add({"kind": "path", "path": path})
+
+    def postgres_intent(self, datadir: str, sockdir: str, bindir: str) -> None:
+        """Record, *before* `initdb`, a PostgreSQL cluster (system/pgserver.py); teardown
+        stops a server still running on `datadir` and removes both directories."""
+        self._add({"kind": "postgres", "datadir": datadir, "sockdir": sockdir,
+                   "bindir": bindir})  # fmt: skip
 
     def dir_created(self, path: str) -> None:
         """A directory (a mountpoint) poolbench made: removed only if it is empty."""
@@ -382,6 +391,12 @@ class Journal:
             shutil.rmtree(p, ignore_errors=True)
         else:
             p.unlink(missing_ok=True)
+        return ""
+
+    def _undo_postgres(self, e: Entry) -> str:
+        if not self.runner.dry_run:
+            dirs = (Path(str(e["datadir"])), Path(str(e["sockdir"])))
+            pgserver.stop(self.runner, Path(str(e["bindir"])), *dirs)
         return ""
 
     def _undo_dir(self, e: Entry) -> str:

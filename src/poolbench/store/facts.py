@@ -118,6 +118,10 @@ class ConfigFacts:
     class_free: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # the same, free
     expansions: tuple[Expansion, ...] = ()
     zvol: ZvolSpace | None = None  # a zvol target: its space as ZFS charged it
+    # pgbench workloads: device bytes written per transaction, per replicate, and the
+    # workloads whose database RAM could cache in some replicate (labelled warm)
+    bytes_per_txn: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    warm: frozenset[str] = frozenset()
 
     def level(self, factor: str, default: str = "") -> str:
         return self.levels.get(factor, default)
@@ -224,8 +228,11 @@ def _config(key: str, levels: dict[str, str], rows: list[FactRow]) -> ConfigFact
     cpu: dict[str, list[float]] = {}
     scope = ""
     blocking: set[str] = set()
+    per_txn: dict[str, list[float]] = {}
+    warm: set[str] = set()
     for r in rows:
         g = r["guards"]
+        _pgbench(_section(g, "pgbench"), str(r["workload"]), per_txn, warm)
         pool = _section(g, "pool")
         if _section(g, "queue_depth").get("blocking_submit") is True:
             blocking.add(str(r["workload"]))
@@ -265,7 +272,21 @@ def _config(key: str, levels: dict[str, str], rows: list[FactRow]) -> ConfigFact
         expansions=tuple(sorted(_expansions(rows), key=lambda e: e.replicate)),
         zvol=_zvol_space(rows),
         latency_bins=_latency_bins(rows),
+        bytes_per_txn={w: tuple(v) for w, v in per_txn.items()},
+        warm=frozenset(warm),
     )
+
+
+def _pgbench(
+    pg: JsonObject, workload: str, per_txn: dict[str, list[float]], warm: set[str]
+) -> None:
+    """A pgbench measurement's device bytes per transaction and cache label."""
+    value = pg.get("device_bytes_per_txn")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        per_txn.setdefault(workload, []).append(float(value))
+    cache = pg.get("cache")
+    if isinstance(cache, dict) and cache.get("label") == "warm":
+        warm.add(workload)
 
 
 def _latency_bins(rows: list[FactRow]) -> dict[str, tuple[Mapping[int, int], ...]]:

@@ -19,6 +19,7 @@ from poolbench.stats.policy import ReplicatePolicy
 from poolbench.study import matrix
 from poolbench.study.model import Study
 from poolbench.units import parse_size
+from poolbench.workloads import pgbench
 from poolbench.workloads.library import Workload, parse_list
 
 MiB = 1 << 20
@@ -28,6 +29,8 @@ PER_DISK_S = 0.3  # a loop device, a partition table
 CACHE_DROP_S = 1.5  # export + import (ZFS) or remount
 META_OPS_S = 2000.0  # metadata operations per second
 UNTAR_S = 60.0  # a kernel source tree (≈1.4 GB in 80k files) with its syncfs
+PG_CLUSTER_S = 5.0  # initdb, start, checkpoints, stop (PostgreSQL 15 on loop devices)
+PG_LOAD_S_PER_SCALE = 1.0  # pgbench -i, one scale unit (16 MB) with its vacuum and keys
 RESILVER_FACTOR = 1.0  # resilver ≈ rewriting the working set once
 ASSUMED_CV = 0.05  # run-to-run CV assumed when the store has no earlier run on this machine
 
@@ -94,6 +97,8 @@ def workload_seconds(
         return 0.5 if w.name == "capacity" else mib * RESILVER_FACTOR / ASSUMED_MIB_S + 2
     if w.kind == "untar":
         return UNTAR_S
+    if w.kind == "pgbench":  # a fresh cluster, its load, the window and a checkpoint
+        return PG_CLUSTER_S + ws_bytes / pgbench.BYTES_PER_SCALE * PG_LOAD_S_PER_SCALE + runtime
     if w.is_metadata:
         return meta_files / META_OPS_S + (CACHE_DROP_S if w.cold else 0.5)
     t = max(runtime, min_window) if w.time_based else mib * w.io_fraction / ASSUMED_MIB_S
@@ -152,7 +157,8 @@ def working_set_text(study: Study, ram: int) -> str:
         "smaller), so reads are kept cold by dropping the caches before each cold read "
         "(export/import or remount), each drop verified"
     )
-    timed = [w.name for w in parse_list(",".join(wl.names)) if w.time_based]
+    workloads = parse_list(",".join(wl.names))
+    timed = [w.name for w in workloads if w.time_based]
     runtime = (
         f"; time-based ({', '.join(timed)}) run {max(wl.runtime, wl.min_window):g} s each"
         if timed
@@ -163,8 +169,24 @@ def working_set_text(study: Study, ram: int) -> str:
         f"{f'{ratio:.2f}×' if ratio >= 0.1 else f'{ratio:.2%} of'} this machine's "
         f"{ram / 2**30:.1f} GiB RAM: {why}.\n"
         f"workloads ({len(wl.names)}, each trial): {', '.join(wl.names)}"
-        f"{runtime}"
+        f"{runtime}" + _pgbench_text(workloads, ws, ram)
     )
+
+
+def _pgbench_text(workloads: list[Workload], ws: int, ram: int) -> str:
+    """pgbench's database is not cooled by a cache drop (its server is running): its size
+    against RAM decides whether its figure is cold or labelled warm."""
+    if not any(w.kind == "pgbench" for w in workloads):
+        return ""
+    scale = pgbench.scale_for(ws)
+    data = scale * pgbench.BYTES_PER_SCALE
+    warm = data < COLD_FACTOR * ram
+    return (
+        f"\npgbench: scale {scale} (about {data / 2**20:,.0f} MiB of data, from the working "
+        "set), a fresh PostgreSQL cluster per measurement; "
+        + (f"below {COLD_FACTOR}× RAM, so RAM caches the database and its figures are "
+           "labelled warm" if warm else f"at least {COLD_FACTOR}× RAM: cold")
+    )  # fmt: skip
 
 
 def detectable_text(study: Study, cv: float | None, pilot_run: int | None = None) -> str:

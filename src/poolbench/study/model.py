@@ -71,6 +71,7 @@ KNOWN_FACTORS = {
     "atime": "ZFS: on | off",
     "sync": "ZFS: standard | always | disabled",
     "primarycache": "ZFS: all | metadata | none",
+    "logbias": "ZFS: latency | throughput (how synchronous writes use the intent log)",
     "special_small_blocks": "ZFS (OpenZFS): 0, or a power of two up to 16M; blocks this "
     "small or smaller go to the special vdev",
     "target": "ZFS: dataset (files on the pool's dataset) | zvol (a sparse zvol's block "
@@ -86,6 +87,7 @@ KNOWN_FACTORS = {
     "compressibility": "overrides [workloads] compressibility per configuration: 0..99 percent",
     "fill": "percent of the pool's usable space filled (incompressible, untimed) before the "
     "workloads run: 1..95",
+    "full_page_writes": "PostgreSQL (pgbench workloads): on | off",
 }
 
 # Levels a trial factor accepts (backend options are checked by the backend).
@@ -93,6 +95,7 @@ _TRIAL_LEVELS: dict[str, Callable[[Any], bool]] = {
     "vdev_source": lambda v: str(v) in ("whole", "partition", "slice"),
     "compressibility": lambda v: isinstance(v, int) and 0 <= v <= 99,
     "fill": lambda v: isinstance(v, int) and 1 <= v <= 95,
+    "full_page_writes": lambda v: str(v) in ("on", "off"),
 }
 
 

@@ -14,6 +14,7 @@ import re
 from typing import Literal
 
 from poolbench.errors import UsageError
+from poolbench.workloads import pgbench
 from poolbench.workloads.iozone import IOZONE_TESTS as IOZONE_TESTS
 from poolbench.workloads.iozone import iozone as iozone
 from poolbench.workloads.workload import DEFAULT_METADATA_FILES as DEFAULT_METADATA_FILES
@@ -289,7 +290,8 @@ def capacity() -> Workload:
     )
 
 
-SPECIAL = ("untar", "degraded-read", "resilver", "expand", "capacity")
+SPECIAL = ("untar", "degraded-read", "resilver", "expand", "capacity", "pgbench-tpcb",
+           "pgbench-select")  # fmt: skip
 
 
 def reread() -> Workload:
@@ -345,6 +347,8 @@ def get(name: str) -> Workload:
     }
     if name in fixed:
         return fixed[name]()
+    if pgbench.is_pgbench(name):
+        return pgbench.workload(name)
     for pattern, _form, _example in _FAMILIES:
         m = pattern.match(name)
         if not m:
@@ -369,7 +373,7 @@ def get(name: str) -> Workload:
         f"Unknown workload '{name}'.",
         f"Run 'poolbench workloads' for the list: seq-write, seq-read, reread, "
         f"{', '.join(SPECIAL)}, and the "
-        f"families {forms}.",
+        f"families {forms}, {pgbench.FORMS}.",
     )
 
 

@@ -15,10 +15,11 @@ from poolbench.units import parse_size
 
 # mixed: a random read/write mix (rand-mix70-4k); its figure counts the reads and the writes.
 Direction = Literal["read", "write", "meta", "mixed"]
-Unit = Literal["MiB/s", "IOPS", "ops/s", "GiB"]
+Unit = Literal["MiB/s", "IOPS", "ops/s", "GiB", "TPS"]
 # fio: a fio job. untar: `tar -x` of a real tarball through the Runner, then a syncfs.
 # pool: an operation on the pool itself (capacity read-back, resilver), done by the trial loop.
-Kind = Literal["fio", "untar", "pool"]
+# pgbench: PostgreSQL's pgbench on a fresh cluster in the filesystem (engine/pgbench_run.py).
+Kind = Literal["fio", "untar", "pool", "pgbench"]
 
 MiB = 1024 * 1024
 # iozone's default stride for its stride-read test is 17 records (`-j 17`).

@@ -61,7 +61,7 @@ def describe(
     vdev tree `zdb -C` gave moments ago for this very pool (read again when None)."""
     status = ops.status(runner, name)
     props = ["recordsize", "compression", "atime", "primarycache", "mountpoint", "mounted"]
-    props += ["compressratio", "used", "available"]
+    props += ["compressratio", "used", "available", "logbias"]
     props += ["sync", "special_small_blocks"] if a.dialect == OPENZFS else []
     values = ops.dataset_props(runner, name, props)
     config = config or ops.vdev_config_or_none(runner, name)

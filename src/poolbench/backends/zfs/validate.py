@@ -16,13 +16,17 @@ from poolbench.zfs.ops import OPENZFS, ZFS_FUSE
 from poolbench.zfs.parse import version_tuple
 
 POOL_OPTIONS = ("ashift",)
-FS_OPTIONS = ("recordsize", "compression", "atime", "sync", "primarycache", "special_small_blocks")
+FS_OPTIONS = (
+    "recordsize", "compression", "atime", "sync", "primarycache", "special_small_blocks",
+    "logbias",
+)  # fmt: skip
 _FUSE_COMPRESSION = ["on", "off", "lzjb", "gzip", *[f"gzip-{i}" for i in range(1, 10)], "zle"]
 _ZSTD = re.compile(r"^zstd(-([1-9]|1[0-9]))?$|^zstd-fast(-([1-9]|10|[2-9]0|100|500|1000))?$")
 _CHOICES = {
     "atime": ("on", "off"),
     "sync": ("standard", "always", "disabled"),
     "primarycache": ("all", "none", "metadata"),
+    "logbias": ("latency", "throughput"),
 }
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,200}$")
 _RESERVED = ("mirror", "raidz", "draid", "spare", "log")

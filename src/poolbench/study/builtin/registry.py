@@ -10,6 +10,7 @@ from poolbench.study.builtin import (
     capacity,
     compression,
     concurrency,
+    database,
     expand,
     fill,
     fs_compare,
@@ -50,6 +51,7 @@ STUDIES: dict[str, Builtin] = {
         special.BUILTIN,
         expand.BUILTIN,
         volblocksize.BUILTIN,
+        database.BUILTIN,
     )
 }
 
