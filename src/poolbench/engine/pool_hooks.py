@@ -22,10 +22,12 @@ from poolbench.backends.base import (
     capability,
     require,
 )
+from poolbench.engine import l2arc_reads, resilver_load
 from poolbench.engine.hooks import OpResult
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
+from poolbench.workloads.fiojob import JobParams
 from poolbench.workloads.library import Workload
 
 GiB = 1 << 30
@@ -55,10 +57,13 @@ def distributed_spare(top: TopVdev | None) -> str | None:
 class PoolHooks:
     """engine.hooks.TrialHooks for one trial's pool."""
 
-    def __init__(self, runner: Runner, backend: Backend, pool: Pool) -> None:
+    def __init__(
+        self, runner: Runner, backend: Backend, pool: Pool, load: str | None = None
+    ) -> None:
         self.runner = runner
         self.backend = backend
         self.pool = pool
+        self.load = load  # the resilver's foreground workload (the `load` factor), if any
         self.offline_leaf: str | None = None
         self.offline_top: TopVdev | None = None
 
@@ -79,7 +84,7 @@ class PoolHooks:
             replacing.offline(self.pool, self.offline_leaf)
         return {"state": "degraded", "offline": self.offline_leaf}
 
-    def operate(self, w: Workload) -> OpResult:
+    def operate(self, w: Workload, params: JobParams) -> OpResult:
         if w.name == "capacity":
             usable = usable_bytes(self.pool)
             return OpResult(
@@ -96,7 +101,9 @@ class PoolHooks:
                 },
             )
         if w.name == "resilver":
-            return self._resilver()
+            return self._resilver(params)
+        if w.name.startswith("l2arc-read-"):
+            return l2arc_reads.measure(self.runner, w, params)
         if w.name == "expand":
             return self._expand()
         raise PoolbenchError(f"No pool operation named {w.name}.", "")
@@ -133,10 +140,12 @@ class PoolHooks:
         return OpResult(alloc / seconds / MiB, alloc, seconds,
                         sections={"expand": section}, warnings=warnings)  # fmt: skip
 
-    def _resilver(self) -> OpResult:
+    def _resilver(self, params: JobParams) -> OpResult:
         """Replace the offline member and time the resilver: onto the top vdev's distributed
         spare when it is a dRAID with one (OpenZFS's sequential rebuild, then the scrub it
-        starts to verify the copied blocks, timed apart), else onto the unused disk."""
+        starts to verify the copied blocks, timed apart), else onto the unused disk. With a
+        `load`, its foreground runs from the replace until the resilver is finished, and
+        then alone on the healthy pool (engine/resilver_load.py)."""
         assert self.offline_leaf is not None  # before() took it offline
         replacing = self._replacing()
         new = distributed_spare(self.offline_top)
@@ -149,10 +158,17 @@ class PoolHooks:
                     "a distributed spare (e.g. draid1:2d:1s).",
                 )
             new = spare_list[0]
+        fg = self._foreground(params)
         t0 = time.monotonic()
-        replacing.replace(self.pool, self.offline_leaf, new)
-        st = replacing.wait_resilver(self.pool)
-        seconds = max(time.monotonic() - t0, 1e-3)
+        try:
+            replacing.replace(self.pool, self.offline_leaf, new)
+            st = replacing.wait_resilver(self.pool)
+        except BaseException:
+            if fg is not None:
+                fg.stop(quiet=True)  # the error in flight is the one to report
+            raise
+        end = time.monotonic()
+        seconds = max(end - t0, 1e-3)
         nbytes = st.resilvered_bytes or 0
         warnings = []
         if st.resilvered_bytes is None:
@@ -168,11 +184,25 @@ class PoolHooks:
             "timing": "from `zpool replace` until `zpool status` reports it finished "
             "(polled every 0.1 s)",
         }  # fmt: skip
+        if fg is not None:
+            section["load"] = resilver_load.finish(
+                fg, end, lambda: self.backend.drop_cache(self.pool)
+            )
         if st.rebuilt_vdev:
             section["rebuilt_vdev"] = st.rebuilt_vdev
             section["verify_scrub"] = self._verify_scrub(warnings)
         return OpResult(nbytes / seconds / MiB, nbytes, seconds,
                         sections={"resilver": section}, warnings=warnings)  # fmt: skip
+
+    def _foreground(self, params: JobParams) -> resilver_load.Foreground | None:
+        """The load started on a cold cache, or None (an idle resilver)."""
+        if self.load is None or self.load == "none":
+            return None
+        w, rate = resilver_load.parse_load(self.load)
+        self.backend.drop_cache(self.pool)
+        fg = resilver_load.Foreground(self.runner, w, params, rate)
+        fg.start()
+        return fg
 
     def _verify_scrub(self, warnings: list[str]) -> JsonObject:
         """The scrub OpenZFS starts after a sequential rebuild: its time, apart from the

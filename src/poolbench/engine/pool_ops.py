@@ -2,7 +2,9 @@
 
 * **Trial factors** (`TRIAL_FACTORS`): factors the trial loop applies itself, not a backend —
   `vdev_source` (overrides `[disks] vdev_source`), `compressibility` (overrides
-  `[workloads] compressibility`), `fill` (pre-fills the pool before the workloads run).
+  `[workloads] compressibility`), `fill` (pre-fills the pool before the workloads run),
+  `arc_max` (the ARC's ceiling for the trial: engine/arc_limit.py), `load` (the foreground
+  workload a resilver runs under: engine/resilver_load.py).
 * **Generic layouts** (`parity1`, `parity2`): one single/double-parity array over all the
   disks, in each backend's own terms (ZFS raidz1/raidz2, btrfs and md raid5/raid6), so one
   study can compare stacks on the same disks.
@@ -45,9 +47,9 @@ from poolbench.safety.journal import Journal
 from poolbench.study.model import Disks
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
-from poolbench.workloads.library import Workload, streaming
+from poolbench.workloads.library import L2ARC_INTERVALS, Workload, streaming
 
-TRIAL_FACTORS = ("vdev_source", "compressibility", "fill")
+TRIAL_FACTORS = ("vdev_source", "compressibility", "fill", "arc_max", "load")
 MiB = 1 << 20
 
 GENERIC_LAYOUTS: dict[str, dict[str, str]] = {
@@ -268,6 +270,10 @@ def dry_commands(
             show_trial_operation(runner, name, "expand")
         elif w.name == "capacity":
             show_trial_operation(runner, name, "capacity")
+        elif w.name.startswith("l2arc-read-"):  # laid out, then its intervals (arcstats between)
+            runner.run(["fio", "--output-format=json", f"prepare-{w.name}.fio"])
+            for i in range(L2ARC_INTERVALS):
+                runner.run(["fio", "--output-format=json+", f"{w.name}.{i}.fio"])
         else:
             if w.needs_data and not w.fresh_file and not w.is_metadata:
                 # Laid out before the first measurement (fiojob.render_prepare), not timed.
@@ -304,7 +310,7 @@ def subject_for(
         levels=dict(levels or {}),
         devices=devices,
         cache_defeat=lambda _files: backend.drop_cache(pool),
-        hooks=PoolHooks(runner, backend, pool),
+        hooks=PoolHooks(runner, backend, pool, (levels or {}).get("load")),
         findings=findings,
         write_model=geometry.for_pool(
             spec.backend,

@@ -118,6 +118,9 @@ class ConfigFacts:
     class_free: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # the same, free
     expansions: tuple[Expansion, ...] = ()
     zvol: ZvolSpace | None = None  # a zvol target: its space as ZFS charged it
+    # A pool operation's own section per replicate, in replicate order (OP_SECTIONS: the
+    # l2arc reads' intervals, a resilver's and its load's figures), for the studies' notes.
+    sections: Mapping[str, tuple[JsonObject, ...]] = field(default_factory=dict)
 
     def level(self, factor: str, default: str = "") -> str:
         return self.levels.get(factor, default)
@@ -265,7 +268,21 @@ def _config(key: str, levels: dict[str, str], rows: list[FactRow]) -> ConfigFact
         expansions=tuple(sorted(_expansions(rows), key=lambda e: e.replicate)),
         zvol=_zvol_space(rows),
         latency_bins=_latency_bins(rows),
+        sections=_op_sections(rows),
     )
+
+
+OP_SECTIONS = ("l2arc", "resilver")
+
+
+def _op_sections(rows: list[FactRow]) -> dict[str, tuple[JsonObject, ...]]:
+    out: dict[str, list[tuple[int, JsonObject]]] = {}
+    for r in rows:
+        for key in OP_SECTIONS:
+            found = _section(r["guards"], key)
+            if found:
+                out.setdefault(key, []).append((int(r["replicate"]), found))
+    return {k: tuple(s for _r, s in sorted(v, key=lambda x: x[0])) for k, v in out.items()}
 
 
 def _latency_bins(rows: list[FactRow]) -> dict[str, tuple[Mapping[int, int], ...]]:

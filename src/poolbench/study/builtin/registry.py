@@ -14,6 +14,7 @@ from poolbench.study.builtin import (
     fill,
     fs_compare,
     geometry,
+    l2arc,
     mirror,
     parity,
     qd_curve,
@@ -50,6 +51,7 @@ STUDIES: dict[str, Builtin] = {
         special.BUILTIN,
         expand.BUILTIN,
         volblocksize.BUILTIN,
+        l2arc.BUILTIN,
     )
 }
 
