@@ -34,6 +34,7 @@ EXPECTED_TRIALS = {
     "special.toml": 4 * 3,
     "expand.toml": 1 * 3,
     "volblocksize.toml": 2 * 3 * 3,
+    "l2arc.toml": 2 * 3,  # the pool alone and with a cache device
 }
 
 INVALID = {

@@ -140,7 +140,7 @@ def notes(ctx: Context, facts: StudyFacts) -> list[str]:
     if not configs:
         return []
     workload = next(iter(configs[0].figures), "")
-    out = ["l2arc: the warm-up (reads in consecutive intervals; arcstats deltas between them)"]
+    out = ["l2arc: the warm-up (random reads in consecutive intervals; arcstats deltas)"]
     for c in configs:
         out += _table(c)
     without = next((c for c in configs if not has_cache(c)), None)
