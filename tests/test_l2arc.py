@@ -231,9 +231,8 @@ def test_a_cache_device_that_serves_reads_faster_pays() -> None:
 
 
 def test_no_steady_l2_hits_or_no_gain_is_no_payoff() -> None:
-    cold = _verdict(_facts(_config("stripe:1", [100, 104, 98], 0, [9, 9, 9]),
-                           _config("stripe:1 + cache 1", [300, 310, 295], 0, [3, 3, 3])))  # fmt: skip
+    alone = _config("stripe:1", [100, 104, 98], 0, [9, 9, 9])
+    cold = _verdict(_facts(alone, _config("stripe:1 + cache 1", [300, 310, 295], 0, [3, 3, 3])))
     assert "it does not pay: the cache device served no steady reads" in cold
-    same = _verdict(_facts(_config("stripe:1", [100, 104, 98], 0, [9, 9, 9]),
-                           _config("stripe:1 + cache 1", [101, 99, 103], 50, [9, 9, 9])))  # fmt: skip
+    same = _verdict(_facts(alone, _config("stripe:1 + cache 1", [101, 99, 103], 50, [9, 9, 9])))
     assert "verdict: L2ARC does not pay for this working set" in same

@@ -16,11 +16,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.conftest import IS_ROOT, poolbench
 
 from poolbench.store.db import Store
 from poolbench.store.facts import study_facts
 from poolbench.study.builtin.resilver_load import load_notes, phase
-from tests.conftest import IS_ROOT, poolbench
 
 pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse, loop devices)")
 CAP = 20  # MiB/s per loop device
