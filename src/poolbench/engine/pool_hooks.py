@@ -72,17 +72,25 @@ class PoolHooks:
             return {}
         if self.offline_leaf is None:
             replacing = self._replacing()
-            tops = replacing.data_vdevs(self.pool)
-            redundant = [t for t in tops if t.kind != "stripe" and t.leaves]
-            if not redundant:
-                raise UsageError(
-                    f"Layout {self.pool.spec.layout} has no redundancy: no member can go offline.",
-                    "Use a mirror or raidz layout for degraded-read and resilver.",
-                )
-            self.offline_top = redundant[0]
-            self.offline_leaf = redundant[0].leaves[-1]
+            self.offline_top, self.offline_leaf = self._member_to_offline(replacing)
             replacing.offline(self.pool, self.offline_leaf)
         return {"state": "degraded", "offline": self.offline_leaf}
+
+    def _member_to_offline(self, replacing: SupportsDiskReplace) -> tuple[TopVdev, str]:
+        """The first redundant vdev and its last member, as `zpool status` names it now."""
+        redundant = [t for t in replacing.data_vdevs(self.pool) if t.kind != "stripe" and t.leaves]
+        if not redundant:
+            raise UsageError(
+                f"Layout {self.pool.spec.layout} has no redundancy: no member can go offline.",
+                "Use a mirror or raidz layout for degraded-read and resilver.",
+            )
+        leaf = redundant[0].leaves[-1]
+        # `zpool status` names a /dev node by its short name ("loop1"), which zfs-fuse's
+        # offline and replace do not resolve before the pool was imported through its
+        # links ("no such device in pool"); the full path works in both dialects.
+        if not leaf.startswith("/") and os.path.exists(f"/dev/{leaf}"):
+            leaf = f"/dev/{leaf}"
+        return redundant[0], leaf
 
     def operate(self, w: Workload, params: JobParams) -> OpResult:
         if w.name == "capacity":
@@ -200,6 +208,8 @@ class PoolHooks:
             return None
         w, rate = resilver_load.parse_load(self.load)
         self.backend.drop_cache(self.pool)
+        # the import names the members by their links now: the offline one too
+        self.offline_top, self.offline_leaf = self._member_to_offline(self._replacing())
         fg = resilver_load.Foreground(self.runner, w, params, rate)
         fg.start()
         return fg

@@ -37,6 +37,15 @@ def build(ctx: Context) -> StudyDict:
     if load is not None:
         parse_load(load)  # refused here, before anything is built
         factors["load"] = ["none", load]
+        # The foreground reads its working set over and over for as long as the resilver
+        # lasts: with data cached, the ARC would serve it and the disks' contention would
+        # not show. With the data uncached, every read goes to the disks.
+        factors["primarycache"] = ["metadata"]
+        ctx.announce(
+            f"with --load, every configuration runs with primarycache=metadata: the {load} "
+            "foreground repeats its reads while the pool resilvers, and the ARC would "
+            "otherwise serve them from RAM (its figures, and seq-read's, are uncached reads)."
+        )
     return study_file(
         ctx,
         "resilver",
