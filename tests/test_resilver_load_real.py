@@ -31,7 +31,7 @@ replicates = 2
 max_replicates = 2
 [disks]
 count = 3
-size = "128M"
+size = "96M"
 source = "loop"
 cap = {CAP}
 [factors]
@@ -41,7 +41,7 @@ load = ["none", "seq-read"]
 primarycache = ["metadata"]
 [workloads]
 names = ["resilver"]
-size = "32M"
+size = "24M"
 """
 
 
@@ -83,5 +83,6 @@ def test_a_load_slows_the_resilver_and_the_resilver_slows_the_load(
     assert all(0 < a <= 2 * CAP * 1.15 for a in alone), alone
     assert all(0 < d < CAP * 1.15 for d in during), during
     assert sum(during) < sum(alone), (during, alone)
+    print("resilver s idle", idle_s, "loaded", loaded_s, "MiB/s during", during, "alone", alone)
     text = "\n".join(load_notes(facts))
     assert "under seq-read" in text and "the resilver costs the workload" in text, text
