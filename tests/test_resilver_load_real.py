@@ -5,8 +5,9 @@ Every loop device is capped (blkio throttle) at CAP MiB/s, so the mirror's survi
 is the one narrow road both the resilver (it reads every block from it) and the foreground
 read share: from the same run, the foreground's rate during the resilver must fall below its
 rate alone on the healthy pool, and the resilver under load must take longer than the idle
-one. The dataset caches no data (primarycache=metadata, as the study sets with --load), so the
-foreground's repeated reads reach the disks rather than the ARC. Disks are small and few (2 replicates of 2 configurations) to keep the run short.
+one. The dataset caches no data (primarycache=metadata, as the study sets with --load), so
+the foreground's repeated reads reach the disks rather than the ARC. Disks are small and few
+(2 replicates of 2 configurations) to keep the run short: 35 s here.
 """
 
 from __future__ import annotations
