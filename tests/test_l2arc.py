@@ -177,12 +177,22 @@ def test_a_working_set_that_cannot_answer_the_question_is_refused(
         registry.build("l2arc", Context(2, "1G", dialect="openzfs", options=options))
 
 
+def zfs_answers(monkeypatch: pytest.MonkeyPatch, dialect: str) -> None:
+    """This machine's ZFS as `dialect`, answering (a dry run asks it, and runs nothing)."""
+    from poolbench.backends.base import Availability
+    from poolbench.backends.zfs import backend
+
+    version = "2.3.2" if dialect == "openzfs" else "zfs-fuse, pool version 23"
+    monkeypatch.setattr(offers_mod, "probe", lambda: offers_mod.Offers(dialect, True, ""))
+    monkeypatch.setattr(backend, "_probe", lambda _r: Availability(True, "", version, dialect))
+
+
 def test_dry_run_shows_plan_duration_and_the_ceiling_it_changes_and_restores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from poolbench.cli.main import cli
 
-    monkeypatch.setattr(offers_mod, "probe", lambda: offers_mod.Offers("openzfs", True, ""))
+    zfs_answers(monkeypatch, "openzfs")
     r = CliRunner().invoke(cli, [
         "study", "l2arc", "--dry-run", "--db", str(tmp_path / "r.db"),
         "--scratch-dir", str(tmp_path / "scratch"), "--seed", "1",
@@ -236,3 +246,26 @@ def test_no_steady_l2_hits_or_no_gain_is_no_payoff() -> None:
     assert "it does not pay: the cache device served no steady reads" in cold
     same = _verdict(_facts(alone, _config("stripe:1 + cache 1", [101, 99, 103], 50, [9, 9, 9])))
     assert "verdict: L2ARC does not pay for this working set" in same
+
+
+def test_a_ceiling_is_refused_before_anything_is_built_where_it_cannot_be_set() -> None:
+    with pytest.raises(Unsupported, match="zfs-fuse"):
+        arc_limit.check({"arc_max": "128M"}, "zfs-fuse")
+    with pytest.raises(Unsupported, match="below the 64 MiB"):
+        arc_limit.check({"arc_max": "32M"})
+    arc_limit.check({}, "zfs-fuse")  # no ceiling asked: nothing to refuse
+
+
+def test_on_zfs_fuse_the_cli_exits_7_with_one_paragraph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from poolbench.cli.main import main
+
+    zfs_answers(monkeypatch, "zfs-fuse")
+    with pytest.raises(SystemExit) as exc:
+        main(["study", "l2arc", "--dry-run", "--db", str(tmp_path / "r.db"),
+              "--scratch-dir", str(tmp_path / "scratch")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert exc.value.code == EXIT_UNSUPPORTED, err
+    assert "zfs-fuse (pool version 23), which has no arcstats in /proc" in " ".join(err.split())
+    assert "Traceback" not in err and not (tmp_path / "scratch").exists()

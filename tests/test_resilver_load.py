@@ -126,3 +126,27 @@ def test_the_notes_say_what_the_load_costs_the_resilver_and_the_resilver_the_loa
     assert "the resilver costs the workload 67% of its figure" in text
     assert "p99 8.00 ms during vs 2.00 ms alone" in text
     assert load_notes(StudyFacts("resilver", "loop", 3, 128 * MiB, (idle,))) == []
+
+
+def test_the_dry_run_plans_an_idle_and_a_loaded_resilver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+    from tests.test_l2arc import zfs_answers
+
+    from poolbench.cli.main import cli
+
+    zfs_answers(monkeypatch, "zfs-fuse")
+    r = CliRunner().invoke(cli, [
+        "study", "resilver", "--disks", "3x256M", "--layouts", "mirror:2", "--load",
+        "seq-read@20M", "--dry-run", "--db", str(tmp_path / "r.db"), "--scratch-dir",
+        str(tmp_path / "scratch"), "--seed", "1",
+    ])  # fmt: skip
+    out = " ".join(r.output.split())
+    assert r.exit_code == 0, r.output
+    assert "6 trials, 2 configurations × 3 replicates" in out
+    assert "load=none" in out and "load=seq-read@20M" in out
+    assert "primarycache=metadata" in out
+    # the loaded configuration's trial runs the load's slices; the idle one does not
+    assert out.count("load-during.N.fio") == 1 and out.count("load-alone.N.fio") == 1
+    assert not (tmp_path / "scratch").exists()

@@ -32,8 +32,19 @@ def wanted(levels: Mapping[str, str]) -> int | None:
     return parse_size(levels["arc_max"]) if "arc_max" in levels else None
 
 
-def check(value: int) -> None:
-    """Refuse, before anything is built, a ceiling OpenZFS would ignore."""
+def check(levels: Mapping[str, str], dialect: str = "openzfs") -> None:
+    """Refuse, before anything is built, a ceiling OpenZFS would ignore, or one asked of a
+    ZFS that has no ARC parameters (zfs-fuse keeps its ARC inside its daemon)."""
+    value = wanted(levels)
+    if value is None:
+        return
+    if dialect == "zfs-fuse":
+        raise Unsupported(
+            "The study lowers the ARC's ceiling (arc_max), but this machine's ZFS is zfs-fuse "
+            "(pool version 23), which has no zfs_arc_max and no arcstats in /proc; nothing "
+            "was created.",
+            "Run the study on OpenZFS (the guest tier: vm/run-openzfs-tier.sh).",
+        )
     if value < MIN_ARC_MAX:
         raise Unsupported(
             f"arc_max {value // MiB} MiB is below the 64 MiB OpenZFS accepts for zfs_arc_max "
@@ -53,7 +64,7 @@ def apply(
     want = wanted(levels)
     if want is None or journal.runner.dry_run:
         return {}
-    check(want)
+    check(levels)
     stats = read_arcstats(arcstats) or {}
     c_max, c_min = stats.get("c_max"), stats.get("c_min")
     if modparams.read(modparams.ARC_MAX, root) is None or c_max is None or c_min is None:

@@ -265,7 +265,10 @@ def dry_commands(
             runner.run(["tar", "-x", "--no-same-owner", "-f", "<tarball>", "-C", "<dir>"])
             runner.run(["sync", "--file-system", "<dir>"])
         elif w.name == "resilver":
+            load = levels.get("load", "none") != "none"  # its slices, during and then alone
             show_trial_operation(runner, name, "resilver")
+            for phase in ("during", "alone") if load else ():
+                runner.run(["fio", "--output-format=json+", f"load-{phase}.N.fio"])
         elif w.name == "expand":
             show_trial_operation(runner, name, "expand")
         elif w.name == "capacity":

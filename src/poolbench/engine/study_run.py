@@ -142,8 +142,8 @@ class StudyRun:
             spec = trial.spec_for(cfg, dummy, "pbcheck", self.paths.scratch)
             self.backends[name].validate(spec)
             pool_ops.disks_for(self.study.disks, dict(cfg.levels))
-            arc_limit.check(arc_limit.wanted(dict(cfg.levels)) or arc_limit.MIN_ARC_MAX)
             avail = found.get(name) or self.backends[name].check()
+            arc_limit.check(dict(cfg.levels), avail.dialect)
             pool_ops.check_pool_workloads(name, spec.layout, n, self.workloads, avail.version)
             pool_ops.check_volume(spec, self.workloads, self.study.workloads.size)
         if not self.configs:
