@@ -269,3 +269,19 @@ def test_on_zfs_fuse_the_cli_exits_7_with_one_paragraph(
     assert exc.value.code == EXIT_UNSUPPORTED, err
     assert "zfs-fuse (pool version 23), which has no arcstats in /proc" in " ".join(err.split())
     assert "Traceback" not in err and not (tmp_path / "scratch").exists()
+
+
+def test_a_hit_rate_still_rising_in_the_steady_half_is_flagged() -> None:
+    rising = _config("stripe:1 + cache 1", [300, 310, 295], 500, [3.0, 3.1, 2.9])
+    ivs = [_iv(i, 100.0, h, 100 - h).as_dict() for i, h in enumerate([5, 10, 40, 80])]
+    sections = tuple({**s, "intervals": ivs} for s in rising.sections["l2arc"])
+    got = l2arc_notes.notes(
+        Context(2, "1G"),
+        _facts(
+            ConfigFacts(
+                key="c", levels=rising.levels, figures=rising.figures, sections={"l2arc": sections}
+            )
+        ),
+    )
+    # steady half: intervals 3 and 4, 40% → 80%
+    assert any("still rose from 40% to 80% over the steady half" in x for x in got), got

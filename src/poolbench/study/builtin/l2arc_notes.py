@@ -85,13 +85,30 @@ def _table(c: ConfigFacts) -> list[str]:
     if not rows:
         return []
     n = len(_intervals(c))
-    head = f"  {c.level('layout')}: per interval, over {n} replicate(s)"
+    length = _num(c.sections["l2arc"][0].get("interval_s"))
+    each = f" of {length:g} s" if length else ""
+    head = f"  {c.level('layout')}: per interval{each}, mean of {n} replicate(s)"
     lines = [head, "    int     IOPS   p99 ms  L2 hit rate  L2 held MiB"]
     for r in rows:
         p99 = "-" if r.p99_ms is None else f"{r.p99_ms:.2f}"
         rate = "-" if r.l2_rate is None else f"{r.l2_rate:.0%}"
         lines.append(f"    {r.index:>3} {r.iops:>8,.0f} {p99:>8} {rate:>12} {r.l2_mib:>12.1f}")
-    return lines
+    return lines + _still_rising(rows)
+
+
+RISING = 0.10  # the hit rate climbing more than this over the steady intervals: not steady
+
+
+def _still_rising(rows: list[Row]) -> list[str]:
+    """A warning when the L2ARC hit rate still climbed over the steady half."""
+    rates = [r.l2_rate for r in rows[len(rows) // 2 :] if r.l2_rate is not None]
+    if len(rates) < 2 or rates[-1] - rates[0] <= RISING:
+        return []
+    return [
+        f"    warning: the L2ARC hit rate still rose from {rates[0]:.0%} to {rates[-1]:.0%} "
+        "over the steady half: the cache device was not warm yet, so its steady figures "
+        "understate it; run longer (--runtime)"
+    ]
 
 
 def _p99_text(without: Sequence[float], with_: Sequence[float]) -> tuple[str, bool | None]:
