@@ -62,7 +62,6 @@ JSON_ALIAS_USERS: dict[str, str] = {
     "engine/l2arc_reads.py": "the `l2arc` section of the guards JSON (Findings.other)",
     "engine/resilver_load.py": "the `load` part of the guards' `resilver` section",
     "guards/l2arc.py": "an interval's and the steady figures in the guards' `l2arc` section",
-    "study/builtin/resilver_load.py": "the stored `resilver` sections (guards JSON) it reads",
     "engine/session.py": "a bench run's metadata; the ARC's `arc` section of the guards JSON",
     "guards/cache.py": "the ARC's `arc` section of the guards JSON",
     # A backend's description of its pool (what the stack read back, its keys the stack's

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 from poolbench.study.builtin.headline import compared, mean
 
 if TYPE_CHECKING:
-    from poolbench.records.jsontypes import JsonObject
     from poolbench.store.facts import ConfigFacts, StudyFacts
 
+Stored = dict[str, object]  # a stored section as the store decoded it
 
-def _loads(c: ConfigFacts) -> list[JsonObject]:
+
+def _loads(c: ConfigFacts) -> list[Stored]:
     """Each replicate's `load` part of its resilver section."""
     out = []
     for s in c.sections.get("resilver", ()):
@@ -30,7 +31,7 @@ def _loads(c: ConfigFacts) -> list[JsonObject]:
     return out
 
 
-def phase(loads: list[JsonObject], name: str, key: str) -> list[float]:
+def phase(loads: list[Stored], name: str, key: str) -> list[float]:
     """One figure (`value`, `p99_ms`) of the phase `name` (during, alone) per replicate."""
     out = []
     for ld in loads:
