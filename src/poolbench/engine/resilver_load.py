@@ -2,8 +2,8 @@
 resilver study's `load` factor), and the same workload alone on the healthy pool afterwards.
 
 The foreground runs as consecutive one-second fio slices in a thread of its own, from just
-before `zpool replace` until the resilver is finished; a slice that ends after the resilver
-does is kept out of the "during" figure (it ran partly on a healthy pool). Once the pool is
+before `zpool replace` until the resilver is finished; a slice that ran mostly after the
+resilver did is kept out of the "during" figure (it ran on a healthy pool). Once the pool is
 healthy, the same number of slices run alone. Each phase starts after the pool's cache was
 emptied (export/import), so neither reads what the other left in the ARC. A stated rate
 (`seq-read@20M`) caps the foreground with fio's `rate` (bytes/s, MiB here); without one it
@@ -93,8 +93,12 @@ class Foreground:
 
 
 def within(slices: Sequence[Slice], end: float) -> list[Slice]:
-    """The slices that ended by `end` (the resilver's end): those run wholly during it."""
-    return [s for s in slices if s.end <= end]
+    """The slices run during the resilver that ended at `end`: those that ended by then, and
+    the one in progress if at least half of its fio runtime (the end of its wall time, after
+    fio started) fell before `end`. A slow foreground (large reads on slow disks) runs well
+    past its 1 s; without the second rule a resilver shorter than one such slice would have
+    no foreground figure at all."""
+    return [s for s in slices if s.end - end <= s.seconds / 2]
 
 
 def p99_ms(slices: Sequence[Slice]) -> float | None:
@@ -142,5 +146,5 @@ def finish(fg: Foreground, end: float, drop: Callable[[], object]) -> JsonObject
         "(cold ARC)",
     }
     if len(slices) > len(during):
-        out["left_out"] = f"{len(slices) - len(during)} slice(s) that ended after the resilver"
+        out["left_out"] = f"{len(slices) - len(during)} slice(s) run mostly after the resilver"
     return out
