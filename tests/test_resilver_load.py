@@ -76,7 +76,7 @@ def test_the_foreground_runs_slices_until_stopped_then_alone(tmp_path: Path) -> 
     time.sleep(0.1)
     end = time.monotonic()
     time.sleep(0.05)  # slices of 10 ms (fio's runtime 1.001 s as recorded: see below)
-    section = rl.finish(fg, end, lambda: None)
+    section = rl.finish(fg, fg.stop(), end, lambda: None)
     during, alone = section["during"], section["alone"]
     assert isinstance(during, dict) and isinstance(alone, dict)
     assert during["slices"] >= 1 and alone["slices"] == during["slices"]

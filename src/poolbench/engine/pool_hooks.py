@@ -177,6 +177,7 @@ class PoolHooks:
             raise
         end = time.monotonic()
         seconds = max(end - t0, 1e-3)
+        slices = fg.stop() if fg is not None else []  # before a verifying scrub starts
         nbytes = st.resilvered_bytes or 0
         warnings = []
         if st.resilvered_bytes is None:
@@ -192,13 +193,13 @@ class PoolHooks:
             "timing": "from `zpool replace` until `zpool status` reports it finished "
             "(polled every 0.1 s)",
         }  # fmt: skip
-        if fg is not None:
-            section["load"] = resilver_load.finish(
-                fg, end, lambda: self.backend.drop_cache(self.pool)
-            )
         if st.rebuilt_vdev:
             section["rebuilt_vdev"] = st.rebuilt_vdev
             section["verify_scrub"] = self._verify_scrub(warnings)
+        if fg is not None:  # alone once the pool is healthy (and scrubbed, after a rebuild)
+            section["load"] = resilver_load.finish(
+                fg, slices, end, lambda: self.backend.drop_cache(self.pool)
+            )
         return OpResult(nbytes / seconds / MiB, nbytes, seconds,
                         sections={"resilver": section}, warnings=warnings)  # fmt: skip
 

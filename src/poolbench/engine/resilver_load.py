@@ -129,10 +129,12 @@ def figures(slices: Sequence[Slice], unit: str) -> JsonObject:
             "p99_ms": p99_ms(slices), "seconds": round(seconds, 3)}  # fmt: skip
 
 
-def finish(fg: Foreground, end: float, drop: Callable[[], object]) -> JsonObject:
-    """After the resilver ended at `end`: the slices run during it, then as many again alone
-    on the healthy pool (after `drop` emptied its cache); the `load` section of the resilver."""
-    slices = fg.stop()
+def finish(
+    fg: Foreground, slices: Sequence[Slice], end: float, drop: Callable[[], object]
+) -> JsonObject:
+    """After the resilver ended at `end` (and `fg.stop()` gave its `slices`): the slices run
+    during it, then as many again alone on the healthy pool (after `drop` emptied its
+    cache); the `load` section of the resilver."""
     during = within(slices, end)
     drop()
     alone = fg.run(max(1, len(during)))
