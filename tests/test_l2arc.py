@@ -285,3 +285,40 @@ def test_a_hit_rate_still_rising_in_the_steady_half_is_flagged() -> None:
     )
     # steady half: intervals 3 and 4, 40% → 80%
     assert any("still rose from 40% to 80% over the steady half" in x for x in got), got
+
+
+def test_the_reads_run_in_intervals_with_the_counters_read_between_them(tmp_path: Path) -> None:
+    from poolbench.engine import l2arc_reads
+    from poolbench.system.runner import CommandResult
+    from poolbench.workloads.fiojob import JobParams
+    from poolbench.workloads.library import get
+
+    fio_json = (Path(__file__).parent / "data" / "fio-rand-read-4k.jsonplus.json").read_text()
+    stats = tmp_path / "arcstats"
+    base = (DATA / "before.txt").read_text()
+    stats.write_text(base)
+    runs = []
+
+    def fio(argv: tuple[str, ...]) -> CommandResult:
+        # interval i (from 1): the cache device serves 100 × i of 1000 more ARC misses
+        n = len(runs)
+        runs.append(Path(argv[-1]).read_text())
+        hits, misses = 20480 + 50 * (n + 1) * (n + 2), 60211 + 1000 * (n + 1)
+        text = base.replace("l2_hits                         4    20480", f"l2_hits 4 {hits}")
+        text = text.replace("misses                          4    60211", f"misses 4 {misses}")
+        stats.write_text(text)
+        return CommandResult(argv, 0, fio_json, "", 0.0)
+
+    (tmp_path / "jobs").mkdir()
+    params = JobParams(directory=str(tmp_path), size_bytes=384 * MiB, runtime_s=48, randseed=5)
+    got = l2arc_reads.measure(RecordingRunner({"fio": fio}), get("l2arc-read-16k"), params,
+                              arcstats=stats, parameters=tmp_path)  # fmt: skip
+    section = got.sections["l2arc"]
+    assert isinstance(section, dict) and len(runs) == 8
+    assert all("runtime=6" in job and "bs=16384" in job for job in runs)  # 48 s / 8
+    assert [f"randseed={5 + i}" in job for i, job in enumerate(runs)] == [True] * 8
+    hits = [iv["l2_hits"] for iv in section["intervals"]]  # type: ignore[index,union-attr]
+    assert hits == [100 * (i + 1) for i in range(8)]
+    # the steady half: intervals 5-8, 500+600+700+800 hits; the recorded fio run's IOPS
+    assert section["steady"]["l2_hits"] == 2600  # type: ignore[index,call-overload]
+    assert got.value == pytest.approx(25122 / 1.001, rel=1e-3)
