@@ -56,6 +56,10 @@ JSON_ALIAS_USERS: dict[str, str] = {
     "record (the guards' `cache` section); the options in the run's metadata",
     "engine/hooks.py": "the sections a trial adds to the `guards` JSON (Findings.other)",
     "engine/pool_hooks.py": "the sections a trial adds to the `guards` JSON (Findings.other)",
+    "engine/arc_limit.py": "the `arc_limit` section of the guards JSON (Findings.other)",
+    "engine/l2arc_reads.py": "the `l2arc` section of the guards JSON (Findings.other)",
+    "engine/resilver_load.py": "the `load` part of the guards' `resilver` section",
+    "guards/l2arc.py": "an interval's and the steady figures in the guards' `l2arc` section",
     "engine/session.py": "a bench run's metadata; the ARC's `arc` section of the guards JSON",
     "guards/cache.py": "the ARC's `arc` section of the guards JSON",
     # A backend's description of its pool (what the stack read back, its keys the stack's

@@ -35,6 +35,7 @@ EXPECTED_TRIALS = {
     "expand.toml": 1 * 3,
     "volblocksize.toml": 2 * 3 * 3,
     "database.toml": 2 * 3 * 2 * 2 * 3,  # layout × recordsize × full_page_writes × logbias
+    "l2arc.toml": 2 * 3,  # the pool alone and with a cache device
 }
 
 INVALID = {

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.latency import Latency
+from poolbench.workloads.fiojob import JobParams
 from poolbench.workloads.library import Workload
 
 
@@ -32,8 +33,9 @@ class TrialHooks(Protocol):
     def before(self, w: Workload) -> JsonObject:
         """Bring the pool into the state `w` runs in (`w.pool_state`); returns what it did."""
 
-    def operate(self, w: Workload) -> OpResult:
-        """Run a `pool` workload (kind "pool") and return its figure."""
+    def operate(self, w: Workload, params: JobParams) -> OpResult:
+        """Run a `pool` workload (kind "pool") and return its figure; `params` place a fio
+        job over the data the session laid out (the l2arc reads, a resilver's load)."""
 
     def after(self, w: Workload) -> JsonObject:
         """Read back what the pool says after the measurement (merged into the pool

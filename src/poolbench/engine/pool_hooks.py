@@ -22,10 +22,12 @@ from poolbench.backends.base import (
     capability,
     require,
 )
+from poolbench.engine import l2arc_reads, resilver_load
 from poolbench.engine.hooks import OpResult
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
+from poolbench.workloads.fiojob import JobParams
 from poolbench.workloads.library import Workload
 
 GiB = 1 << 30
@@ -55,10 +57,13 @@ def distributed_spare(top: TopVdev | None) -> str | None:
 class PoolHooks:
     """engine.hooks.TrialHooks for one trial's pool."""
 
-    def __init__(self, runner: Runner, backend: Backend, pool: Pool) -> None:
+    def __init__(
+        self, runner: Runner, backend: Backend, pool: Pool, load: str | None = None
+    ) -> None:
         self.runner = runner
         self.backend = backend
         self.pool = pool
+        self.load = load  # the resilver's foreground workload (the `load` factor), if any
         self.offline_leaf: str | None = None
         self.offline_top: TopVdev | None = None
 
@@ -67,19 +72,27 @@ class PoolHooks:
             return {}
         if self.offline_leaf is None:
             replacing = self._replacing()
-            tops = replacing.data_vdevs(self.pool)
-            redundant = [t for t in tops if t.kind != "stripe" and t.leaves]
-            if not redundant:
-                raise UsageError(
-                    f"Layout {self.pool.spec.layout} has no redundancy: no member can go offline.",
-                    "Use a mirror or raidz layout for degraded-read and resilver.",
-                )
-            self.offline_top = redundant[0]
-            self.offline_leaf = redundant[0].leaves[-1]
+            self.offline_top, self.offline_leaf = self._member_to_offline(replacing)
             replacing.offline(self.pool, self.offline_leaf)
         return {"state": "degraded", "offline": self.offline_leaf}
 
-    def operate(self, w: Workload) -> OpResult:
+    def _member_to_offline(self, replacing: SupportsDiskReplace) -> tuple[TopVdev, str]:
+        """The first redundant vdev and its last member, as `zpool status` names it now."""
+        redundant = [t for t in replacing.data_vdevs(self.pool) if t.kind != "stripe" and t.leaves]
+        if not redundant:
+            raise UsageError(
+                f"Layout {self.pool.spec.layout} has no redundancy: no member can go offline.",
+                "Use a mirror or raidz layout for degraded-read and resilver.",
+            )
+        leaf = redundant[0].leaves[-1]
+        # `zpool status` names a /dev node by its short name ("loop1"), which zfs-fuse's
+        # offline and replace do not resolve before the pool was imported through its
+        # links ("no such device in pool"); the full path works in both dialects.
+        if not leaf.startswith("/") and os.path.exists(f"/dev/{leaf}"):
+            leaf = f"/dev/{leaf}"
+        return redundant[0], leaf
+
+    def operate(self, w: Workload, params: JobParams) -> OpResult:
         if w.name == "capacity":
             usable = usable_bytes(self.pool)
             return OpResult(
@@ -96,7 +109,9 @@ class PoolHooks:
                 },
             )
         if w.name == "resilver":
-            return self._resilver()
+            return self._resilver(params)
+        if w.name.startswith("l2arc-read-"):
+            return l2arc_reads.measure(self.runner, w, params)
         if w.name == "expand":
             return self._expand()
         raise PoolbenchError(f"No pool operation named {w.name}.", "")
@@ -133,10 +148,12 @@ class PoolHooks:
         return OpResult(alloc / seconds / MiB, alloc, seconds,
                         sections={"expand": section}, warnings=warnings)  # fmt: skip
 
-    def _resilver(self) -> OpResult:
+    def _resilver(self, params: JobParams) -> OpResult:
         """Replace the offline member and time the resilver: onto the top vdev's distributed
         spare when it is a dRAID with one (OpenZFS's sequential rebuild, then the scrub it
-        starts to verify the copied blocks, timed apart), else onto the unused disk."""
+        starts to verify the copied blocks, timed apart), else onto the unused disk. With a
+        `load`, its foreground runs from the replace until the resilver is finished, and
+        then alone on the healthy pool (engine/resilver_load.py)."""
         assert self.offline_leaf is not None  # before() took it offline
         replacing = self._replacing()
         new = distributed_spare(self.offline_top)
@@ -149,10 +166,18 @@ class PoolHooks:
                     "a distributed spare (e.g. draid1:2d:1s).",
                 )
             new = spare_list[0]
+        fg = self._foreground(params)
         t0 = time.monotonic()
-        replacing.replace(self.pool, self.offline_leaf, new)
-        st = replacing.wait_resilver(self.pool)
-        seconds = max(time.monotonic() - t0, 1e-3)
+        try:
+            replacing.replace(self.pool, self.offline_leaf, new)
+            st = replacing.wait_resilver(self.pool)
+        except BaseException:
+            if fg is not None:
+                fg.stop(quiet=True)  # the error in flight is the one to report
+            raise
+        end = time.monotonic()
+        seconds = max(end - t0, 1e-3)
+        slices = fg.stop() if fg is not None else []  # before a verifying scrub starts
         nbytes = st.resilvered_bytes or 0
         warnings = []
         if st.resilvered_bytes is None:
@@ -171,8 +196,24 @@ class PoolHooks:
         if st.rebuilt_vdev:
             section["rebuilt_vdev"] = st.rebuilt_vdev
             section["verify_scrub"] = self._verify_scrub(warnings)
+        if fg is not None:  # alone once the pool is healthy (and scrubbed, after a rebuild)
+            section["load"] = resilver_load.finish(
+                fg, slices, end, lambda: self.backend.drop_cache(self.pool)
+            )
         return OpResult(nbytes / seconds / MiB, nbytes, seconds,
                         sections={"resilver": section}, warnings=warnings)  # fmt: skip
+
+    def _foreground(self, params: JobParams) -> resilver_load.Foreground | None:
+        """The load started on a cold cache, or None (an idle resilver)."""
+        if self.load is None or self.load == "none":
+            return None
+        w, rate = resilver_load.parse_load(self.load)
+        self.backend.drop_cache(self.pool)
+        # the import names the members by their links now: the offline one too
+        self.offline_top, self.offline_leaf = self._member_to_offline(self._replacing())
+        fg = resilver_load.Foreground(self.runner, w, params, rate)
+        fg.start()
+        return fg
 
     def _verify_scrub(self, warnings: list[str]) -> JsonObject:
         """The scrub OpenZFS starts after a sequential rebuild: its time, apart from the

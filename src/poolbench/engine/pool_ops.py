@@ -2,7 +2,9 @@
 
 * **Trial factors** (`TRIAL_FACTORS`): factors the trial loop applies itself, not a backend —
   `vdev_source` (overrides `[disks] vdev_source`), `compressibility` (overrides
-  `[workloads] compressibility`), `fill` (pre-fills the pool before the workloads run).
+  `[workloads] compressibility`), `fill` (pre-fills the pool before the workloads run),
+  `arc_max` (the ARC's ceiling for the trial: engine/arc_limit.py), `load` (the foreground
+  workload a resilver runs under: engine/resilver_load.py).
 * **Generic layouts** (`parity1`, `parity2`): one single/double-parity array over all the
   disks, in each backend's own terms (ZFS raidz1/raidz2, btrfs and md raid5/raid6), so one
   study can compare stacks on the same disks.
@@ -47,10 +49,10 @@ from poolbench.study.model import Disks, Workloads
 from poolbench.system.runner import Runner
 from poolbench.units import parse_size
 from poolbench.workloads import fio, fiojob
-from poolbench.workloads.library import Workload, streaming
+from poolbench.workloads.library import L2ARC_INTERVALS, Workload, streaming
 
 # full_page_writes: a PostgreSQL setting the pgbench workloads apply (engine/pgbench_run.py).
-TRIAL_FACTORS = ("vdev_source", "compressibility", "fill", "full_page_writes")
+TRIAL_FACTORS = ("vdev_source", "compressibility", "fill", "full_page_writes", "arc_max", "load")
 MiB = 1 << 20
 
 GENERIC_LAYOUTS: dict[str, dict[str, str]] = {
@@ -271,17 +273,29 @@ def dry_commands(
         elif w.kind == "untar":
             runner.run(["tar", "-x", "--no-same-owner", "-f", "<tarball>", "-C", "<dir>"])
             runner.run(["sync", "--file-system", "<dir>"])
-        elif w.name == "resilver":
-            show_trial_operation(runner, name, "resilver")
-        elif w.name == "expand":
-            show_trial_operation(runner, name, "expand")
-        elif w.name == "capacity":
-            show_trial_operation(runner, name, "capacity")
-        else:
+        elif not _dry_pool_operation(runner, name, w, levels):
             if w.needs_data and not w.fresh_file and not w.is_metadata:
                 # Laid out before the first measurement (fiojob.render_prepare), not timed.
                 runner.run(["fio", "--output-format=json", f"prepare-{w.name}.fio"])
             runner.run(["fio", "--output-format=json", f"{w.name}.fio"])
+
+
+def _dry_pool_operation(runner: Runner, name: str, w: Workload, levels: Mapping[str, str]) -> bool:
+    """--dry-run: a pool operation's commands (False: `w` is not one)."""
+    if w.name == "resilver":
+        load = levels.get("load", "none") != "none"  # its slices, during and then alone
+        show_trial_operation(runner, name, "resilver")
+        for phase in ("during", "alone") if load else ():
+            runner.run(["fio", "--output-format=json+", f"load-{phase}.N.fio"])
+    elif w.name in ("expand", "capacity"):
+        show_trial_operation(runner, name, w.name)
+    elif w.name.startswith("l2arc-read-"):  # laid out, then its intervals (arcstats between)
+        runner.run(["fio", "--output-format=json", f"prepare-{w.name}.fio"])
+        for i in range(L2ARC_INTERVALS):
+            runner.run(["fio", "--output-format=json+", f"{w.name}.{i}.fio"])
+    else:
+        return False
+    return True
 
 
 # -- what the session measures ----------------------------------------------------------------
@@ -313,7 +327,7 @@ def subject_for(
         levels=dict(levels or {}),
         devices=devices,
         cache_defeat=lambda _files: backend.drop_cache(pool),
-        hooks=PoolHooks(runner, backend, pool),
+        hooks=PoolHooks(runner, backend, pool, (levels or {}).get("load")),
         findings=findings,
         write_model=geometry.for_pool(
             spec.backend,

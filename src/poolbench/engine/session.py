@@ -426,7 +426,7 @@ class Session:
             )  # fmt: skip
         else:
             assert hooks is not None
-            op = hooks.operate(w)
+            op = hooks.operate(w, replace(self._params(w), randseed=self.randseed(w, replicate)))
         findings.other.update(op.sections)
         self._read_back(w, findings)
         device_mib_s = None

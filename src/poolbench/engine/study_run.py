@@ -30,7 +30,7 @@ from pathlib import Path
 
 from poolbench.backends import registry
 from poolbench.backends.base import Availability, Backend, Pool
-from poolbench.engine import pool_ops, replicates, trial
+from poolbench.engine import arc_limit, pool_ops, replicates, trial
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.session import Session
@@ -143,6 +143,7 @@ class StudyRun:
             self.backends[name].validate(spec)
             pool_ops.disks_for(self.study.disks, dict(cfg.levels))
             avail = found.get(name) or self.backends[name].check()
+            arc_limit.check(dict(cfg.levels), avail.dialect)
             pool_ops.check_pool_workloads(name, spec.layout, n, self.workloads, avail.version)
             pool_ops.check_volume(spec, self.workloads, self.study.workloads.size)
         if not self.configs:
@@ -366,15 +367,18 @@ class StudyRun:
                                   self.study.workloads)  # fmt: skip
         else:
             trial.refuse_if_not_as_asked(tc, backend.verify(pool))
-            self._measure(tc, backend, pool)
+            # journaled, so the trial's teardown restores it whatever happens next
+            self._measure(tc, backend, pool, arc_limit.apply(journal, tc.levels))
         backend.destroy(pool, journal)
 
-    def _measure(self, tc: TrialConfig, backend: Backend, pool: Pool) -> None:
+    def _measure(self, tc: TrialConfig, backend: Backend, pool: Pool, arc: JsonObject) -> None:
         # The study's seed seeds fio's offsets too, so `run --seed N` replays them.
         options = replace(
             trial.options_for(self.study, self.workloads, tc, self.untar_source), seed=self.seed
         )
         findings = trial.findings_for(self.runner, pool, tc, options)
+        if arc:
+            findings.other["arc_limit"] = arc
         subject = pool_ops.subject_for(
             self.runner,
             backend,

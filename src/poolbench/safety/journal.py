@@ -23,7 +23,7 @@ from typing import Required, TypedDict, cast
 from poolbench import is_digits
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import mounts
-from poolbench.system import pgserver, throttle
+from poolbench.system import modparams, pgserver, throttle
 from poolbench.system.runner import CommandError, Runner
 from poolbench.system.umount import umount
 from poolbench.zfs import ops, pools
@@ -91,6 +91,9 @@ class Entry(TypedDict, total=False):
     datadir: str  # a PostgreSQL cluster's data directory, its socket directory, its programs
     sockdir: str
     bindir: str
+    original: int  # a module parameter's value before poolbench set it
+    value: int  # the value poolbench set
+    effective: int  # what the parameter's setting was in effect (ARC: c_max, c_min) before
 
 
 Filter = Callable[[Entry], bool]
@@ -177,6 +180,15 @@ class Journal:
         loop device's number, and a rule on it, outlive the detach)."""
         self._add({"kind": "throttle", "device": device, "majmin": majmin,
                    "bytes_per_s": int(bytes_per_s), "root": root})  # fmt: skip
+
+    def param_set(self, name: str, original: int, value: int, effective: int, root: str) -> None:
+        """Record, *before* it is written, a module parameter (system/modparams.py) about to
+        go from `original` to `value`; teardown puts it back while the parameter still holds
+        `value` (someone who changed it since keeps theirs): first `effective`, the setting
+        that was in effect, then `original` (OpenZFS ignores a 0, "the default", written to
+        zfs_arc_max, so writing 0 alone would leave the lowered ceiling in place)."""
+        self._add({"kind": "param", "name": name, "original": int(original),
+                   "value": int(value), "effective": int(effective), "root": root})  # fmt: skip
 
     def array_created(self, device: str, members: list[str]) -> None:
         """Record, *before* `mdadm --create`, an md array about to be made from `members`;
@@ -307,6 +319,21 @@ class Journal:
         if now != (rate, rate):
             return f"the cap on {e['device']} ({majmin}) is now {now}, not ours; left alone"
         throttle.set_cap(majmin, 0, root)
+        return ""
+
+    def _undo_param(self, e: Entry) -> str:
+        name, root = str(e["name"]), Path(str(e["root"]))
+        if self.runner.dry_run:
+            return ""
+        now = modparams.read(name, root)
+        if now is None or now == e["original"]:
+            return ""  # never written (interrupted before), or already put back
+        if now != e["value"]:
+            return f"{name} is now {now}, not the {e['value']} poolbench set; left alone"
+        effective = int(e.get("effective") or 0)
+        if effective and effective != e["original"]:
+            modparams.write(name, effective, root)
+        modparams.write(name, int(e["original"]), root)
         return ""
 
     def _undo_pool_intent(self, e: Entry) -> str:

@@ -122,6 +122,9 @@ class ConfigFacts:
     # workloads whose database RAM could cache in some replicate (labelled warm)
     bytes_per_txn: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     warm: frozenset[str] = frozenset()
+    # A pool operation's own section per replicate, in replicate order (OP_SECTIONS: the
+    # l2arc reads' intervals, a resilver's and its load's figures), for the studies' notes.
+    sections: Mapping[str, tuple[JsonObject, ...]] = field(default_factory=dict)
 
     def level(self, factor: str, default: str = "") -> str:
         return self.levels.get(factor, default)
@@ -274,6 +277,7 @@ def _config(key: str, levels: dict[str, str], rows: list[FactRow]) -> ConfigFact
         latency_bins=_latency_bins(rows),
         bytes_per_txn={w: tuple(v) for w, v in per_txn.items()},
         warm=frozenset(warm),
+        sections=_op_sections(rows),
     )
 
 
@@ -287,6 +291,19 @@ def _pgbench(
     cache = pg.get("cache")
     if isinstance(cache, dict) and cache.get("label") == "warm":
         warm.add(workload)
+
+
+OP_SECTIONS = ("l2arc", "resilver")
+
+
+def _op_sections(rows: list[FactRow]) -> dict[str, tuple[JsonObject, ...]]:
+    out: dict[str, list[tuple[int, JsonObject]]] = {}
+    for r in rows:
+        for key in OP_SECTIONS:
+            found = _section(r["guards"], key)
+            if found:
+                out.setdefault(key, []).append((int(r["replicate"]), found))
+    return {k: tuple(s for _r, s in sorted(v, key=lambda x: x[0])) for k, v in out.items()}
 
 
 def _latency_bins(rows: list[FactRow]) -> dict[str, tuple[Mapping[int, int], ...]]:

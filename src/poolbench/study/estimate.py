@@ -20,7 +20,7 @@ from poolbench.study import matrix
 from poolbench.study.model import Study
 from poolbench.units import parse_size
 from poolbench.workloads import pgbench
-from poolbench.workloads.library import Workload, parse_list
+from poolbench.workloads.library import L2ARC_INTERVALS, Workload, l2arc_interval_s, parse_list
 
 MiB = 1 << 20
 ASSUMED_MIB_S = 150.0  # streaming rate of the pool (a few spinning disks, or files)
@@ -93,6 +93,8 @@ def workload_seconds(
     w: Workload, ws_bytes: int, runtime: int, meta_files: int, min_window: float = 0.0
 ) -> float:
     mib = ws_bytes / MiB
+    if w.name.startswith("l2arc-read-"):  # its intervals, after the data is laid out
+        return L2ARC_INTERVALS * l2arc_interval_s(runtime) + mib / ASSUMED_MIB_S + 0.5
     if w.kind == "pool":
         return 0.5 if w.name == "capacity" else mib * RESILVER_FACTOR / ASSUMED_MIB_S + 2
     if w.kind == "untar":
@@ -126,6 +128,8 @@ def estimate(study: Study) -> Estimate:
         level = c.get("fill")
         if level is not None:  # the pre-fill: a share of the pool's raw space, untimed
             fill_extra += int(level) / 100 * study.disks.size_bytes * study.disks.n / MiB
+        if c.get("load", "none") != "none":  # a resilver's load: as long again, then alone
+            fill_extra += 2 * (ws / MiB * RESILVER_FACTOR + 2 * CACHE_DROP_S * ASSUMED_MIB_S)
     fill_s = fill_extra / ASSUMED_MIB_S
     n, n_max = len(configs) * study.replicates, len(configs) * study.max_replicates
     # The engine compares a workload's configurations by the family rule unless its figure

@@ -59,7 +59,7 @@ from poolbench.study.problems import located, problems
 from poolbench.study.reading import MAX_STUDY_BYTES as MAX_STUDY_BYTES
 from poolbench.study.reading import read_text
 from poolbench.units import MiB, parse_size
-from poolbench.workloads.library import parse_list
+from poolbench.workloads.library import parse_list, parse_load
 
 KNOWN_FACTORS = {
     "backend": "zfs | btrfs | md | directory",
@@ -88,6 +88,10 @@ KNOWN_FACTORS = {
     "fill": "percent of the pool's usable space filled (incompressible, untimed) before the "
     "workloads run: 1..95",
     "full_page_writes": "PostgreSQL (pgbench workloads): on | off",
+    "arc_max": "OpenZFS: the ARC's ceiling (zfs_arc_max) during each trial, restored after: "
+    "a size of at least 64M",
+    "load": "the resilver's foreground workload: none, or a fio workload (seq-read, "
+    "rand-read-4k, rand-write-4k) with an optional rate, seq-read@20M",
 }
 
 # Levels a trial factor accepts (backend options are checked by the backend).
@@ -96,7 +100,24 @@ _TRIAL_LEVELS: dict[str, Callable[[Any], bool]] = {
     "compressibility": lambda v: isinstance(v, int) and 0 <= v <= 99,
     "fill": lambda v: isinstance(v, int) and 1 <= v <= 95,
     "full_page_writes": lambda v: str(v) in ("on", "off"),
+    "arc_max": lambda v: _size_at_least(v, 64 * MiB),
+    "load": lambda v: str(v) == "none" or _is_load(str(v)),
 }
+
+
+def _size_at_least(v: Any, least: int) -> bool:
+    try:
+        return parse_size(str(v)) >= least
+    except UsageError:
+        return False
+
+
+def _is_load(v: str) -> bool:
+    try:
+        parse_load(v)
+    except UsageError:
+        return False
+    return True
 
 
 class _Strict(BaseModel):

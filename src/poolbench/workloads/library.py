@@ -11,9 +11,11 @@ This module is pure: it builds `Workload` values; `fiojob` renders them, `fio` r
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Literal
 
 from poolbench.errors import UsageError
+from poolbench.units import parse_size
 from poolbench.workloads import pgbench
 from poolbench.workloads.iozone import IOZONE_TESTS as IOZONE_TESTS
 from poolbench.workloads.iozone import iozone as iozone
@@ -290,6 +292,32 @@ def capacity() -> Workload:
     )
 
 
+L2ARC_INTERVALS = 8  # the l2arc reads: the run time split into this many intervals
+
+
+def l2arc_interval_s(runtime_s: int) -> int:
+    """Each l2arc interval's length: the run time split L2ARC_INTERVALS ways, at least 1 s."""
+    return max(1, -(-runtime_s // L2ARC_INTERVALS))
+
+
+def l2arc_read(bs: int) -> Workload:
+    """The l2arc study's reads (engine/l2arc_reads.py): a pool operation, because the ARC's
+    counters are read between its intervals."""
+    size = format_size(bs)
+    return Workload(
+        name=f"l2arc-read-{size}",
+        family="cache",
+        summary=f"Random {size} buffered reads of the working set in 8 consecutive intervals "
+        "(the run time split), the ARC's and L2ARC's counters (OpenZFS arcstats) read between "
+        "them: the cache device's warm-up and its steady hit rate; IOPS of the last half.",
+        direction="read",
+        unit="IOPS",
+        fio={"rw": "randread", "bs": str(bs)},
+        needs_data=True,
+        kind="pool",
+    )
+
+
 SPECIAL = ("untar", "degraded-read", "resilver", "expand", "capacity", "pgbench-tpcb",
            "pgbench-select")  # fmt: skip
 
@@ -314,6 +342,7 @@ _FAMILIES: list[tuple[re.Pattern[str], str, str]] = [
     (re.compile(r"^iozone-([a-z]+)-(\d+[kmg])$"), "iozone-TEST-RECORD", "iozone-bread-512k"),
     (re.compile(r"^meta-(create|stat|delete)-(seq|rand)$"), "meta-OP-ORDER", "meta-create-rand"),
     (re.compile(r"^streams-(read|write)-(\d+)$"), "streams-{read|write}-N", "streams-write-6"),
+    (re.compile(r"^l2arc-read-(\d+[kmg])()$"), "l2arc-read-SIZE", "l2arc-read-16k"),
     (
         re.compile(r"^smallfile-(read|write)-(\d+[kmg])$"),
         "smallfile-{read|write}-SIZE",
@@ -365,6 +394,8 @@ def get(name: str) -> Workload:
             return iozone(a, parse_record_size(b))
         if pattern.pattern.startswith("^smallfile"):
             return smallfile(a, parse_record_size(b))  # type: ignore[arg-type]
+        if pattern.pattern.startswith("^l2arc"):
+            return l2arc_read(parse_record_size(a))
         if pattern.pattern.startswith("^meta"):
             return metadata(a, b)  # type: ignore[arg-type]
         return streams(a, int(b))  # type: ignore[arg-type]
@@ -375,6 +406,22 @@ def get(name: str) -> Workload:
         f"{', '.join(SPECIAL)}, and the "
         f"families {forms}, {pgbench.FORMS}.",
     )
+
+
+def parse_load(level: str) -> tuple[Workload, int | None]:
+    """`seq-read`, `rand-read-4k`, `rand-write-4k@2M`: (the workload, its rate in bytes/s or
+    None for flat out). Refused: a workload that is not a fio job, or a size-bound write
+    (seq-write writes a fresh file; it cannot run in slices)."""
+    name, _, rate = level.partition("@")
+    w = get(name)
+    if w.kind != "fio" or w.is_metadata or (w.direction != "read" and not w.time_based):
+        raise UsageError(
+            f"The resilver's foreground load '{name}' cannot run in slices while the pool "
+            "resilvers: it must be a streaming or random fio workload that reads, or a timed "
+            "random write.",
+            "Use e.g. --load seq-read, --load rand-read-4k or --load rand-write-4k@4M.",
+        )
+    return replace(w, time_based=True), parse_size(rate) if rate else None
 
 
 def parse_list(text: str) -> list[Workload]:
@@ -399,7 +446,7 @@ def catalogue(record: int = 128 * 1024) -> list[Workload]:
     items += [metadata(op, o) for op in ("create", "stat", "delete") for o in ("seq", "rand")]  # type: ignore[arg-type]
     items += [streams("write", n) for n in (1, 2, 6)] + [streams("read", n) for n in (1, 2, 6)]
     items += [smallfile("write", 16 * 1024), smallfile("read", 16 * 1024)]
-    return items
+    return items + [l2arc_read(16 * 1024)]
 
 
 DEFAULT_BENCH = ("seq-write", "seq-read", "rand-read-4k", "rand-write-4k")

@@ -15,6 +15,7 @@ from poolbench.study.builtin import (
     fill,
     fs_compare,
     geometry,
+    l2arc,
     mirror,
     parity,
     qd_curve,
@@ -52,6 +53,7 @@ STUDIES: dict[str, Builtin] = {
         expand.BUILTIN,
         volblocksize.BUILTIN,
         database.BUILTIN,
+        l2arc.BUILTIN,
     )
 }
 

@@ -14,6 +14,8 @@ from poolbench.study.builtin.base import (
     working_set,
 )
 from poolbench.study.builtin.context import Context
+from poolbench.study.builtin.resilver_load import load_notes
+from poolbench.workloads.library import parse_load
 
 if TYPE_CHECKING:
     from poolbench.store.facts import Resilver, StudyFacts
@@ -30,12 +32,27 @@ def build(ctx: Context) -> StudyDict:
                 f"no raidz{p} layout: it needs {p + 2} disks besides the spare; --disks gives "
                 f"{ctx.n} in all.",
             )
+    factors: dict[str, list[str]] = {"backend": ["zfs"], "layout": ctx.opt_list("layouts", default)}
+    load = ctx.options.get("load")
+    if load is not None:
+        parse_load(load)  # refused here, before anything is built
+        factors["load"] = ["none", load]
+        # The foreground reads its working set over and over for as long as the resilver
+        # lasts: with data cached, the ARC would serve it and the disks' contention would
+        # not show. With the data uncached, every read goes to the disks.
+        factors["primarycache"] = ["metadata"]
+        ctx.announce(
+            f"with --load, every configuration runs with primarycache=metadata: the {load} "
+            "foreground repeats its reads while the pool resilvers, and the ARC would "
+            "otherwise serve them from RAM (its figures, and seq-read's, are uncached reads)."
+        )
     return study_file(
         ctx,
         "resilver",
         "read while degraded (one member offline), then the time to resilver after replacing "
-        "it with a spare; resilvered bytes and rate",
-        {"backend": ["zfs"], "layout": ctx.opt_list("layouts", default)},
+        "it with a spare; resilvered bytes and rate"
+        + (f"; idle, and under a foreground {load} beside it alone" if load else ""),
+        factors,
         {
             "names": ["seq-write", "seq-read", "degraded-read", "resilver"],
             "size": working_set(ctx, 0.3),
@@ -57,7 +74,8 @@ def _line(key: str, r: Resilver) -> str:
 def notes(ctx: Context, facts: StudyFacts) -> list[str]:
     """Bytes resilvered and the time it took, per trial."""
     lines = [_line(c.key, r) for c in facts.configs for r in c.resilvers]
-    return ["resilver: bytes and time per trial", *lines] if lines else []
+    out = ["resilver: bytes and time per trial", *lines] if lines else []
+    return out + load_notes(facts)
 
 
 BUILTIN = Builtin(
@@ -67,7 +85,10 @@ BUILTIN = Builtin(
     build,
     {
         "layouts": "layouts (one disk is kept as the spare; a dRAID with a distributed "
-        "spare rebuilds onto it), e.g. mirror:2,raidz1:4,draid1:2d:5c:1s"
+        "spare rebuilds onto it), e.g. mirror:2,raidz1:4,draid1:2d:5c:1s",
+        "load": "a foreground workload run while the pool resilvers (beside an idle resilver, "
+        "and alone on the healthy pool), flat out or at a rate in MiB/s: e.g. seq-read, "
+        "rand-read-4k, seq-read@20M",
     },
     notes=notes,
 )
