@@ -1,7 +1,8 @@
 """Recovery after a crash: tear down what an earlier poolbench left behind.
 
 Each trial writes a journal file `run<R>-pid<P>-trial<N>.jsonl` (a scratch filesystem
-`scratch-pid<P>.jsonl`) before creating anything and
+`scratch-pid<P>.jsonl`, the debugfs `record` mounts `record-pid<P>.jsonl`) before creating
+anything and
 removes it after a complete teardown. A journal whose process is gone is stale: a crash or
 kill -9 happened. `poolbench cleanup` (also run automatically before a study) tears those
 down — through the journal, which never touches anything poolbench did not create. Journals
@@ -18,7 +19,7 @@ from poolbench.safety.journal import Journal
 from poolbench.system.runner import Runner
 from poolbench.workloads.fio import kill_strays
 
-_NAME = re.compile(r"^(?:run\d+-pid(\d+)-trial\d+|scratch-pid(\d+))\.jsonl$")
+_NAME = re.compile(r"^(?:run\d+-pid(\d+)-trial\d+|(?:scratch|record)-pid(\d+))\.jsonl$")
 
 
 def _alive(pid: int) -> bool:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from poolbench.engine import cold_read, replicates, slow_members
+from poolbench.engine import cold_read, replay_check, replicates, slow_members
 from poolbench.engine import window as long_window
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.lifecycle import CommandLog
@@ -342,7 +342,7 @@ class Session:
         warnings += self._cold_rule_warning(w, findings)
         findings.fio = FioFinding(result.fio_version, result.within_run_bw_dev, result.lat_mean_ns)
         warnings += depth_check(job, result, findings) + timed.warnings
-        warnings += fsync_check(w, result, findings)
+        warnings += fsync_check(w, result, findings) + replay_check.check(w, job, findings)
         self._read_back(w, findings)
         value = figure(w, result.io_bytes, result.total_ios, seconds)
         self._record(res, Measurement(

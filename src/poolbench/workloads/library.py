@@ -289,6 +289,8 @@ def capacity() -> Workload:
     )
 
 
+# A recorded block trace replayed: timed (the recording's timing) or as fast as possible.
+TRACE_PREFIXES = ("trace:", "trace-fast:")
 SPECIAL = ("untar", "degraded-read", "resilver", "expand", "capacity")
 
 
@@ -345,6 +347,10 @@ def get(name: str) -> Workload:
     }
     if name in fixed:
         return fixed[name]()
+    if name.startswith(TRACE_PREFIXES):
+        from poolbench.workloads import tracefile  # reads the stored trace's summary
+
+        return tracefile.workload(name)
     for pattern, _form, _example in _FAMILIES:
         m = pattern.match(name)
         if not m:
@@ -369,7 +375,8 @@ def get(name: str) -> Workload:
         f"Unknown workload '{name}'.",
         f"Run 'poolbench workloads' for the list: seq-write, seq-read, reread, "
         f"{', '.join(SPECIAL)}, and the "
-        f"families {forms}.",
+        f"families {forms}, and trace:NAME / trace-fast:NAME (a trace recorded with "
+        "`poolbench record`).",
     )
 
 
