@@ -22,7 +22,6 @@ from pathlib import Path
 
 from poolbench.errors import PoolbenchError, Refused, UsageError
 from poolbench.guards.devices import mounts
-from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import Runner
 from poolbench.workloads import blkparse, replay, tracefile
@@ -113,7 +112,7 @@ def _store(target: Path, dev: Path, seconds: int, text: str, how: str) -> TraceS
     ios = blkparse.parse(text, source=str(target / "blkparse.txt"))
     summary = summarize(ios)
     (target / "trace.iolog").write_text(replay.iolog(ios))
-    doc: JsonObject = {
+    doc: dict[str, object] = {
         "trace": summary.to_json(),
         "device": str(dev),
         "seconds": seconds,
@@ -126,8 +125,9 @@ def _store(target: Path, dev: Path, seconds: int, text: str, how: str) -> TraceS
 
 
 def record(
-    runner: Runner, device: Path, seconds: int, name: str, db: Path | None, journal_dir: Path
-) -> Recorded:
+    runner: Runner, device: Path, seconds: int, name: str, db: Path | None, journal_dir: Path,
+    mountinfo: Path = MOUNTINFO,
+) -> Recorded:  # fmt: skip
     """Trace `device` for `seconds`, parse it, store it as `traces/NAME/`."""
     dev = check_device(device)
     check_can_record(runner, seconds)
@@ -137,10 +137,10 @@ def record(
             f"A trace named '{name}' is already stored ({target}).",
             "Choose another --name, or remove that directory first.",
         )
-    already = debugfs_mountpoint()
+    already = debugfs_mountpoint(mountinfo)
     target.mkdir(parents=True)
     try:
-        with debugfs(runner, journal_dir) as root:
+        with debugfs(runner, journal_dir, mountinfo) as root:
             runner.run(
                 ["blktrace", "-d", str(dev), "-r", root, "-w", str(seconds), "-D", str(target),
                  "-o", "trace"], mutates=False, timeout=seconds + 120,

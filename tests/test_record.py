@@ -1,0 +1,186 @@
+"""`poolbench record`, in process: what it refuses (a path that does not exist, a regular
+file, a directory, no root, no blktrace), what it does about debugfs (a mounted one used
+and left as it was; otherwise mounted, journaled, and unmounted after, also on error; a
+crash's journal found by cleanup), and what it stores. blktrace and blkparse are answered
+by a recording runner; a file stands in for /proc/self/mountinfo."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from tests.test_trace_model import SAMPLE
+
+from poolbench.cli.main import main
+from poolbench.engine import cleanup
+from poolbench.engine import record as rec
+from poolbench.errors import EXIT_INPUT, EXIT_USAGE, PoolbenchError, Refused, UsageError
+from poolbench.system.runner import CommandResult, RecordingRunner
+from poolbench.workloads import tracefile
+
+DEBUGFS_LINE = "40 22 0:7 / /sys/kernel/debug rw,relatime shared:15 - debugfs debugfs rw\n"
+ROOT_LINE = "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = 0
+    try:
+        main(argv)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def test_a_path_that_does_not_exist_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="does not exist, so there is nothing to record"):
+        rec.check_device(tmp_path / "sdz")
+
+
+def test_a_regular_file_or_directory_is_not_a_block_device(tmp_path: Path) -> None:
+    f = tmp_path / "disk.img"
+    f.write_bytes(b"")
+    with pytest.raises(UsageError, match="is a regular file, not a block device"):
+        rec.check_device(f)
+    with pytest.raises(UsageError, match="is a directory, not a block device"):
+        rec.check_device(tmp_path)
+
+
+def test_seconds_root_and_tools_are_checked_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(UsageError, match="1 to 3600 seconds"):
+        rec.check_can_record(RecordingRunner(), 0)
+    monkeypatch.setattr(rec.os, "geteuid", lambda: 1000)
+    with pytest.raises(Refused, match="needs root"):
+        rec.check_can_record(RecordingRunner(), 5)
+    monkeypatch.setattr(rec.os, "geteuid", lambda: 0)
+    with pytest.raises(PoolbenchError, match="'blktrace' is not installed"):
+        rec.check_can_record(RecordingRunner(installed={"blkparse"}), 5)
+
+
+def test_a_mounted_debugfs_is_used_and_left_as_it_was(tmp_path: Path) -> None:
+    info = tmp_path / "mountinfo"
+    info.write_text(ROOT_LINE + DEBUGFS_LINE.replace("/sys/kernel/debug", "/mnt/dbg"))
+    runner = RecordingRunner()
+    with rec.debugfs(runner, tmp_path / "j", info) as root:
+        assert root == "/mnt/dbg"
+    assert runner.argvs == [] and not (tmp_path / "j").exists()
+
+
+def _mount_table(info: Path) -> RecordingRunner:
+    """A runner whose mount and umount change the stand-in mount table, as the kernel's."""
+
+    def mount(argv: Sequence[str]) -> CommandResult:
+        info.write_text(info.read_text() + DEBUGFS_LINE)
+        return CommandResult(tuple(argv), 0, "", "", 0.0)
+
+    def umount(argv: Sequence[str]) -> CommandResult:
+        info.write_text(info.read_text().replace(DEBUGFS_LINE, ""))
+        return CommandResult(tuple(argv), 0, "", "", 0.0)
+
+    return RecordingRunner({"mount": mount, "umount": umount})
+
+
+def test_debugfs_is_mounted_journaled_and_unmounted_even_on_error(tmp_path: Path) -> None:
+    info = tmp_path / "mountinfo"
+    info.write_text(ROOT_LINE)
+    runner = _mount_table(info)
+    journals = tmp_path / "j"
+    with (  # noqa: PT012
+        pytest.raises(RuntimeError, match="blktrace died"),
+        rec.debugfs(runner, journals, info) as root,
+    ):
+        assert root == "/sys/kernel/debug"
+        (journal,) = list(journals.iterdir())  # written before the mount
+        assert journal.name.startswith("record-pid")
+        assert json.loads(journal.read_text())["source"] == "debugfs"
+        raise RuntimeError("blktrace died")
+    assert runner.argvs == [
+        ("mount", "-t", "debugfs", "debugfs", "/sys/kernel/debug"),
+        ("umount", "/sys/kernel/debug"),
+    ]
+    assert info.read_text() == ROOT_LINE and list(journals.iterdir()) == []
+
+
+def test_cleanup_finds_a_crashed_recordings_journal(tmp_path: Path) -> None:
+    stale = tmp_path / "record-pid999999999.jsonl"
+    stale.write_text(json.dumps({"kind": "mount", "mountpoint": "/nonexistent/dbg",
+                                 "source": "debugfs"}) + "\n")  # fmt: skip
+    assert cleanup.stale_journals(tmp_path) == [stale]
+    (outcome,) = cleanup.cleanup(RecordingRunner(), tmp_path)
+    assert outcome.undone == 1 and outcome.left == [] and not stale.exists()
+
+
+def _recorder(tmp_path: Path) -> tuple[RecordingRunner, Path]:
+    info = tmp_path / "mountinfo"
+    info.write_text(ROOT_LINE + DEBUGFS_LINE)
+
+    def blkparse(argv: Sequence[str]) -> CommandResult:
+        Path(argv[argv.index("-o") + 1]).write_text(SAMPLE)
+        return CommandResult(tuple(argv), 0, "", "", 0.0)
+
+    return RecordingRunner({"blkparse": blkparse}), info
+
+
+def test_record_stores_the_trace_its_iolog_and_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rec, "check_device", lambda d: Path("/dev/sdq"))
+    monkeypatch.setattr(rec.os, "geteuid", lambda: 0)
+    runner, info = _recorder(tmp_path)
+    db = tmp_path / "r.db"
+    done = rec.record(runner, Path("/dev/sdq"), 2, "t1", db, tmp_path / "j", info)
+    target = tmp_path / "traces" / "t1"
+    assert done.path == target and "left as it was" in done.debugfs
+    assert runner.argvs[0] == ("blktrace", "-d", "/dev/sdq", "-r", "/sys/kernel/debug", "-w",
+                               "2", "-D", str(target), "-o", "trace")  # fmt: skip
+    assert runner.argvs[1][:5] == ("blkparse", "-i", "trace", "-D", str(target))
+    summary, doc = tracefile.load_summary(target)
+    assert (summary.ios, summary.bytes) == (5, 36864) and summary == done.summary
+    assert doc["device"] == "/dev/sdq" and doc["seconds"] == 2
+    assert (target / "trace.iolog").read_text().count(" trace ") == 5 + 3  # add, open, close
+    with pytest.raises(UsageError, match="already stored"):
+        rec.record(runner, Path("/dev/sdq"), 2, "t1", db, tmp_path / "j", info)
+
+
+def test_a_failed_recording_leaves_no_half_stored_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rec, "check_device", lambda d: Path("/dev/sdq"))
+    monkeypatch.setattr(rec.os, "geteuid", lambda: 0)
+    _runner, info = _recorder(tmp_path)
+    failing = RecordingRunner({"blktrace": CommandResult(("blktrace",), 1, "", "busy", 0.0)})
+    with pytest.raises(PoolbenchError, match="exit code 1"):
+        rec.record(failing, Path("/dev/sdq"), 2, "t1", tmp_path / "r.db", tmp_path / "j", info)
+    assert not (tmp_path / "traces" / "t1").exists()
+
+
+def test_cli_refusals_are_one_paragraph_and_exit_codes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = run_cli(["record", str(tmp_path / "nope"), "--seconds", "1"], capsys)
+    assert code == EXIT_INPUT and "does not exist" in out and "Traceback" not in out
+    f = tmp_path / "f.img"
+    f.write_text("x")
+    code, out = run_cli(["record", str(f), "--seconds", "1"], capsys)
+    assert code == EXIT_INPUT and "regular file, not a block device" in out
+    code, out = run_cli(["record"], capsys)
+    assert code == EXIT_USAGE and "needs a DEVICE and --seconds" in out
+
+
+def test_cli_lists_stored_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "r.db"
+    code, out = run_cli(["record", "--list", "--db", str(db)], capsys)
+    assert code == 0 and "no recorded traces" in out
+    d = tmp_path / "traces" / "morning"
+    d.mkdir(parents=True)
+    from poolbench.workloads import blkparse
+    from poolbench.workloads.tracestats import summarize
+
+    s = summarize(blkparse.parse(SAMPLE))
+    tracefile.save_summary(d, {"trace": s.to_json(), "device": "/dev/sdq", "seconds": 2})
+    code, out = run_cli(["record", "--list", "--db", str(db)], capsys)
+    row = next(ln for ln in out.splitlines() if ln.startswith("morning"))
+    assert row.split() == ["morning", "/dev/sdq", "2", "5", "0.0", "40%", "26.7"]
+    assert all(len(ln) <= 80 for ln in out.splitlines())

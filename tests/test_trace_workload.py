@@ -1,0 +1,140 @@
+"""`trace:NAME` as a workload, in process: looked up beside the store, rendered as a fio
+replay onto the target's file (or zvol), never repeated to fill a window, and its fio
+per-I/O log turned into the stored fidelity record and warnings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from poolbench.engine import replay_check, window
+from poolbench.engine.records import Findings
+from poolbench.errors import UsageError
+from poolbench.workloads import fiojob, replay, tracefile
+from poolbench.workloads.library import get, parse_list
+from poolbench.workloads.tracestats import TraceIO, summarize
+
+MS = 1_000_000
+# 40 writes 4 ms apart, then 20 reads of 8 KiB: the trace every test here replays.
+IOS = [TraceIO(i * 4 * MS, True, i * 4096, 4096) for i in range(40)] + [
+    TraceIO((40 + i) * 4 * MS, False, i * 8192, 8192) for i in range(20)
+]
+
+
+@pytest.fixture
+def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A trace named 'db1' stored beside a store at tmp/r.db (as `record` leaves it)."""
+    monkeypatch.setenv("POOLBENCH_DB", str(tmp_path / "r.db"))
+    d = tracefile.traces_dir() / "db1"
+    d.mkdir(parents=True)
+    (d / "trace.iolog").write_text(replay.iolog(IOS))
+    tracefile.save_summary(d, {"trace": summarize(IOS).to_json(), "device": "/dev/x"})
+    return d
+
+
+def test_trace_name_becomes_a_replay_workload(stored: Path) -> None:
+    w = get("trace:db1")
+    assert (w.name, w.family, w.unit, w.direction) == ("trace:db1", "trace", "IOPS", "mixed")
+    assert w.trace == str(stored) and w.needs_data and w.cold
+    assert w.trace_extent == 40 * 4096  # the writes reach further than the reads (160 KiB)
+    assert "timed" in w.summary and "60 I/Os" in w.summary
+    assert "as fast as possible" in get("trace-fast:db1").summary
+    assert get(f"trace:{stored}").trace == str(stored)  # by its path too
+    assert [x.name for x in parse_list("seq-write,trace:db1")] == ["seq-write", "trace:db1"]
+
+
+def test_unknown_or_bad_trace_names_are_refused_with_the_known_ones(stored: Path) -> None:
+    with pytest.raises(UsageError, match=r"No recorded trace .* recorded here: db1"):
+        get("trace:nope")
+    with pytest.raises(UsageError, match="not a trace name"):
+        get("trace:a*b")
+    with pytest.raises(UsageError, match="names no trace"):
+        get("trace:")
+
+
+def test_an_empty_trace_is_refused(stored: Path) -> None:
+    tracefile.save_summary(stored, {"trace": summarize([]).to_json()})
+    with pytest.raises(UsageError, match="holds no I/O"):
+        get("trace:db1")
+
+
+def _options(job: str) -> dict[str, str]:
+    return dict(ln.split("=", 1) for ln in job.splitlines() if "=" in ln)
+
+
+def test_replay_job_redirects_the_trace_to_the_targets_file(stored: Path) -> None:
+    w = get("trace:db1")
+    params = fiojob.JobParams(directory="/pool/pb/w", size_bytes=1 << 30)
+    job = fiojob.render(w, params)
+    o = _options(job)
+    assert o["read_iolog"] == f"{stored}/trace.iolog"
+    assert o["replay_redirect"] == "/pool/pb/w/data.0"
+    assert o["write_lat_log"] == "/pool/pb/w/replay-lat" and o["log_offset"] == "1"
+    assert o["direct"] == "1" and o["end_fsync"] == "1"  # the trace writes
+    assert o["refill_buffers"] == "1"  # never zeros
+    # fio segfaults (3.33) on read_iolog with directory=; and filename= is the iolog's
+    assert "directory" not in o and "filename" not in o and "replay_no_stall" not in o
+    # the file laid out first is the trace's extent, not the working set
+    assert fiojob.file_bytes(w, params) == 40 * 4096
+    prep = fiojob.render_prepare(w, params)
+    assert prep is not None and f"size={40 * 4096}" in prep
+
+
+def test_fast_mode_and_a_zvol(stored: Path) -> None:
+    w = get("trace-fast:db1")
+    o = _options(fiojob.render(w, fiojob.JobParams("/d", 1 << 30, device="/dev/zvol/p/v")))
+    assert o["replay_no_stall"] == "1" and o["replay_redirect"] == "/dev/zvol/p/v"
+
+
+def test_a_replay_is_never_looped_to_fill_the_window(stored: Path) -> None:
+    assert not window.extendable(get("trace:db1"))
+
+
+def _lat_log(directory: Path, ios: list[TraceIO]) -> None:
+    """fio's total-latency log as it writes it: completion ms, latency ns, dir, size, offset."""
+    lat = 200_000
+    rows = [f"{(io.t_ns + lat) // MS}, {lat}, {int(io.write)}, {io.length}, {io.offset}, 0"
+            for io in ios]  # fmt: skip
+    (directory / "replay-lat_lat.1.log").write_text("\n".join(rows) + "\n")
+    (directory / "replay-lat_clat.1.log").write_text("")
+
+
+def _job_for(w_dir: Path) -> str:
+    return fiojob.render(get("trace:db1"), fiojob.JobParams(str(w_dir), 1 << 30))
+
+
+def test_fidelity_of_a_faithful_replay_is_stored_and_the_logs_removed(
+    stored: Path, tmp_path: Path
+) -> None:
+    w_dir = tmp_path / "w"
+    w_dir.mkdir()
+    _lat_log(w_dir, IOS)
+    findings = Findings()
+    warnings = replay_check.check(get("trace:db1"), _job_for(w_dir), findings)
+    rec = findings.other["replay"]
+    assert warnings == [] and rec["faithful"] is True and rec["mode"] == "timed"
+    assert rec["achieved"]["ios"] == 60 and rec["recorded"]["bytes"] == 40 * 4096 + 20 * 8192
+    assert json.loads(json.dumps(rec)) == rec  # stored as JSON with the measurement
+    assert list(w_dir.iterdir()) == []
+
+
+def test_fidelity_of_a_replay_that_lost_ios_and_ran_slow(stored: Path, tmp_path: Path) -> None:
+    w_dir = tmp_path / "w"
+    w_dir.mkdir()
+    slow = [TraceIO(io.t_ns * 3, io.write, io.offset, io.length) for io in IOS[:-1]]
+    _lat_log(w_dir, slow)
+    findings = Findings()
+    warnings = replay_check.check(get("trace:db1"), _job_for(w_dir), findings)
+    assert findings.other["replay"]["faithful"] is False
+    text = " | ".join(warnings)
+    assert "I/O count" in text and "could not keep the trace's rate" in text
+
+
+def test_no_log_means_fidelity_unknown_never_assumed(stored: Path, tmp_path: Path) -> None:
+    findings = Findings()
+    warnings = replay_check.check(get("trace:db1"), _job_for(tmp_path), findings)
+    assert findings.other["replay"]["faithful"] is None
+    assert warnings and "fidelity unknown" in warnings[0]
+    assert replay_check.check(get("seq-write"), "rw=write\n", Findings()) == []
