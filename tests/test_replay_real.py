@@ -16,9 +16,10 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from tests.conftest import needs_fio, needs_root, poolbench, sh
+from tests.conftest import needs_fio, needs_root, poolbench, sh, stored_rows
 
 from poolbench.system import throttle
 
@@ -89,14 +90,15 @@ def _record(dev: str, env: dict[str, str], tmp: Path) -> dict[str, object]:
     return trace
 
 
-def _bench(mnt: Path, env: dict[str, str], db: Path) -> list[dict[str, object]]:
+def _bench(mnt: Path, env: dict[str, str], db: Path) -> tuple[list[dict[str, Any]], str]:
+    """Two replays of trace:t1 on `mnt`: their stored rows, and `poolbench report`."""
     p = poolbench("bench", str(mnt), "--size", "32M", "--workloads", "trace:t1",
                   "--replicates", "2", "--max-replicates", "2", "--min-window", "0",
                   "--db", str(db), env=env)  # fmt: skip
     assert p.returncode == 0, p.stderr
-    from tests.conftest import stored_rows
-
-    return stored_rows(db, "trace:t1")
+    report = poolbench("report", "1", "--db", str(db), env=env)
+    assert report.returncode == 0, report.stderr
+    return stored_rows(db, "trace:t1"), report.stdout
 
 
 def test_record_a_known_job_and_replay_it_faithfully_and_capped(
@@ -117,7 +119,8 @@ def test_record_a_known_job_and_replay_it_faithfully_and_capped(
     assert isinstance(gaps, dict) and gaps["1-10ms"] >= 0.9 * (WRITES + READS - 1)
 
     target = make_loop_fs(size="256M", fs="btrfs")  # type: ignore[operator]
-    rows = _bench(target.mountpoint, env, tmp_path / "faithful.db")
+    rows, report = _bench(target.mountpoint, env, tmp_path / "faithful.db")
+    assert "2 of 2 replays faithful (timed)" in report, report
     assert len(rows) == 2
     for r in rows:
         replay = r["guards"]["replay"]
@@ -134,7 +137,7 @@ def test_record_a_known_job_and_replay_it_faithfully_and_capped(
     majmin = throttle.device_number(target.device)
     throttle.set_cap(majmin, CAP_BPS)
     try:
-        capped = _bench(target.mountpoint, env, tmp_path / "capped.db")
+        capped, report = _bench(target.mountpoint, env, tmp_path / "capped.db")
     finally:
         throttle.set_cap(majmin, 0)
     for r in capped:
@@ -145,3 +148,4 @@ def test_record_a_known_job_and_replay_it_faithfully_and_capped(
         assert not checks["rate (IOPS)"]["ok"]
         assert float(checks["rate (IOPS)"]["achieved"]) < 0.6 * RATE_IOPS
         assert any("could not keep the trace's rate" in w for w in r["warnings"])
+    assert "0 of 2 replays faithful (timed)" in report, report

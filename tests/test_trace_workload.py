@@ -5,6 +5,7 @@ per-I/O log turned into the stored fidelity record and warnings."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,38 @@ def test_no_log_means_fidelity_unknown_never_assumed(stored: Path, tmp_path: Pat
     assert findings.other["replay"]["faithful"] is None
     assert warnings and "fidelity unknown" in warnings[0]
     assert replay_check.check(get("seq-write"), "rw=write\n", Findings()) == []
+
+
+def test_the_report_shows_how_many_replays_were_faithful_and_the_worst_table(
+    stored: Path, tmp_path: Path
+) -> None:
+    docs = []
+    for ios in (IOS, [replace(io, t_ns=io.t_ns * 3) for io in IOS]):
+        w_dir = tmp_path / f"w{len(docs)}"
+        w_dir.mkdir()
+        _lat_log(w_dir, ios)
+        findings = Findings()
+        replay_check.check(get("trace:db1"), _job_for(w_dir), findings)
+        docs.append(findings.other["replay"])
+    lines = replay_check.report_lines("layout=mirror", "trace:db1", docs)
+    assert lines[0] == "trace:db1 on layout=mirror: 1 of 2 replays faithful (timed)"
+    # the slowed replay's table: 59 gaps over 59 × 12 ms less the first I/O's 0.2 ms
+    # latency (its issue time is clamped to 0) = 707.8 ms: 83.4 IOPS against 250.0
+    rate = next(ln for ln in lines if "rate (IOPS)" in ln)
+    assert rate.split()[2:] == ["250.0", "83.4", "±15%", "NO"]
+    assert all(len(ln) <= 80 for ln in lines)
+    assert replay_check.report_lines("c", "trace:db1", [{"faithful": None}]) == [
+        "trace:db1 on c: 0 of 1 replays faithful (?)"
+    ]
+
+
+def test_a_fio_without_the_v3_iolog_is_refused_before_anything_runs(stored: Path) -> None:
+    from poolbench.errors import ToolMissingError
+    from poolbench.system.runner import RecordingRunner
+
+    old = RecordingRunner({"fio": "fio-3.28\n"})
+    assert replay_check.fio_version(old, [get("seq-write")]) == "fio-3.28"
+    with pytest.raises(ToolMissingError, match="needs fio 3.31 or newer"):
+        replay_check.fio_version(old, [get("seq-write"), get("trace:db1")])
+    new = RecordingRunner({"fio": "fio-3.33\n"})
+    assert replay_check.fio_version(new, [get("trace:db1")]) == "fio-3.33"

@@ -108,7 +108,7 @@ class Session:
     # -- preflight -------------------------------------------------------------------------
     def preflight(self) -> JsonObject:
         """Everything that can be refused is refused here, before any I/O."""
-        self.fio_version = fio.fio_version(self.runner)
+        self.fio_version = replay_check.fio_version(self.runner, self.options.workloads)
         self._refuse_target()
         self._refuse_workloads()
         self._refuse_block_device()

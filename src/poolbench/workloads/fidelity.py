@@ -10,6 +10,7 @@ compared bucket by bucket as shares of their total (percentage points); the rate
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from poolbench.records.jsontypes import JsonObject
@@ -68,6 +69,27 @@ class Fidelity:
         }
         plain: JsonObject = json.loads(json.dumps(doc))  # JSON values only, as stored
         return plain
+
+
+def from_json(doc: Mapping[str, object]) -> Fidelity:
+    """A stored fidelity record (`to_json`) back as a `Fidelity`, for the reports."""
+    checks = doc.get("checks")
+    rows = [c for c in checks if isinstance(c, Mapping)] if isinstance(checks, list) else []
+    return Fidelity(
+        str(doc.get("mode", "?")),
+        [
+            Check(
+                str(c.get("group", "")),
+                str(c.get("what", "")),
+                str(c.get("recorded", "")),
+                str(c.get("achieved", "")),
+                str(c.get("tolerance", "")),
+                c.get("ok") is True,
+            )
+            for c in rows
+        ],  # fmt: skip
+        note=str(doc.get("note", "")),
+    )
 
 
 def _hist_checks(group: str, rec: dict[str, int], got: dict[str, int], pts: float) -> list[Check]:
