@@ -50,7 +50,8 @@ def check(w: Workload, job: str, findings: Findings) -> list[str]:
         findings.other["replay"] = {"mode": replay.mode_of(w.name), "faithful": None}
         return [f"replay fidelity unknown: fio wrote no per-I/O log ({path})"]
     try:
-        achieved = summarize(replay.parse_lat_log(path.read_text()))
+        # psync at depth 1: the log's order is the issue order
+        achieved = summarize(replay.parse_lat_log(path.read_text()), in_order=True)
     finally:
         for log in path.parent.glob(f"{replay.LAT_LOG}_*.log"):
             log.unlink(missing_ok=True)

@@ -122,9 +122,12 @@ class TraceSummary:
         return cls(**{k: v for k, v in doc.items() if k in known})
 
 
-def summarize(ios: Sequence[TraceIO]) -> TraceSummary:
-    """The figures of a trace, in issue order (sorted by time, ties kept in their order)."""
-    ordered = sorted(ios, key=lambda io: io.t_ns)
+def summarize(ios: Sequence[TraceIO], *, in_order: bool = False) -> TraceSummary:
+    """The figures of a trace, in issue order: sorted by time (ties kept in their order), or
+    `in_order` as given when the order is known better than the times (fio's log of a
+    depth-1 replay is in issue order; its times are whole milliseconds, and sorting by them
+    would reorder I/Os issued within one). A negative gap there counts as 0."""
+    ordered = list(ios) if in_order else sorted(ios, key=lambda io: io.t_ns)
     s = TraceSummary(ios=len(ordered))
     s.sizes = {}
     s.locality = dict.fromkeys(LOCALITY_LABELS, 0)
@@ -142,13 +145,14 @@ def summarize(ios: Sequence[TraceIO]) -> TraceSummary:
         s.extent = max(s.extent, io.offset + io.length)
         if prev is not None:
             s.locality[locality(prev.offset + prev.length, io.offset)] += 1
-            gap = io.t_ns - prev.t_ns
+            gap = max(0, io.t_ns - prev.t_ns)
             gaps.append(gap)
             s.gaps[gap_label(gap)] += 1
         prev = io
     s.sizes = dict(sorted(s.sizes.items(), key=lambda kv: label_bytes(kv[0])))
     if ordered:
-        s.span_s = (ordered[-1].t_ns - ordered[0].t_ns) / 1e9
+        times = [io.t_ns for io in ordered]
+        s.span_s = (max(times) - min(times)) / 1e9
     gaps.sort()
     s.gap_p50_us, s.gap_p90_us, s.gap_p99_us = (_percentile(gaps, q) / 1000 for q in (50, 90, 99))
     return s
