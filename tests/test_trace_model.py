@@ -4,6 +4,7 @@ here from the I/Os the test wrote down."""
 
 from __future__ import annotations
 
+import struct
 from dataclasses import replace
 from pathlib import Path
 
@@ -183,3 +184,31 @@ def test_histogram_tolerance_is_in_percentage_points() -> None:
     f = fidelity.compare(summarize(base), summarize(two_off), "timed")
     assert not all(c.ok for c in f.checks if c.group == "size")
     assert any(w.startswith("replay fidelity: I/O sizes outside tolerance") for w in f.warnings)
+
+
+def _record(t: int, sector: int, nbytes: int, action: int, pdu: bytes = b"") -> bytes:
+    from poolbench.workloads.blktracebin import MAGIC
+
+    head = struct.pack("<IIQQIIIIHHH2x", MAGIC | 7, 0, t, sector, nbytes, action, 1, 7 << 20,
+                       0, 0, len(pdu))  # fmt: skip
+    return head + pdu
+
+
+def test_blktrace_binary_records_give_the_same_ios(tmp_path: Path) -> None:
+    from poolbench.workloads import blktracebin as b
+
+    write_q = b.QUEUE | (b.TC_WRITE << 16)
+    cpu0 = (
+        _record(1_000, 0, 4096, write_q)
+        + _record(1_500, 0, 0, 0x0400_0000 | 1, pdu=b"fio\0")  # a notify with a payload
+        + _record(2_000, 0, 4096, 8 | (b.TC_WRITE << 16))  # a completion: not an I/O
+        + _record(9_000, 100, 4096, b.QUEUE | ((b.TC_WRITE | b.TC_DISCARD) << 16))
+    )
+    cpu1 = _record(5_000, 16, 8192, b.QUEUE | (1 << 16))  # a read, on the other CPU
+    (tmp_path / "trace.blktrace.0").write_bytes(cpu0)
+    (tmp_path / "trace.blktrace.1").write_bytes(cpu1)
+    ios = b.parse_files(sorted(tmp_path.glob("trace.blktrace.*")))
+    assert ios == [TraceIO(0, True, 0, 4096), TraceIO(4_000, False, 8192, 8192)]
+    (tmp_path / "bad").write_bytes(b"\0" * 48)
+    with pytest.raises(UsageError, match="not a blktrace binary file"):
+        b.parse_files([tmp_path / "bad"])
