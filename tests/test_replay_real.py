@@ -86,6 +86,7 @@ def _record(dev: str, env: dict[str, str], tmp: Path) -> dict[str, object]:
     assert _debugfs_mounted() == before, "record must leave debugfs as it found it"
     assert "trace 't1' stored" in out
     doc = json.loads((Path(env["POOLBENCH_DB"]).parent / "traces/t1/summary.json").read_text())
+    assert doc["binary_check"] == "the binary files hold the same I/Os"
     trace: dict[str, object] = doc["trace"]
     return trace
 
