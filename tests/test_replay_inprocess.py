@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from poolbench.engine import lifecycle, study_run
+from poolbench.report import html, replay_view
+from poolbench.report.data import load_run
 from poolbench.store.db import Store
 from poolbench.study.model import parse
 from poolbench.system.runner import LocalRunner
@@ -67,3 +69,12 @@ def test_a_study_replays_a_trace_timed_and_flat_out_and_stores_its_fidelity(
         checks = {c["what"]: c["ok"] for c in rep["checks"]}
         assert checks["I/O count"] and checks["bytes"] and checks["read share"]
     assert not list((tmp_path / "journals").glob("*.jsonl"))
+    # the report shows each replaying cell's fidelity, in the terminal and on the page
+    run = load_run(store, str(sr.run_id))
+    shown = replay_view.cells(run)
+    assert sorted(lines[0].split(" on ")[0] for lines in shown) == ["trace-fast:t", "trace:t"]
+    heads = sorted(lines[1].split(" replays faithful ")[1] for lines in shown)
+    assert heads == ["(fast)", "(timed)"]
+    assert all(len(line) <= 80 for lines in shown for line in lines[1:])  # [0]: the config
+    page = html.render(run, None)
+    assert 'id="replay"' in page and "I/O count" in page

@@ -153,14 +153,15 @@ def test_the_report_shows_how_many_replays_were_faithful_and_the_worst_table(
         replay_check.check(get("trace:db1"), _job_for(w_dir), findings)
         docs.append(findings.other["replay"])
     lines = replay_check.report_lines("layout=mirror", "trace:db1", docs)
-    assert lines[0] == "trace:db1 on layout=mirror: 1 of 2 replays faithful (timed)"
+    assert lines[:2] == ["trace:db1 on layout=mirror:", "  1 of 2 replays faithful (timed)"]
     # the slowed replay's table: 59 gaps over 59 × 12 ms less the first I/O's 0.2 ms
     # latency (its issue time is clamped to 0) = 707.8 ms: 83.4 IOPS against 250.0
     rate = next(ln for ln in lines if "rate (IOPS)" in ln)
     assert rate.split()[2:] == ["250.0", "83.4", "±15%", "NO"]
     assert all(len(ln) <= 80 for ln in lines)
     assert replay_check.report_lines("c", "trace:db1", [{"faithful": None}]) == [
-        "trace:db1 on c: 0 of 1 replays faithful (?)"
+        "trace:db1 on c:",
+        "  0 of 1 replays faithful (?)",
     ]
 
 

@@ -6,6 +6,7 @@ The log is removed once read: the next replicate's replay writes its own.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -67,9 +68,9 @@ def report_lines(config: str, workload: str, docs: Sequence[Mapping[str, object]
     known = [fidelity.from_json(d) for d in docs if d.get("checks")]
     mode = known[0].mode if known else "?"
     faithful = sum(1 for f in known if f.faithful)
-    out = [f"{workload} on {config}: {faithful} of {len(docs)} replays faithful ({mode})"]
+    out = [f"{workload} on {config}:", f"  {faithful} of {len(docs)} replays faithful ({mode})"]
     shown = next((f for f in known if not f.faithful), known[-1] if known else None)
     if shown is not None:
         out += ["  " + line for line in fidelity.lines(shown)]
-        out += [f"  {shown.note}"] if shown.note else []
+        out += ["  " + line for line in textwrap.wrap(shown.note, 76)]
     return out
