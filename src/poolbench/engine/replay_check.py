@@ -54,7 +54,8 @@ def check(w: Workload, job: str, findings: Findings) -> list[str]:
         # psync at depth 1: the log's order is the issue order
         achieved = summarize(replay.parse_lat_log(path.read_text()), in_order=True)
     finally:
-        for log in path.parent.glob(f"{replay.LAT_LOG}_*.log"):
+        prefix = path.name.removesuffix(LOG_SUFFIX)
+        for log in path.parent.glob(f"{prefix}_*.log"):
             log.unlink(missing_ok=True)
     recorded, _doc = tracefile.load_summary(Path(w.trace))
     result = fidelity.compare(recorded, achieved, replay.mode_of(w.name))

@@ -15,6 +15,8 @@ as fast as the target completes them (`replay_no_stall=1`).
 
 from __future__ import annotations
 
+import tempfile
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -76,7 +78,12 @@ def target_of(directory: str, device: str | None, file_name: str) -> str:
 
 
 def lat_log_prefix(directory: str) -> str:
-    return f"{directory}/{LAT_LOG}"
+    """Where fio writes the replay's per-I/O logs: the machine's temporary directory, not
+    the target (fio writes them at the end of its run, inside the device window, where they
+    would count as the layout's bytes), named after the target's working directory (one
+    per run and process)."""
+    tag = zlib.crc32(directory.encode()) & 0xFFFFFFFF
+    return f"{tempfile.gettempdir()}/poolbench-{tag:08x}-{LAT_LOG}"
 
 
 def options(w: Workload, target: str, directory: str) -> dict[str, str]:
