@@ -180,3 +180,14 @@ def test_a_fio_without_the_v3_iolog_is_refused_before_anything_runs(stored: Path
         replay_check.fio_version(old, [get("seq-write"), get("trace:db1")])
     new = RecordingRunner({"fio": "fio-3.33\n"})
     assert replay_check.fio_version(new, [get("trace:db1")]) == "fio-3.33"
+
+
+def test_a_fleet_refuses_a_trace_which_lives_on_this_machine(
+    stored: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from poolbench.cli.main import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--hosts", "h1,h2", "/srv", "--size", "1G", "--workloads", "trace:db1"])
+    out = capsys.readouterr()
+    assert exc.value.code == 5 and "replayed on this machine only" in out.err + out.out
