@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from tests.test_trace_model import SAMPLE
+from tests.test_trace_model import _record as _binary
 
 from poolbench.cli.main import main
 from poolbench.engine import cleanup
@@ -120,7 +121,19 @@ def _recorder(tmp_path: Path) -> tuple[RecordingRunner, Path]:
         Path(argv[argv.index("-o") + 1]).write_text(SAMPLE)
         return CommandResult(tuple(argv), 0, "", "", 0.0)
 
-    return RecordingRunner({"blkparse": blkparse}), info
+    def blktrace(argv: Sequence[str]) -> CommandResult:
+        """blktrace's per-CPU binary files holding the SAMPLE's five queue events."""
+        from poolbench.workloads import blktracebin as b
+
+        w, r = b.QUEUE | (b.TC_WRITE << 16), b.QUEUE | (1 << 16)
+        events = [(0, 0, 4096, w), (4, 8, 4096, w), (8, 16, 8192, w), (20, 4096, 16384, r),
+                  (150, 0, 4096, r)]  # fmt: skip
+        out = Path(argv[argv.index("-D") + 1]) / "trace.blktrace.0"
+        out.write_bytes(b"".join(_binary(ms * 1_000_000, sec, n, act)
+                                 for ms, sec, n, act in events))  # fmt: skip
+        return CommandResult(tuple(argv), 0, "=== loop0 ===\n  CPU  0: 5 events\n", "", 0.0)
+
+    return RecordingRunner({"blkparse": blkparse, "blktrace": blktrace}), info
 
 
 def test_record_stores_the_trace_its_iolog_and_summary(
@@ -139,6 +152,8 @@ def test_record_stores_the_trace_its_iolog_and_summary(
     summary, doc = tracefile.load_summary(target)
     assert (summary.ios, summary.bytes) == (5, 36864) and summary == done.summary
     assert doc["device"] == "/dev/sdq" and doc["seconds"] == 2
+    assert doc["binary_check"] == "the binary files hold the same I/Os"
+    assert "5 events" in (target / "blktrace.log").read_text()
     assert (target / "trace.iolog").read_text().count(" trace ") == 5 + 3  # add, open, close
     with pytest.raises(UsageError, match="already stored"):
         rec.record(runner, Path("/dev/sdq"), 2, "t1", db, tmp_path / "j", info)
@@ -153,6 +168,10 @@ def test_a_failed_recording_leaves_no_half_stored_trace(
     failing = RecordingRunner({"blktrace": CommandResult(("blktrace",), 1, "", "busy", 0.0)})
     with pytest.raises(PoolbenchError, match="exit code 1"):
         rec.record(failing, Path("/dev/sdq"), 2, "t1", tmp_path / "r.db", tmp_path / "j", info)
+    assert not (tmp_path / "traces" / "t1").exists()
+    silent = RecordingRunner({"blktrace": "BLKTRACESETUP: No such device\n"})  # exit 0, no files
+    with pytest.raises(PoolbenchError, match="blktrace wrote no trace files .* No such device"):
+        rec.record(silent, Path("/dev/sdq"), 2, "t1", tmp_path / "r.db", tmp_path / "j", info)
     assert not (tmp_path / "traces" / "t1").exists()
 
 

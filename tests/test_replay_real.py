@@ -82,7 +82,7 @@ def _record(dev: str, env: dict[str, str], tmp: Path) -> dict[str, object]:
     (tmp / "job.fio").write_text(JOB.replace("[global]\n", f"[global]\nfilename={dev}\n", 1))
     sh("fio", "--output-format=json", str(tmp / "job.fio"))
     out, err = rec.communicate(timeout=60)
-    assert rec.returncode == 0, err
+    assert rec.returncode == 0, out + err
     assert _debugfs_mounted() == before, "record must leave debugfs as it found it"
     assert "trace 't1' stored" in out
     doc = json.loads((Path(env["POOLBENCH_DB"]).parent / "traces/t1/summary.json").read_text())

@@ -130,6 +130,25 @@ def _store(target: Path, dev: Path, seconds: int, text: str, how: str) -> TraceS
     return summary
 
 
+def _blktrace(runner: Runner, dev: Path, root: str, seconds: int, target: Path) -> None:
+    """Run blktrace for `seconds`; its per-CPU files land in `target` (its own words in
+    blktrace.log), or the recording is refused with what blktrace said."""
+    res = runner.run(
+        ["blktrace", "-d", str(dev), "-r", root, "-w", str(seconds), "-D", str(target),
+         "-o", "trace"], mutates=False, timeout=seconds + 120,
+    )  # fmt: skip
+    said = (res.stdout + res.stderr).strip()
+    (target / "blktrace.log").write_text(said + "\n")
+    if not runner.dry_run and not list(target.glob("trace.blktrace.*")):
+        listing = ", ".join(sorted(p.name for p in target.iterdir())) or "nothing"
+        raise PoolbenchError(
+            f"blktrace wrote no trace files in {target} (it holds {listing}); blktrace said: "
+            + (" | ".join(said.splitlines()[-8:]) or "(nothing)"),
+            "Check that the kernel has CONFIG_BLK_DEV_IO_TRACE and that no other blktrace "
+            "runs on the device.",
+        )
+
+
 def record(
     runner: Runner, device: Path, seconds: int, name: str, db: Path | None, journal_dir: Path,
     mountinfo: Path = MOUNTINFO,
@@ -147,10 +166,7 @@ def record(
     target.mkdir(parents=True)
     try:
         with debugfs(runner, journal_dir, mountinfo) as root:
-            runner.run(
-                ["blktrace", "-d", str(dev), "-r", root, "-w", str(seconds), "-D", str(target),
-                 "-o", "trace"], mutates=False, timeout=seconds + 120,
-            )  # fmt: skip
+            _blktrace(runner, dev, root, seconds, target)
         out = target / "blkparse.txt"
         runner.run(["blkparse", "-i", "trace", "-D", str(target), "-o", str(out)], mutates=False)
         how = (
