@@ -66,7 +66,7 @@ def test_a_mounted_debugfs_is_used_and_left_as_it_was(tmp_path: Path) -> None:
     runner = RecordingRunner()
     with rec.debugfs(runner, tmp_path / "j", info) as root:
         assert root == "/mnt/dbg"
-    assert runner.argvs == [] and not (tmp_path / "j").exists()
+    assert runner.argvs == [] and list((tmp_path / "j").iterdir()) == []
 
 
 def _mount_table(info: Path) -> RecordingRunner:
@@ -145,7 +145,8 @@ def test_record_stores_the_trace_its_iolog_and_summary(
     db = tmp_path / "r.db"
     done = rec.record(runner, Path("/dev/sdq"), 2, "t1", db, tmp_path / "j", info)
     target = tmp_path / "traces" / "t1"
-    assert done.path == target and "left as it was" in done.debugfs
+    assert done.path == target and done.method == "blktrace"
+    assert done.notes == ["debugfs already mounted at /sys/kernel/debug: used and left as it was"]
     assert runner.argvs[0] == ("blktrace", "-d", "/dev/sdq", "-r", "/sys/kernel/debug", "-w",
                                "2", "-D", str(target), "-o", "trace")  # fmt: skip
     assert runner.argvs[1][:5] == ("blkparse", "-i", "trace", "-D", str(target))
@@ -170,7 +171,7 @@ def test_a_failed_recording_leaves_no_half_stored_trace(
         rec.record(failing, Path("/dev/sdq"), 2, "t1", tmp_path / "r.db", tmp_path / "j", info)
     assert not (tmp_path / "traces" / "t1").exists()
     silent = RecordingRunner({"blktrace": "BLKTRACESETUP: No such device\n"})  # exit 0, no files
-    with pytest.raises(PoolbenchError, match="blktrace wrote no trace files .* No such device"):
+    with pytest.raises(PoolbenchError, match=r"blktrace \(exit code 0\) wrote no trace .* No such"):
         rec.record(silent, Path("/dev/sdq"), 2, "t1", tmp_path / "r.db", tmp_path / "j", info)
     assert not (tmp_path / "traces" / "t1").exists()
 
@@ -203,3 +204,90 @@ def test_cli_lists_stored_traces(tmp_path: Path, capsys: pytest.CaptureFixture[s
     row = next(ln for ln in out.splitlines() if ln.startswith("morning"))
     assert row.split() == ["morning", "/dev/sdq", "2", "5", "0.0", "40%", "26.7"]
     assert all(len(ln) <= 80 for ln in out.splitlines())
+
+
+FTRACE = """\
+# tracer: blk
+             fio-4242    [001] .....  1234.500000:   7,9    Q   W 0 + 8 [fio]
+             fio-4242    [001] .....  1234.504000:   7,9    Q   W 8 + 8 [fio]
+             fio-4242    [000] .....  1234.508000:   7,9    Q  RS 2048 + 16 [fio]
+CPU:1 [LOST 3 EVENTS]
+"""
+
+
+def test_a_kernel_in_lockdown_records_through_the_blk_tracer_and_puts_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """blktrace's relay files refused (EPERM, kernel lockdown): the same queue events come
+    from the kernel's blk tracer in tracefs, each setting journaled and put back after."""
+    from poolbench.engine import blkftrace
+
+    tracefs = tmp_path / "tracing"
+    tracefs.mkdir()
+    (tracefs / "current_tracer").write_text("nop\n")
+    (tracefs / "trace_pipe").write_text(FTRACE)
+    trace = tmp_path / "sys" / "loop9" / "trace"
+    trace.mkdir(parents=True)
+    (trace / "enable").write_text("0\n")
+    (trace / "act_mask").write_text("read,write,queue,complete\n")
+    info = tmp_path / "mountinfo"
+    info.write_text(ROOT_LINE + DEBUGFS_LINE + DEBUGFS_LINE.replace(
+        "/sys/kernel/debug", str(tracefs)).replace("debugfs", "tracefs"))  # fmt: skip
+    monkeypatch.setattr(blkftrace, "SYS_BLOCK", tmp_path / "sys")
+    monkeypatch.setattr(rec, "check_device", lambda d: Path("/dev/loop9"))
+    monkeypatch.setattr(rec.os, "geteuid", lambda: 0)
+    refused = (
+        "Thread 0 failed open /sys/kernel/debug/block/loop9/trace0: 1/Operation not "
+        "permitted\nFAILED to start thread on CPU 0: 1/Operation not permitted\n"
+    )
+    seen: dict[str, str] = {}
+
+    def blkparse(argv: Sequence[str]) -> CommandResult:
+        raise AssertionError("the blk tracer's text is parsed directly")
+
+    runner = RecordingRunner({"blktrace": CommandResult(("blktrace",), 0, refused, "", 0.0),
+                              "blkparse": blkparse})  # fmt: skip
+    real_drain = blkftrace.drain
+
+    def drain(pipe: Path, seconds: float, out: Path) -> int:
+        seen.update({p.name: p.read_text().strip() for p in trace.iterdir()})
+        seen["current_tracer"] = (tracefs / "current_tracer").read_text().strip()
+        return real_drain(pipe, 0.05, out)
+
+    monkeypatch.setattr(blkftrace, "drain", drain)
+    done = rec.record(runner, Path("/dev/loop9"), 1, "t1", tmp_path / "r.db", tmp_path / "j",
+                      info)  # fmt: skip
+    # while recording: blk tracer on, queue events only, the device enabled
+    assert seen == {"current_tracer": "blk", "act_mask": "queue", "enable": "1"}
+    # after: every setting as it was, nothing left in the journal
+    assert (tracefs / "current_tracer").read_text().strip() == "nop"
+    assert (trace / "enable").read_text().strip() == "0"
+    assert (trace / "act_mask").read_text().strip() == "read,write,queue,complete"
+    assert list((tmp_path / "j").iterdir()) == []
+    assert done.method == "ftrace"
+    assert any("Operation not permitted" in n for n in done.notes)
+    assert any("dropped 3 events" in n for n in done.notes)
+    s = done.summary
+    assert (s.ios, s.writes, s.reads, s.bytes) == (3, 2, 1, 4096 + 4096 + 8192)
+    assert s.span_s == pytest.approx(0.008) and s.locality["sequential"] == 1
+    _summary, doc = tracefile.load_summary(done.path)
+    assert doc["method"] == "ftrace" and doc["lost_events"] == 3
+
+
+def test_a_killed_recordings_kernel_settings_are_put_back_by_cleanup(tmp_path: Path) -> None:
+    enable = tmp_path / "enable"
+    enable.write_text("1\n")
+    tracer = tmp_path / "current_tracer"
+    tracer.write_text("function\n")  # someone else's since: left alone
+    stale = tmp_path / "j" / "record-pid999999999.jsonl"
+    stale.parent.mkdir()
+    stale.write_text(
+        json.dumps({"kind": "setting", "path": str(tracer), "before": "nop", "after": "blk"})
+        + "\n"
+        + json.dumps({"kind": "setting", "path": str(enable), "before": "0", "after": "1"})
+        + "\n"
+    )
+    (outcome,) = cleanup.cleanup(RecordingRunner(), stale.parent)
+    assert enable.read_text().strip() == "0"
+    assert tracer.read_text().strip() == "function"
+    assert outcome.left and "not the 'blk' poolbench set; left alone" in outcome.left[0]

@@ -69,9 +69,11 @@ def record(
     click.echo(f"recording {device} for {seconds} s (blktrace; nothing on it is changed) ...")
     done = do_record(LocalRunner(), device, seconds, name, db, journals)
     click.echo(f"trace '{done.name}' stored in {done.path}")
-    click.echo(f"debugfs: {done.debugfs}")
+    for note in done.notes:
+        click.echo(f"note: {note}")
+    tool = "blktrace" if done.method == "blktrace" else "the kernel's blk tracer (ftrace)"
     click.echo(
-        f"measured: blktrace queue events of {device} over {seconds} s, one per I/O "
+        f"measured: queue events of {device} over {seconds} s through {tool}, one per I/O "
         "submitted to the device (before merging)"
     )
     for line in lines(done.summary):

@@ -88,6 +88,8 @@ class Entry(TypedDict, total=False):
     root: str
     partition: str
     path: str
+    before: str  # a kernel setting's value before poolbench set it (kind "setting")
+    after: str  # and the value poolbench set, as the kernel reads it back
 
 
 Filter = Callable[[Entry], bool]
@@ -188,6 +190,12 @@ class Journal:
     def path_created(self, path: str) -> None:
         """A file or a directory tree poolbench made (removed with everything in it)."""
         self._add({"kind": "path", "path": path})
+
+    def setting_changed(self, path: str, before: str, after: str) -> None:
+        """Record, *before* it is written, a kernel setting (a sysfs or tracefs file, e.g. the
+        blk tracer `record` enables); teardown writes `before` back while it still reads
+        `after`."""
+        self._add({"kind": "setting", "path": path, "before": before, "after": after})
 
     def dir_created(self, path: str) -> None:
         """A directory (a mountpoint) poolbench made: removed only if it is empty."""
@@ -382,6 +390,18 @@ class Journal:
             shutil.rmtree(p, ignore_errors=True)
         else:
             p.unlink(missing_ok=True)
+        return ""
+
+    def _undo_setting(self, e: Entry) -> str:
+        p, before, after = Path(str(e["path"])), str(e["before"]), str(e["after"])
+        if self.runner.dry_run or not p.exists():
+            return ""  # the device or the tracefs mount is gone, and the setting with it
+        now = p.read_text().strip()
+        if now == before:
+            return ""  # never set (interrupted before the write), or already restored
+        if now != after:
+            return f"{p} now reads {now!r}, not the {after!r} poolbench set; left alone"
+        p.write_text(before + "\n")
         return ""
 
     def _undo_dir(self, e: Entry) -> str:

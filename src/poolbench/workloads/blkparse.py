@@ -2,7 +2,9 @@
 
 blkparse's default line is
 `  7,0    1       12     0.001245713  4242  Q   W 2048 + 8 [fio]`: device, CPU, sequence,
-seconds.nanoseconds, pid, action, RWBS, sector, '+', sectors, process. One I/O is one queue
+seconds.nanoseconds, pid, action, RWBS, sector, '+', sectors, process; the kernel's ftrace blk
+tracer (engine/blkftrace.py) prints `fio-4242 [001] ..... 1234.567890: 7,0 Q W 2048 + 8
+[fio]`, the same event after the ftrace header. One I/O is one queue
 event (`Q`): the bio as submitted to this device, before the block layer merges or splits it
 (fio's own blktrace replay takes the same events). Events without data (a flush `F`, or
 `N`one) and the summary blkparse prints at the end are not I/Os and are skipped. Sectors are
@@ -11,10 +13,13 @@ event (`Q`): the bio as submitted to this device, before the block layer merges 
 
 from __future__ import annotations
 
+import re
+
 from poolbench.errors import UsageError
 from poolbench.workloads.tracestats import TraceIO
 
 SECTOR = 512
+_TIME = re.compile(r"^\d+\.\d+:?$")
 
 
 def _time_ns(text: str) -> int | None:
@@ -25,12 +30,16 @@ def _time_ns(text: str) -> int | None:
 
 
 def parse_line(line: str) -> TraceIO | None:
-    """The I/O on one line, or None for a line that is not a queue event carrying data."""
+    """The I/O on one line, or None for a line that is not a queue event carrying data.
+
+    The time is the first `seconds.fraction` field; the action is two fields after it (the
+    pid between them in blkparse's line, the device in the kernel blk tracer's)."""
     f = line.split()
-    if len(f) < 10 or f[5] != "Q" or f[8] != "+":
+    i = next((k for k, x in enumerate(f) if _TIME.match(x)), None)
+    if i is None or len(f) < i + 7 or f[i + 2] != "Q" or f[i + 5] != "+":
         return None
-    rwbs, sector, count = f[6], f[7], f[9]
-    t_ns = _time_ns(f[3])
+    rwbs, sector, count = f[i + 3], f[i + 4], f[i + 6]
+    t_ns = _time_ns(f[i].rstrip(":"))
     if t_ns is None or not sector.isdigit() or not count.isdigit() or int(count) == 0:
         return None
     if "W" in rwbs:
