@@ -229,7 +229,7 @@ def test_a_kernel_in_lockdown_records_through_the_blk_tracer_and_puts_it_back(
     trace = tmp_path / "sys" / "loop9" / "trace"
     trace.mkdir(parents=True)
     (trace / "enable").write_text("0\n")
-    (trace / "act_mask").write_text("read,write,queue,complete\n")
+    (trace / "act_mask").write_text("disabled\n")  # as the kernel reads it, tracing off
     info = tmp_path / "mountinfo"
     info.write_text(ROOT_LINE + DEBUGFS_LINE + DEBUGFS_LINE.replace(
         "/sys/kernel/debug", str(tracefs)).replace("debugfs", "tracefs"))  # fmt: skip
@@ -245,8 +245,11 @@ def test_a_kernel_in_lockdown_records_through_the_blk_tracer_and_puts_it_back(
     def blkparse(argv: Sequence[str]) -> CommandResult:
         raise AssertionError("the blk tracer's text is parsed directly")
 
-    runner = RecordingRunner({"blktrace": CommandResult(("blktrace",), 0, refused, "", 0.0),
-                              "blkparse": blkparse})  # fmt: skip
+    def blktrace(argv: Sequence[str]) -> CommandResult:
+        (trace / "enable").write_text("1\n")  # its BLKTRACESETUP, left behind when refused
+        return CommandResult(tuple(argv), 0, refused, "", 0.0)
+
+    runner = RecordingRunner({"blktrace": blktrace, "blkparse": blkparse})
     real_drain = blkftrace.drain
 
     def drain(pipe: Path, seconds: float, out: Path) -> int:
@@ -262,7 +265,6 @@ def test_a_kernel_in_lockdown_records_through_the_blk_tracer_and_puts_it_back(
     # after: every setting as it was, nothing left in the journal
     assert (tracefs / "current_tracer").read_text().strip() == "nop"
     assert (trace / "enable").read_text().strip() == "0"
-    assert (trace / "act_mask").read_text().strip() == "read,write,queue,complete"
     assert list((tmp_path / "j").iterdir()) == []
     assert done.method == "ftrace"
     assert any("Operation not permitted" in n for n in done.notes)
@@ -272,6 +274,13 @@ def test_a_kernel_in_lockdown_records_through_the_blk_tracer_and_puts_it_back(
     assert s.span_s == pytest.approx(0.008) and s.locality["sequential"] == 1
     _summary, doc = tracefile.load_summary(done.path)
     assert doc["method"] == "ftrace" and doc["lost_events"] == 3
+    # a device traced by someone else already: refused, its settings untouched
+    (trace / "enable").write_text("1\n")
+    runner = RecordingRunner({"blktrace": CommandResult(("blktrace",), 0, refused, "", 0.0)})
+    with pytest.raises(PoolbenchError, match="being traced already"):
+        rec.record(runner, Path("/dev/loop9"), 1, "t2", tmp_path / "r.db", tmp_path / "j", info)
+    assert (tracefs / "current_tracer").read_text().strip() == "nop"
+    assert not (tmp_path / "traces" / "t2").exists()
 
 
 def test_a_killed_recordings_kernel_settings_are_put_back_by_cleanup(tmp_path: Path) -> None:

@@ -4,11 +4,13 @@ blktrace reads the kernel's events through relay files in debugfs, which a kerne
 (integrity mode: `lockdown=integrity`, or built with LOCK_DOWN_KERNEL_FORCE_INTEGRITY) refuses
 to open (EPERM), even to root. The kernel's blk tracer delivers the same events (the same
 CONFIG_BLK_DEV_IO_TRACE tracepoints) through tracefs, which integrity lockdown allows:
-`current_tracer` = blk, the device's `trace/act_mask` = queue (only the queue events are
-kept) and `trace/enable` = 1; the events are read from `trace_pipe` for the recording's
-length. Each setting is journaled before it is written and put back after (also on error
-and Ctrl-C; after a kill -9 by `poolbench cleanup`), tracefs mounted and unmounted like
-debugfs if none is mounted. Nothing on the device changes.
+`current_tracer` = blk, the device's `trace/enable` = 1 and its `trace/act_mask` = queue
+(only the queue events are kept); the events are read from `trace_pipe` for the
+recording's length. `current_tracer` and `enable` are journaled before they are written and
+put back after (also on error and Ctrl-C; after a kill -9 by `poolbench cleanup`); the mask
+goes with the device's trace when `enable` is 0 again. tracefs is mounted and unmounted like
+debugfs if none is mounted. A device someone is tracing already is refused. Nothing on the
+device changes.
 """
 
 from __future__ import annotations
@@ -56,11 +58,19 @@ def tracing(
             f"({trace / 'enable'} or {root / 'current_tracer'} is missing).",
             "Record on a kernel built with CONFIG_BLK_DEV_IO_TRACE and tracefs.",
         )
+    if (trace / "enable").read_text().strip() != "0":
+        raise PoolbenchError(
+            f"{device} is being traced already ({trace / 'enable'} reads 1): another blktrace "
+            "or blk tracer is recording it, and poolbench will not change its settings.",
+            "Wait until that recording ends, then record again.",
+        )
     mark = len(journal.entries)
     try:
         _set(journal, root / "current_tracer", "blk")
-        _set(journal, trace / "act_mask", "queue")
         _set(journal, trace / "enable", "1")
+        # Only the queue events. Not journaled: the kernel frees the device's trace, its
+        # mask with it, when `enable` goes back to 0 (and reads "disabled" before it is on).
+        (trace / "act_mask").write_text("queue\n")
         yield root / "trace_pipe"
     finally:
         ours = {id(e) for e in journal.entries[mark:]}
@@ -70,6 +80,19 @@ def tracing(
                 "After the recording, the blk tracer's settings were left: " + "; ".join(left),
                 "Inspect them; `poolbench cleanup` retries.",
             )
+
+
+def enabled(device: str) -> str | None:
+    """What the device's `trace/enable` reads ('0' / '1'), or None without one."""
+    path = SYS_BLOCK / device / "trace" / "enable"
+    return path.read_text().strip() if path.exists() else None
+
+
+def undo_refused_setup(device: str, before: str | None) -> None:
+    """A blktrace refused its relay files may leave the device's trace set up: switch it
+    off again if it was off before that blktrace ran (what it left is ours to undo)."""
+    if before == "0" and enabled(device) == "1":
+        (SYS_BLOCK / device / "trace" / "enable").write_text("0\n")
 
 
 def drain(pipe: Path, seconds: float, out: Path) -> int:

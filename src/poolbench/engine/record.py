@@ -165,11 +165,13 @@ class Capture:
 def _capture(runner: Runner, journal: Journal, dev: Path, seconds: int, target: Path) -> Capture:
     """Record with blktrace; on a kernel in lockdown, through the blk tracer instead."""
     root, how = mounted(runner, journal, "debugfs", DEBUGFS)
+    before = blkftrace.enabled(dev.name)
     try:
         _blktrace(runner, dev, root, seconds, target)
         return Capture("blktrace", [how])
     except LockedDown as exc:
         why = exc.problem
+    blkftrace.undo_refused_setup(dev.name, before)
     troot, how_t = mounted(runner, journal, "tracefs", blkftrace.TRACEFS)
     lost = blkftrace.record(runner, journal, Path(troot), dev, seconds, target / "ftrace.txt")
     notes = [how, how_t, f"blktrace refused, recorded through the kernel's blk tracer: {why}"]
