@@ -140,7 +140,7 @@ def test_record_a_known_job_and_replay_it_faithfully_and_capped(
         assert replay["achieved"]["sizes"] == trace["sizes"]
         assert replay["faithful"], replay["checks"]
         assert not any("replay fidelity" in w for w in r["warnings"])
-        assert r["total_ios"] == WRITES + READS
+        assert r["ops"] == WRITES + READS
 
     # The same trace onto the target capped far below its rate: flagged, and why.
     majmin = throttle.device_number(target.device)
