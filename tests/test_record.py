@@ -17,7 +17,14 @@ from tests.test_trace_model import _record as _binary
 from poolbench.cli.main import main
 from poolbench.engine import cleanup
 from poolbench.engine import record as rec
-from poolbench.errors import EXIT_INPUT, EXIT_USAGE, PoolbenchError, Refused, UsageError
+from poolbench.errors import (
+    EXIT_INPUT,
+    EXIT_USAGE,
+    CommandLineError,
+    PoolbenchError,
+    Refused,
+    UsageError,
+)
 from poolbench.system.runner import CommandResult, RecordingRunner
 from poolbench.workloads import tracefile
 
@@ -47,10 +54,12 @@ def test_a_regular_file_or_directory_is_not_a_block_device(tmp_path: Path) -> No
         rec.check_device(f)
     with pytest.raises(UsageError, match="is a directory, not a block device"):
         rec.check_device(tmp_path)
+    with pytest.raises(UsageError, match="is a character device, not a block device"):
+        rec.check_device(Path("/dev/null"))
 
 
 def test_seconds_root_and_tools_are_checked_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(UsageError, match="1 to 3600 seconds"):
+    with pytest.raises(CommandLineError, match="1 to 3600 seconds"):
         rec.check_can_record(RecordingRunner(), 0)
     monkeypatch.setattr(rec.os, "geteuid", lambda: 1000)
     with pytest.raises(Refused, match="needs root"):

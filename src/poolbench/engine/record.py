@@ -6,7 +6,10 @@ report each request, and writes its per-CPU files into the trace's own directory
 the device changes. The kernel hands the events out through debugfs: if none is mounted,
 debugfs is mounted at /sys/kernel/debug for the recording, journaled first, and unmounted
 after it (on error and Ctrl-C too; after a kill -9, `poolbench cleanup` unmounts it). A
-debugfs that was already mounted is used where it is and left as it was.
+debugfs that was already mounted is used where it is and left as it was. Where the kernel
+refuses blktrace's relay files (lockdown), the same events come from the kernel's ftrace blk
+tracer (engine/blkftrace.py). Everything the recording changes outside its directory is in
+one journal (`journals/record-pid<P>.jsonl`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from poolbench.engine import blkftrace
-from poolbench.errors import PoolbenchError, Refused, UsageError
+from poolbench.errors import CommandLineError, PoolbenchError, Refused, UsageError
 from poolbench.guards.devices import mounts
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import Runner
@@ -55,8 +58,9 @@ def check_device(device: Path) -> Path:
         )
     mode = device.stat().st_mode
     if not stat.S_ISBLK(mode):
-        what = "a directory" if stat.S_ISDIR(mode) else "a regular file" if stat.S_ISREG(
-            mode) else "not a block device"  # fmt: skip
+        kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISREG, "a regular file"),
+                 (stat.S_ISCHR, "a character device"))  # fmt: skip
+        what = next((name for test, name in kinds if test(mode)), "a special file")
         raise UsageError(
             f"{device} is {what}, not a block device: blktrace records the requests a block "
             "device receives, and nothing else.",
@@ -68,7 +72,7 @@ def check_device(device: Path) -> Path:
 
 def check_can_record(runner: Runner, seconds: int) -> None:
     if not 1 <= seconds <= MAX_SECONDS:
-        raise UsageError(
+        raise CommandLineError(
             f"--seconds {seconds}: a recording lasts 1 to {MAX_SECONDS} seconds.",
             "Record a representative stretch, e.g. --seconds 60.",
         )
