@@ -96,9 +96,8 @@ def test_a_replay_is_never_looped_to_fill_the_window(stored: Path) -> None:
     assert not window.extendable(get("trace:db1"))
 
 
-def _lat_log(directory: Path, ios: list[TraceIO]) -> None:
+def _lat_log(directory: Path, ios: list[TraceIO], lat: int = 200_000) -> None:
     """fio's total-latency log as it writes it: completion ms, latency ns, dir, size, offset."""
-    lat = 200_000
     rows = [f"{(io.t_ns + lat) // MS}, {lat}, {int(io.write)}, {io.length}, {io.offset}, 0"
             for io in ios]  # fmt: skip
     prefix = replay.lat_log_prefix(str(directory))
@@ -130,12 +129,28 @@ def test_fidelity_of_a_replay_that_lost_ios_and_ran_slow(stored: Path, tmp_path:
     w_dir = tmp_path / "w"
     w_dir.mkdir()
     slow = [TraceIO(io.t_ns * 3, io.write, io.offset, io.length) for io in IOS[:-1]]
-    _lat_log(w_dir, slow)
+    # each I/O 11.9 ms of the 12 between issues: the target was busy all the time
+    _lat_log(w_dir, slow, lat=11_900_000)
     findings = Findings()
     warnings = replay_check.check(get("trace:db1"), _job_for(w_dir), findings)
     assert findings.other["replay"]["faithful"] is False
+    assert findings.other["replay"]["busy_share"] > 0.95
     text = " | ".join(warnings)
     assert "I/O count" in text and "could not keep the trace's rate" in text
+
+
+def test_a_slow_replay_on_an_idle_target_is_blamed_on_fios_timing(
+    stored: Path, tmp_path: Path
+) -> None:
+    w_dir = tmp_path / "w"
+    w_dir.mkdir()
+    # three times slower than recorded, each I/O 0.2 ms of the 12 between issues
+    _lat_log(w_dir, [replace(io, t_ns=io.t_ns * 3) for io in IOS])
+    findings = Findings()
+    warnings = replay_check.check(get("trace:db1"), _job_for(w_dir), findings)
+    rate = next(w for w in warnings if "the rate (IOPS)" in w)
+    assert "busy only 2% of it" in rate and "fio's timed replay" in rate
+    assert "could not keep" not in rate
 
 
 def test_no_log_means_fidelity_unknown_never_assumed(stored: Path, tmp_path: Path) -> None:

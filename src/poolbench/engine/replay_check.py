@@ -51,14 +51,16 @@ def check(w: Workload, job: str, findings: Findings) -> list[str]:
         findings.other["replay"] = {"mode": replay.mode_of(w.name), "faithful": None}
         return [f"replay fidelity unknown: fio wrote no per-I/O log ({path})"]
     try:
+        text = path.read_text()
         # psync at depth 1: the log's order is the issue order
-        achieved = summarize(replay.parse_lat_log(path.read_text()), in_order=True)
+        achieved = summarize(replay.parse_lat_log(text), in_order=True)
+        busy = replay.busy_share(text, achieved.span_s)
     finally:
         prefix = path.name.removesuffix(LOG_SUFFIX)
         for log in path.parent.glob(f"{prefix}_*.log"):
             log.unlink(missing_ok=True)
     recorded, _doc = tracefile.load_summary(Path(w.trace))
-    result = fidelity.compare(recorded, achieved, replay.mode_of(w.name))
+    result = fidelity.compare(recorded, achieved, replay.mode_of(w.name), busy)
     findings.other["replay"] = result.to_json(recorded, achieved)
     return result.warnings
 

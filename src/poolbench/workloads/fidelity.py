@@ -53,6 +53,7 @@ class Fidelity:
     checks: list[Check] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     note: str = ""
+    busy: float | None = None  # share of the replay with an I/O in flight
 
     @property
     def faithful(self) -> bool:
@@ -64,6 +65,7 @@ class Fidelity:
             "faithful": self.faithful,
             "checks": [asdict(c) for c in self.checks],
             "note": self.note,
+            "busy_share": None if self.busy is None else round(self.busy, 4),
             "recorded": recorded.to_json(),
             "achieved": achieved.to_json(),
         }
@@ -122,15 +124,25 @@ def _checks(rec: TraceSummary, got: TraceSummary) -> list[Check]:
     ]  # fmt: skip
 
 
-def _why(check: Check, mode: str, rec: TraceSummary, got: TraceSummary) -> str:
+# A replay slower than its trace while the target was busy (an I/O in flight) for at least
+# this share of it: the target was the limit. Below it the target sat idle between I/Os
+# that fio issued late: fio's timing was.
+BUSY_SHARE = 0.8
+
+
+def _why(check: Check, mode: str, rec: TraceSummary, got: TraceSummary, busy: float | None) -> str:
     if check.group not in ("gap", "rate"):
         return DIFFERENT_IOS
     if mode == "fast":
         return FLAT_OUT
     if rec.iops > 0 and got.iops < rec.iops * (1 - RATE_RATIO):
+        rates = f"{got.iops:.1f} IOPS achieved, {rec.iops:.1f} recorded"
+        if busy is None or busy >= BUSY_SHARE:
+            held = f", the target busy {busy:.0%} of the replay" if busy is not None else ""
+            return f"the target could not keep the trace's rate ({rates}{held})"
         return (
-            f"the target could not keep the trace's rate ({got.iops:.1f} IOPS achieved, "
-            f"{rec.iops:.1f} recorded)"
+            f"the replay ran slower than recorded ({rates}) while the target was busy only "
+            f"{busy:.0%} of it: {FIO_TIMING}"
         )
     return FIO_TIMING
 
@@ -138,9 +150,10 @@ def _why(check: Check, mode: str, rec: TraceSummary, got: TraceSummary) -> str:
 GROUP_TEXT = {"size": "I/O sizes", "locality": "locality", "gap": "inter-arrival times"}
 
 
-def compare(rec: TraceSummary, got: TraceSummary, mode: str) -> Fidelity:
-    """Recorded vs achieved; one warning per figure beyond its tolerance, with why."""
-    result = Fidelity(mode, _checks(rec, got))
+def compare(rec: TraceSummary, got: TraceSummary, mode: str, busy: float | None = None) -> Fidelity:
+    """Recorded vs achieved; one warning per figure beyond its tolerance, with why. `busy`:
+    the share of the replay the target had an I/O in flight (from fio's latencies)."""
+    result = Fidelity(mode, _checks(rec, got), busy=busy)
     bad: dict[str, list[Check]] = {}
     for c in result.checks:
         if not c.ok:
@@ -153,7 +166,7 @@ def compare(rec: TraceSummary, got: TraceSummary, mode: str) -> Fidelity:
         )
         result.warnings.append(
             f"replay fidelity: {GROUP_TEXT.get(group, 'the ' + checks[0].what)} outside "
-            f"tolerance ({checks[0].tolerance}): {diffs}; {_why(checks[0], mode, rec, got)}"
+            f"tolerance ({checks[0].tolerance}): {diffs}; {_why(checks[0], mode, rec, got, busy)}"
         )
     if mode == "timed" and result.faithful:
         result.note = (

@@ -117,3 +117,15 @@ def parse_lat_log(text: str) -> list[TraceIO]:
         t_ns = max(0, int(f[0]) * 1_000_000 - int(f[1]))
         ios.append(TraceIO(t_ns, f[2] == "1", int(f[4]), int(f[3])))
     return ios
+
+
+def busy_share(text: str, span_s: float) -> float | None:
+    """The share of the replay's span the target had an I/O in flight: the per-I/O
+    latencies summed (a depth-1 replay has one I/O in flight at a time) over the span from
+    the first issue to the last completion; None without a span."""
+    lat_ns = [int(f[1]) for f in (ln.split(",") for ln in text.splitlines())
+              if len(f) >= 5 and f[1].strip().isdigit()]  # fmt: skip
+    if not lat_ns or span_s <= 0:
+        return None
+    last = lat_ns[-1] / 1e9  # the span ends at the last issue: add the last I/O's time
+    return min(1.0, sum(lat_ns) / 1e9 / (span_s + last))
