@@ -135,6 +135,8 @@ def test_fidelity_of_a_replay_that_lost_ios_and_ran_slow(stored: Path, tmp_path:
     warnings = replay_check.check(get("trace:db1"), _job_for(w_dir), findings)
     assert findings.other["replay"]["faithful"] is False
     assert findings.other["replay"]["busy_share"] > 0.95
+    # the log and the trace do not line up I/O for I/O, so no share is claimed
+    assert findings.other["replay"]["target_late_share"] is None  # one I/O lost: no pairing
     text = " | ".join(warnings)
     assert "I/O count" in text and "could not keep the trace's rate" in text
 
@@ -149,7 +151,9 @@ def test_a_slow_replay_on_an_idle_target_is_blamed_on_fios_timing(
     findings = Findings()
     warnings = replay_check.check(get("trace:db1"), _job_for(w_dir), findings)
     rate = next(w for w in warnings if "the rate (IOPS)" in w)
-    assert "busy only 2% of it" in rate and "fio's timed replay" in rate
+    # every I/O took 0.2 ms of a 4 ms recorded gap: none of the delay is the target's
+    assert "make only 0% of the delay" in rate and "fio's timed replay" in rate
+    assert findings.other["replay"]["target_late_share"] == 0
     assert "could not keep" not in rate
 
 
@@ -206,3 +210,17 @@ def test_a_fleet_refuses_a_trace_which_lives_on_this_machine(
         main(["bench", "--hosts", "h1,h2", "/srv", "--size", "1G", "--workloads", "trace:db1"])
     out = capsys.readouterr()
     assert exc.value.code == 5 and "replayed on this machine only" in out.err + out.out
+
+
+def test_a_slow_replay_of_slow_ios_is_blamed_on_the_target(stored: Path, tmp_path: Path) -> None:
+    w_dir = tmp_path / "w"
+    w_dir.mkdir()
+    # every I/O took 11.9 ms against its 4 ms recorded gap: 59 × 7.9 = 466.1 ms lost by the
+    # target. Issues read back from whole-millisecond completions: 12i - 0.9 ms (the first
+    # clamped to 0), so the replay spans 707.1 ms against 236 recorded: 471.1 ms late
+    _lat_log(w_dir, [replace(io, t_ns=io.t_ns * 3) for io in IOS], lat=11_900_000)
+    findings = Findings()
+    warnings = replay_check.check(get("trace:db1"), _job_for(w_dir), findings)
+    assert findings.other["replay"]["target_late_share"] == pytest.approx(466.1 / 471.1, abs=1e-4)
+    rate = next(w for w in warnings if "the rate (IOPS)" in w)
+    assert "could not keep the trace's rate" in rate and "make 99% of the delay" in rate

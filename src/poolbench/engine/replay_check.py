@@ -60,7 +60,9 @@ def check(w: Workload, job: str, findings: Findings) -> list[str]:
         for log in path.parent.glob(f"{prefix}_*.log"):
             log.unlink(missing_ok=True)
     recorded, _doc = tracefile.load_summary(Path(w.trace))
-    result = fidelity.compare(recorded, achieved, replay.mode_of(w.name), busy)
+    iolog = (Path(w.trace) / "trace.iolog").read_text()
+    late = replay.target_late_share(text, iolog, achieved.span_s - recorded.span_s)
+    result = fidelity.compare(recorded, achieved, replay.mode_of(w.name), busy, late)
     findings.other["replay"] = result.to_json(recorded, achieved)
     return result.warnings
 

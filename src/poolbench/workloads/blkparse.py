@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from poolbench import is_digits
 from poolbench.errors import UsageError
 from poolbench.workloads.tracestats import TraceIO
 
@@ -24,7 +25,7 @@ _TIME = re.compile(r"^\d+\.\d+:?$")
 
 def _time_ns(text: str) -> int | None:
     seconds, dot, frac = text.partition(".")
-    if not dot or not seconds.isdigit() or not frac.isdigit():
+    if not dot or not is_digits(seconds) or not is_digits(frac):
         return None
     return int(seconds) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
 
@@ -40,7 +41,7 @@ def parse_line(line: str) -> TraceIO | None:
         return None
     rwbs, sector, count = f[i + 3], f[i + 4], f[i + 6]
     t_ns = _time_ns(f[i].rstrip(":"))
-    if t_ns is None or not sector.isdigit() or not count.isdigit() or int(count) == 0:
+    if t_ns is None or not is_digits(sector) or not is_digits(count) or int(count) == 0:
         return None
     if "W" in rwbs:
         write = True

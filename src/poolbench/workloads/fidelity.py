@@ -54,6 +54,7 @@ class Fidelity:
     warnings: list[str] = field(default_factory=list)
     note: str = ""
     busy: float | None = None  # share of the replay with an I/O in flight
+    late: float | None = None  # share of the replay's delay its slow I/Os account for
 
     @property
     def faithful(self) -> bool:
@@ -66,6 +67,7 @@ class Fidelity:
             "checks": [asdict(c) for c in self.checks],
             "note": self.note,
             "busy_share": None if self.busy is None else round(self.busy, 4),
+            "target_late_share": None if self.late is None else round(self.late, 4),
             "recorded": recorded.to_json(),
             "achieved": achieved.to_json(),
         }
@@ -124,25 +126,25 @@ def _checks(rec: TraceSummary, got: TraceSummary) -> list[Check]:
     ]  # fmt: skip
 
 
-# A replay slower than its trace while the target was busy (an I/O in flight) for at least
-# this share of it: the target was the limit. Below it the target sat idle between I/Os
-# that fio issued late: fio's timing was.
-BUSY_SHARE = 0.8
+# A replay slower than its trace is the target's doing when its I/Os outlasting the recorded
+# gaps account for at least this share of the delay; otherwise fio issued late (its timing).
+TARGET_SHARE = 0.5
 
 
-def _why(check: Check, mode: str, rec: TraceSummary, got: TraceSummary, busy: float | None) -> str:
+def _why(check: Check, mode: str, rec: TraceSummary, got: TraceSummary, late: float | None) -> str:
     if check.group not in ("gap", "rate"):
         return DIFFERENT_IOS
     if mode == "fast":
         return FLAT_OUT
     if rec.iops > 0 and got.iops < rec.iops * (1 - RATE_RATIO):
         rates = f"{got.iops:.1f} IOPS achieved, {rec.iops:.1f} recorded"
-        if busy is None or busy >= BUSY_SHARE:
-            held = f", the target busy {busy:.0%} of the replay" if busy is not None else ""
+        if late is None or late >= TARGET_SHARE:
+            held = (f"; I/Os slower than the recorded gaps make {late:.0%} of the delay"
+                    if late is not None else "")  # fmt: skip
             return f"the target could not keep the trace's rate ({rates}{held})"
         return (
-            f"the replay ran slower than recorded ({rates}) while the target was busy only "
-            f"{busy:.0%} of it: {FIO_TIMING}"
+            f"the replay ran slower than recorded ({rates}) but I/Os slower than the recorded "
+            f"gaps make only {late:.0%} of the delay: {FIO_TIMING}"
         )
     return FIO_TIMING
 
@@ -150,10 +152,14 @@ def _why(check: Check, mode: str, rec: TraceSummary, got: TraceSummary, busy: fl
 GROUP_TEXT = {"size": "I/O sizes", "locality": "locality", "gap": "inter-arrival times"}
 
 
-def compare(rec: TraceSummary, got: TraceSummary, mode: str, busy: float | None = None) -> Fidelity:
+def compare(
+    rec: TraceSummary, got: TraceSummary, mode: str,
+    busy: float | None = None, late: float | None = None,
+) -> Fidelity:  # fmt: skip
     """Recorded vs achieved; one warning per figure beyond its tolerance, with why. `busy`:
-    the share of the replay the target had an I/O in flight (from fio's latencies)."""
-    result = Fidelity(mode, _checks(rec, got), busy=busy)
+    the share of the replay the target had an I/O in flight; `late`: the share of the
+    replay's delay its own slow I/Os account for (both from fio's per-I/O latencies)."""
+    result = Fidelity(mode, _checks(rec, got), busy=busy, late=late)
     bad: dict[str, list[Check]] = {}
     for c in result.checks:
         if not c.ok:
@@ -166,7 +172,7 @@ def compare(rec: TraceSummary, got: TraceSummary, mode: str, busy: float | None 
         )
         result.warnings.append(
             f"replay fidelity: {GROUP_TEXT.get(group, 'the ' + checks[0].what)} outside "
-            f"tolerance ({checks[0].tolerance}): {diffs}; {_why(checks[0], mode, rec, got, busy)}"
+            f"tolerance ({checks[0].tolerance}): {diffs}; {_why(checks[0], mode, rec, got, late)}"
         )
     if mode == "timed" and result.faithful:
         result.note = (

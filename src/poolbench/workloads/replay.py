@@ -20,6 +20,7 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from poolbench import is_digits
 from poolbench.workloads.tracestats import TraceIO, TraceSummary, label_bytes
 from poolbench.workloads.workload import Workload
 
@@ -112,7 +113,7 @@ def parse_lat_log(text: str) -> list[TraceIO]:
     ios = []
     for line in text.splitlines():
         f = [x.strip() for x in line.split(",")]
-        if len(f) < 5 or not all(x.isdigit() for x in f[:5]) or f[2] not in ("0", "1"):
+        if len(f) < 5 or not all(is_digits(x) for x in f[:5]) or f[2] not in ("0", "1"):
             continue
         t_ns = max(0, int(f[0]) * 1_000_000 - int(f[1]))
         ios.append(TraceIO(t_ns, f[2] == "1", int(f[4]), int(f[3])))
@@ -123,9 +124,37 @@ def busy_share(text: str, span_s: float) -> float | None:
     """The share of the replay's span the target had an I/O in flight: the per-I/O
     latencies summed (a depth-1 replay has one I/O in flight at a time) over the span from
     the first issue to the last completion; None without a span."""
-    lat_ns = [int(f[1]) for f in (ln.split(",") for ln in text.splitlines())
-              if len(f) >= 5 and f[1].strip().isdigit()]  # fmt: skip
+    lat_ns = _lat_ns(text)
     if not lat_ns or span_s <= 0:
         return None
     last = lat_ns[-1] / 1e9  # the span ends at the last issue: add the last I/O's time
     return min(1.0, sum(lat_ns) / 1e9 / (span_s + last))
+
+
+def _lat_ns(log_text: str) -> list[int]:
+    return [int(f[1]) for f in (ln.split(",") for ln in log_text.splitlines())
+            if len(f) >= 5 and is_digits(f[1].strip())]  # fmt: skip
+
+
+def _issue_us(iolog_text: str) -> list[int]:
+    """The recorded issue times (µs) of the iolog's reads and writes, in order."""
+    out = []
+    for line in iolog_text.splitlines():
+        f = line.split()
+        if len(f) == 5 and f[2] in ("read", "write") and is_digits(f[0]):
+            out.append(int(f[0]))
+    return out
+
+
+def target_late_share(log_text: str, iolog_text: str, late_s: float) -> float | None:
+    """Of the time a replay fell behind its recording (`late_s`, span achieved less span
+    recorded), the share its own I/Os account for: each I/O's latency beyond the recorded
+    gap to the next one is time the target made the replay lose. None when it was not
+    late or the two do not line up I/O for I/O."""
+    lat = _lat_ns(log_text)
+    times = _issue_us(iolog_text)
+    if late_s <= 0 or not lat or len(lat) != len(times):
+        return None
+    gaps_ns = [(b - a) * 1000 for a, b in zip(times, times[1:], strict=False)]
+    lost_ns = sum(max(0, lat_i - gap) for lat_i, gap in zip(lat, gaps_ns, strict=False))
+    return min(1.0, lost_ns / 1e9 / late_s)
