@@ -10,6 +10,7 @@ PACKAGES=(
   btrfs-progs xfsprogs e2fsprogs   # the other filesystems
   bonnie++            # peer workload
   util-linux          # losetup, lsblk, blkid, wipefs, fincore
+  blktrace            # blktrace, blkparse: `poolbench record`
   fdisk               # sfdisk: partition tables (vdev sources, safety tests)
   lvm2                # LVM signatures in the safety tests
   iproute2            # network namespaces: the fleet tests' hosts

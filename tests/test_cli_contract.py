@@ -84,6 +84,7 @@ RUNS: dict[str, list[tuple[list[str], str]]] = {
              (["plan", "--layout", "raidz2:6x4TB", "--json"], JSON)],
     "study": [(["study", "--list"], TABLE)],
     "cleanup": [(["cleanup", "--dry-run", "--db", "{db}"], TEXT)],
+    "record": [(["record", "--list", "--db", "{db}"], TABLE)],
     "import": [(["import", "{db}", "--json", "--db", "{other}"], JSON)],
     **{name: [] for name in ("demo", "bench", "run", "disks", "hosts")},
 }  # fmt: skip

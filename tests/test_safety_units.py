@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from poolbench.errors import PoolbenchError, UsageError
+from poolbench.safety import creating
 from poolbench.safety.claims import (
     Claim,
     ClaimRefused,
@@ -482,8 +483,6 @@ def test_cleanup_sees_a_zpool_create_still_running(tmp_path: Path) -> None:
     /proc/*/cmdline) and wait, or the pool appears after cleanup said all was undone."""
     import threading
 
-    from poolbench.safety import journal
-
     def proc(pid: int, *argv: str) -> Path:
         d = tmp_path / str(pid)
         d.mkdir()
@@ -495,13 +494,13 @@ def test_cleanup_sees_a_zpool_create_still_running(tmp_path: Path) -> None:
     proc(12, "zpool", "destroy", "pb3t0")
     proc(13, "vim", "notes about zpool create pb3t0")
     (tmp_path / "self").mkdir()
-    assert journal.zpool_creating("pb1t0", tmp_path)
-    assert journal.zpool_creating("pb2t0", tmp_path)  # a script named zpool running it
-    assert not journal.zpool_creating("pb3t0", tmp_path)  # destroy; a mention in an editor
-    assert not journal.zpool_creating("pb1t", tmp_path)  # the whole name, not a prefix
+    assert creating.zpool_creating("pb1t0", tmp_path)
+    assert creating.zpool_creating("pb2t0", tmp_path)  # a script named zpool running it
+    assert not creating.zpool_creating("pb3t0", tmp_path)  # destroy; a mention in an editor
+    assert not creating.zpool_creating("pb1t", tmp_path)  # the whole name, not a prefix
     # the wait ends when the command does
     threading.Timer(0.3, lambda: (tmp_path / "10" / "cmdline").write_bytes(b"")).start()
     t0 = time.monotonic()
-    assert journal._await_create("pb1t0", tmp_path, timeout=10)
+    assert creating.await_create("pb1t0", tmp_path, timeout=10)
     assert 0.2 < time.monotonic() - t0 < 5
-    assert not journal._await_create("pb9t0", tmp_path)
+    assert not creating.await_create("pb9t0", tmp_path)

@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from poolbench.cli.common import check_replicates, cli_size, open_store
 from poolbench.engine.replicates import policy
-from poolbench.errors import CommandLineError
+from poolbench.errors import CommandLineError, UsageError
 from poolbench.fleet import hosts as hostlist
 from poolbench.fleet import table
 from poolbench.fleet.controller import Controller
@@ -50,6 +50,11 @@ def bench_fleet(params: dict[str, Any]) -> None:
         seed=params.get("seed"),
     )
     check_workloads(options.workloads)
+    if any(w.trace for w in options.workloads):  # the iolog lives on this machine only
+        raise UsageError(
+            "A recorded trace (trace:NAME) is replayed on this machine only, not with --hosts.",
+            "Replay it on each host with `poolbench bench PATH --workloads trace:NAME`.",
+        )
     default = str(path) if path is not None else None
     for h in fleet:
         h.target(default)  # every host has a target, or say which does not

@@ -85,6 +85,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "poolbench.cli.hosts_cmd:hosts",
         "Check the hosts of a fleet before `poolbench bench --hosts`.",
     ),
+    "record": (
+        "poolbench.cli.record_cmd:record",
+        "Record the block I/O of DEVICE for --seconds with blktrace, changing nothing on it.",
+    ),
     "import": (
         "poolbench.cli.import_cmd:import_",
         "Bring the runs of another result store (OTHER.db) into the local one.",

@@ -24,7 +24,9 @@ def workloads(record: str, as_json: bool) -> None:
     """List every workload poolbench can run, with its definition.
 
     Parametrised families take their parameter from the name: rand-read-64k,
-    iozone-bread-512k, streams-write-6, meta-create-rand.
+    iozone-bread-512k, streams-write-6, meta-create-rand. A block trace recorded with
+    `poolbench record` replays as trace:NAME (its own timing) or trace-fast:NAME (as fast
+    as possible), with its fidelity measured (docs/replay.md).
 
     Example: poolbench workloads --record 1m
     """
@@ -54,4 +56,7 @@ def workloads(record: str, as_json: bool) -> None:
     table.add_column("definition")
     for w in items:
         table.add_row(w.name, w.unit, w.summary)
+    table.add_row("trace:NAME", "IOPS", "Replay of a block trace recorded with `poolbench "
+                  "record` at its own timing (trace-fast:NAME: as fast as possible), "
+                  "O_DIRECT, with its fidelity measured per I/O.")  # fmt: skip
     Console().print(table)

@@ -1,7 +1,8 @@
 """Recovery after a crash: tear down what an earlier poolbench left behind.
 
 Each trial writes a journal file `run<R>-pid<P>-trial<N>.jsonl` (a scratch filesystem
-`scratch-pid<P>.jsonl`) before creating anything and
+`scratch-pid<P>.jsonl`, the debugfs `record` mounts `record-pid<P>.jsonl`) before creating
+anything and
 removes it after a complete teardown. A journal whose process is gone is stale: a crash or
 kill -9 happened. `poolbench cleanup` (also run automatically before a study) tears those
 down — through the journal, which never touches anything poolbench did not create. Journals
@@ -20,7 +21,9 @@ from poolbench.workloads.fio import kill_strays
 
 # pgbench-pid<P>: a PostgreSQL server (system/pgserver.py); its name sorts before the
 # trial's and the scratch filesystem's, so the server stops before its pool goes.
-_NAME = re.compile(r"^(?:run\d+-pid(\d+)-trial\d+|scratch-pid(\d+)|pgbench-pid(\d+))\.jsonl$")
+_NAME = re.compile(
+    r"^(?:run\d+-pid(\d+)-trial\d+|(?:scratch|record)-pid(\d+)|pgbench-pid(\d+))\.jsonl$"
+)
 
 
 def _alive(pid: int) -> bool:

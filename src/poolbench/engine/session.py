@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from poolbench.engine import cold_read, replicates
+from poolbench.engine import cold_read, replay_check, replicates
 from poolbench.engine import window as long_window
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.lifecycle import CommandLog
@@ -107,7 +107,7 @@ class Session:
     # -- preflight -------------------------------------------------------------------------
     def preflight(self) -> JsonObject:
         """Everything that can be refused is refused here, before any I/O."""
-        self.fio_version = fio.fio_version(self.runner)
+        self.fio_version = replay_check.fio_version(self.runner, self.options.workloads)
         self._refuse_target()
         workload_refusal(self.options, in_study=self.subject.hooks is not None)
         check_installed(self.options.workloads, self.target)
@@ -318,7 +318,7 @@ class Session:
         warnings += self._cold_rule_warning(w, findings)
         findings.fio = FioFinding(result.fio_version, result.within_run_bw_dev, result.lat_mean_ns)
         warnings += depth_check(job, result, findings) + timed.warnings
-        warnings += fsync_check(w, result, findings)
+        warnings += fsync_check(w, result, findings) + replay_check.check(w, job, findings)
         self._read_back(w, findings)
         value = figure(w, result.io_bytes, result.total_ios, seconds)
         self.loop.record(res, Measurement(

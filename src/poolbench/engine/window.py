@@ -48,6 +48,7 @@ def extendable(w: Workload) -> bool:
         and not w.is_metadata
         and not w.cached_by_design
         and w.direction == "write"
+        and not w.trace  # a replay is the trace once: repeating it would be another trace
     )
 
 

@@ -18,7 +18,7 @@ import json
 import shlex
 
 from poolbench.planner.performance import DiskSpeed
-from poolbench.report import header, html_page, predicted, verdict_html
+from poolbench.report import header, html_page, predicted, replay_view, verdict_html
 from poolbench.report.data import RunData, fmt_value
 from poolbench.report.html_charts import extra_charts, latency_section, unique_id, workload_bars
 from poolbench.report.svg import Safe, fmt, join
@@ -139,6 +139,7 @@ def render(run: RunData, baseline: Baseline | None, disk: DiskSpeed | None = Non
         for heading, chart in extra:
             body += [fmt("<h3>{}</h3>", heading), chart]
     body += _failed_trials(run)
+    body += replay_view.html_section(run)  # how faithful each replayed trace was
     body += predicted.html_section(run, disk)  # the model beside the measured figures
     body.append(Safe('<h2 id="warnings">Warnings</h2>'))
     body.append(_warnings(notes))

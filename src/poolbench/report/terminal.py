@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from poolbench.planner.performance import DiskSpeed
-from poolbench.report import header, predicted, screened_disk, verdict_view
+from poolbench.report import header, predicted, replay_view, screened_disk, verdict_view
 from poolbench.report.compare_runs import Pair, RunComparison
 from poolbench.report.data import RunData, fmt_value, load_run
 from poolbench.report.layout import Column, config_columns, print_fitted
@@ -174,6 +174,7 @@ def render_run(
                 if legend:
                     console.print(Text(legend, style="dim"))
     render_footnotes(console, notes)
+    replay_view.render(console, run)  # how faithful each replayed trace was
     hints = predicted.render_terminal(console, run, disk)  # the model beside the figures
     verdict_view.render(console, run, answer, hints)
 

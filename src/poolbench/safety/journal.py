@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Required, TypedDict, cast
 
-from poolbench import is_digits
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import mounts
+from poolbench.safety.creating import await_create
 from poolbench.system import modparams, pgserver, throttle
 from poolbench.system.runner import CommandError, Runner
 from poolbench.system.umount import umount
@@ -94,6 +94,8 @@ class Entry(TypedDict, total=False):
     original: int  # a module parameter's value before poolbench set it
     value: int  # the value poolbench set
     effective: int  # what the parameter's setting was in effect (ARC: c_max, c_min) before
+    before: str  # a kernel setting's value before poolbench set it (kind "setting")
+    after: str  # and the value poolbench set, as the kernel reads it back
 
 
 Filter = Callable[[Entry], bool]
@@ -209,6 +211,12 @@ class Journal:
         stops a server still running on `datadir` and removes both directories."""
         self._add({"kind": "postgres", "datadir": datadir, "sockdir": sockdir,
                    "bindir": bindir})  # fmt: skip
+
+    def setting_changed(self, path: str, before: str, after: str) -> None:
+        """Record, *before* it is written, a kernel setting (a sysfs or tracefs file, e.g. the
+        blk tracer `record` enables); teardown writes `before` back while it still reads
+        `after`."""
+        self._add({"kind": "setting", "path": path, "before": before, "after": after})
 
     def dir_created(self, path: str) -> None:
         """A directory (a mountpoint) poolbench made: removed only if it is empty."""
@@ -341,7 +349,7 @@ class Journal:
         if self.runner.dry_run:
             return ""  # the dry run's `zpool destroy` is printed by the "pool" entry
         leaves = pools.members(self.runner, name)
-        if leaves is None and _await_create(name):
+        if leaves is None and await_create(name):
             # A poolbench killed mid-`zpool create` leaves that command running: the pool
             # appears after the kill, so wait for the command before deciding.
             leaves = pools.members(self.runner, name)
@@ -426,6 +434,18 @@ class Journal:
             pgserver.stop(self.runner, Path(str(e["bindir"])), *dirs)
         return ""
 
+    def _undo_setting(self, e: Entry) -> str:
+        p, before, after = Path(str(e["path"])), str(e["before"]), str(e["after"])
+        if self.runner.dry_run or not p.exists():
+            return ""  # the device or the tracefs mount is gone, and the setting with it
+        now = p.read_text().strip()
+        if now == before:
+            return ""  # never set (interrupted before the write), or already restored
+        if now != after:
+            return f"{p} now reads {now!r}, not the {after!r} poolbench set; left alone"
+        p.write_text(before + "\n")
+        return ""
+
     def _undo_dir(self, e: Entry) -> str:
         p = Path(str(e["path"]))
         if self.runner.dry_run or not p.is_dir() or p.is_symlink():
@@ -445,38 +465,6 @@ class Journal:
             for m in mounts(self.mountinfo)
             if m.mountpoint == root or m.mountpoint.startswith(root.rstrip("/") + "/")
         ]
-
-
-CREATE_WAIT_S = 120.0  # a `zpool create` of whole disks under load takes seconds, not minutes
-
-
-def zpool_creating(name: str, proc: Path = Path("/proc")) -> bool:
-    """Whether a `zpool create` of pool `name` is running now (from /proc/*/cmdline: zpool
-    itself, or a script named zpool that runs it)."""
-    for p in proc.iterdir() if proc.is_dir() else []:
-        if not is_digits(p.name):
-            continue
-        try:
-            args = [a.decode(errors="replace") for a in (p / "cmdline").read_bytes().split(b"\0")]
-        except OSError:
-            continue
-        if (
-            "create" in args
-            and name in args
-            and any(os.path.basename(a) == "zpool" for a in args[:2])
-        ):
-            return True
-    return False
-
-
-def _await_create(name: str, proc: Path = Path("/proc"), timeout: float = CREATE_WAIT_S) -> bool:
-    """Wait for a running `zpool create` of `name` to end; True if one was running."""
-    if not zpool_creating(name, proc):
-        return False
-    deadline = time.monotonic() + timeout
-    while zpool_creating(name, proc) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return True
 
 
 def _partitions_of(members: list[str], leaves: list[str], sys_block: Path) -> bool:

@@ -44,6 +44,8 @@ PACKAGE_OF = {
     "blkid": "util-linux",
     "wipefs": "util-linux",
     "bonnie++": "bonnie++",
+    "blktrace": "blktrace",
+    "blkparse": "blktrace",
 }
 
 

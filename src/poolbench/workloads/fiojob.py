@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from poolbench.workloads import replay
 from poolbench.workloads.library import Workload
 
 # Completion-latency percentiles every measurement asks fio for (fio's default list, written
@@ -79,6 +80,8 @@ def file_names(params: JobParams, streams: int) -> list[str]:
 
 def file_bytes(workload: Workload, params: JobParams) -> int:
     """Size of each data file the workload uses."""
+    if workload.trace:
+        return workload.trace_extent  # a replayed trace's file reaches its highest offset
     per_stream = params.size_bytes // max(1, workload.streams)
     if workload.tail_record:
         per_stream += int(workload.fio["bs"])
@@ -154,8 +157,23 @@ def _passes(workload: Workload, params: JobParams) -> dict[str, str]:
     return opts
 
 
+def _render_replay(workload: Workload, params: JobParams) -> str:
+    """A recorded trace's replay (workloads/replay.py) onto the target's one data file."""
+    target = replay.target_of(params.directory, params.device, file_names(params, 1)[0])
+    g = {
+        "group_reporting": "1",
+        "clat_percentiles": "1",
+        "percentile_list": ":".join(format(q, "g") for q in PERCENTILES),
+    }
+    g.update(data_pattern(params.compressibility))
+    g.update(replay.options(workload, target, params.directory))
+    return _render([("global", g), ("replay", {})])
+
+
 def render(workload: Workload, params: JobParams) -> str:
     """The complete job file for one measurement of `workload`."""
+    if workload.trace:
+        return _render_replay(workload, params)
     g = _global_options(workload, params)
     if workload.is_metadata:
         g.update(

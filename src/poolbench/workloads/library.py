@@ -318,6 +318,8 @@ def l2arc_read(bs: int) -> Workload:
     )
 
 
+# A recorded block trace replayed: timed (the recording's timing) or as fast as possible.
+TRACE_PREFIXES = ("trace:", "trace-fast:")
 SPECIAL = ("untar", "degraded-read", "resilver", "expand", "capacity", "pgbench-tpcb",
            "pgbench-select")  # fmt: skip
 
@@ -362,6 +364,17 @@ def _load(name: str, qd: str | None, jobs: str | None) -> tuple[int, int]:
     return depth, count
 
 
+def _named_elsewhere(name: str) -> Workload | None:
+    """A pgbench workload or a recorded trace's replay (each its own module's), else None."""
+    if pgbench.is_pgbench(name):
+        return pgbench.workload(name)
+    if name.startswith(TRACE_PREFIXES):
+        from poolbench.workloads import tracefile  # reads the stored trace's summary
+
+        return tracefile.workload(name)
+    return None
+
+
 def get(name: str) -> Workload:
     """Look a workload up by its name; raises UsageError with the list of valid forms."""
     fixed = {
@@ -376,8 +389,9 @@ def get(name: str) -> Workload:
     }
     if name in fixed:
         return fixed[name]()
-    if pgbench.is_pgbench(name):
-        return pgbench.workload(name)
+    other = _named_elsewhere(name)
+    if other is not None:
+        return other
     for pattern, _form, _example in _FAMILIES:
         m = pattern.match(name)
         if not m:
@@ -404,7 +418,8 @@ def get(name: str) -> Workload:
         f"Unknown workload '{name}'.",
         f"Run 'poolbench workloads' for the list: seq-write, seq-read, reread, "
         f"{', '.join(SPECIAL)}, and the "
-        f"families {forms}, {pgbench.FORMS}.",
+        f"families {forms}, {pgbench.FORMS}, and trace:NAME / trace-fast:NAME (a trace "
+        "recorded with `poolbench record`).",
     )
 
 

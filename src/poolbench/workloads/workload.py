@@ -96,6 +96,10 @@ class Workload:
     # Read from the pool, not timed (capacity): the same on every build of a configuration.
     # Stored with each measurement's workload definition, so reports compare it exactly.
     exact: bool = False
+    # A recorded block trace replayed (trace:NAME): its stored directory, and the highest
+    # byte it reaches, which is the size of the file the replay runs on (workloads/replay.py).
+    trace: str = ""
+    trace_extent: int = 0
 
     @property
     def is_metadata(self) -> bool:
