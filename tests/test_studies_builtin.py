@@ -62,6 +62,8 @@ EXPECTED_TRIALS = {
     "special": 4 * 3,  # raidz1:3 alone once, with a special mirror at 0, 16K and 64K
     "expand": 1 * 3,  # raidz1:3 grown to 4 disks
     "volblocksize": 2 * 3 * 3,  # mirror pairs and raidz1 × volblocksize 8K, 16K, 64K
+    "aging": 2 * 3 * 3,  # mirror pairs and raidz1 × 0, 1, 3 aging rounds at 80% fill
+    "slow-disk": 4 * 2 * 3,  # mirror:2, raidz1, raidz2, dRAID × with and without a slow disk
 }
 
 

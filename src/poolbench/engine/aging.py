@@ -26,11 +26,12 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
 
+from poolbench.backends.base import Backend, Pool, SupportsFragmentation, capability
 from poolbench.errors import PoolbenchError
 
 KiB = 1 << 10
@@ -258,3 +259,38 @@ def age(mountpoint: Path, usable: int, recipe: Recipe, fragmentation: Fragmentat
         seconds=round(time.monotonic() - t0, 2),
         data="incompressible (os.urandom), each file fsync'd, not timed",
     )  # fmt: skip
+
+
+# -- one trial's pool -------------------------------------------------------------------------
+DEFAULT_FILL = 80  # percent, when the configuration has no `fill` level
+EXTRA_ROUNDS = 10  # at most this many rounds past the asked ones, chasing a frag target
+
+
+def recipe_for(levels: Mapping[str, str], seed: int) -> Recipe:
+    """The recipe a configuration's levels ask for: `aging` rounds, to its `fill` level,
+    with its `frag_target` if any; the run's seed, so every layout is aged alike."""
+    rounds = int(levels["aging"])
+    frag = levels.get("frag_target")
+    return Recipe(seed, int(levels.get("fill", DEFAULT_FILL)), rounds,
+                  int(frag) if frag is not None else None, rounds + EXTRA_ROUNDS)  # fmt: skip
+
+
+def age_pool(
+    backend: Backend, pool: Pool, levels: Mapping[str, str], working_set: int, seed: int
+) -> AgeRecord:
+    """Age the trial's pool before its workloads (refused first when the working set would
+    not fit on top of the fill level)."""
+    from poolbench.engine.pool_hooks import usable_bytes
+    from poolbench.engine.pool_ops import check_room
+
+    recipe = recipe_for(levels, seed)
+    usable = usable_bytes(pool)
+    check_room(pool.spec.name, usable, recipe.fill_percent, working_set)
+    reads = capability(backend, SupportsFragmentation)
+
+    def frag() -> tuple[float | None, str]:
+        if reads is None:
+            return None, f"none: the {backend.name} backend reports no free-space fragmentation"
+        return reads.free_fragmentation(pool)
+
+    return age(pool.mountpoint, usable, recipe, frag)

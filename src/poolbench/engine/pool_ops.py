@@ -2,7 +2,9 @@
 
 * **Trial factors** (`TRIAL_FACTORS`): factors the trial loop applies itself, not a backend —
   `vdev_source` (overrides `[disks] vdev_source`), `compressibility` (overrides
-  `[workloads] compressibility`), `fill` (pre-fills the pool before the workloads run).
+  `[workloads] compressibility`), `fill` (pre-fills the pool before the workloads run),
+  `aging` and `frag_target` (engine/aging.py: the pool aged to the fill level instead),
+  `slow_member` (one member throttled to a share of its peers' speed: engine/slow_disk.py).
 * **Generic layouts** (`parity1`, `parity2`): one single/double-parity array over all the
   disks, in each backend's own terms (ZFS raidz1/raidz2, btrfs and md raid5/raid6), so one
   study can compare stacks on the same disks.
@@ -47,7 +49,7 @@ from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
 from poolbench.workloads.library import Workload, streaming
 
-TRIAL_FACTORS = ("vdev_source", "compressibility", "fill")
+TRIAL_FACTORS = ("vdev_source", "compressibility", "fill", "aging", "frag_target", "slow_member")
 MiB = 1 << 20
 
 GENERIC_LAYOUTS: dict[str, dict[str, str]] = {
@@ -201,6 +203,18 @@ class FillRecord(TypedDict, total=False):
     seconds: float
 
 
+def check_room(name: str, usable: int, percent: int, working_set: int) -> None:
+    """Refuse (before writing) a fill level that leaves too little room for the working set."""
+    filler = usable * percent // 100
+    need = working_set * 3 // 2 + 16 * MiB  # the working set, rewritten copy-on-write
+    if filler + need > usable * 98 // 100:
+        raise UsageError(
+            f"Filling {name} to {percent}% leaves {(usable - filler) >> 20} MiB, too "
+            f"little for a {working_set >> 20} MiB working set.",
+            "Use a smaller working set (--size) or larger disks.",
+        )
+
+
 def prefill(
     runner: Runner, pool: Pool, percent: int, working_set: int, streams: int = 1
 ) -> FillRecord:
@@ -210,13 +224,7 @@ def prefill(
     Refuses (before writing) when the working set would not fit on top of the filler."""
     usable = usable_bytes(pool)
     filler = usable * percent // 100
-    need = working_set * 3 // 2 + 16 * MiB  # the working set, rewritten copy-on-write
-    if filler + need > usable * 98 // 100:
-        raise UsageError(
-            f"Filling {pool.spec.name} to {percent}% leaves {(usable - filler) >> 20} MiB, too "
-            f"little for a {working_set >> 20} MiB working set.",
-            "Use a smaller working set (--size) or larger disks.",
-        )
+    check_room(pool.spec.name, usable, percent, working_set)
     directory = pool.mountpoint / ".poolbench-fill"
     record = FillRecord(asked_percent=percent, usable_bytes=usable)
     if runner.dry_run:

@@ -86,6 +86,12 @@ KNOWN_FACTORS = {
     "compressibility": "overrides [workloads] compressibility per configuration: 0..99 percent",
     "fill": "percent of the pool's usable space filled (incompressible, untimed) before the "
     "workloads run: 1..95",
+    "aging": "rounds of file deletions, overwrites and creations that age the pool at its "
+    "fill level (80% without a fill factor) before the workloads run: 0..50",
+    "frag_target": "with aging, OpenZFS: more rounds (at most 10) until the pool's "
+    "fragmentation property reaches this percent: 1..100",
+    "slow_member": "one member's speed as a percent of its peers' (blkio throttle; 100: "
+    "none slow): 1..100",
 }
 
 # Levels a trial factor accepts (backend options are checked by the backend).
@@ -93,6 +99,9 @@ _TRIAL_LEVELS: dict[str, Callable[[Any], bool]] = {
     "vdev_source": lambda v: str(v) in ("whole", "partition", "slice"),
     "compressibility": lambda v: isinstance(v, int) and 0 <= v <= 99,
     "fill": lambda v: isinstance(v, int) and 1 <= v <= 95,
+    "aging": lambda v: isinstance(v, int) and 0 <= v <= 50,
+    "frag_target": lambda v: isinstance(v, int) and 1 <= v <= 100,
+    "slow_member": lambda v: isinstance(v, int) and 1 <= v <= 100,
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from poolbench.errors import UsageError
 from poolbench.study.builtin import (
+    aging,
     ashift,
     capacity,
     compression,
@@ -20,6 +21,7 @@ from poolbench.study.builtin import (
     recordsize,
     resilver,
     special,
+    slow_disk,
     sync_slog,
     vdev_source,
     volblocksize,
@@ -50,6 +52,8 @@ STUDIES: dict[str, Builtin] = {
         special.BUILTIN,
         expand.BUILTIN,
         volblocksize.BUILTIN,
+        aging.BUILTIN,
+        slow_disk.BUILTIN,
     )
 }
 
