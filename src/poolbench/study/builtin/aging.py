@@ -26,7 +26,7 @@ from poolbench.study.builtin.base import (
 from poolbench.study.builtin.context import Context
 
 if TYPE_CHECKING:
-    from poolbench.store.facts import Age, ConfigFacts, StudyFacts
+    from poolbench.store.facts import ConfigFacts, StudyFacts
 
 WORKLOADS = ["seq-write", "seq-read", "rand-write-4k"]
 
@@ -97,20 +97,31 @@ def build(ctx: Context) -> StudyDict:
 
 
 # -- notes ------------------------------------------------------------------------------------
-def _age_line(c: ConfigFacts, a: Age) -> str:
-    fill = "?" if a.fill_achieved is None else f"{a.fill_achieved:g}%"
-    frag = f"fragmentation {a.frag_how or 'not read'}"
-    if a.frag_percent is not None:
-        frag = f"free-space fragmentation {a.frag_percent:g}% ({a.frag_how})"
-    past = f" (asked {a.rounds_asked}; more to reach frag {a.frag_target:g}%)" if (
-        a.rounds != a.rounds_asked) else ""  # fmt: skip
-    return (f"  {c.key} (replicate {a.replicate + 1}): {a.rounds} round(s){past}, fill "
-            f"{a.fill_asked:g}% asked, {fill} reached (statfs), {frag}")  # fmt: skip
+def _age_line(c: ConfigFacts) -> str:
+    """One configuration's age over its replicates: rounds, fill reached, fragmentation."""
+    ages = c.ages
+    rounds = sorted({a.rounds for a in ages})
+    fills = [a.fill_achieved for a in ages if a.fill_achieved is not None]
+    frags = [a.frag_percent for a in ages if a.frag_percent is not None]
+    asked = ages[0].rounds_asked
+    done = "/".join(map(str, rounds)) + (f" (asked {asked}: more to reach the frag target)"
+                                          if rounds != [asked] else "")  # fmt: skip
+    line = f"  {_layout(c)} aging={c.level('aging')}: {done} round(s); fill "
+    line += f"{ages[0].fill_asked:g}% asked, " + (
+        f"{min(fills):g}–{max(fills):g}% reached (statfs)" if fills else "not read"
+    )
+    if frags:
+        line += f"; free-space fragmentation {min(frags):g}–{max(frags):g}%"
+    return line + f" ({len(ages)} trial(s))"
 
 
 def _layout(c: ConfigFacts) -> str:
     """The configuration without its age: what is compared across aging levels."""
-    return " ".join(f"{k}={v}" for k, v in c.levels.items() if k not in ("aging", "backend"))
+    return " ".join(
+        v if k == "layout" else f"{k}={v}"
+        for k, v in c.levels.items()
+        if k not in ("aging", "backend", "fill")
+    )
 
 
 def _falls(configs: Sequence[ConfigFacts], workload: str) -> list[str]:
@@ -124,6 +135,8 @@ def _falls(configs: Sequence[ConfigFacts], workload: str) -> list[str]:
         fresh = ages.get(min(ages))
         for n in sorted(ages)[1:]:
             assert fresh is not None
+            if not (fresh.figures.get(workload) and ages[n].figures.get(workload)):
+                continue
             text, _shown = compared(fresh.figures.get(workload, ()),
                                     ages[n].figures.get(workload, ()))  # fmt: skip
             lines.append(f"  {layout}: aged {n} round(s) vs {min(ages)}: {text}")
@@ -174,11 +187,13 @@ def _ranking(configs: Sequence[ConfigFacts], workload: str) -> list[str]:
 
 def notes(ctx: Context, facts: StudyFacts) -> list[str]:
     """Each trial's age, each layout's fall from fresh, and the ranking per aging level."""
-    ages = [_age_line(c, a) for c in facts.configs for a in c.ages]
-    if not ages:
+    aged = [c for c in facts.configs if c.ages]
+    if not aged:
         return []
+    hows = sorted({a.frag_how for c in aged for a in c.ages if a.frag_how})
     out = ["aging: each pool aged before measuring (engine/aging.py; the run's seed, so the "
-           "same operations on every layout; untimed):", *ages]  # fmt: skip
+           "same operations on every layout; untimed); fragmentation: "
+           + ("; ".join(hows) or "not read"), *(_age_line(c) for c in aged)]  # fmt: skip
     for w in WORKLOADS + sorted({w for c in facts.configs for w in c.figures} - set(WORKLOADS)):
         falls = _falls(facts.configs, w)
         ranks = _ranking(facts.configs, w)
