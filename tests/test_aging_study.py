@@ -5,6 +5,7 @@ figures are parsed from their real output."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -166,3 +167,14 @@ def test_a_ranking_flip_inside_the_noise_is_not_called_a_change() -> None:
     lines = study.notes(ctx, facts_from_records(meta, rows))
     flip = [line for line in lines if "ranking changed" in line]
     assert len(flip) == 1 and flip[0].endswith("not a change they show")
+
+
+def test_a_frag_target_where_no_fragmentation_is_reported_is_refused() -> None:
+    from poolbench.errors import Unsupported
+
+    aging.check("zfs", "openzfs", {"aging": "1", "frag_target": "30"})
+    aging.check("btrfs", "", {"aging": "1"})
+    for backend, dialect, who in (("zfs", "zfs-fuse", "zfs-fuse (pool version 23)"),
+                                  ("btrfs", "", "the btrfs backend")):  # fmt: skip
+        with pytest.raises(Unsupported, match=f"which {re.escape(who)} does not report"):
+            aging.check(backend, dialect, {"aging": "1", "frag_target": "30"})

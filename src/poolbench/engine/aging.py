@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from poolbench.backends.base import Backend, Pool, SupportsFragmentation, capability
-from poolbench.errors import PoolbenchError
+from poolbench.errors import PoolbenchError, Unsupported
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -273,6 +273,22 @@ def recipe_for(levels: Mapping[str, str], seed: int) -> Recipe:
     frag = levels.get("frag_target")
     return Recipe(seed, int(levels.get("fill", DEFAULT_FILL)), rounds,
                   int(frag) if frag is not None else None, rounds + EXTRA_ROUNDS)  # fmt: skip
+
+
+def check(backend: str, dialect: str, levels: Mapping[str, str]) -> None:
+    """A fragmentation target where the stack has no fragmentation figure to reach it by,
+    refused before anything is built."""
+    if "frag_target" not in levels:
+        return
+    if backend == "zfs" and dialect == "openzfs":
+        return
+    what = "zfs-fuse (pool version 23)" if backend == "zfs" else f"the {backend} backend"
+    raise Unsupported(
+        f"frag_target={levels['frag_target']} needs the pool's free-space fragmentation "
+        f"figure, which {what} does not report; nothing was created.",
+        "Remove frag_target (the aging rounds and fill are still recorded), or run on "
+        "OpenZFS 2.x (the guest tier: vm/run-openzfs-tier.sh).",
+    )
 
 
 def age_pool(

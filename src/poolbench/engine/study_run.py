@@ -30,7 +30,7 @@ from pathlib import Path
 
 from poolbench.backends import registry
 from poolbench.backends.base import Availability, Backend, Pool
-from poolbench.engine import pool_ops, replicates, slow_disk, trial
+from poolbench.engine import aging, pool_ops, replicates, slow_disk, trial
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.session import Session
@@ -144,6 +144,7 @@ class StudyRun:
             pool_ops.disks_for(self.study.disks, dict(cfg.levels))
             slow_disk.check(self.study.disks, dict(cfg.levels))
             avail = found.get(name) or self.backends[name].check()
+            aging.check(name, avail.dialect, dict(cfg.levels))
             pool_ops.check_pool_workloads(name, spec.layout, n, self.workloads, avail.version)
             pool_ops.check_volume(spec, self.workloads, self.study.workloads.size)
         if not self.configs:
