@@ -6,7 +6,10 @@ a fragmentation target makes the recipe go on past its rounds until the pool rep
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
+import subprocess
+import tempfile
 from pathlib import Path
 from statistics import mean
 from typing import Any
@@ -30,14 +33,23 @@ def _ages(db: Path) -> dict[str, list[dict[str, Any]]]:
 
 def _study(tmp: Path, *opts: str) -> tuple[dict[str, list[dict[str, Any]]], str]:
     db = tmp / "r.db"
-    p = poolbench(
+    # The guest's /tmp is tmpfs, where loop disks are refused: scratch on /var/tmp.
+    scratch = Path(tempfile.mkdtemp(prefix="pboz-aging-", dir="/var/tmp"))
+    try:
+        p = _run(db, scratch, *opts)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return _ages(db), p.stdout
+
+
+def _run(db: Path, scratch: Path, *opts: str) -> subprocess.CompletedProcess[str]:
+    return poolbench(
         "study", "aging", "--disks", "3x128M", "--layouts", "raidz1", "--fill", str(FILL),
         "--workloads", "seq-write", "--size", "8M", "--replicates", "2",
         "--max-replicates", "2", "--min-window", "0", "--seed", "4", *opts,
-        "--db", str(db), "--scratch-dir", str(tmp / "scratch"),
+        "--db", str(db), "--scratch-dir", str(scratch / "s"),
     )  # fmt: skip
-    assert p.returncode == 0, p.stdout + p.stderr
-    return _ages(db), p.stdout
 
 
 def test_the_fragmentation_property_is_recorded_and_grows_with_age(tmp_path: Path) -> None:
