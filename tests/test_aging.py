@@ -91,6 +91,8 @@ def test_the_same_seed_leaves_the_same_files(tmp_path: Path) -> None:
 
 
 def test_a_fragmentation_target_adds_rounds_until_it_is_met_or_capped(tmp_path: Path) -> None:
+    (tmp_path / "m").mkdir()
+    (tmp_path / "n").mkdir()
     readings = iter([10.0, 20.0, 31.0, 40.0])
     rec = aging.age(tmp_path / "m", 1 * MiB, Recipe(2, 50, 1, frag_target=30, max_rounds=6),
                     lambda: (next(readings), "zpool get fragmentation"))  # fmt: skip

@@ -99,10 +99,14 @@ class _Backend:
         return 7.0, "fake reading"
 
 
-def test_the_trial_ages_its_pool_instead_of_prefilling_and_records_it(tmp_path: Path) -> None:
+def test_the_trial_ages_its_pool_instead_of_prefilling_and_records_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spec = PoolSpec("zfs", "raidz1", (), "pbt1", tmp_path)
     usable = 40 * MiB  # room for the working set on top of 50%: check_room's rule
-    pool = Pool(spec, tmp_path, [], {"usable_bytes": usable})
+    # statfs of tmp would be the host's free space: the room for files is stated instead.
+    monkeypatch.setattr(aging, "available", lambda _mnt: usable)
+    pool = Pool(spec, tmp_path, [], {"usable_bytes": 999 * MiB})
     cfg = matrix.Config((("backend", "zfs"), ("layout", "raidz1"), ("aging", "2"),
                          ("fill", "50")))  # fmt: skip
     options = Options(workloads=parse_list("seq-write"), size=1 * MiB, seed=42)
@@ -112,10 +116,12 @@ def test_the_trial_ages_its_pool_instead_of_prefilling_and_records_it(tmp_path: 
     rec = findings.other["aging"]
     assert "fill" not in findings.other  # aged to the level, not filled in one pass
     assert (rec["rounds"], rec["seed"], rec["fill_percent_asked"]) == (2, 42, 50)
-    assert rec["live_bytes"] == usable // 2 and backend.reads == 1
+    assert rec["live_bytes"] == usable // 2 and rec["usable_bytes"] == usable
+    assert backend.reads == 1 and rec["achieved_percent"] == 0.0  # statfs stated: no change
     assert (rec["frag_percent"], rec["frag_how"]) == (7.0, "fake reading")
     # Too full for the working set: refused before a byte is written.
-    small = Pool(spec, tmp_path / "s", [], {"usable_bytes": 24 * MiB})
+    small = Pool(spec, tmp_path / "s", [], {})
+    monkeypatch.setattr(aging, "available", lambda _mnt: 24 * MiB)
     with pytest.raises(UsageError, match="too little for a 1 MiB working set"):
         aging.age_pool(backend, small, dict(cfg.levels), 1 * MiB, 1)  # type: ignore[arg-type]
 

@@ -6,7 +6,8 @@ a pool that lived has it in many small holes between surviving files, and a layo
 fresh may lose old (Smith & Seltzer; Geriatrix). The recipe:
 
 * **fill**: create files whose sizes are drawn from `SIZE_CLASSES` (many small files, most
-  bytes in the large ones) until the live bytes reach `fill_percent` of the usable space;
+  bytes in the large ones) until the live bytes reach `fill_percent` of the room the fresh
+  filesystem offered for files (statfs f_bavail: on ZFS its AVAIL, nearly USED + AVAIL);
 * **each round**: delete a seeded share of the live files, overwrite a part of another share
   in place (a copy-on-write stack allocates the new blocks elsewhere), and create files again
   until the fill level is back;
@@ -151,10 +152,10 @@ class AgeRecord(TypedDict, total=False):
     rounds_asked: int
     rounds: int  # rounds done (beyond the first fill)
     fill_percent_asked: int
-    usable_bytes: int
+    usable_bytes: int  # the room for files when aging began (statfs f_bavail)
     live_bytes: int  # what the recipe left, by its own count
     files: int
-    achieved_percent: float | None  # statfs: used / usable after the last round
+    achieved_percent: float | None  # statfs: the room the files took, of usable_bytes
     frag_target: int | None
     frag_percent: float | None  # the stack's own figure after the last round (None: none)
     frag_how: str  # how it was read, or why there is none
@@ -207,19 +208,25 @@ def apply(root: Path, ops: list[Op]) -> int:
     return written
 
 
-def used_percent(mountpoint: Path, usable: int) -> float | None:
-    """How full the filesystem says it is: (usable − available) / usable, from statfs."""
-    if usable <= 0:
-        return None
+def available(mountpoint: Path) -> int:
+    """The bytes statfs says a file may still take (f_bavail): the room for files."""
     st = os.statvfs(mountpoint)
-    return round(100 * (usable - st.f_bavail * st.f_frsize) / usable, 1)
+    return st.f_bavail * st.f_frsize
+
+
+def used_percent(consumed: int, space: int) -> float | None:
+    """How much of the room for files the recipe's files took, by statfs: what the stack
+    really spent on them (metadata, raidz parity past its nominal ratio, btrfs's chunks)."""
+    return round(100 * consumed / space, 1) if space > 0 else None
 
 
 def age(mountpoint: Path, usable: int, recipe: Recipe, fragmentation: Fragmentation) -> AgeRecord:
-    """Age the filesystem at `mountpoint` by `recipe`; `fragmentation` reads the stack's own
-    free-space fragmentation figure (percent, or None and why not)."""
+    """Age the filesystem at `mountpoint` by `recipe` to its fill level of `usable` bytes
+    (the room for files); `fragmentation` reads the stack's own free-space fragmentation
+    figure (percent, or None and why not)."""
     t0 = time.monotonic()
     root = mountpoint / DIRECTORY
+    before = available(mountpoint)
     plan = Plan(recipe, usable)
     counts = {"create": 0, "overwrite": 0, "delete": 0}
 
@@ -248,7 +255,7 @@ def age(mountpoint: Path, usable: int, recipe: Recipe, fragmentation: Fragmentat
         usable_bytes=usable,
         live_bytes=plan.live_bytes,
         files=len(plan.live),
-        achieved_percent=used_percent(mountpoint, usable),
+        achieved_percent=used_percent(before - available(mountpoint), usable),
         frag_target=recipe.frag_target,
         frag_percent=frag,
         frag_how=how,
@@ -296,11 +303,13 @@ def age_pool(
 ) -> AgeRecord:
     """Age the trial's pool before its workloads (refused first when the working set would
     not fit on top of the fill level)."""
-    from poolbench.engine.pool_hooks import usable_bytes
     from poolbench.engine.pool_ops import check_room
 
     recipe = recipe_for(levels, seed)
-    usable = usable_bytes(pool)
+    # The room a fresh filesystem offers for files, by statfs, the same figure for every
+    # stack: a small btrfs holds back a large share of its size for metadata chunks and its
+    # global reserve, which a fill of `f_blocks` would count as filled by the recipe.
+    usable = available(pool.mountpoint)
     check_room(pool.spec.name, usable, recipe.fill_percent, working_set)
     reads = capability(backend, SupportsFragmentation)
 

@@ -62,7 +62,10 @@ def _frag(ctx: Context) -> list[int]:
 
 
 def build(ctx: Context) -> StudyDict:
-    need(ctx, 3, "aging study (mirror pairs and raidz1)")
+    if "layouts" in ctx.options:
+        need(ctx, 2, "aging study")
+    else:
+        need(ctx, 3, "aging study (mirror pairs and raidz1)")
     rounds = ctx.opt_ints("levels", [0, 1, 3])
     if max(rounds) > 50:
         raise UsageError(f"--levels {max(rounds)}: at most 50 aging rounds.", "e.g. --levels 0,1,3")
