@@ -3,8 +3,8 @@ half of that (engine/slow_disk.py), under a 2-way mirror and a raidz1:3. The fig
 to what the caps make them (study/builtin/slow_disk.expected: streaming writes at the slow
 disk's pace × data disks; zfs-fuse's mirror reads split evenly over the sides, so 2 × the
 slow side's rate), the slow-member guard flags the throttled disk or nothing, never a healthy
-one, and no cap may outlive the run. (Measured here before the healthy configurations were dropped to
-save time: a healthy mirror read 36 MiB/s against 16 with one side at half of 16 MiB/s.)"""
+one, and no cap may outlive the run. (Measured before the healthy configurations were dropped
+to save time: a healthy mirror read 36 MiB/s against 16 with one side at half of 16 MiB/s.)"""
 
 from __future__ import annotations
 
