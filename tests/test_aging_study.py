@@ -16,7 +16,7 @@ from poolbench.backends.base import Pool, PoolSpec
 from poolbench.engine import aging, trial
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.session import Options
-from poolbench.errors import UsageError
+from poolbench.errors import Unsupported, UsageError
 from poolbench.store.facts import FactRow, facts_from_records
 from poolbench.study import matrix
 from poolbench.study.builtin import aging as study
@@ -72,7 +72,7 @@ def test_zfs_fuse_says_fragmentation_is_not_recorded_and_refuses_a_target() -> N
     ctx = Context(4, "1G", dialect="zfs-fuse")
     registry.build("aging", ctx)
     assert any("no fragmentation property" in line for line in ctx.said)
-    with pytest.raises(UsageError, match="zfs-fuse .* does not have; nothing was created"):
+    with pytest.raises(Unsupported, match="zfs-fuse .* does not have; nothing was created"):
         registry.build("aging", Context(4, "1G", dialect="zfs-fuse", options={"frag": "30"}))
     s = parse(registry.study_text("aging", Context(4, "1G", options={"frag": "30"})))
     assert s.factors["frag_target"] == [30]
@@ -176,8 +176,6 @@ def test_a_ranking_flip_inside_the_noise_is_not_called_a_change() -> None:
 
 
 def test_a_frag_target_where_no_fragmentation_is_reported_is_refused() -> None:
-    from poolbench.errors import Unsupported
-
     aging.check("zfs", "openzfs", {"aging": "1", "frag_target": "30"})
     aging.check("btrfs", "", {"aging": "1"})
     for backend, dialect, who in (("zfs", "zfs-fuse", "zfs-fuse (pool version 23)"),
