@@ -34,6 +34,8 @@ EXPECTED_TRIALS = {
     "special.toml": 4 * 3,
     "expand.toml": 1 * 3,
     "volblocksize.toml": 2 * 3 * 3,
+    "aging.toml": 2 * 3 * 3,  # mirror pairs and raidz1 × 0, 1, 3 aging rounds
+    "slow-disk.toml": 4 * 2 * 3,  # mirror:2, raidz1, raidz2, dRAID × with/without a slow disk
 }
 
 INVALID = {
