@@ -66,6 +66,8 @@ EXPECTED_TRIALS = {
     "volblocksize": 2 * 3 * 3,  # mirror pairs and raidz1 × volblocksize 8K, 16K, 64K
     "database": 2 * 3 * 2 * 2 * 3,  # mirror, raidz1 × recordsize × full_page_writes × logbias
     "l2arc": 2 * 3,  # the pool alone and with a cache device
+    "aging": 2 * 3 * 3,  # mirror pairs and raidz1 × 0, 1, 3 aging rounds at 80% fill
+    "slow-disk": 4 * 2 * 3,  # mirror:2, raidz1, raidz2, dRAID × with and without a slow disk
 }
 
 

@@ -36,6 +36,8 @@ EXPECTED_TRIALS = {
     "volblocksize.toml": 2 * 3 * 3,
     "database.toml": 2 * 3 * 2 * 2 * 3,  # layout × recordsize × full_page_writes × logbias
     "l2arc.toml": 2 * 3,  # the pool alone and with a cache device
+    "aging.toml": 2 * 3 * 3,  # mirror pairs and raidz1 × 0, 1, 3 aging rounds
+    "slow-disk.toml": 4 * 2 * 3,  # mirror:2, raidz1, raidz2, dRAID × with/without a slow disk
 }
 
 INVALID = {

@@ -220,6 +220,14 @@ class SupportsCompressionReadBack(Protocol):
     def compression_setting(self, pool: Pool) -> str | None: ...
 
 
+@runtime_checkable
+class SupportsFragmentation(Protocol):
+    """The stack's own free-space fragmentation figure, a percent (backends/fragmentation.py),
+    with how it was read, or None and why there is none."""
+
+    def free_fragmentation(self, pool: Pool) -> tuple[float | None, str]: ...
+
+
 C = TypeVar("C")
 
 

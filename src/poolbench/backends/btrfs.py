@@ -15,6 +15,7 @@ import os
 import re
 from pathlib import Path
 
+from poolbench.backends import fragmentation
 from poolbench.backends._common import block_names, is_block, mount_at, remount_cold
 from poolbench.backends.base import Availability, Pool, PoolSpec
 from poolbench.errors import PoolbenchError, UsageError
@@ -238,6 +239,10 @@ class BtrfsBackend:
     def drop_cache(self, pool: Pool) -> JsonObject:
         return remount_cold(self.runner, pool.mountpoint, self.mount_argv(pool.spec),
                             self.mountinfo)  # fmt: skip
+
+    def free_fragmentation(self, pool: Pool) -> tuple[float | None, str]:
+        """None: btrfs reports no free-space fragmentation (said in the aging record)."""
+        return None, fragmentation.BTRFS_NONE
 
     def destroy(self, pool: Pool, journal: Journal) -> None:
         mountpoint = str(pool.mountpoint)

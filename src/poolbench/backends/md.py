@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from poolbench import is_digits
+from poolbench.backends import fragmentation
 from poolbench.backends._common import block_names, mount_at, remount_cold
 from poolbench.backends.base import Availability, Pool, PoolSpec
 from poolbench.errors import PoolbenchError, UsageError
@@ -308,6 +309,18 @@ class MdBackend:
         flush = (lambda: flush_stripe_cache(size)) if size.exists() else None
         return remount_cold(self.runner, pool.mountpoint, self.mount_argv(pool.spec),
                             self.mountinfo, while_unmounted=flush)  # fmt: skip
+
+    def free_fragmentation(self, pool: Pool) -> tuple[float | None, str]:
+        """ext4/ext3: e2freefrag's histogram (read-only, on the mounted array's device),
+        weighted as OpenZFS weighs its free segments; xfs: none."""
+        fs = pool.spec.fs_options.get("fs", "ext4")
+        if fs == "xfs":
+            return None, "none: xfs free space is not read (xfs_db freesp is not run)"
+        res = self.runner.run(["e2freefrag", self.array_path(pool.spec)], check=False,
+                              mutates=False)  # fmt: skip
+        if res.returncode != 0:
+            return None, f"none: e2freefrag failed ({res.stderr.strip()[:120]})"
+        return fragmentation.e2freefrag_percent(res.stdout), fragmentation.E2FREEFRAG_HOW
 
     def destroy(self, pool: Pool, journal: Journal) -> None:
         mountpoint, dev = str(pool.mountpoint), self.array_path(pool.spec)

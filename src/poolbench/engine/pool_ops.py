@@ -4,7 +4,9 @@
   `vdev_source` (overrides `[disks] vdev_source`), `compressibility` (overrides
   `[workloads] compressibility`), `fill` (pre-fills the pool before the workloads run),
   `arc_max` (the ARC's ceiling for the trial: engine/arc_limit.py), `load` (the foreground
-  workload a resilver runs under: engine/resilver_load.py).
+  workload a resilver runs under: engine/resilver_load.py), `aging` and `frag_target`
+  (engine/aging.py: the pool aged to the fill level instead), `slow_member` (one member
+  throttled to a share of its peers' speed: engine/slow_disk.py).
 * **Generic layouts** (`parity1`, `parity2`): one single/double-parity array over all the
   disks, in each backend's own terms (ZFS raidz1/raidz2, btrfs and md raid5/raid6), so one
   study can compare stacks on the same disks.
@@ -52,7 +54,17 @@ from poolbench.workloads import fio, fiojob
 from poolbench.workloads.library import L2ARC_INTERVALS, Workload, streaming
 
 # full_page_writes: a PostgreSQL setting the pgbench workloads apply (engine/pgbench_run.py).
-TRIAL_FACTORS = ("vdev_source", "compressibility", "fill", "full_page_writes", "arc_max", "load")
+TRIAL_FACTORS = (
+    "vdev_source",
+    "compressibility",
+    "fill",
+    "full_page_writes",
+    "arc_max",
+    "load",
+    "aging",
+    "frag_target",
+    "slow_member",
+)
 MiB = 1 << 20
 
 GENERIC_LAYOUTS: dict[str, dict[str, str]] = {
@@ -206,6 +218,18 @@ class FillRecord(TypedDict, total=False):
     seconds: float
 
 
+def check_room(name: str, usable: int, percent: int, working_set: int) -> None:
+    """Refuse (before writing) a fill level that leaves too little room for the working set."""
+    filler = usable * percent // 100
+    need = working_set * 3 // 2 + 16 * MiB  # the working set, rewritten copy-on-write
+    if filler + need > usable * 98 // 100:
+        raise UsageError(
+            f"Filling {name} to {percent}% leaves {(usable - filler) >> 20} MiB, too "
+            f"little for a {working_set >> 20} MiB working set.",
+            "Use a smaller working set (--size) or larger disks.",
+        )
+
+
 def prefill(
     runner: Runner, pool: Pool, percent: int, working_set: int, streams: int = 1
 ) -> FillRecord:
@@ -215,13 +239,7 @@ def prefill(
     Refuses (before writing) when the working set would not fit on top of the filler."""
     usable = usable_bytes(pool)
     filler = usable * percent // 100
-    need = working_set * 3 // 2 + 16 * MiB  # the working set, rewritten copy-on-write
-    if filler + need > usable * 98 // 100:
-        raise UsageError(
-            f"Filling {pool.spec.name} to {percent}% leaves {(usable - filler) >> 20} MiB, too "
-            f"little for a {working_set >> 20} MiB working set.",
-            "Use a smaller working set (--size) or larger disks.",
-        )
+    check_room(pool.spec.name, usable, percent, working_set)
     directory = pool.mountpoint / ".poolbench-fill"
     record = FillRecord(asked_percent=percent, usable_bytes=usable)
     if runner.dry_run:

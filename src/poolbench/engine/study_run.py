@@ -30,7 +30,7 @@ from pathlib import Path
 
 from poolbench.backends import registry
 from poolbench.backends.base import Availability, Backend, Pool
-from poolbench.engine import arc_limit, pool_ops, replicates, trial
+from poolbench.engine import aging, arc_limit, pool_ops, replicates, slow_disk, trial
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.session import Session
@@ -142,8 +142,10 @@ class StudyRun:
             spec = trial.spec_for(cfg, dummy, "pbcheck", self.paths.scratch)
             self.backends[name].validate(spec)
             pool_ops.disks_for(self.study.disks, dict(cfg.levels))
+            slow_disk.check(self.study.disks, dict(cfg.levels))
             avail = found.get(name) or self.backends[name].check()
             arc_limit.check(dict(cfg.levels), avail.dialect)
+            aging.check(name, avail.dialect, dict(cfg.levels))
             pool_ops.check_pool_workloads(name, spec.layout, n, self.workloads, avail.version)
             pool_ops.check_volume(spec, self.workloads, self.study.workloads.size)
         if not self.configs:
@@ -360,6 +362,7 @@ class StudyRun:
         base = self.paths.scratch / name
         disks = pool_ops.disks_for(self.study.disks, tc.levels)
         devices = sources.make_disks(self.runner, journal, disks, base, claims=self.claims)
+        slow = slow_disk.throttle(journal, disks, devices, tc.levels)  # lifted at teardown
         pool = backend.create(trial.spec_for(tc.config, devices, name, base), journal)
         if self.runner.dry_run:
             pool_ops.make_volume(backend, pool, parse_size(self.study.workloads.size))
@@ -367,18 +370,21 @@ class StudyRun:
                                   self.study.workloads)  # fmt: skip
         else:
             trial.refuse_if_not_as_asked(tc, backend.verify(pool))
+            extra: JsonObject = {"slow_member": dict(slow)} if slow else {}
             # journaled, so the trial's teardown restores it whatever happens next
-            self._measure(tc, backend, pool, arc_limit.apply(journal, tc.levels))
+            arc = arc_limit.apply(journal, tc.levels)
+            if arc:
+                extra["arc_limit"] = arc
+            self._measure(tc, backend, pool, extra)
         backend.destroy(pool, journal)
 
-    def _measure(self, tc: TrialConfig, backend: Backend, pool: Pool, arc: JsonObject) -> None:
+    def _measure(self, tc: TrialConfig, backend: Backend, pool: Pool, extra: JsonObject) -> None:
         # The study's seed seeds fio's offsets too, so `run --seed N` replays them.
         options = replace(
             trial.options_for(self.study, self.workloads, tc, self.untar_source), seed=self.seed
         )
-        findings = trial.findings_for(self.runner, pool, tc, options)
-        if arc:
-            findings.other["arc_limit"] = arc
+        findings = trial.findings_for(self.runner, backend, pool, tc, options)
+        findings.other.update(extra)
         subject = pool_ops.subject_for(
             self.runner,
             backend,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from poolbench.backends.base import Pool, PoolSpec
-from poolbench.engine import pool_ops
+from poolbench.backends.base import Backend, Pool, PoolSpec
+from poolbench.engine import aging, pool_ops
 from poolbench.engine.records import Findings, TrialConfig
 from poolbench.engine.session import Options
 from poolbench.errors import PoolbenchError, UsageError
@@ -110,13 +110,19 @@ def options_for(
     )
 
 
-def findings_for(runner: Runner, pool: Pool, tc: TrialConfig, options: Options) -> Findings:
+def findings_for(
+    runner: Runner, backend: Backend, pool: Pool, tc: TrialConfig, options: Options
+) -> Findings:
     """What every measurement of the trial records: the pool, the replicate, and the pool's
-    fill (done here, before any workload, when the configuration has a `fill` level)."""
+    fill or age (done here, before any workload, when the configuration has a `fill` or an
+    `aging` level)."""
     other: dict[str, object] = {"replicate": tc.replicate}
     # The disks the pool really sits on (sector sizes for the ashift study's 512e note).
     other[MEMBER_DISKS] = [probes.device_info(Path(d).name) for d in pool.block_devices]
-    if "fill" in tc.levels:
+    if "aging" in tc.levels:  # aged to its fill level instead of filled in one pass
+        assert options.size is not None
+        other["aging"] = aging.age_pool(backend, pool, tc.levels, options.size, options.seed or 0)
+    elif "fill" in tc.levels:
         assert options.size is not None
         streams = max(w.streams for w in options.workloads)
         other["fill"] = pool_ops.prefill(

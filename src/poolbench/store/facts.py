@@ -48,6 +48,32 @@ class Fill:
 
 
 @dataclass(frozen=True)
+class Age:
+    """How one trial's pool was aged (engine/aging.py's record): rounds done of those asked,
+    the fill asked and reached (statfs), and the stack's own free-space fragmentation."""
+
+    replicate: int
+    rounds: int
+    rounds_asked: int
+    fill_asked: float
+    fill_achieved: float | None
+    frag_percent: float | None
+    frag_how: str
+    frag_target: float | None = None
+
+
+@dataclass(frozen=True)
+class SlowMember:
+    """The member throttled on purpose (engine/slow_disk.py): its place, its cap and its
+    peers'."""
+
+    position: int
+    percent: int
+    cap_mib_s: float
+    peer_mib_s: float
+
+
+@dataclass(frozen=True)
 class Resilver:
     """One resilver: the trial's replicate, bytes resilvered and seconds it took."""
 
@@ -125,6 +151,11 @@ class ConfigFacts:
     # A pool operation's own section per replicate, in replicate order (OP_SECTIONS: the
     # l2arc reads' intervals, a resilver's and its load's figures), for the studies' notes.
     sections: Mapping[str, tuple[JsonObject, ...]] = field(default_factory=dict)
+    ages: tuple[Age, ...] = ()  # one per trial of an aged configuration (aging factor)
+    slow_member: SlowMember | None = None  # the member throttled on purpose (slow_member)
+    # workload → per replicate whose window could judge its members (guards members_slow),
+    # the places in the pool's order of those it found slow
+    slow_flags: Mapping[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
     def level(self, factor: str, default: str = "") -> str:
         return self.levels.get(factor, default)
@@ -227,6 +258,8 @@ def _config(key: str, levels: dict[str, str], rows: list[FactRow]) -> ConfigFact
     measured: list[int] = []  # the capacity workload's figure
     described: list[int] = []  # the pool as read back when it was built
     version, fill, resilvers = "", None, []
+    ages: dict[int, Age | None] = {}
+    slow: SlowMember | None = None
     latency: dict[str, dict[str, list[tuple[int, float]]]] = {}
     cpu: dict[str, list[float]] = {}
     scope = ""
@@ -253,6 +286,9 @@ def _config(key: str, levels: dict[str, str], rows: list[FactRow]) -> ConfigFact
             scope = scope or str(spent.get("fs_scope") or "")
         rs = _resilver(g.get("resilver"), int(r["replicate"]))
         resilvers += [rs] if rs else []
+        got = _age(g.get("aging"), int(r["replicate"]))
+        ages[got.replicate if got else -1] = got
+        slow = slow or _slow(g.get("slow_member"))
         _add_latency(latency, r["workload"], int(r["replicate"]), r.get("clat"))
     return ConfigFacts(
         key=key,
@@ -278,6 +314,9 @@ def _config(key: str, levels: dict[str, str], rows: list[FactRow]) -> ConfigFact
         bytes_per_txn={w: tuple(v) for w, v in per_txn.items()},
         warm=frozenset(warm),
         sections=_op_sections(rows),
+        ages=tuple(a for _r, a in sorted(ages.items()) if a is not None),
+        slow_member=slow,
+        slow_flags=_slow_flags(rows),
     )
 
 
@@ -421,3 +460,45 @@ def _resilver(rs: Any, replicate: int) -> Resilver | None:
         str(rs.get("kind") or ""),
         float(scrub_seconds) if isinstance(scrub_seconds, int | float) else None,
     )
+
+
+def _num(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if ok else None
+
+
+def _age(a: Any, replicate: int) -> Age | None:
+    if not isinstance(a, dict) or not isinstance(a.get("rounds"), int):
+        return None
+    return Age(
+        replicate,
+        int(a["rounds"]),
+        int(a.get("rounds_asked") or 0),
+        float(a.get("fill_percent_asked") or 0),
+        _num(a.get("achieved_percent")),
+        _num(a.get("frag_percent")),
+        str(a.get("frag_how") or ""),
+        _num(a.get("frag_target")),
+    )
+
+
+def _slow(s: Any) -> SlowMember | None:
+    if not isinstance(s, dict) or _num(s.get("cap_mib_s")) is None:
+        return None
+    return SlowMember(int(s.get("position") or 0), int(s.get("percent") or 0),
+                      float(s["cap_mib_s"]), float(s.get("peer_mib_s") or 0))  # fmt: skip
+
+
+def _slow_flags(rows: list[FactRow]) -> dict[str, tuple[tuple[int, ...], ...]]:
+    """Per workload, each judged replicate's slow members by place (engine/slow_members.py
+    applies the naming rule to the same evidence)."""
+    out: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
+    for r in rows:
+        ev = r["guards"].get("members_slow")
+        slow = ev.get("slow") if isinstance(ev, dict) else None
+        if not isinstance(slow, dict):
+            continue
+        found = [d.get("position") for d in slow.values() if isinstance(d, dict)]
+        places = tuple(sorted(p for p in found if isinstance(p, int)))
+        out.setdefault(str(r["workload"]), []).append((int(r["replicate"]), places))
+    return {w: tuple(p for _r, p in sorted(v)) for w, v in out.items()}

@@ -34,6 +34,7 @@ def problems(study: Study) -> list[Located]:
         (("factors",), _levels_ascii),
         (("disks", "size"), _zfs_device_size),
         (("workloads", "size"), _fits),
+        (("factors", "frag_target"), _frag_needs_aging),
     )
     for loc, check_one in checks:
         try:
@@ -91,7 +92,9 @@ def _fits(study: Study) -> None:
     if d.source == "devices" or d.count == 0:
         return  # device sizes are known only after probing them
     ws = parse_size(study.workloads.size)
-    fill = max((int(x) for x in study.factors.get("fill", [0])), default=0)
+    # aging fills to its fill level, 80% without one (engine/aging.py DEFAULT_FILL)
+    default = [80] if "aging" in study.factors else [0]
+    fill = max((int(x) for x in study.factors.get("fill", default)), default=0)
     ashifts = [int(a) for a in study.factors.get("ashift", [12]) if is_digits(str(a))] or [12]
     for layout in (str(x) for x in study.factors.get("layout", [])):
         if _widths(layout, d.count) > d.count:
@@ -110,6 +113,15 @@ def _fits(study: Study) -> None:
                 f"(about {usable // 2**20} MiB usable).",
                 "Lower [workloads] size or the fill levels, or use more or larger disks.",
             )
+
+
+def _frag_needs_aging(study: Study) -> None:
+    """A fragmentation target is what aging rounds chase: alone it would do nothing."""
+    if "frag_target" in study.factors and "aging" not in study.factors:
+        raise UsageError(
+            "factor 'frag_target' needs an 'aging' factor: aging rounds are what reach it.",
+            "Add e.g. aging = [1, 3], or remove frag_target.",
+        )
 
 
 def _widths(layout: str, n_disks: int) -> int:

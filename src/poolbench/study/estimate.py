@@ -125,9 +125,12 @@ def estimate(study: Study) -> Estimate:
     configs = matrix.configs(study)
     fill_extra = 0.0
     for c in configs:
-        level = c.get("fill")
+        level = c.get("fill", "80" if c.get("aging") is not None else None)
+        # aging refills the deleted share (engine/aging.py DELETE_SHARE) and overwrites part
+        # of the rest each round: about 0.4 of the fill level per round, on top of the fill
+        rewrites = 1 + 0.4 * int(c.get("aging") or 0)
         if level is not None:  # the pre-fill: a share of the pool's raw space, untimed
-            fill_extra += int(level) / 100 * study.disks.size_bytes * study.disks.n / MiB
+            fill_extra += int(level) / 100 * study.disks.size_bytes * study.disks.n / MiB * rewrites
         if c.get("load", "none") != "none":  # a resilver's load: as long again, then alone
             fill_extra += 2 * (ws / MiB * RESILVER_FACTOR + 2 * CACHE_DROP_S * ASSUMED_MIB_S)
     fill_s = fill_extra / ASSUMED_MIB_S

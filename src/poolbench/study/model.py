@@ -92,6 +92,12 @@ KNOWN_FACTORS = {
     "a size of at least 64M",
     "load": "the resilver's foreground workload: none, or a fio workload (seq-read, "
     "rand-read-4k, rand-write-4k) with an optional rate, seq-read@20M",
+    "aging": "rounds of file deletions, overwrites and creations that age the pool at its "
+    "fill level (80% without a fill factor) before the workloads run: 0..50",
+    "frag_target": "with aging, OpenZFS: more rounds (at most 10) until the pool's "
+    "fragmentation property reaches this percent: 1..100",
+    "slow_member": "one member's speed as a percent of its peers' (blkio throttle; 100: "
+    "none slow): 1..100",
 }
 
 # Levels a trial factor accepts (backend options are checked by the backend).
@@ -102,6 +108,9 @@ _TRIAL_LEVELS: dict[str, Callable[[Any], bool]] = {
     "full_page_writes": lambda v: str(v) in ("on", "off"),
     "arc_max": lambda v: _size_at_least(v, 64 * MiB),
     "load": lambda v: str(v) == "none" or _is_load(str(v)),
+    "aging": lambda v: isinstance(v, int) and 0 <= v <= 50,
+    "frag_target": lambda v: isinstance(v, int) and 1 <= v <= 100,
+    "slow_member": lambda v: isinstance(v, int) and 1 <= v <= 100,
 }
 
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from poolbench import is_digits
-from poolbench.backends import zvol
+from poolbench.backends import fragmentation, zvol
 from poolbench.backends._common import mount_at, size_of
 from poolbench.backends.base import (
     Availability,
@@ -258,6 +258,14 @@ class ZfsBackend:
     def dataset_property(self, pool: Pool, prop: str) -> str | None:
         """One property of the root dataset as ZFS reports it, or None if it cannot be read."""
         return ops.dataset_value(self.runner, pool.spec.name, prop)
+
+    def free_fragmentation(self, pool: Pool) -> tuple[float | None, str]:
+        """OpenZFS's `fragmentation` pool property; zfs-fuse has none."""
+        if self.dialect != OPENZFS:
+            return None, fragmentation.ZFS_FUSE_NONE
+        operations.sync_txg(self.runner, pool, self.dialect)  # space maps update per txg
+        got = ops.pool_prop(self.runner, pool.spec.name, "fragmentation", self.dialect)
+        return fragmentation.zfs_percent(got), fragmentation.ZFS_HOW
 
     def sync_txg(self, pool: Pool) -> None:
         operations.sync_txg(self.runner, pool, self.dialect)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from poolbench.errors import UsageError
 from poolbench.study.builtin import (
+    aging,
     ashift,
     capacity,
     compression,
@@ -21,6 +22,7 @@ from poolbench.study.builtin import (
     qd_curve,
     recordsize,
     resilver,
+    slow_disk,
     special,
     sync_slog,
     vdev_source,
@@ -54,6 +56,8 @@ STUDIES: dict[str, Builtin] = {
         volblocksize.BUILTIN,
         database.BUILTIN,
         l2arc.BUILTIN,
+        aging.BUILTIN,
+        slow_disk.BUILTIN,
     )
 }
 

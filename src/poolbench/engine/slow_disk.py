@@ -1,0 +1,89 @@
+"""One member made slow on purpose (the `slow_member` factor): the first disk of the trial's
+pool throttled to a share of its peers' speed, to measure what one slow disk costs a layout
+and whether the slow-member guard (guards/members.py, engine/slow_members.py) names it.
+
+The throttle is the cgroup v1 blkio cap of system/throttle.py, set only on a loop device the
+study made itself, whose peers run at the study's `[disks] cap`: "half as fast as its peers"
+needs the peers' speed to be known and held, which a capped loop device gives and a real
+disk does not. The cap is journaled before it is set (safety/journal.py `throttle_set`), so
+the trial's teardown lifts it, on success, on error and on Ctrl-C, and `poolbench cleanup`
+after a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TypedDict
+
+from poolbench.errors import UsageError
+from poolbench.safety.journal import Journal
+from poolbench.study.model import Disks
+
+MiB = 1 << 20
+NONE = 100  # the level at which no member is slow
+POSITION = 0  # the member made slow: the first disk in the pool's order
+
+
+class SlowRecord(TypedDict):
+    """The `slow_member` section of every measurement of the trial (store/facts.py)."""
+
+    device: str
+    position: int
+    percent: int
+    peer_mib_s: float
+    cap_mib_s: float
+    how: str
+
+
+def check(disks: Disks, levels: Mapping[str, str]) -> None:
+    """Refuse, before anything is made, a slow member whose peers' speed is not known."""
+    level = levels.get("slow_member")
+    if level is None or int(level) >= NONE:
+        return
+    if disks.source != "loop" or not disks.cap:
+        raise UsageError(
+            f"slow_member={level} throttles one member to {level}% of its peers' speed, which "
+            'needs loop disks the study makes with a known speed ([disks] source = "loop" '
+            f"and cap); this study's disks are {disks.source}"
+            + ("" if disks.cap else " without a cap")
+            + ".",
+            "Set [disks] cap (MiB/s per loop disk, e.g. cap = 40), or use `poolbench study "
+            "slow-disk`, which sets it.",
+        )
+
+
+def whole_disk(device: str, sys_class: Path = Path("/sys/class/block")) -> str:
+    """The disk a partition is on (the throttle caps whole disks), else the device."""
+    name = Path(device).resolve().name
+    entry = sys_class / name
+    if (entry / "partition").exists():
+        return f"/dev/{entry.resolve().parent.name}"
+    return device
+
+
+def throttle(
+    journal: Journal, disks: Disks, devices: Sequence[str], levels: Mapping[str, str]
+) -> SlowRecord | None:
+    """Cap the first member at `slow_member`% of the peers' cap (journaled first, read back);
+    None when the configuration has no slow member."""
+    from poolbench.backends.sources import cap_devices
+
+    level = levels.get("slow_member")
+    if level is None or int(level) >= NONE or not devices:
+        return None
+    check(disks, levels)
+    assert disks.cap is not None  # check() refused a study without one
+    peer = float(disks.cap)
+    slow = peer * int(level) / 100
+    device = whole_disk(devices[POSITION])
+    cap_devices(journal, [device], int(slow * MiB))
+    return SlowRecord(
+        device=Path(device).name,
+        position=POSITION,
+        percent=int(level),
+        peer_mib_s=peer,
+        cap_mib_s=round(slow, 3),
+        how="cgroup v1 blkio throttle (root cgroup, reads and writes), journaled and lifted "
+        "at teardown",
+    )

@@ -1,0 +1,217 @@
+"""slow-disk: what one slow disk costs each layout in throughput and p99, and whether the
+slow-member guard names it.
+
+Every disk is a loop device capped at the same speed (`[disks] cap`), and in half the
+configurations the first member is capped lower still, at `slow_member` percent of its peers
+(engine/slow_disk.py; the cap is journaled and lifted at teardown). Each layout is compared
+with itself without the slow member, so the cost is the slow disk's alone.
+
+What to expect, computed from the caps (the notes print it beside the measured ratio):
+
+* Writes go to every member in proportion (a mirror writes every byte to each side; raidz
+  and dRAID spread data and parity evenly), so the pool writes at the slow member's pace:
+  streaming write ≈ slow cap × data disks, i.e. the slow fraction of the healthy figure.
+* Mirror reads need one side only. OpenZFS (0.7 and later) sends each read to the least
+  busy side (vdev_mirror.c's load balancing), so reads avoid the slow member and stay near
+  the peers' rate; zfs-fuse (pool v23) picks the side without looking at its load, so half
+  of the reads of a 2-way mirror wait on the slow side.
+* raidz reads need every data column of a stripe: a streaming read falls toward the slow
+  member's rate × data disks too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from poolbench.errors import UsageError
+from poolbench.study.builtin.base import (
+    Builtin,
+    StudyDict,
+    default_left_out,
+    need,
+    study_file,
+    working_set,
+)
+from poolbench.study.builtin.context import Context
+
+if TYPE_CHECKING:
+    from poolbench.planner.layout import VdevSpec
+
+if TYPE_CHECKING:
+    from poolbench.store.facts import ConfigFacts, StudyFacts
+
+WORKLOADS = ["seq-write", "seq-read", "rand-read-4k"]
+DEFAULT_CAP = 40  # MiB/s per loop disk: slow enough that the cap, not the host, sets the pace
+
+
+def _percent(ctx: Context) -> int:
+    """--fraction as a percent: '1/2', '0.5' or '50%'."""
+    raw = ctx.options.get("fraction", "1/2").strip()
+    try:
+        if "/" in raw:
+            a, b = raw.split("/", 1)
+            value = float(a) / float(b)
+        elif raw.endswith("%"):
+            value = float(raw[:-1]) / 100
+        else:
+            value = float(raw)
+    except (ValueError, ZeroDivisionError):
+        value = -1.0
+    if not 0.01 <= value < 1:
+        raise UsageError(
+            f"--fraction '{raw[:40]}' is not a share of the peers' speed between 1% and 100% "
+            "(exclusive).",
+            "e.g. --fraction 1/2, 0.25 or 33%",
+        )
+    return round(value * 100)
+
+
+def _layouts(ctx: Context) -> list[str]:
+    n = ctx.n
+    # One 2-way mirror, not pairs: with one top-level vdev the cost has a simple model
+    # (several share writes by the allocator's own rules).
+    out = ["mirror:2", f"raidz1:{n}"] + ([f"raidz2:{n}"] if n >= 4 else [])
+    if n < 4:
+        default_left_out(ctx, f"no raidz2: it needs 4 disks; --disks gives {n}.")
+    if ctx.dialect == "openzfs":
+        out.append(f"draid1:{n - 2}d:{n}c:1s" if n >= 4 else f"draid1:{n - 1}d:{n}c:0s")
+    else:
+        default_left_out(ctx, "no dRAID: zfs-fuse (pool version 23) has none (OpenZFS 2.1+).")
+    return ctx.opt_list("layouts", out)
+
+
+def build(ctx: Context) -> StudyDict:
+    need(ctx, 3, "slow-disk study (mirror pairs and raidz1)")
+    if ctx.devices:
+        raise UsageError(
+            "The slow-disk study throttles one of its own loop disks against capped peers; "
+            "on real devices the peers' speed is not known or held.",
+            "Run it on loop disks (--disks 4x1G); `poolbench disks --screen` measures real disks.",
+        )
+    pct = _percent(ctx)
+    cap = ctx.opt_int("cap", DEFAULT_CAP)
+    if cap < 1:
+        raise UsageError("--cap must be at least 1 MiB/s.", "e.g. --cap 40")
+    return study_file(
+        ctx,
+        "slow-disk",
+        f"each layout with every disk capped at {cap} MiB/s, and with its first disk at {pct}% "
+        "of that: streaming write, cold streaming read, 4K random read (throughput and p99)",
+        {"backend": ["zfs"], "layout": _layouts(ctx), "slow_member": [100, pct]},
+        {"names": WORKLOADS, "size": working_set(ctx, 0.1, cap="256M")},
+        disks={"cap": cap},
+    )
+
+
+# -- notes ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Expectation:
+    """What one slow member should do to a layout's figure, computed from the caps."""
+
+    ratio: float  # of the healthy figure
+    mib_s: float | None  # the figure itself, when the caps set it
+    why: str
+
+    def text(self) -> str:
+        at = f" ≈ {self.mib_s:.1f} MiB/s" if self.mib_s is not None else ""
+        return f"expected {self.ratio:.2f}× of the healthy figure{at} ({self.why})"
+
+
+def data_disks(v: VdevSpec) -> float:
+    """The disks' worth of data a full stripe of `v` carries."""
+    if v.kind == "mirror":
+        return 1.0
+    if v.kind == "draid":
+        return (v.width - v.draid_spares) * v.draid_data / (v.draid_data + v.parity)
+    return float(v.width - v.parity)
+
+
+def expected(
+    layout: str, n: int, workload: str, slow: float, peer: float, dialect: str
+) -> Expectation | None:
+    """The streaming figures of a single-vdev layout with its first member capped at `slow`
+    MiB/s and its peers at `peer` (None where no simple model holds: random reads, several
+    top-level vdevs, whose allocator shares writes by its own rules)."""
+    from poolbench.planner.layout import parse_layout
+
+    try:
+        vdevs = parse_layout(layout, (1 << 30,) * n).vdevs
+    except (UsageError, ValueError):
+        return None
+    if len(vdevs) != 1 or workload not in ("seq-write", "seq-read") or peer <= 0:
+        return None
+    v, f = vdevs[0], slow / peer
+    if workload == "seq-write" or v.kind != "mirror":
+        d = data_disks(v)
+        return Expectation(f, slow * d, f"the slow disk's {slow:g} MiB/s × {d:g} data disks: "
+                           "every member holds its share of each stripe")  # fmt: skip
+    if dialect == "openzfs":
+        return Expectation(1.0, None, "OpenZFS sends each read to the least busy side: reads "
+                           "avoid the slow member")  # fmt: skip
+    w = v.width
+    return Expectation(f, slow * w, f"zfs-fuse splits reads evenly over the {w} sides without "
+                       f"looking at their load: {w} × the slow side's {slow:g} MiB/s")  # fmt: skip
+
+
+def named_line(c: ConfigFacts, workload: str, position: int) -> str:
+    """How often the slow-member guard caught the throttled disk in this workload's windows
+    (the report names a member slow in a majority of the replicates, at least two)."""
+    judged = c.slow_flags.get(workload, ())
+    if not judged:
+        return "the guard could not judge the members (fewer than two compared)"
+    hits = sum(1 for places in judged if position in places)
+    others = sorted({p + 1 for places in judged for p in places if p != position})
+    line = f"the guard flagged disk {position + 1} slow in {hits} of {len(judged)} replicates"
+    return line + (f"; also disk(s) {others}" if others else "")
+
+
+def notes(ctx: Context, facts: StudyFacts) -> list[str]:
+    """Per workload and layout: the slow member's cost with its interval, p99 where recorded,
+    the computed expectation."""
+    from poolbench.study.builtin.headline import compared, p99_compared
+
+    pairs: dict[str, dict[bool, ConfigFacts]] = {}
+    percent = 0
+    for c in facts.configs:
+        slow = c.level("slow_member", "100") != "100"
+        if slow:
+            percent = int(c.level("slow_member"))
+        pairs.setdefault(c.level("layout"), {})[slow] = c
+    out = []
+    for w in WORKLOADS:
+        lines = []
+        for layout, pair in pairs.items():
+            if True not in pair or False not in pair:
+                continue
+            text, _shown = compared(pair[False].figures.get(w, ()), pair[True].figures.get(w, ()))
+            line = f"  {layout}: with the slow member {text}"
+            throttled = pair[True].slow_member
+            exp = expected(layout, facts.disk_count, w, throttled.cap_mib_s,
+                           throttled.peer_mib_s, ctx.dialect) if throttled else None  # fmt: skip
+            if exp is not None:
+                line += f"; {exp.text()}"
+            p99 = p99_compared(pair[True], pair[False], w)
+            if p99 is not None:
+                line += f"; {p99[0]}"
+            place = throttled.position if throttled else 0
+            line += f"; {named_line(pair[True], w, place)}"
+            lines.append(line)
+        if lines:
+            out += [f"{w}: one member at {percent}% of its peers' cap, against the same layout "
+                    "without it (mean of the replicates, 95% CI):", *lines]  # fmt: skip
+    return out
+
+
+BUILTIN = Builtin(
+    "slow-disk",
+    "What does one slow disk cost mirror, raidz1/2 and dRAID, and is it named?",
+    (4, "1G"),
+    build,
+    {
+        "layouts": "layouts, e.g. mirror:2+mirror:2,raidz1:4",
+        "fraction": "the slow member's speed as a share of its peers' (default 1/2)",
+        "cap": f"every loop disk's speed in MiB/s (default {DEFAULT_CAP})",
+    },
+    notes=notes,
+)
