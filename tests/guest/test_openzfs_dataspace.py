@@ -51,8 +51,7 @@ ASHIFT = 12
 KiB = 1024
 SPECIAL = "raidz1:3x1G + special mirror:2x512M"
 PLAIN = "raidz1:3x1G"
-# 0: the special class holds metadata alone, the metadata model's own check (recorded; its
-# share of the whole is what is asserted)
+# 0: the special class holds metadata alone, the metadata model's own check
 LEVELS = (0, 16 * KiB, 64 * KiB)
 # (count, smallest, largest): 2,000 files up to 16K, 150 of 16K-256K, 6 of 1-4 MiB
 TREE = ((2000, 1, 16 * KiB), (150, 16 * KiB + 1, 256 * KiB), (6, 1 << 20, 4 << 20))
@@ -232,8 +231,9 @@ def test_special_class_and_data_vdevs_as_planned(
     )
     seen = got["measured"]
     assert got["scanned_logical"] == got["logical"]
-    if level:
-        assert near(special, seen["special"]), (level, special, seen)
+    # level 0: the special class holds metadata alone, so this is the metadata model's own
+    # check (first run: -1.26 %; 16K and 64K: +0.13 %, +0.14 %; the data vdevs to the byte)
+    assert near(special, seen["special"]), (level, special, seen)
     assert near(normal, seen["normal"]), (level, normal, seen)
     assert near(normal + special, got["measured_alloc"]), (level, normal + special, got)
 
