@@ -9,19 +9,19 @@ Two parts of that output are read (OpenZFS 2.x zdb.c, dump_block_stats()):
 - the "Block Size Histogram" (dump_size_histograms(), OpenZFS 2.0 on): per power-of-two bin
   the count and total bytes of blocks by psize, lsize and asize.
 
-A bin keeps only its count and total, so its blocks are spread over the bin's 512-byte
-steps by the distribution that assumes least (maximum entropy) with that count and mean:
-a bin's lower edge is where blocks pile up (4K metadata blocks, power-of-two files), and on
-raidz the edge costs a sector less than the rest of the bin; the bin mean alone priced all
-of them like the rest (on the guest's raidz1 of 3: +2.8 % at the means, +1.1 % spread so;
-docs/planner.md). OpenZFS up to 2.3 bins [size, 2 × size); later releases (which also print "(note: ... binned ...)")
-(size / 2, size]. The histogram counts a block once whatever its copies, and ZFS writes
-metadata with one copy more than data (dmu_write_policy), so each metadata block of the
-type table is counted again at the metadata's mean psize. The figures are zfs_nicenum()
-forms (1.5K, 617M) unless zdb ran with -P (plain numbers, tab-separated rows); both are
-read. These are blocks, not files: the recordsize cannot be changed on them, so a plan
-from zdb stats shows the pool's blocks on other layouts and special vdev levels, not
-recordsize advice.
+A bin keeps only its count and total, so its blocks are spread over the bin's 512-byte steps
+by the distribution that assumes least (maximum entropy) with that count and mean: a bin's
+lower edge is where blocks pile up (4K metadata blocks, power-of-two files), and on raidz
+the edge costs a sector less than the rest of the bin; the bin mean alone priced all of them
+like the rest (on the guest's raidz1 of 3: +2.8 % at the means, +1.1 % spread so;
+docs/planner.md). OpenZFS up to 2.3 bins [size, 2 × size); later releases (which also print
+"(note: ... binned ...)") (size / 2, size]. The histogram counts a block once whatever its
+copies, and ZFS writes metadata with one copy more than data (dmu_write_policy), so each
+metadata block of the type table is counted again at the metadata's mean psize. The figures
+are zfs_nicenum() forms (1.5K, 617M) unless zdb ran with -P (plain numbers, tab-separated
+rows); both are read. These are blocks, not files: the recordsize cannot be changed on them,
+so a plan from zdb stats shows the pool's blocks on other layouts and special vdev levels,
+not recordsize advice.
 """
 
 from __future__ import annotations
