@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from poolbench.cli.study_exec import execute_study
 from poolbench.errors import TrialsFailed
 from poolbench.study import consistency
 from poolbench.study.builtin import registry
+from poolbench.study.builtin.base import StudyDict
 from poolbench.study.builtin.context import Context, parse_disks
 from poolbench.study.model import parse
 
@@ -57,6 +59,26 @@ def _notes(db: Path | None, run_id: int, ctx: Context, name: str) -> list[str]:
         return b.notes(ctx, study_facts(store, run_id))
     finally:
         store.close()
+
+
+def _files_from(
+    text: str | None, seed: int | None, db: Path | None, ctx: Context, shape: list[str]
+) -> Callable[[StudyDict], None] | None:
+    """--files-from @NAME: what changes the built study (the untar workload's drawn tree);
+    `shape` receives the drawn distribution, shown before the plan."""
+    if text is None:
+        return None
+    from poolbench.cli import files_from
+
+    uf = files_from.load(text, seed, db)
+
+    def adjust(study: StudyDict) -> None:
+        drawn, said = files_from.draw_for(study, uf)
+        ctx.announce(said)
+        shape.extend(files_from.shape_lines(drawn, uf))
+        files_from.apply(study, uf, drawn)
+
+    return adjust
 
 
 def _list(console: Console) -> None:
@@ -130,6 +152,14 @@ def _replicate_aliases(opts: dict[str, Any]) -> None:
     help="Use this in-use device anyway, destroying its data (see `poolbench run`).",
 )
 @click.option("--yes", is_flag=True, help="Do not ask before destroying overridden devices.")
+@click.option(
+    "--files-from",
+    "files_from",
+    default=None,
+    metavar="@NAME",
+    help="Also write files of a saved histogram's sizes (plan --data PATH --save-data NAME): "
+    "untar of a tree drawn from it with --seed, scaled to the study's working set.",
+)
 @_study_options
 @old_flag("--min-runs", "old_min_runs", _INT_OPTIONS["replicates"])
 @old_flag("--max-runs", "old_max_runs", _INT_OPTIONS["max_replicates"])
@@ -144,6 +174,7 @@ def study(
     scratch_dir: Path | None,
     destroy_data_on: tuple[str, ...],
     yes: bool,
+    files_from: str | None,
     db: Path | None,
     **opts: str | None,
 ) -> None:
@@ -161,7 +192,9 @@ def study(
     # Context options are the raw text of each option (typed ones were checked by click).
     options = {k: str(v) for k, v in opts.items() if v is not None}
     ctx = _context(name, disks, options)
-    text = registry.study_text(name, ctx)
+    shape: list[str] = []
+    adjust = _files_from(files_from, seed, db, ctx, shape)
+    text = registry.study_text(name, ctx, adjust)
     # Validated before it is printed: --print-toml never hands out a file `run` refuses.
     study_obj = parse(text, f"study {name}")
     if print_toml:
@@ -173,6 +206,8 @@ def study(
     # What building the study changed about the request, then the study's own notes.
     for line in [*ctx.said, *(b.pre_notes(ctx) if b.pre_notes else [])]:
         console.print(Text(f"note: {line}", style="yellow"))
+    for line in shape:
+        console.print(Text(line))
     failed: TrialsFailed | None = None
     try:
         run_id = execute_study(
