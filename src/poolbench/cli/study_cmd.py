@@ -61,13 +61,25 @@ def _notes(db: Path | None, run_id: int, ctx: Context, name: str) -> list[str]:
         store.close()
 
 
+def _announce(console: Console, name: str, ctx: Context, shape: list[str]) -> None:
+    """The study's question, what building it changed about the request, its own notes,
+    and (--files-from) the drawn distribution."""
+    b = registry.get(name)
+    console.print(Text(f"study {name}: {b.question}", style="bold"))
+    for line in [*ctx.said, *(b.pre_notes(ctx) if b.pre_notes else [])]:
+        console.print(Text(f"note: {line}", style="yellow"))
+    for line in shape:
+        console.print(Text(line))
+
+
 def _files_from(
-    text: str | None, seed: int | None, db: Path | None, ctx: Context, shape: list[str]
-) -> Callable[[StudyDict], None] | None:
-    """--files-from @NAME: what changes the built study (the untar workload's drawn tree);
-    `shape` receives the drawn distribution, shown before the plan."""
+    text: str | None, seed: int | None, db: Path | None, ctx: Context
+) -> tuple[Callable[[StudyDict], None] | None, list[str]]:
+    """--files-from @NAME: what changes the built study (the untar workload's drawn tree),
+    and the list that receives the drawn distribution, shown before the plan."""
+    shape: list[str] = []
     if text is None:
-        return None
+        return None, shape
     from poolbench.cli import files_from
 
     uf = files_from.load(text, seed, db)
@@ -78,7 +90,7 @@ def _files_from(
         shape.extend(files_from.shape_lines(drawn, uf))
         files_from.apply(study, uf, drawn)
 
-    return adjust
+    return adjust, shape
 
 
 def _list(console: Console) -> None:
@@ -192,22 +204,15 @@ def study(
     # Context options are the raw text of each option (typed ones were checked by click).
     options = {k: str(v) for k, v in opts.items() if v is not None}
     ctx = _context(name, disks, options)
-    shape: list[str] = []
-    adjust = _files_from(files_from, seed, db, ctx, shape)
+    adjust, shape = _files_from(files_from, seed, db, ctx)
     text = registry.study_text(name, ctx, adjust)
     # Validated before it is printed: --print-toml never hands out a file `run` refuses.
     study_obj = parse(text, f"study {name}")
     if print_toml:
         click.echo(text, nl=False)
         return
-    b = registry.get(name)
     consistency.check_tarball(study_obj)  # refused at --dry-run already
-    console.print(Text(f"study {name}: {b.question}", style="bold"))
-    # What building the study changed about the request, then the study's own notes.
-    for line in [*ctx.said, *(b.pre_notes(ctx) if b.pre_notes else [])]:
-        console.print(Text(f"note: {line}", style="yellow"))
-    for line in shape:
-        console.print(Text(line))
+    _announce(console, name, ctx, shape)
     failed: TrialsFailed | None = None
     try:
         run_id = execute_study(
