@@ -193,3 +193,16 @@ def test_stored_histogram_json_roundtrip_draws_the_same(tmp_path: Path) -> None:
     doc, _ = histograms.load("t", tmp_path / "r.db")
     back = {int(k): v for k, v in json.loads(json.dumps(doc["counts_512b_units"])).items()}
     assert draw(back, 300, 4) == draw(counts, 300, 4)
+
+
+def test_a_tree_larger_than_the_working_set_is_scaled_to_it() -> None:
+    from poolbench.cli.files_from import UserFiles, draw_for
+
+    counts = {64: 5000}  # 5,000 files of 32K: 156 MiB
+    h = FileSizes(counts, 5000 * 32768, 0, "/srv/x", notes=ScanNotes(dirs=50))
+    uf = UserFiles("x", h, 0, None)
+    d, said = draw_for({"workloads": {"size": "1M", "metadata_files": 2000}}, uf)
+    assert d.capped_by == "bytes" and d.total <= 1 << 20 and len(d.sizes) >= 28
+    assert "scaled 0.0" in said and "to fit the study's working set of 1M" in said
+    d, said = draw_for({"workloads": {}}, uf)  # the study file's defaults: 2,000 and 256M
+    assert len(d.sizes) == 2000 and "to the study's small-file count (2,000)" in said

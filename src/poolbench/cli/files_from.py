@@ -2,7 +2,7 @@
 
 The saved histogram (`plan --data PATH --save-data NAME`) gives the shape; the tree has the
 study's small-file count ([workloads] metadata_files) of files, fewer when that many would
-not fit the study's working set ([workloads] size, else 2× RAM, the working-set rule); the
+not fit the study's working set ([workloads] size: a study's working-set rule); the
 sizes are drawn with the seed (`--seed`, else 0) by planner/filedraw.py and written once as
 a tar archive beside the histogram (store/filetrees.py), which the study's `untar` workload
 extracts onto every configuration. What was drawn, from what and how it was scaled is said
@@ -20,12 +20,12 @@ from poolbench.planner.filesizes import FileSizes, from_dict
 from poolbench.store import filetrees, histograms
 from poolbench.study.builtin.base import StudyDict
 from poolbench.study.model import Workloads
-from poolbench.system.probes import ram_bytes
-from poolbench.units import format_size, parse_size
+from poolbench.units import parse_size
 
 KiB = 1024
-# a study file's default small-file count ([workloads] metadata_files)
+# a study file's defaults: its small-file count and working set ([workloads])
 METADATA_FILES = Workloads.model_fields["metadata_files"].default
+WORKING_SET = Workloads.model_fields["size"].default
 
 
 @dataclass(frozen=True)
@@ -56,11 +56,10 @@ def load(text: str, seed: int | None, db: Path | None) -> UserFiles:
 
 
 def _budget(workloads: dict[str, object]) -> tuple[int, str]:
-    size = workloads.get("size")
-    if isinstance(size, str):
-        return parse_size(size), f"the study's working set of {size}"
-    ram = ram_bytes()
-    return 2 * ram, f"2x RAM ({format_size(2 * ram)}, the working-set rule)"
+    """The study's working set ([workloads] size, the study file's default when unset)."""
+    size = workloads.get("size", WORKING_SET)
+    assert isinstance(size, str)
+    return parse_size(size), f"the study's working set of {size}"
 
 
 def draw_for(study: StudyDict, uf: UserFiles) -> tuple[Drawn, str]:
