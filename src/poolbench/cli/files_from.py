@@ -26,6 +26,7 @@ KiB = 1024
 # a study file's defaults: its small-file count and working set ([workloads])
 METADATA_FILES = Workloads.model_fields["metadata_files"].default
 WORKING_SET = Workloads.model_fields["size"].default
+DEFAULT_NAMES: list[str] = Workloads().names
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,8 @@ def apply(study: StudyDict, uf: UserFiles, d: Drawn) -> Path:
     filetrees.write_archive(path, d.sizes, uf.seed, per_dir)
     raw = study.setdefault("workloads", {})
     assert isinstance(raw, dict)
-    names = raw.setdefault("names", [])
+    # a study without names of its own runs the study file's default workloads, and untar
+    names = raw.setdefault("names", list(DEFAULT_NAMES))
     assert isinstance(names, list)
     if "untar" not in names:
         names.insert(0, "untar")
