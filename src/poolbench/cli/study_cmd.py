@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from poolbench.cli.study_exec import execute_study
 from poolbench.errors import TrialsFailed
 from poolbench.study import consistency
 from poolbench.study.builtin import registry
+from poolbench.study.builtin.base import StudyDict
 from poolbench.study.builtin.context import Context, parse_disks
 from poolbench.study.model import parse
 
@@ -57,6 +59,38 @@ def _notes(db: Path | None, run_id: int, ctx: Context, name: str) -> list[str]:
         return b.notes(ctx, study_facts(store, run_id))
     finally:
         store.close()
+
+
+def _announce(console: Console, name: str, ctx: Context, shape: list[str]) -> None:
+    """The study's question, what building it changed about the request, its own notes,
+    and (--files-from) the drawn distribution."""
+    b = registry.get(name)
+    console.print(Text(f"study {name}: {b.question}", style="bold"))
+    for line in [*ctx.said, *(b.pre_notes(ctx) if b.pre_notes else [])]:
+        console.print(Text(f"note: {line}", style="yellow"))
+    for line in shape:
+        console.print(Text(line))
+
+
+def _files_from(
+    text: str | None, seed: int | None, db: Path | None, ctx: Context
+) -> tuple[Callable[[StudyDict], None] | None, list[str]]:
+    """--files-from @NAME: what changes the built study (the untar workload's drawn tree),
+    and the list that receives the drawn distribution, shown before the plan."""
+    shape: list[str] = []
+    if text is None:
+        return None, shape
+    from poolbench.cli import files_from
+
+    uf = files_from.load(text, seed, db)
+
+    def adjust(study: StudyDict) -> None:
+        drawn, said = files_from.draw_for(study, uf)
+        ctx.announce(said)
+        shape.extend(files_from.shape_lines(drawn, uf))
+        files_from.apply(study, uf, drawn)
+
+    return adjust, shape
 
 
 def _list(console: Console) -> None:
@@ -130,6 +164,14 @@ def _replicate_aliases(opts: dict[str, Any]) -> None:
     help="Use this in-use device anyway, destroying its data (see `poolbench run`).",
 )
 @click.option("--yes", is_flag=True, help="Do not ask before destroying overridden devices.")
+@click.option(
+    "--files-from",
+    "files_from",
+    default=None,
+    metavar="@NAME",
+    help="Also write files of a saved histogram's sizes (plan --data PATH --save-data NAME): "
+    "untar of a tree drawn from it with --seed, scaled to the study's working set.",
+)
 @_study_options
 @old_flag("--min-runs", "old_min_runs", _INT_OPTIONS["replicates"])
 @old_flag("--max-runs", "old_max_runs", _INT_OPTIONS["max_replicates"])
@@ -144,6 +186,7 @@ def study(
     scratch_dir: Path | None,
     destroy_data_on: tuple[str, ...],
     yes: bool,
+    files_from: str | None,
     db: Path | None,
     **opts: str | None,
 ) -> None:
@@ -161,18 +204,15 @@ def study(
     # Context options are the raw text of each option (typed ones were checked by click).
     options = {k: str(v) for k, v in opts.items() if v is not None}
     ctx = _context(name, disks, options)
-    text = registry.study_text(name, ctx)
+    adjust, shape = _files_from(files_from, seed, db, ctx)
+    text = registry.study_text(name, ctx, adjust)
     # Validated before it is printed: --print-toml never hands out a file `run` refuses.
     study_obj = parse(text, f"study {name}")
     if print_toml:
         click.echo(text, nl=False)
         return
-    b = registry.get(name)
     consistency.check_tarball(study_obj)  # refused at --dry-run already
-    console.print(Text(f"study {name}: {b.question}", style="bold"))
-    # What building the study changed about the request, then the study's own notes.
-    for line in [*ctx.said, *(b.pre_notes(ctx) if b.pre_notes else [])]:
-        console.print(Text(f"note: {line}", style="yellow"))
+    _announce(console, name, ctx, shape)
     failed: TrialsFailed | None = None
     try:
         run_id = execute_study(

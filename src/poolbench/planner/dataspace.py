@@ -214,6 +214,11 @@ def _cost(plan: PoolPlan, blocks: Counter[int]) -> tuple[int, int, int]:
     return round(asize), round(raw), round(charged)
 
 
+def alloc_on_data_vdevs(plan: PoolPlan, blocks: Counter[int]) -> int:
+    """`zpool list` ALLOC of these blocks (psize → count) on the pool's data vdevs."""
+    return _cost(plan, blocks)[0]
+
+
 def metadata_blocks(h: FileSizes, b: Blocks, m: WriteModel) -> Counter[int]:
     """The metadata's blocks by psize, every copy counted (the model in the module text)."""
     if b.objects == 0:

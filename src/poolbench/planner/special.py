@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from poolbench.planner.capacity import PoolPlan, psize_to_asize
-from poolbench.planner.dataspace import WriteModel, blocks_of, metadata_blocks
+from poolbench.planner.dataspace import WriteModel, alloc_on_data_vdevs, blocks_of, metadata_blocks
 from poolbench.planner.filesizes import FileSizes
 from poolbench.planner.layout import VdevSpec
 
@@ -87,3 +87,17 @@ def special_levels(plan: PoolPlan, h: FileSizes, m: WriteModel) -> list[SpecialL
             SpecialLevel(lv, _alloc(spec, small, plan.ashift), sum(small.values()), md, space)
         )
     return out
+
+
+def classes_at_level(plan: PoolPlan, h: FileSizes, m: WriteModel, level: int) -> tuple[int, int]:
+    """(`zpool list -v` ALLOC of the data vdevs, of the special class) for the data written
+    at one special_small_blocks level while the special class is under its 75% line: the
+    special class takes the blocks at or under the level and every metadata block, the
+    data vdevs the rest (and no metadata)."""
+    spec = next((c.spec for c in plan.classes if c.cls == "special"), None)
+    spec = spec or VdevSpec("mirror", (1 << 40, 1 << 40))
+    b = blocks_of(h, m)
+    blocks = b.all()
+    small = Counter({p: c for p, c in blocks.items() if p <= level})
+    md = _alloc(spec, metadata_blocks(h, b, m), plan.ashift)
+    return alloc_on_data_vdevs(plan, blocks - small), _alloc(spec, small, plan.ashift) + md

@@ -4,6 +4,8 @@ examples test and `--print-toml` all come from here."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from poolbench.errors import UsageError
 from poolbench.study.builtin import (
     aging,
@@ -112,9 +114,12 @@ def cli_options() -> dict[str, str]:
     return shared | {k: "; ".join(v) for k, v in own.items()} | common
 
 
-def study_text(name: str, ctx: Context) -> str:
-    """The study file `poolbench study NAME --print-toml` prints and `poolbench run` takes."""
+def study_text(name: str, ctx: Context, adjust: Callable[[StudyDict], None] | None = None) -> str:
+    """The study file `poolbench study NAME --print-toml` prints and `poolbench run` takes;
+    `adjust` changes the built data first (--files-from: the untar workload's tree)."""
     data = build(name, ctx)
+    if adjust is not None:
+        adjust(data)
     return to_toml(get(name), data, ctx.said)
 
 
