@@ -164,7 +164,10 @@ def test_bad_names_get_one_paragraph(
 
 
 def test_dry_run_shows_the_distribution_and_the_study_file_names_the_tree(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    zfs_fuse: None,  # a ZFS study's dry run reads the running ZFS (its daemon, here)
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # the plan's lines unwrapped
     db = tmp_path / "r.db"
