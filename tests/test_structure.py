@@ -62,6 +62,7 @@ JSON_ALIAS_USERS: dict[str, str] = {
     "guards/l2arc.py": "an interval's and the steady figures in the guards' `l2arc` section",
     "engine/session.py": "a bench run's metadata; the ARC's `arc` section of the guards JSON",
     "guards/cache.py": "the ARC's `arc` section of the guards JSON",
+    "store/factrows.py": "a stored measurement's `guards` JSON, decoded, and its sections",
     # A backend's description of its pool (what the stack read back, its keys the stack's
     # own) is the guards' `pool` section; its cache drop's record is the `cache` section.
     "backends/base.py": "the pool's description and cache drop: the guards' `pool`, `cache`",

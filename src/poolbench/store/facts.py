@@ -12,10 +12,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
+from poolbench.store.factrows import Age as Age
+from poolbench.store.factrows import FactRow as FactRow
+from poolbench.store.factrows import SlowMember as SlowMember
+from poolbench.store.factrows import section, study_extras
 
 if TYPE_CHECKING:
     from poolbench.store.db import Store
@@ -45,32 +49,6 @@ class Fill:
     asked_percent: float
     achieved_percent: float
     filler_bytes: int
-
-
-@dataclass(frozen=True)
-class Age:
-    """How one trial's pool was aged (engine/aging.py's record): rounds done of those asked,
-    the fill asked and reached (statfs), and the stack's own free-space fragmentation."""
-
-    replicate: int
-    rounds: int
-    rounds_asked: int
-    fill_asked: float
-    fill_achieved: float | None
-    frag_percent: float | None
-    frag_how: str
-    frag_target: float | None = None
-
-
-@dataclass(frozen=True)
-class SlowMember:
-    """The member throttled on purpose (engine/slow_disk.py): its place, its cap and its
-    peers'."""
-
-    position: int
-    percent: int
-    cap_mib_s: float
-    peer_mib_s: float
 
 
 @dataclass(frozen=True)
@@ -174,17 +152,6 @@ class StudyFacts:
     vdev_source: str = "whole"  # [disks] vdev_source: whole | partition | slice
 
 
-class FactRow(TypedDict):
-    """What the facts read of one stored measurement, its JSON columns decoded."""
-
-    config: str
-    workload: str
-    replicate: int
-    value: float
-    guards: JsonObject  # the `guards` column: each guard's section under its own key
-    clat: NotRequired[JsonObject | None]  # the `clat` column (0005_latency); None: none
-
-
 def study_facts(store: Store, run_id: int) -> StudyFacts:
     """The facts of run `run_id`, read from `store`."""
     meta = json.loads(store.run(run_id)["metadata"] or "{}")
@@ -258,37 +225,29 @@ def _config(key: str, levels: dict[str, str], rows: list[FactRow]) -> ConfigFact
     measured: list[int] = []  # the capacity workload's figure
     described: list[int] = []  # the pool as read back when it was built
     version, fill, resilvers = "", None, []
-    ages: dict[int, Age | None] = {}
-    slow: SlowMember | None = None
     latency: dict[str, dict[str, list[tuple[int, float]]]] = {}
     cpu: dict[str, list[float]] = {}
     scope = ""
     blocking: set[str] = set()
-    per_txn: dict[str, list[float]] = {}
-    warm: set[str] = set()
     for r in rows:
         g = r["guards"]
-        _pgbench(_section(g, "pgbench"), str(r["workload"]), per_txn, warm)
-        pool = _section(g, "pool")
-        if _section(g, "queue_depth").get("blocking_submit") is True:
+        pool = section(g, "pool")
+        if section(g, "queue_depth").get("blocking_submit") is True:
             blocking.add(str(r["workload"]))
         figures.setdefault(r["workload"], []).append((int(r["replicate"]), float(r["value"])))
-        measured += _ints(_section(g, "capacity").get("usable_bytes"))
+        measured += _ints(section(g, "capacity").get("usable_bytes"))
         described += _ints(pool.get("usable_bytes"))
         version = version or str(pool.get("zfs_version") or "")
         ratio = _ratio(pool.get("compressratio"))
         if ratio is not None:
             ratios.setdefault(r["workload"], []).append(ratio)
         fill = fill or _fill(g.get("fill"))
-        spent = _section(g, "cpu")
+        spent = section(g, "cpu")
         if isinstance(spent.get("s_per_gib"), int | float):
             cpu.setdefault(r["workload"], []).append(float(spent["s_per_gib"]))
             scope = scope or str(spent.get("fs_scope") or "")
         rs = _resilver(g.get("resilver"), int(r["replicate"]))
         resilvers += [rs] if rs else []
-        got = _age(g.get("aging"), int(r["replicate"]))
-        ages[got.replicate if got else -1] = got
-        slow = slow or _slow(g.get("slow_member"))
         _add_latency(latency, r["workload"], int(r["replicate"]), r.get("clat"))
     return ConfigFacts(
         key=key,
@@ -311,38 +270,8 @@ def _config(key: str, levels: dict[str, str], rows: list[FactRow]) -> ConfigFact
         expansions=tuple(sorted(_expansions(rows), key=lambda e: e.replicate)),
         zvol=_zvol_space(rows),
         latency_bins=_latency_bins(rows),
-        bytes_per_txn={w: tuple(v) for w, v in per_txn.items()},
-        warm=frozenset(warm),
-        sections=_op_sections(rows),
-        ages=tuple(a for _r, a in sorted(ages.items()) if a is not None),
-        slow_member=slow,
-        slow_flags=_slow_flags(rows),
+        **study_extras(rows),
     )
-
-
-def _pgbench(
-    pg: JsonObject, workload: str, per_txn: dict[str, list[float]], warm: set[str]
-) -> None:
-    """A pgbench measurement's device bytes per transaction and cache label."""
-    value = pg.get("device_bytes_per_txn")
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        per_txn.setdefault(workload, []).append(float(value))
-    cache = pg.get("cache")
-    if isinstance(cache, dict) and cache.get("label") == "warm":
-        warm.add(workload)
-
-
-OP_SECTIONS = ("l2arc", "resilver")
-
-
-def _op_sections(rows: list[FactRow]) -> dict[str, tuple[JsonObject, ...]]:
-    out: dict[str, list[tuple[int, JsonObject]]] = {}
-    for r in rows:
-        for key in OP_SECTIONS:
-            found = _section(r["guards"], key)
-            if found:
-                out.setdefault(key, []).append((int(r["replicate"]), found))
-    return {k: tuple(s for _r, s in sorted(v, key=lambda x: x[0])) for k, v in out.items()}
 
 
 def _latency_bins(rows: list[FactRow]) -> dict[str, tuple[Mapping[int, int], ...]]:
@@ -369,7 +298,7 @@ def _latency_bins(rows: list[FactRow]) -> dict[str, tuple[Mapping[int, int], ...
 def _zvol_space(rows: list[FactRow]) -> ZvolSpace | None:
     block, readings = 0, []
     for r in rows:
-        got = _section(r["guards"], "pool").get("zvol")
+        got = section(r["guards"], "pool").get("zvol")
         if not isinstance(got, dict):
             continue
         ref, logical = got.get("referenced"), got.get("logicalreferenced")
@@ -382,7 +311,7 @@ def _zvol_space(rows: list[FactRow]) -> ZvolSpace | None:
 def _expansions(rows: list[FactRow]) -> list[Expansion]:
     out = []
     for r in rows:
-        e = _section(r["guards"], "expand")
+        e = section(r["guards"], "expand")
         if not isinstance(e.get("seconds"), int | float):
             continue
         before, after = e.get("usable_before"), e.get("usable_after")
@@ -400,7 +329,7 @@ def _class_alloc(rows: list[FactRow], key: str = "class_alloc") -> dict[str, dic
     read back (none: not recorded)."""
     out: dict[str, tuple[int, dict[str, int]]] = {}
     for r in rows:
-        got = _section(r["guards"], "pool").get(key)
+        got = section(r["guards"], "pool").get(key)
         if not isinstance(got, dict):
             continue
         alloc = {str(k): int(v) for k, v in got.items() if isinstance(v, int)}
@@ -422,12 +351,6 @@ def _add_latency(
 
 def _ints(value: Any) -> list[int]:
     return [value] if isinstance(value, int) and not isinstance(value, bool) else []
-
-
-def _section(guards: Mapping[str, Any], key: str) -> JsonObject:
-    """One guard's record, {} when absent (a workload that did not produce it)."""
-    value = guards.get(key)
-    return value if isinstance(value, dict) else {}
 
 
 def _ratio(value: Any) -> float | None:
@@ -460,45 +383,3 @@ def _resilver(rs: Any, replicate: int) -> Resilver | None:
         str(rs.get("kind") or ""),
         float(scrub_seconds) if isinstance(scrub_seconds, int | float) else None,
     )
-
-
-def _num(value: Any) -> float | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    return float(value) if ok else None
-
-
-def _age(a: Any, replicate: int) -> Age | None:
-    if not isinstance(a, dict) or not isinstance(a.get("rounds"), int):
-        return None
-    return Age(
-        replicate,
-        int(a["rounds"]),
-        int(a.get("rounds_asked") or 0),
-        float(a.get("fill_percent_asked") or 0),
-        _num(a.get("achieved_percent")),
-        _num(a.get("frag_percent")),
-        str(a.get("frag_how") or ""),
-        _num(a.get("frag_target")),
-    )
-
-
-def _slow(s: Any) -> SlowMember | None:
-    if not isinstance(s, dict) or _num(s.get("cap_mib_s")) is None:
-        return None
-    return SlowMember(int(s.get("position") or 0), int(s.get("percent") or 0),
-                      float(s["cap_mib_s"]), float(s.get("peer_mib_s") or 0))  # fmt: skip
-
-
-def _slow_flags(rows: list[FactRow]) -> dict[str, tuple[tuple[int, ...], ...]]:
-    """Per workload, each judged replicate's slow members by place (engine/slow_members.py
-    applies the naming rule to the same evidence)."""
-    out: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
-    for r in rows:
-        ev = r["guards"].get("members_slow")
-        slow = ev.get("slow") if isinstance(ev, dict) else None
-        if not isinstance(slow, dict):
-            continue
-        found = [d.get("position") for d in slow.values() if isinstance(d, dict)]
-        places = tuple(sorted(p for p in found if isinstance(p, int)))
-        out.setdefault(str(r["workload"]), []).append((int(r["replicate"]), places))
-    return {w: tuple(p for _r, p in sorted(v)) for w, v in out.items()}

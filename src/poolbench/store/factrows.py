@@ -1,0 +1,156 @@
+"""One stored measurement as the facts read it (FactRow), and the facts of the newer
+studies taken from a configuration's rows: pgbench's device bytes per transaction and warm
+label, each trial's age (aging), the member throttled on purpose and the guard's flags
+(slow-disk), and the pool operations' own sections (l2arc, resilver). store/facts.py
+gathers them into its ConfigFacts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, NotRequired, TypedDict
+
+from poolbench.records.jsontypes import JsonObject
+
+
+class FactRow(TypedDict):
+    """What the facts read of one stored measurement, its JSON columns decoded."""
+
+    config: str
+    workload: str
+    replicate: int
+    value: float
+    guards: JsonObject  # the `guards` column: each guard's section under its own key
+    clat: NotRequired[JsonObject | None]  # the `clat` column (0005_latency); None: none
+
+
+@dataclass(frozen=True)
+class Age:
+    """How one trial's pool was aged (engine/aging.py's record): rounds done of those asked,
+    the fill asked and reached (statfs), and the stack's own free-space fragmentation."""
+
+    replicate: int
+    rounds: int
+    rounds_asked: int
+    fill_asked: float
+    fill_achieved: float | None
+    frag_percent: float | None
+    frag_how: str
+    frag_target: float | None = None
+
+
+@dataclass(frozen=True)
+class SlowMember:
+    """The member throttled on purpose (engine/slow_disk.py): its place, its cap and its
+    peers'."""
+
+    position: int
+    percent: int
+    cap_mib_s: float
+    peer_mib_s: float
+
+
+class StudyExtras(TypedDict):
+    """ConfigFacts' fields for the newer studies (see its comments)."""
+
+    bytes_per_txn: Mapping[str, tuple[float, ...]]
+    warm: frozenset[str]
+    sections: Mapping[str, tuple[JsonObject, ...]]
+    ages: tuple[Age, ...]
+    slow_member: SlowMember | None
+    slow_flags: Mapping[str, tuple[tuple[int, ...], ...]]
+
+
+def study_extras(rows: list[FactRow]) -> StudyExtras:
+    """The newer studies' facts of one configuration's rows, as ConfigFacts' fields."""
+    per_txn: dict[str, list[float]] = {}
+    warm: set[str] = set()
+    ages: dict[int, Age | None] = {}
+    slow: SlowMember | None = None
+    for r in rows:
+        g = r["guards"]
+        _pgbench(section(g, "pgbench"), str(r["workload"]), per_txn, warm)
+        got = _age(g.get("aging"), int(r["replicate"]))
+        ages[got.replicate if got else -1] = got
+        slow = slow or _slow(g.get("slow_member"))
+    return StudyExtras(
+        bytes_per_txn={w: tuple(v) for w, v in per_txn.items()},
+        warm=frozenset(warm),
+        sections=_op_sections(rows),
+        ages=tuple(a for _r, a in sorted(ages.items()) if a is not None),
+        slow_member=slow,
+        slow_flags=_slow_flags(rows),
+    )
+
+
+def _pgbench(
+    pg: JsonObject, workload: str, per_txn: dict[str, list[float]], warm: set[str]
+) -> None:
+    """A pgbench measurement's device bytes per transaction and cache label."""
+    value = pg.get("device_bytes_per_txn")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        per_txn.setdefault(workload, []).append(float(value))
+    cache = pg.get("cache")
+    if isinstance(cache, dict) and cache.get("label") == "warm":
+        warm.add(workload)
+
+
+OP_SECTIONS = ("l2arc", "resilver")
+
+
+def _op_sections(rows: list[FactRow]) -> dict[str, tuple[JsonObject, ...]]:
+    out: dict[str, list[tuple[int, JsonObject]]] = {}
+    for r in rows:
+        for key in OP_SECTIONS:
+            found = section(r["guards"], key)
+            if found:
+                out.setdefault(key, []).append((int(r["replicate"]), found))
+    return {k: tuple(s for _r, s in sorted(v, key=lambda x: x[0])) for k, v in out.items()}
+
+
+def section(guards: Mapping[str, Any], key: str) -> JsonObject:
+    """One guard's record, {} when absent (a workload that did not produce it)."""
+    value = guards.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def num(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if ok else None
+
+
+def _age(a: Any, replicate: int) -> Age | None:
+    if not isinstance(a, dict) or not isinstance(a.get("rounds"), int):
+        return None
+    return Age(
+        replicate,
+        int(a["rounds"]),
+        int(a.get("rounds_asked") or 0),
+        float(a.get("fill_percent_asked") or 0),
+        num(a.get("achieved_percent")),
+        num(a.get("frag_percent")),
+        str(a.get("frag_how") or ""),
+        num(a.get("frag_target")),
+    )
+
+
+def _slow(s: Any) -> SlowMember | None:
+    if not isinstance(s, dict) or num(s.get("cap_mib_s")) is None:
+        return None
+    return SlowMember(int(s.get("position") or 0), int(s.get("percent") or 0),
+                      float(s["cap_mib_s"]), float(s.get("peer_mib_s") or 0))  # fmt: skip
+
+
+def _slow_flags(rows: list[FactRow]) -> dict[str, tuple[tuple[int, ...], ...]]:
+    """Per workload, each judged replicate's slow members by place (engine/slow_members.py
+    applies the naming rule to the same evidence)."""
+    out: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
+    for r in rows:
+        ev = r["guards"].get("members_slow")
+        slow = ev.get("slow") if isinstance(ev, dict) else None
+        if not isinstance(slow, dict):
+            continue
+        found = [d.get("position") for d in slow.values() if isinstance(d, dict)]
+        places = tuple(sorted(p for p in found if isinstance(p, int)))
+        out.setdefault(str(r["workload"]), []).append((int(r["replicate"]), places))
+    return {w: tuple(p for _r, p in sorted(v)) for w, v in out.items()}
