@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 
 from poolbench.engine import cold_read
-from poolbench.engine.records import CacheFinding, DeviceFinding
 from poolbench.guards import cache, cpu
+from poolbench.records.findings import CacheFinding, DeviceFinding
 from poolbench.store.facts import facts_from_records
 from poolbench.study.builtin import compression
 from poolbench.study.builtin.context import Context

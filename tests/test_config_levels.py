@@ -14,7 +14,8 @@ import tomli_w
 from hypothesis import given
 from hypothesis import strategies as st
 
-from poolbench.engine.records import Findings, Measurement
+from poolbench.records.findings import Findings
+from poolbench.records.measurement import Measurement
 from poolbench.report import export
 from poolbench.report.data import load_run
 from poolbench.report.tables import Footnotes, choose_baseline, workload_table

@@ -14,9 +14,10 @@ import pytest
 from poolbench.engine import replicates
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.loop import MeasureLoop, keep, summarise
-from poolbench.engine.records import Findings, Measurement
 from poolbench.engine.session import Options, Session, Subject
 from poolbench.engine.subject import WorkloadResult
+from poolbench.records.findings import Findings
+from poolbench.records.measurement import Measurement
 from poolbench.stats import outliers
 from poolbench.store.db import Store
 from poolbench.system.runner import LocalRunner, RecordingRunner

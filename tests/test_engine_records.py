@@ -10,13 +10,9 @@ from typing import Any
 import pytest
 
 from poolbench.engine import lifecycle, replicates
-from poolbench.engine.records import (
-    CacheFinding,
-    DeviceFinding,
-    Findings,
-    Measurement,
-    TrialConfig,
-)
+from poolbench.engine.records import TrialConfig
+from poolbench.records.findings import CacheFinding, DeviceFinding, Findings
+from poolbench.records.measurement import Measurement
 from poolbench.store import queries
 from poolbench.store.db import Store
 from poolbench.study.matrix import Config

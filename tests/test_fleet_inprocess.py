@@ -16,7 +16,6 @@ import pytest
 
 from poolbench.engine import loop as engine_loop
 from poolbench.engine import replicates
-from poolbench.engine.records import Measurement
 from poolbench.engine.subject import WorkloadResult
 from poolbench.errors import UsageError
 from poolbench.fleet import aggregate, hosts, probe, table
@@ -25,6 +24,7 @@ from poolbench.fleet.clientout import HostFigures
 from poolbench.fleet.records import FleetOptions
 from poolbench.fleet.run import run_fleet
 from poolbench.fleet.session import FleetSession
+from poolbench.records.measurement import Measurement
 from poolbench.store.db import Store
 from poolbench.system.runner import CommandResult, RecordingRunner, Runner
 from poolbench.workloads.library import parse_list

@@ -19,10 +19,10 @@ import pytest
 
 from poolbench.engine import cleanup
 from poolbench.engine.pgbench_run import Pgbench, PgRequest
-from poolbench.engine.records import Findings
 from poolbench.guards import devices
 from poolbench.guards.devices import Counters, MountInfo, Target
 from poolbench.guards.workingset import WorkingSet
+from poolbench.records.findings import Findings
 from poolbench.safety.journal import Journal
 from poolbench.system import pgserver
 from poolbench.system.runner import CommandError, CommandResult, RecordingRunner

@@ -26,8 +26,8 @@ import pytest
 from tests.conftest import IS_ROOT, LoopFs, poolbench, sh
 
 from poolbench.engine.pgbench_run import Pgbench, PgRequest
-from poolbench.engine.records import Findings
 from poolbench.guards import devices, workingset
+from poolbench.records.findings import Findings
 from poolbench.system.runner import LocalRunner
 from poolbench.workloads import pgbench
 from poolbench.zfs.pools import destroy as destroy_pool

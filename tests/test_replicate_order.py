@@ -6,7 +6,8 @@ import math
 from pathlib import Path
 
 from poolbench.engine import replicates
-from poolbench.engine.records import Findings, Measurement
+from poolbench.records.findings import Findings
+from poolbench.records.measurement import Measurement
 from poolbench.stats import ReplicatePolicy
 from poolbench.store.db import Store
 from poolbench.study import estimate, pilot

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from poolbench.engine import replay_check, window
-from poolbench.engine.records import Findings
 from poolbench.errors import UsageError
+from poolbench.records.findings import Findings
 from poolbench.workloads import fiojob, replay, tracefile
 from poolbench.workloads.library import get, parse_list
 from poolbench.workloads.tracestats import TraceIO, summarize

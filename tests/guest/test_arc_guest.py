@@ -21,8 +21,8 @@ from poolbench.backends import sources
 from poolbench.backends.base import PoolSpec
 from poolbench.backends.zfs import ZfsBackend
 from poolbench.engine import cold_read
-from poolbench.engine.records import CacheFinding, DeviceFinding
 from poolbench.guards import cache
+from poolbench.records.findings import CacheFinding, DeviceFinding
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import LocalRunner
 from poolbench.workloads import fio, fiodepth, fiojob, library

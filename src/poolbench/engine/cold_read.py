@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from poolbench.engine.records import CacheFinding, DeviceFinding
 from poolbench.guards import cache
+from poolbench.records.findings import CacheFinding, DeviceFinding
 
 
 def settle(

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from poolbench.engine.records import DeviceFinding
 from poolbench.guards import devices, members
 from poolbench.guards.amplification import WriteModel
 from poolbench.guards.devices import Counters, Target
+from poolbench.records.findings import DeviceFinding
 
 
 @dataclass(frozen=True)

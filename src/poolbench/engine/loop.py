@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 
 from poolbench.engine import replicates, slow_members
 from poolbench.engine.lifecycle import CommandLog
-from poolbench.engine.records import Measurement, modelled_amplification, write_amplification
 from poolbench.engine.subject import WorkloadResult
 from poolbench.guards import cpu
+from poolbench.records.findings import modelled_amplification, write_amplification
+from poolbench.records.measurement import Measurement
 from poolbench.stats import outliers
 from poolbench.stats.policy import ReplicatePolicy
 from poolbench.store.db import Store

@@ -10,10 +10,10 @@ from dataclasses import replace
 from poolbench import is_digits
 from poolbench.engine import slow_members
 from poolbench.engine.device_window import DeviceOutcome
-from poolbench.engine.records import CacheFinding, Findings
 from poolbench.engine.subject import Options
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.guards import fsyncs, reread
+from poolbench.records.findings import CacheFinding, Findings
 from poolbench.workloads import fiodepth
 from poolbench.workloads.fioparse import FioResult
 from poolbench.workloads.library import Workload

@@ -20,10 +20,10 @@ from typing import NotRequired, TypedDict
 
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.hooks import OpResult
-from poolbench.engine.records import Findings
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import Target
 from poolbench.guards.workingset import COLD_FACTOR, WorkingSet
+from poolbench.records.findings import Findings
 from poolbench.records.latency import Latency
 from poolbench.safety.journal import Journal
 from poolbench.system import pgserver

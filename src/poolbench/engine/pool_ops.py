@@ -41,11 +41,11 @@ from poolbench.backends.base import (
 from poolbench.backends.zfs import expansion_supported, show_trial_operation
 from poolbench.engine import pgbench_run
 from poolbench.engine.pool_hooks import PoolHooks, usable_bytes
-from poolbench.engine.records import Findings
 from poolbench.engine.session import BlockDevice, Subject, block_device_refusal
 from poolbench.errors import Unsupported, UsageError
 from poolbench.guards import geometry
 from poolbench.guards.devices import MountInfo, Target, mount_of
+from poolbench.records.findings import Findings
 from poolbench.safety.journal import Journal
 from poolbench.study.model import Disks, Workloads
 from poolbench.system.runner import Runner

@@ -10,8 +10,8 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from poolbench.engine.records import Findings
 from poolbench.errors import ToolMissingError
+from poolbench.records.findings import Findings
 from poolbench.system.runner import Runner
 from poolbench.workloads import fidelity, fio, replay, tracefile
 from poolbench.workloads.library import Workload

@@ -34,13 +34,6 @@ from poolbench.engine.measure_checks import (
     workload_refusal,
 )
 from poolbench.engine.pgbench_run import Pgbench, PgRequest, check_installed, dry_commands
-from poolbench.engine.records import (
-    CacheFinding,
-    DataFinding,
-    Findings,
-    FioFinding,
-    Measurement,
-)
 from poolbench.engine.subject import (
     BlockDevice,
     CacheDefeat,
@@ -53,7 +46,9 @@ from poolbench.engine.untar import Untar
 from poolbench.engine.workspace import Workspace
 from poolbench.errors import UsageError
 from poolbench.guards import cache, cpu, devices, geometry, workingset
+from poolbench.records.findings import CacheFinding, DataFinding, Findings, FioFinding
 from poolbench.records.jsontypes import JsonObject
+from poolbench.records.measurement import Measurement
 from poolbench.store.db import Store
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob

@@ -11,9 +11,9 @@ from pathlib import Path
 from poolbench.engine import replicates
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.hooks import TrialHooks
-from poolbench.engine.records import Findings
 from poolbench.guards import cache, cpu, geometry, reread
 from poolbench.guards.devices import Target
+from poolbench.records.findings import Findings
 from poolbench.records.jsontypes import JsonObject
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.workloads.fioparse import FioResult

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from poolbench.backends.base import Backend, Pool, PoolSpec
 from poolbench.engine import aging, pool_ops
-from poolbench.engine.records import Findings, TrialConfig
+from poolbench.engine.records import TrialConfig
 from poolbench.engine.session import Options
 from poolbench.errors import PoolbenchError, UsageError
+from poolbench.records.findings import Findings
 from poolbench.store.facts import MEMBER_DISKS
 from poolbench.study import matrix
 from poolbench.study.model import Study

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.hooks import OpResult
-from poolbench.engine.records import Findings
 from poolbench.guards.devices import Target
 from poolbench.guards.geometry import Found
+from poolbench.records.findings import Findings
 from poolbench.system.runner import Runner
 
 MiB = 1024 * 1024

@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TypedDict
 
-from poolbench.engine.records import Findings, Measurement
 from poolbench.fleet.clientout import HostFigures
+from poolbench.records.findings import Findings
+from poolbench.records.measurement import Measurement
 from poolbench.workloads.library import Workload
 
 MiB = 1024 * 1024

@@ -15,8 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from poolbench.engine.measure_checks import durability
-from poolbench.engine.records import CacheFinding, DataFinding, DeviceFinding, Findings, FioFinding
 from poolbench.fleet.clientout import DiskUtil, HostFigures
+from poolbench.records.findings import (
+    CacheFinding,
+    DataFinding,
+    DeviceFinding,
+    Findings,
+    FioFinding,
+)
 from poolbench.workloads.library import Workload
 
 CACHE_NOTE = (

@@ -26,7 +26,6 @@ from pathlib import Path
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.loop import MeasureLoop, summarise
 from poolbench.engine.measure_checks import figure
-from poolbench.engine.records import Measurement
 from poolbench.engine.subject import WorkloadResult
 from poolbench.errors import UsageError
 from poolbench.fleet import clientout, guards, probe
@@ -34,6 +33,7 @@ from poolbench.fleet.aggregate import Aggregate
 from poolbench.fleet.controller import Controller
 from poolbench.fleet.hosts import Host
 from poolbench.fleet.records import FleetOptions, FleetWorkloadResult, check_workloads
+from poolbench.records.measurement import Measurement
 from poolbench.store import queries
 from poolbench.store.db import Store
 from poolbench.system.runner import Runner

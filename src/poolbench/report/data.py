@@ -13,8 +13,8 @@ from typing import Any
 
 from poolbench import is_digits
 from poolbench.engine import slow_members
-from poolbench.engine.records import Findings, modelled_amplification, write_amplification
 from poolbench.errors import UsageError
+from poolbench.records.findings import Findings, modelled_amplification, write_amplification
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
 from poolbench.report.metrics import VALUE, Figure, Metric, fallback_note, tail_warning

@@ -11,7 +11,7 @@ import io
 import json
 from typing import Any
 
-from poolbench.engine.records import write_amplification
+from poolbench.records.findings import write_amplification
 from poolbench.records.jsontypes import JsonObject
 from poolbench.report.data import RunData, cell_config
 from poolbench.report.metrics import percentile_ns
