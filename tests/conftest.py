@@ -298,12 +298,22 @@ LOCK_HELD_ENV = "POOLBENCH_SUITE_LOCK_HELD"  # a pytest started by a test inheri
 _held: list[Any] = []
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Only the fast tier runs in parallel (pytest-xdist): workers building pools at once
+    would break each other, and each would wait for the other's machine lock."""
+    parallel = (config.getoption("numprocesses", None) or 0) != 0
+    if parallel and not hasattr(config, "workerinput") and "not slow" not in config.option.markexpr:
+        raise pytest.UsageError(
+            "tests that build pools run one at a time: run the whole suite without -n "
+            '(the fast tier runs in parallel: pytest -m "not slow" -n 2)'
+        )
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     import fcntl
 
-    if os.environ.get(LOCK_HELD_ENV) or not IS_ROOT:
-        return
-    if not any(item.get_closest_marker("slow") for item in session.items):
+    slow = any(item.get_closest_marker("slow") for item in session.items)
+    if os.environ.get(LOCK_HELD_ENV) or not IS_ROOT or not slow:
         return
     fh = open(MACHINE_LOCK, "a+")  # noqa: SIM115  (held until the session ends)
     try:
