@@ -68,6 +68,9 @@ def test_bad_options_are_refused(options: dict[str, str], says: str) -> None:
 def test_too_few_disks_are_refused() -> None:
     with pytest.raises(UsageError, match="at least 3 disks"):
         registry.build("database", Context(2, "1G"))
+    # a mirror alone fits two disks (a guest run was refused for it)
+    built = registry.build("database", Context(2, "1G", options={"layouts": "mirror:2"}))
+    assert "mirror:2" in str(built) and "raidz1" not in str(built)
 
 
 def test_the_plan_says_the_scale_and_that_it_is_warm() -> None:

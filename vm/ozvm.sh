@@ -42,7 +42,9 @@ GUEST_PKGS=systemd-sysv,udev,kmod,procps,e2fsprogs,initramfs-tools,zstd,less,fio
 # tree for the `untar` workload: xorg-server-source ships /usr/src/xorg-server.tar.xz (5 MB,
 # 1834 files, 36 MB unpacked). linux-source-6.1 (139 MB, about 80k files, 1.4 GB unpacked) would
 # make every untar take minutes under TCG, so the guest's fs-compare passes --tarball.
-TOOLS_PKGS="mdadm xfsprogs btrfs-progs e2fsprogs xorg-server-source"
+# postgresql: the pgbench workloads and `study database` (its cluster is never started here:
+# the packages stage's policy-rc.d refuses service starts in the chroot).
+TOOLS_PKGS="mdadm xfsprogs btrfs-progs e2fsprogs xorg-server-source postgresql"
 
 log() { printf '[ozvm] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }

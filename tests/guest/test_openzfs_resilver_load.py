@@ -27,7 +27,7 @@ def test_a_load_slows_the_resilver_and_the_resilver_slows_the_load(tmp_path: Pat
     blank(disks)
     db, scratch = tmp_path / "r.db", tmp_path / "scratch"
     p = poolbench("study", "resilver", "--disks", ",".join(disks), "--layouts", "mirror:2",
-                  "--load", "rand-read-4k", "--workloads", "resilver", "--size", "128M",
+                  "--load", "rand-read-4k", "--workloads", "resilver", "--size", "384M",
                   "--replicates", "2", "--max-replicates", "2", "--db", str(db),
                   "--scratch-dir", str(scratch), "--seed", "1")  # fmt: skip
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]

@@ -66,7 +66,8 @@ def _layouts(ctx: Context) -> list[str]:
 
 
 def build(ctx: Context) -> StudyDict:
-    need(ctx, 3, "database study (a mirror and a raidz1)")
+    if ctx.options.get("layouts") is None:  # given layouts are checked as any layout is
+        need(ctx, 3, "database study (a mirror and a raidz1)")
     modes = ctx.opt_list("modes", MODES)
     if any(m not in MODES for m in modes):
         raise UsageError("--modes takes tpcb and select.", "e.g. --modes tpcb,select")
