@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import needs_fio
 
 from poolbench.engine.workspace import Workspace
-from poolbench.system.runner import LocalRunner
+from poolbench.system.runner import LocalRunner, RecordingRunner
 from poolbench.workloads import fio, fiojob
 from poolbench.workloads.library import get
 
@@ -93,3 +93,36 @@ def test_reads_in_a_row_keep_what_is_there(tmp_path: Path, other: str) -> None:
     (ws.jobs_dir / "prepare-seq-read.fio").unlink()
     assert ws.lay_out(get(other), p) is None
     assert not any(ws.jobs_dir.iterdir())  # nothing laid out again
+
+
+def test_a_dry_run_shows_the_prepare_job_only_where_the_real_run_lays_data_out(
+    tmp_path: Path,
+) -> None:
+    from poolbench.engine import pool_ops
+
+    # a dry run's fio answers as a recorded one did (the job's figures do not matter here)
+    answer = (Path(__file__).parent / "data" / "fio-rand-read-4k.jsonplus.json").read_text()
+    runner = RecordingRunner(responses={"fio": answer}, dry_run=True)
+    ws = Workspace(runner, tmp_path, 3)
+    ws.create()  # (where fio.run_job keeps the job text a dry run prints)
+    p = _params(ws.root)
+
+    def prepared(names: list[str]) -> list[str]:
+        runner.calls.clear()
+        for n in names:
+            ws.lay_out(get(n), p)
+        return [Path(a).name for argv in runner.argvs for a in argv if "prepare-" in a]
+
+    assert prepared(["seq-write", "seq-read"]) == []  # the read reads what the write left
+    # an in-place write needs its data, and the read after it its own, once
+    assert prepared(["rand-write-4k", "seq-read"]) == [
+        "prepare-rand-write-4k.fio", "prepare-seq-read.fio"
+    ]  # fmt: skip
+    # the study's dry run lists the same (pool_ops.dry_commands's prepare lines)
+    listed = RecordingRunner()
+    pool = type("P", (), {"spec": type("S", (), {"name": "pb1t0"})(), "mountpoint": tmp_path})()
+    names = ["seq-write", "seq-read", "rand-write-4k", "seq-read"]
+    pool_ops.dry_commands(listed, pool, {}, [get(n) for n in names])  # type: ignore[arg-type]
+    jobs = [a[-1] for a in listed.argvs if a[0] == "fio"]
+    assert jobs == ["seq-write.fio", "seq-read.fio", "prepare-rand-write-4k.fio",
+                    "rand-write-4k.fio", "prepare-seq-read.fio", "seq-read.fio"]  # fmt: skip

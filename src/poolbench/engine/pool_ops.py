@@ -280,7 +280,10 @@ def dry_commands(
         runner.run(["fio", "--output-format=json", f"fill-{levels['fill']}pct.fio"])
     name = pool.spec.name
     offline = False
+    last_write: Workload | None = None
     for w in workloads:
+        # a read right after a write of its own files whole reads them (Workspace.lay_out)
+        written, last_write = _writes_its_data(last_write, w), _last_write(last_write, w)
         if w.pool_state == "degraded" and not offline:
             show_trial_operation(runner, name, "offline")
             offline = True
@@ -292,10 +295,25 @@ def dry_commands(
             runner.run(["tar", "-x", "--no-same-owner", "-f", "<tarball>", "-C", "<dir>"])
             runner.run(["sync", "--file-system", "<dir>"])
         elif not _dry_pool_operation(runner, name, w, levels):
-            if w.needs_data and not w.fresh_file and not w.is_metadata:
+            if w.needs_data and not w.fresh_file and not w.is_metadata and not written:
                 # Laid out before the first measurement (fiojob.render_prepare), not timed.
                 runner.run(["fio", "--output-format=json", f"prepare-{w.name}.fio"])
             runner.run(["fio", "--output-format=json", f"{w.name}.fio"])
+
+
+def _writes_its_data(last_write: Workload | None, w: Workload) -> bool:
+    """Whether the write just before `w` left `w`'s data as the prepare job would lay it out
+    (the same working set for both: a trial's workloads share it)."""
+    same = fiojob.JobParams("<dir>", MiB)
+    return last_write is not None and fiojob.writes_prepared_data(last_write, same, w, same)
+
+
+def _last_write(last_write: Workload | None, w: Workload) -> Workload | None:
+    """The write a later read may find its data from, as Workspace.lay_out tracks it: a read
+    ends it, a metadata test or an operation that is not a fio job leaves it."""
+    if w.direction == "read":
+        return None
+    return last_write if w.is_metadata or w.kind != "fio" else w
 
 
 def _dry_pool_operation(runner: Runner, name: str, w: Workload, levels: Mapping[str, str]) -> bool:

@@ -62,19 +62,20 @@ class Workspace:
         file that a write workload has changed since it was laid out is laid out afresh,
         unless that write left it exactly as laid out (fiojob.writes_prepared_data): then
         returns that write's name (a streaming write then read saves a third of its I/O)."""
-        last, reused = self._last_write, None
+        last = self._last_write
         if w.direction == "read" and last is not None:
             self._last_write = None
-            if not fiojob.writes_prepared_data(*last, w, params):
-                self.discard(w, params)
-            elif not self.prepare(w, params):  # (a short file is laid out again)
-                reused = last[0].name
+            if fiojob.writes_prepared_data(*last, w, params):
+                # A dry run wrote nothing, but the real run would read what the write left.
+                if self.runner.dry_run or not self.prepare(w, params):  # short: laid out
+                    return last[0].name
+                return None
+            self.discard(w, params)
         elif w.direction != "read" and not w.is_metadata:
             # (a read changes nothing: the next read finds its data as laid out)
             self._last_write = (w, params)
-        if reused is None:
-            self.prepare(w, params)
-        return reused
+        self.prepare(w, params)
+        return None
 
     def prepare(self, w: Workload, params: fiojob.JobParams) -> bool:
         """Bring the data into the state the workload needs. Never timed. Returns whether
