@@ -1,9 +1,11 @@
-"""Resilver under load without a pool: the load's grammar, the foreground's slices (a
-recorded fio answer), which slices count as "during", their pooled p99, and the notes."""
+"""Resilver under load without a pool: the load's grammar, the foreground's one fio run read
+back over the resilver's window (a recorded fio histogram log), its p99, and the notes."""
 
 from __future__ import annotations
 
+import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from poolbench.study.builtin import registry
 from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.resilver_load import load_notes
 from poolbench.system.runner import CommandResult, RecordingRunner
+from poolbench.workloads import fioparse, histlog
 from poolbench.workloads.fiojob import JobParams
 
 FIO = (Path(__file__).parent / "data" / "fio-rand-read-4k.jsonplus.json").read_text()
@@ -41,22 +44,86 @@ def test_the_resilver_study_gains_an_idle_and_a_loaded_configuration() -> None:
         registry.build("resilver", Context(3, "1G", options={"load": "seq-write"}))
 
 
-def _slice(start: float, end: float, mib: float, bins: dict[int, int]) -> rl.Slice:
-    return rl.Slice(start, end, int(mib * MiB), int(mib * 256), end - start, bins)
+DATA = Path(__file__).parent / "data" / "resilver-load"
+HIST = (DATA / "load-during_clat_hist.1.log").read_text()
+WINDOW = json.loads((DATA / "window.json").read_text())
 
 
-def test_only_slices_that_ended_within_the_resilver_count_and_their_p99_is_pooled() -> None:
-    s = [_slice(0, 1, 10, {1_000_000: 98, 9_000_000: 2}), _slice(1, 2, 20, {2_000_000: 100}),
-         _slice(2, 3, 30, {50_000_000: 100})]  # fmt: skip
-    during = rl.within(s, end=2.4)
-    assert during == s[:2]  # the third ran 0.6 s of its 1 s after the resilver's end
-    assert rl.within(s, end=2.5) == s  # half of it before: it counts
-    # 200 completions: the 198th (99%) lies in the 2 ms bin (98 at 1 ms, then 100 at 2 ms)
-    assert rl.p99_ms(during) == 2.0
-    got = rl.figures(during, "MiB/s")
-    assert got["value"] == 15.0 and got["slices"] == 2 and got["p99_ms"] == 2.0
-    assert rl.figures(during, "IOPS")["value"] == 15 * 256
-    assert rl.figures([], "MiB/s")["value"] is None and rl.p99_ms([]) is None
+def test_the_histogram_log_buckets_are_fios_json_bins() -> None:
+    """The recorded run's log, every row merged, against its own json+ bins: the same
+    latencies (fio's plat_idx_to_val), and no more completions than fio counted (the last,
+    partial interval is not logged)."""
+    rows = histlog.parse(HIST)
+    assert [r.ddir for r in rows] == [0] * 7 and {r.bs for r in rows} == {4096}
+    assert all(len(r.counts) == histlog.PLAT_NR for r in rows)
+    whole = histlog.window(rows, "read", 0, 2**62)
+    fio_bins = fioparse.parse((DATA / "load-during.jsonplus.json").read_text(), "read")
+    assert fio_bins.latency is not None
+    assert set(whole.bins) <= set(fio_bins.latency.bins)
+    assert all(v <= fio_bins.latency.bins[k] for k, v in whole.bins.items())
+    assert histlog.bin_value_ns(127) == 127 and histlog.bin_value_ns(128) == 129
+    assert histlog.bin_value_ns(192) == 258  # base 256, buckets of 4 ns: the first's mean
+
+
+def test_the_foreground_figure_is_the_rate_over_the_windows_own_intervals() -> None:
+    rows = histlog.parse(HIST)
+    a, b = WINDOW["start_ms"], WINDOW["end_ms"]
+    # Rows every 250 ms from a + 322 to a + 1822: six spans wholly within the 2 s window
+    # (the first row's start is unknown, the one ending at a + 2072 ran past it).
+    inside = [r for r in rows if a <= r.t_ms <= b]
+    assert len(inside) == 7
+    win = histlog.window(rows, "read", a, b)
+    assert win.intervals == 6 and win.seconds == 1.5
+    assert win.ios == sum(sum(r.counts) for r in inside[1:])
+    got = rl.window_figures(win, "IOPS")
+    # fio's rate=8 MiB/s of 4 KiB reads: 2,048 a second
+    assert got["value"] == pytest.approx(2048, rel=0.01)
+    assert got["window_s"] == 2.0 and got["intervals"] == 6 and "why" not in got
+    assert got["p99_ms"] == pytest.approx(win.p99_ms())
+    assert rl.window_figures(win, "MiB/s")["value"] == pytest.approx(8.0, rel=0.01)
+
+
+def test_a_window_too_short_for_the_log_says_so_rather_than_no_figure() -> None:
+    rows = histlog.parse(HIST)
+    a = WINDOW["start_ms"]
+    win = histlog.window(rows, "read", a, a + 900)  # rows at +322, +572, +822: two spans
+    got = rl.window_figures(win, "IOPS")
+    assert win.intervals == 2 and got["value"] is None and got["p99_ms"] is None
+    assert "too short to measure: the resilver's 0.90 s window" in str(got["why"])
+    assert "held 2 of fio's 250 ms log intervals, fewer than 4" in str(got["why"])
+    # a window over before fio's first I/O: nothing in it, and fio's late start is named
+    late = rl.window_figures(histlog.window(rows, "read", a - 5000, a - 4000), "IOPS")
+    assert late["intervals"] == 0 and late["value"] is None
+    assert late["fio_late_s"] == pytest.approx(5.322 - 0.25)
+    assert "fio's first I/O 5.072 s into it" in str(late["why"])
+    # here fio's job was forked when the window began, its first row 322 ms into it: one
+    # 250 ms interval after its first I/O, 72 ms in (opening its file)
+    assert got["fio_late_s"] == 0.072
+
+
+def test_a_stall_is_one_long_row_and_counts_for_its_whole_span() -> None:
+    def row(t: int, n: int, slow: bool = False) -> histlog.Row:
+        counts = [0] * histlog.PLAT_NR
+        counts[histlog.PLAT_NR - 1 if slow else 100] = n
+        return histlog.Row(t, 0, 1 << 20, tuple(counts))
+
+    rows = [row(0, 5), row(250, 5), row(2250, 1, slow=True), row(2500, 5), row(2750, 5),
+            row(3000, 5)]  # fmt: skip
+    win = histlog.window(rows, "read", 0, 2750)
+    # spans (0,250], (250,2250], (2250,2500], (2500,2750]: 16 MiB in 2.75 s; the row at
+    # 3000 ran past the end, the first one's start is unknown
+    assert win.intervals == 4 and win.seconds == 2.75 and win.io_bytes == 16 << 20
+    assert rl.window_figures(win, "MiB/s")["value"] == round(16 / 2.75, 3)
+    # 16 completions, 1 slow: the 99th percentile is the slow one's bucket
+    assert win.p99_ms() == pytest.approx(histlog.bin_value_ns(histlog.PLAT_NR - 1) / 1e6)
+    assert histlog.window(rows, "write", 0, 2750).intervals == 0
+    # two logs of one run (numjobs=2): their I/O adds up over the same seconds
+    both = histlog.merged([win, win])
+    assert both.io_bytes == 32 << 20 and both.seconds == 2.75 and both.intervals == 4
+    # a coarse log (log_hist_coarseness=2): a bucket is valued at its highest fine one
+    coarse = histlog.window([row(0, 1), row(250, 4)], "read", 0, 250, coarseness=2)
+    assert set(coarse.bins) == {histlog.bin_value_ns(100 * 4 + 3)}
+    assert histlog.parse("1,0,4096,1,2\nbroken\n3,0\n") == [histlog.Row(1, 0, 4096, (1, 2))]
 
 
 def _runner(fail: bool = False) -> RecordingRunner:
@@ -67,26 +134,38 @@ def _runner(fail: bool = False) -> RecordingRunner:
     return RecordingRunner({"fio": answer})
 
 
-def test_the_foreground_runs_slices_until_stopped_then_alone(tmp_path: Path) -> None:
-    (tmp_path / "jobs").mkdir()
+def test_the_foreground_is_one_fio_run_stopped_by_its_trigger_then_alone(
+    tmp_path: Path,
+) -> None:
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
     w, rate = rl.parse_load("rand-read-4k@4M")
     params = JobParams(directory=str(tmp_path), size_bytes=64 * MiB, runtime_s=30, randseed=7)
-    fg = rl.Foreground(_runner(), w, params, rate)
+    runner = _runner()
+    fg = rl.Foreground(runner, w, params, rate)
     fg.start()
-    time.sleep(0.1)
-    end = time.monotonic()
-    time.sleep(0.05)  # slices of 10 ms (fio's runtime 1.001 s as recorded: see below)
-    section = rl.finish(fg, fg.stop(), end, lambda: None)
+    fg.stop()
+    (jobs / "load-during_clat_hist.1.log").write_text(HIST)  # what the real fio leaves
+    section = rl.finish(fg, WINDOW["start_ms"], WINDOW["end_ms"], lambda: None)
     during, alone = section["during"], section["alone"]
     assert isinstance(during, dict) and isinstance(alone, dict)
-    assert during["slices"] >= 1 and alone["slices"] == during["slices"]
-    # the recorded fio run: 25,122 reads in 1.001 s per slice, whatever the slice count
+    assert during["intervals"] == 6 and during["value"] == pytest.approx(2048, rel=0.01)
+    assert isinstance(during["fio_start_s"], float)
+    # alone: the recorded fio answer, 25,122 reads in 1.001 s
     assert alone["value"] == pytest.approx(25122 / 1.001, rel=1e-3)
-    # the recorded runtime (1 s) dwarfs the 50 ms they ran past the end: all count
-    assert section["rate"] == "4 MiB/s (fio rate)" and "left_out" not in section
-    job = (tmp_path / "jobs" / "load-during.0.fio").read_text()
-    assert "rate=4194304" in job and "runtime=1" in job and "randseed=7" in job
-    assert (tmp_path / "jobs" / "load-alone.0.fio").exists()
+    assert section["rate"] == "4 MiB/s (fio rate)" and "histogram log" in str(section["how"])
+    first, second = runner.argvs
+    assert f"--trigger-file={jobs / 'load-during.stop'}" in first
+    assert f"--aux-path={jobs}" in first and first[-1] == str(jobs / "load-during.fio")
+    assert not any(a.startswith("--trigger") for a in second)
+    job = (jobs / "load-during.fio").read_text()
+    assert "rate=4194304" in job and f"runtime={rl.RUNTIME_S}" in job and "randseed=7" in job
+    assert f"write_hist_log={jobs / 'load-during'}" in job and "log_unix_epoch=1" in job
+    assert "log_hist_msec=250" in job
+    # alone runs as long as the resilver's 2 s window, with no log
+    alone_job = (jobs / "load-alone.fio").read_text()
+    assert "runtime=2\n" in alone_job and "write_hist_log" not in alone_job
+    assert not (jobs / "load-during.stop").exists()
 
 
 def test_a_foreground_that_fails_says_so_when_stopped(tmp_path: Path) -> None:
@@ -94,8 +173,7 @@ def test_a_foreground_that_fails_says_so_when_stopped(tmp_path: Path) -> None:
     w, _ = rl.parse_load("seq-read")
     fg = rl.Foreground(_runner(fail=True), w, JobParams(str(tmp_path), 8 * MiB), None)
     fg.start()
-    time.sleep(0.05)
-    assert fg.stop(quiet=True) == []  # the caller's own error goes first
+    fg.stop(quiet=True)  # the caller's own error goes first
     with pytest.raises(Exception, match="fio"):
         fg.stop()
 
@@ -149,6 +227,24 @@ def test_the_dry_run_plans_an_idle_and_a_loaded_resilver(
     assert "6 trials, 2 configurations × 3 replicates" in out
     assert "load=none" in out and "load=seq-read@20M" in out
     assert "primarycache=metadata" in out
-    # the loaded configuration's trial runs the load's slices; the idle one does not
-    assert out.count("load-during.N.fio") == 1 and out.count("load-alone.N.fio") == 1
+    # the loaded configuration's trial runs the load during the resilver, then alone
+    assert out.count("--trigger-file=load-during.stop load-during.fio") == 1
+    assert out.count("load-alone.fio") == 1
     assert not (tmp_path / "scratch").exists()
+
+
+def test_the_notes_name_a_window_too_short_and_count_only_replicates_with_both() -> None:
+    idle = _loaded("none", [2.0, 2.0], [16.0, 16.0], [], [])
+    loaded = _loaded("seq-read", [4.0, 1.0], [8.0, 30.0], [6.0, 7.0], [18.0, 18.0])
+    loads = [dict(s["load"]) for s in loaded.sections["resilver"]]  # type: ignore[call-overload]
+    why = "too short to measure: the resilver's 0.90 s window held 2 of fio's 250 ms log"
+    loads[0]["during"] = {"value": 6.0, "unit": "MiB/s", "p99_ms": 8.0, "window_s": 4.0,
+                          "intervals": 15, "interval_ms": 250}  # fmt: skip
+    loads[1]["during"] = {"value": None, "unit": "MiB/s", "p99_ms": None, "window_s": 0.9,
+                          "intervals": 2, "interval_ms": 250, "why": why}  # fmt: skip
+    loaded = replace(loaded, sections={"resilver": tuple({"load": ld} for ld in loads)})
+    text = "\n".join(load_notes(StudyFacts("resilver", "loop", 3, 128 * MiB, (idle, loaded))))
+    assert f"no figure during the resilver in replicate(s) of it: {why}" in text
+    assert "6.0 MiB/s during the resilver vs 18.0 alone" in text  # the first replicate only
+    assert "costs the workload 67% of its figure (1 of 2 replicates)" in text
+    assert "250 ms intervals: 4.0 s (15 intervals), 0.9 s (2 intervals)" in text

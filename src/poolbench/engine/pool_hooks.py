@@ -167,7 +167,7 @@ class PoolHooks:
                 )
             new = spare_list[0]
         fg = self._foreground(params)
-        t0 = time.monotonic()
+        t0, start_ms = time.monotonic(), resilver_load.now_ms()
         try:
             replacing.replace(self.pool, self.offline_leaf, new)
             st = replacing.wait_resilver(self.pool)
@@ -175,9 +175,10 @@ class PoolHooks:
             if fg is not None:
                 fg.stop(quiet=True)  # the error in flight is the one to report
             raise
-        end = time.monotonic()
+        end, end_ms = time.monotonic(), resilver_load.now_ms()
         seconds = max(end - t0, 1e-3)
-        slices = fg.stop() if fg is not None else []  # before a verifying scrub starts
+        if fg is not None:
+            fg.stop()  # before a verifying scrub starts
         nbytes = st.resilvered_bytes or 0
         warnings = []
         if st.resilvered_bytes is None:
@@ -198,7 +199,7 @@ class PoolHooks:
             section["verify_scrub"] = self._verify_scrub(warnings)
         if fg is not None:  # alone once the pool is healthy (and scrubbed, after a rebuild)
             section["load"] = resilver_load.finish(
-                fg, slices, end, lambda: self.backend.drop_cache(self.pool)
+                fg, start_ms, end_ms, lambda: self.backend.drop_cache(self.pool)
             )
         return OpResult(nbytes / seconds / MiB, nbytes, seconds,
                         sections={"resilver": section}, warnings=warnings)  # fmt: skip

@@ -319,10 +319,12 @@ def _last_write(last_write: Workload | None, w: Workload) -> Workload | None:
 def _dry_pool_operation(runner: Runner, name: str, w: Workload, levels: Mapping[str, str]) -> bool:
     """--dry-run: a pool operation's commands (False: `w` is not one)."""
     if w.name == "resilver":
-        load = levels.get("load", "none") != "none"  # its slices, during and then alone
+        load = levels.get("load", "none") != "none"  # one run during it, then one alone
         show_trial_operation(runner, name, "resilver")
-        for phase in ("during", "alone") if load else ():
-            runner.run(["fio", "--output-format=json+", f"load-{phase}.N.fio"])
+        if load:
+            runner.run(["fio", "--output-format=json+", "--trigger-file=load-during.stop",
+                        "load-during.fio"])  # fmt: skip
+            runner.run(["fio", "--output-format=json+", "load-alone.fio"])
     elif w.name in ("expand", "capacity"):
         show_trial_operation(runner, name, w.name)
     elif w.name.startswith("l2arc-read-"):  # laid out, then its intervals (arcstats between)

@@ -1,152 +1,184 @@
 """A resilver under load: a foreground workload that runs while the pool resilvers (the
 resilver study's `load` factor), and the same workload alone on the healthy pool afterwards.
 
-The foreground runs as consecutive one-second fio slices in a thread of its own, from just
-before `zpool replace` until the resilver is finished; a slice that ran mostly after the
-resilver did is kept out of the "during" figure (it ran on a healthy pool). Once the pool is
-healthy, the same number of slices run alone. Each phase starts after the pool's cache was
-emptied (export/import), so neither reads what the other left in the ARC. A stated rate
-(`seq-read@20M`) caps the foreground with fio's `rate` (bytes/s, MiB here); without one it
-runs flat out.
+The foreground is ONE continuous fio run (time-based, far longer than any resilver) started
+just before `zpool replace` and stopped through fio's trigger file once the resilver is
+finished (fio ends its jobs and still writes its JSON and logs). Its completion-latency
+histogram log (one row per LOG_MS interval, Unix-epoch timestamps) is read back over the
+resilver's own window, [replace started, resilver finished] (workloads/histlog.py): the rate
+and p99 are those of the intervals wholly inside it, however short it was. A window with fewer
+than MIN_INTERVALS such intervals gives no figure, and says so. Then, on the healthy pool, the
+same workload alone for as long as the window lasted (whole-run figures from fio's JSON). Each
+phase starts after the pool's cache was emptied (export/import), so neither reads what the
+other left in the ARC. A stated rate (`seq-read@20M`) caps the foreground with fio's `rate`
+(bytes/s, MiB here); without one it runs flat out.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
-from poolbench.workloads import fio, fiojob
+from poolbench.workloads import fio, fiojob, histlog
+from poolbench.workloads.fioparse import FioResult
 from poolbench.workloads.library import Workload, parse_load
 
-__all__ = ["Foreground", "Slice", "finish", "parse_load"]
+__all__ = ["Foreground", "finish", "parse_load"]
 
-SLICE_S = 1
+LOG_MS = 250  # fio's histogram log interval
+MIN_INTERVALS = 4  # a window shorter than this many intervals gives no figure
+# Longer than any resilver: fio stops on the trigger, never on its runtime (a day; fio keeps
+# its log rows in memory until it ends, about 60 KiB a second at LOG_MS).
+RUNTIME_S = 86_400
+START_WAIT_S = 30.0  # how long the resilver waits for fio's jobs to start
+STOP_WAIT_S = 60.0  # how long fio may take to stop on its trigger before it is killed
 MiB = 1 << 20
 
 
-@dataclass(frozen=True)
-class Slice:
-    start: float  # monotonic seconds
-    end: float
-    io_bytes: int
-    ios: int
-    seconds: float  # fio's runtime
-    bins: dict[int, int] = field(default_factory=dict)  # completion-latency histogram
-
-    def as_dict(self) -> JsonObject:
-        return {"io_bytes": self.io_bytes, "ios": self.ios, "seconds": round(self.seconds, 3)}
+def _job(fg: Foreground, runtime_s: int, logs: Path | None) -> str:
+    job = fiojob.render(fg.w, replace(fg.params, runtime_s=runtime_s, min_window_s=0.0))
+    extra = "" if fg.rate is None else f"rate={fg.rate}\n"  # bytes per second, per job
+    if logs is not None:
+        extra += (f"write_hist_log={logs}\nlog_hist_msec={LOG_MS}\nlog_hist_coarseness=0\n"
+                  "log_unix_epoch=1\n")  # fmt: skip
+    return job.replace("[global]\n", f"[global]\n{extra}", 1)
 
 
 class Foreground:
-    """The foreground workload as slices: `start` runs them in a thread until `stop`; `run`
-    runs a given number of them here."""
+    """The foreground workload: `start` runs it in a thread until `stop`; `during` reads its
+    log over a window; `alone` runs it again for a given time."""
 
     def __init__(self, runner: Runner, w: Workload, params: fiojob.JobParams,
                  rate: int | None) -> None:  # fmt: skip
-        self.runner, self.w = runner, w
-        self.params = replace(params, runtime_s=SLICE_S, min_window_s=0.0)
-        self.rate = rate
-        self.slices: list[Slice] = []
-        self._stop = threading.Event()
+        self.runner, self.w, self.params, self.rate = runner, w, params, rate
+        self.jobs = Path(params.directory) / "jobs"
+        self.logs = self.jobs / "load-during"  # fio adds _clat_hist.N.log
+        self.trigger = self.jobs / "load-during.stop"
+        self.result: FioResult | None = None
+        self.started_s: float | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
-    def _one(self, i: int, tag: str) -> Slice:
-        seed = ((self.params.randseed or 0) + i) & 0x7FFFFFFF
-        job = fiojob.render(self.w, replace(self.params, randseed=seed))
-        if self.rate is not None:  # fio's rate: bytes per second, per job
-            job = job.replace("[global]\n", f"[global]\nrate={self.rate}\n", 1)
-        path = Path(self.params.directory) / "jobs" / f"load-{tag}.{i}.fio"
-        t0 = time.monotonic()
-        r = fio.run_job(self.runner, job, path, self.w.direction)
-        bins = dict(r.latency.bins) if r.latency is not None else {}
-        return Slice(t0, time.monotonic(), r.io_bytes, r.total_ios, r.runtime_s, bins)
-
-    def _loop(self) -> None:
+    def _run(self) -> None:
         try:
-            while not self._stop.is_set():
-                self.slices.append(self._one(len(self.slices), "during"))
+            self.result = fio.run_job(
+                self.runner, _job(self, RUNTIME_S, self.logs), self.jobs / "load-during.fio",
+                self.w.direction,
+                # --aux-path: where a triggered stop leaves fio's verify state, not our cwd
+                extra_args=(f"--trigger-file={self.trigger}", f"--aux-path={self.jobs}"),
+            )  # fmt: skip
         except BaseException as exc:  # handed to the caller by stop()
             self._error = exc
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="resilver-load", daemon=True)
+        """Start fio and wait (up to START_WAIT_S) until its job processes run, so the
+        resilver starts under load even where starting fio takes seconds (an emulated
+        guest); `started_s` says how long that took."""
+        self.trigger.unlink(missing_ok=True)
+        self._thread = threading.Thread(target=self._run, name="resilver-load", daemon=True)
+        t0 = time.monotonic()
         self._thread.start()
+        job = self.jobs / "load-during.fio"
+        while not self.runner.dry_run and self._thread.is_alive():
+            if fio.jobs_started(job) or time.monotonic() - t0 > START_WAIT_S:
+                break
+            time.sleep(0.05)
+        self.started_s = round(time.monotonic() - t0, 3)
 
-    def stop(self, quiet: bool = False) -> list[Slice]:
-        """Stop after the slice in progress; its error, if it failed, is raised here (unless
-        `quiet`: the caller is already handling an error of its own)."""
-        self._stop.set()
-        if self._thread is not None:
+    def stop(self, quiet: bool = False) -> None:
+        """Stop fio (its trigger file); kill it if it does not end. Its error, if it failed,
+        is raised here (unless `quiet`: the caller is already handling an error of its own)."""
+        if self._thread is None:
+            return
+        if not self.runner.dry_run:
+            self.trigger.touch()
+        self._thread.join(STOP_WAIT_S)
+        if self._thread.is_alive():
+            fio.kill_strays(self.jobs / "load-during.fio")
             self._thread.join()
+        with contextlib.suppress(FileNotFoundError):
+            self.trigger.unlink()
         if self._error is not None and not quiet:
             raise self._error
-        return self.slices
 
-    def run(self, n: int) -> list[Slice]:
-        return [self._one(i, "alone") for i in range(n)]
+    def during(self, start_ms: int, end_ms: int) -> JsonObject:
+        """The foreground's figures over [start_ms, end_ms] from its histogram log(s)."""
+        got = [histlog.window(histlog.parse(p.read_text()), self.w.direction, start_ms, end_ms)
+               for p in sorted(self.jobs.glob(f"{self.logs.name}_clat_hist.*.log"))]  # fmt: skip
+        win = histlog.merged(got) if got else histlog.Window(start_ms, end_ms, 0, 0.0, 0, 0)
+        return window_figures(win, self.w.unit)
 
-
-def within(slices: Sequence[Slice], end: float) -> list[Slice]:
-    """The slices run during the resilver that ended at `end`: those that ended by then, and
-    the one in progress if at least half of its fio runtime (the end of its wall time, after
-    fio started) fell before `end`. A slow foreground (large reads on slow disks) runs well
-    past its 1 s; without the second rule a resilver shorter than one such slice would have
-    no foreground figure at all."""
-    return [s for s in slices if s.end - end <= s.seconds / 2]
-
-
-def p99_ms(slices: Sequence[Slice]) -> float | None:
-    """The p99 of every completion of the slices (their histograms merged), in ms."""
-    merged: dict[int, int] = {}
-    for s in slices:
-        for k, v in s.bins.items():
-            merged[k] = merged.get(k, 0) + v
-    total = sum(merged.values())
-    if total == 0:
-        return None
-    seen, rank = 0, 0.99 * total
-    for k in sorted(merged):
-        seen += merged[k]
-        if seen >= rank:
-            return k / 1e6
-    return None  # unreachable: seen reaches total
+    def alone(self, seconds: float) -> JsonObject:
+        r = fio.run_job(self.runner, _job(self, max(1, math.ceil(seconds)), None),
+                        self.jobs / "load-alone.fio", self.w.direction)  # fmt: skip
+        return result_figures(r, self.w.unit)
 
 
-def figures(slices: Sequence[Slice], unit: str) -> JsonObject:
-    """The phase's figure (MiB/s or IOPS over fio's runtime of its slices) and p99."""
-    seconds = sum(s.seconds for s in slices)
-    if seconds <= 0:
-        return {"slices": len(slices), "value": None, "unit": unit, "p99_ms": None}
-    per_s = (sum(s.io_bytes for s in slices) / MiB if unit == "MiB/s"
-             else sum(s.ios for s in slices)) / seconds  # fmt: skip
-    return {"slices": len(slices), "value": round(per_s, 3), "unit": unit,
-            "p99_ms": p99_ms(slices), "seconds": round(seconds, 3)}  # fmt: skip
+def _per_s(io_bytes: int, ios: int, seconds: float, unit: str) -> float:
+    return round((io_bytes / MiB if unit == "MiB/s" else ios) / seconds, 3)
 
 
-def finish(
-    fg: Foreground, slices: Sequence[Slice], end: float, drop: Callable[[], object]
-) -> JsonObject:
-    """After the resilver ended at `end` (and `fg.stop()` gave its `slices`): the slices run
-    during it, then as many again alone on the healthy pool (after `drop` emptied its
-    cache); the `load` section of the resilver."""
-    during = within(slices, end)
+def window_figures(win: histlog.Window, unit: str) -> JsonObject:
+    """The window's figure (MiB/s or IOPS over the intervals counted) and p99; no figure, with
+    the reason, when fewer than MIN_INTERVALS intervals lay inside it."""
+    window_s = (win.end_ms - win.start_ms) / 1000
+    out: JsonObject = {"window_s": round(window_s, 3), "intervals": win.intervals,
+                       "interval_ms": LOG_MS, "unit": unit}  # fmt: skip
+    # fio writes its first row one interval after its I/O began
+    if win.first_ms is not None and win.first_ms - LOG_MS > win.start_ms:
+        out["fio_late_s"] = round((win.first_ms - LOG_MS - win.start_ms) / 1000, 3)
+    if win.intervals < MIN_INTERVALS or win.seconds <= 0:
+        late = f", fio's first I/O {out['fio_late_s']} s into it" if "fio_late_s" in out else ""
+        out |= {
+            "value": None,
+            "p99_ms": None,
+            "why": (
+                f"too short to measure: the resilver's {window_s:.2f} s window{late} held "
+                f"{win.intervals} of fio's {LOG_MS} ms log intervals, fewer than {MIN_INTERVALS}"
+            ),
+        }
+        return out  # fmt: skip
+    return out | {"value": _per_s(win.io_bytes, win.ios, win.seconds, unit),
+                  "p99_ms": win.p99_ms(), "seconds": round(win.seconds, 3)}  # fmt: skip
+
+
+def result_figures(r: FioResult, unit: str) -> JsonObject:
+    """A whole fio run's figure (over fio's runtime) and p99 (its clat histogram)."""
+    if r.runtime_s <= 0:
+        return {"value": None, "unit": unit, "p99_ms": None, "why": "fio ran for no time"}
+    p99 = None
+    if r.latency is not None and r.latency.bins:
+        p99 = histlog.Window(0, 0, 0, 0.0, 0, 0, dict(r.latency.bins)).p99_ms()
+    return {"value": _per_s(r.io_bytes, r.total_ios, r.runtime_s, unit), "unit": unit,
+            "p99_ms": p99, "seconds": round(r.runtime_s, 3)}  # fmt: skip
+
+
+def finish(fg: Foreground, start_ms: int, end_ms: int, drop: Callable[[], object]) -> JsonObject:
+    """After the resilver ran over [start_ms, end_ms] (epoch ms) and `fg.stop()` ended the
+    foreground: its figures over that window, then the same workload alone on the healthy pool
+    for as long (after `drop` emptied its cache); the `load` section of the resilver."""
+    during = fg.during(start_ms, end_ms)
     drop()
-    alone = fg.run(max(1, len(during)))
-    out: JsonObject = {
+    alone = fg.alone((end_ms - start_ms) / 1000)
+    return {
         "workload": fg.w.name,
         "rate": "flat out" if fg.rate is None else f"{fg.rate / MiB:g} MiB/s (fio rate)",
-        "during": figures(during, fg.w.unit),
-        "alone": figures(alone, fg.w.unit),
-        "how": f"consecutive {SLICE_S} s fio slices from `zpool replace` until the resilver "
-        "finished; then as many alone on the healthy pool; each phase after an export/import "
-        "(cold ARC)",
+        "during": during | ({} if fg.started_s is None else {"fio_start_s": fg.started_s}),
+        "alone": alone,
+        "how": f"one continuous fio run from just before `zpool replace` until the resilver "
+        f"finished, its rate and p99 from the {LOG_MS} ms intervals of fio's latency "
+        "histogram log wholly inside the resilver's window; then alone on the healthy pool "
+        "for as long (fio's whole-run figures); each phase after an export/import (cold ARC)",
     }
-    if len(slices) > len(during):
-        out["left_out"] = f"{len(slices) - len(during)} slice(s) run mostly after the resilver"
-    return out
+
+
+def now_ms() -> int:
+    """Wall-clock ms, as fio's log timestamps (log_unix_epoch)."""
+    return int(time.time() * 1000)

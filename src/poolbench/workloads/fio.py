@@ -6,6 +6,7 @@ import contextlib
 import os
 import re
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 
 from poolbench import is_digits
@@ -52,37 +53,58 @@ def fio_version(runner: Runner) -> str:
     return require_version(runner.run(["fio", "--version"], mutates=False).stdout)
 
 
+def _ours(job_path: Path) -> dict[int, int]:
+    """The fio processes running our job file (or any job file under the directory
+    `job_path`), each with its parent's pid. The job file path is unique to this poolbench
+    run, so matching it cannot hit anyone else's fio."""
+    needle = str(job_path).encode()
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not is_digits(entry.name):
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            # stat: "pid (comm) state ppid ...": the comm may hold spaces, the ")" ends it
+            ppid = int((entry / "stat").read_bytes().rpartition(b")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if argv and argv[0].endswith(b"fio") and any(a.startswith(needle) for a in argv[1:]):
+            found[int(entry.name)] = ppid
+    return found
+
+
 def kill_strays(job_path: Path) -> list[int]:
     """Kill fio processes still running our job file (or any job file under the directory
     `job_path`) after fio's main process ended.
 
     fio runs each job in a forked process that makes itself a session leader, so when the main
     fio process crashes its job processes escape the runner's process-group cleanup and would
-    go on for ever. The job file path is unique to this poolbench run, so matching it cannot
-    hit anyone else's fio.
+    go on for ever.
     """
-    needle = str(job_path).encode()
     killed = []
-    for entry in Path("/proc").iterdir():
-        if not is_digits(entry.name):
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv and argv[0].endswith(b"fio") and any(a.startswith(needle) for a in argv[1:]):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed.append(int(entry.name))
+    for pid in _ours(job_path):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
     return killed
 
 
-def run_job(runner: Runner, job_text: str, job_path: Path, direction: str) -> FioResult:
+def jobs_started(job_path: Path) -> bool:
+    """Whether fio running `job_path` has forked its job processes (its setup is done and its
+    I/O begins): a fio process of ours whose parent is one too."""
+    ours = _ours(job_path)
+    return any(ppid in ours for ppid in ours.values())
+
+
+def run_job(
+    runner: Runner, job_text: str, job_path: Path, direction: str, extra_args: Sequence[str] = ()
+) -> FioResult:
     """Write the job file, run fio on it, parse its JSON; fio's own error is shown on failure.
-    json+ is fio's JSON plus the completion-latency histogram bins (kept in the store)."""
+    json+ is fio's JSON plus the completion-latency histogram bins (kept in the store).
+    `extra_args`: fio's command-line options (before the job file)."""
     job_path.write_text(job_text)
     try:
-        res = runner.run(["fio", "--output-format=json+", str(job_path)])
+        res = runner.run(["fio", "--output-format=json+", *extra_args, str(job_path)])
     except BaseException as exc:
         if not runner.dry_run:
             kill_strays(job_path)

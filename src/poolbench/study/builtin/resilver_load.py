@@ -3,9 +3,10 @@ slows the resilver, and how much the resilver costs the workload.
 
 Per layout, the idle resilver (load = none) against the resilver under load: the seconds and
 the rate (resilvered MiB/s, with the Fieller interval of the ratio over the replicates). The
-workload's figure during the resilver against the same workload alone on the healthy pool
-right after it, in the same trial (engine/resilver_load.py), with the interval of the ratio
-over the replicates, and the p99 of all completions of each phase.
+workload's figure during the resilver (over the resilver's own window) against the same
+workload alone on the healthy pool right after it, in the same trial
+(engine/resilver_load.py), with the interval of the ratio over the replicates, and the p99 of
+each phase's completions; a replicate whose window was too short for a figure says why.
 """
 
 from __future__ import annotations
@@ -61,11 +62,44 @@ def _resilver_line(idle: ConfigFacts, loaded: ConfigFacts) -> str:
     )
 
 
+def _paired(loads: list[Stored]) -> tuple[list[Stored], list[str]]:
+    """The replicates with a figure both during the resilver and alone, and why the others
+    have none (a resilver too short for fio's log, stated in the row; older rows ran in
+    slices and state nothing)."""
+    kept, why = [], []
+    for ld in loads:
+        if phase([ld], "during", "value") and phase([ld], "alone", "value"):
+            kept.append(ld)
+            continue
+        got = ld.get("during")
+        reason = got.get("why") if isinstance(got, dict) else None
+        why.append(str(reason) if reason else "no foreground interval ended within it")
+    return kept, why
+
+
+def _windows(loads: list[Stored]) -> str:
+    """How the `during` figures were measured: each replicate's window and intervals."""
+    parts = []
+    for ld in loads:
+        got = ld.get("during")
+        if isinstance(got, dict) and "window_s" in got:
+            parts.append(f"{got.get('window_s')} s ({got.get('intervals')} intervals)")
+    if not parts:
+        return ""
+    ms = next((d.get("interval_ms") for ld in loads if isinstance(d := ld.get("during"), dict)),
+              None)  # fmt: skip
+    return f"    during: the resilver's window per replicate, {ms} ms intervals: " + ", ".join(
+        parts
+    )
+
+
 def _workload_lines(loaded: ConfigFacts) -> list[str]:
-    loads = _loads(loaded)
+    every = _loads(loaded)
+    loads, why = _paired(every)
+    out = [f"    no figure during the resilver in replicate(s) of it: {w}" for w in why]
+    if not loads:
+        return [*out, "    the workload has no figure during the resilver"]
     during, alone = phase(loads, "during", "value"), phase(loads, "alone", "value")
-    if not during or not alone or len(during) != len(alone):
-        return ["    the workload has no figure during the resilver (it ended within a slice)"]
     first = loads[0].get("during")
     unit = str(first.get("unit", "")) if isinstance(first, dict) else ""
     text, _ = compared(alone, during)
@@ -77,11 +111,15 @@ def _workload_lines(loaded: ConfigFacts) -> list[str]:
             f"; p99 {statistics.median(p_d):.2f} ms during vs "
             f"{statistics.median(p_a):.2f} ms alone (median of the replicates)"
         )
+    windows = _windows(every)
     return [
+        *out,
         f"    {loads[0].get('workload')} ({loads[0].get('rate')}): "
         f"{statistics.fmean(during):,.1f} {unit} during the resilver vs "
         f"{statistics.fmean(alone):,.1f} alone: {text}{tail}",
-        f"    the resilver costs the workload {cost:.0%} of its figure",
+        f"    the resilver costs the workload {cost:.0%} of its figure"
+        + (f" ({len(loads)} of {len(every)} replicates)" if why else ""),
+        *([windows] if windows else []),
     ]
 
 
@@ -101,7 +139,8 @@ def load_notes(facts: StudyFacts) -> list[str]:
         return []
     head = (
         "resilver under load (means over the replicates; ratios with their 95% Fieller CI; "
-        "the workload in 1 s fio slices from `zpool replace` to the resilver's end, then alone "
-        "on the healthy pool, each phase from a cold cache):"
+        "the workload as one fio run from `zpool replace` to the resilver's end, its figure "
+        "over the intervals of its latency-histogram log inside the resilver's own window, "
+        "then alone on the healthy pool for as long, each phase from a cold cache):"
     )
     return [head, *out]
