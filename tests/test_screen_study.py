@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from tests.conftest import poolbench
 from tests.test_report_predicted import _add
 from tests.test_safety_units import FakeMachine
@@ -132,3 +133,90 @@ def test_a_real_run_screens_its_unscreened_disks_first_and_reuses_a_recent_scree
     # A second run finds every disk screened: nothing runs.
     assert screen_unscreened(runner, store, claims, said.append, m.root / "sys") == 0
     assert len(runner.argvs) == 8
+
+
+def _unscreened_machine(tmp_path: Path) -> tuple[FakeMachine, Store, dict[str, str]]:
+    """sdc screened recently, sdd and sde never: what a real run would screen first."""
+    m = _machine(tmp_path)
+    for name in ("sdc", "sdd", "sde"):
+        (m.root / "sys" / "class" / "block" / name / "stat").write_text("0 " * 11 + "\n")
+    store = Store(tmp_path / "r.db")
+    add_screen(store, [_screened("old", "S-C", 100, iops=100 * 256).to_json()], False, {})
+    return m, store, {n: str(m.root / "dev" / n) for n in ("sdc", "sdd", "sde")}
+
+
+def test_no_screen_skips_the_screen_and_says_a_slow_disk_was_not_looked_for(
+    tmp_path: Path,
+) -> None:
+    from tests.test_screen import fake_fio
+
+    from poolbench.engine.screen_check import before_study
+    from poolbench.system.runner import RecordingRunner
+
+    m, store, dev = _unscreened_machine(tmp_path)
+    claims = m.claim(["sdc", "sdd", "sde"])
+    runner = RecordingRunner({"fio": fake_fio({dev["sdd"]: 100, dev["sde"]: 50})})
+    said: list[str] = []
+    kept = before_study(runner, store, claims, said.append, False, m.root / "sys")
+    assert runner.argvs == [] and said == []  # no fio, not a word of screening
+    # what the run keeps: the two unscreened disks (sdc's recent screen was no skip)
+    assert kept is not None and kept.startswith(f"{dev['sdd']}, {dev['sde']} not screened")
+    assert "a slow disk among them was not looked for" in kept and dev["sdc"] + "," not in kept
+    (warn,) = study_notes(store, claims, screening=False)
+    assert warn == f"warning: {kept}"  # said as stored, never "the real run screens them"
+    assert "disks --screen" in warn and store.conn.execute(
+        "SELECT count(*) FROM disk_screens").fetchone()[0] == 1  # fmt: skip
+    # without --no-screen the screen still runs (2 disks x 2 tests x 2 runs) and nothing is
+    # left out
+    assert before_study(runner, store, claims, said.append, True, m.root / "sys") is None
+    assert len(runner.argvs) == 8 and said[0].startswith(f"screening {dev['sdd']}, {dev['sde']}")
+    assert before_study(runner, store, claims, said.append, False, m.root / "sys") is None
+
+
+def test_no_screen_is_stored_with_the_run_and_shown_in_its_report(tmp_path: Path) -> None:
+    from poolbench.engine import study_run
+    from poolbench.report import header
+    from poolbench.study.model import parse
+    from poolbench.system.runner import RecordingRunner
+
+    store = Store(tmp_path / "r.db")
+    text = ('name = "s"\n[disks]\ncount = 0\n[factors]\nbackend = ["directory"]\n'
+            f'layout = ["{tmp_path}"]\n[workloads]\nnames = ["seq-write"]\n')  # fmt: skip
+    paths = study_run.Paths(tmp_path / "scratch", tmp_path / "journals")
+    sr = study_run.StudyRun(RecordingRunner(), store, parse(text), text, paths, seed=1)
+    assert "screen" not in sr.metadata({})
+    sr.not_screened = "/dev/sdd not screened (--no-screen, ...)"
+    meta = sr.metadata({})
+    assert meta["screen"] == sr.not_screened
+    run = store.start_run("study", "s", ["poolbench", "study"], meta)
+    store.finish_run(run, "finished")
+    got = dict(header.lines(load_run(store, str(run)), None))
+    assert got["disk screen"] == f"warning: {sr.not_screened}"
+    assert "disk screen" not in dict(header.lines(load_run(store, str(_study(store, []))), None))
+
+
+def test_the_no_screen_flag_reaches_the_study_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from poolbench.cli import study_exec
+    from poolbench.cli.main import cli
+
+    got: list[bool] = []
+
+    def run_study(request: study_exec.run_study.StudyRequest, hooks: object) -> None:
+        got.append(request.screen)
+        raise SystemExit(0)  # the request is all this test needs
+
+    monkeypatch.setattr(study_exec.run_study, "run_study", run_study)
+    (tmp_path / "s.toml").write_text(
+        'name = "s"\n[disks]\ncount = 0\n[factors]\nbackend = ["directory"]\n'
+        f'layout = ["{tmp_path}"]\n[workloads]\nnames = ["seq-write"]\n'
+    )
+    db = ["--db", str(tmp_path / "r.db")]
+    for args in (["study", "parity", "--disks", "3x64M"], ["run", str(tmp_path / "s.toml")]):
+        for flag in (["--no-screen"], []):
+            r = CliRunner().invoke(cli, [*args, *flag, *db])
+            assert r.exit_code == 0, r.output
+    assert got == [False, True, False, True]

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from poolbench.cli.common import a_path, db_option, min_window_option, override_min_window
 from poolbench.cli.study_exec import execute_study
+from poolbench.engine.run_study import StudyRequest
 from poolbench.engine.zfs_daemon import zfs_available
 from poolbench.study.model import parse
 from poolbench.system import throttle
@@ -107,4 +108,5 @@ def demo(
                 markup=False,
                 highlight=False,
             )
-        execute_study(study, text, db=db, dry_run=dry_run, scratch_dir=scratch_dir, console=console)
+        request = StudyRequest(study, text, db, scratch_dir=scratch_dir)
+        execute_study(request, dry_run=dry_run, console=console)

@@ -24,9 +24,10 @@ from poolbench.cli.common import (
     open_store,
     override_min_window,
 )
-from poolbench.cli.study_exec import DRY_RUN_CONFIGS, execute_study
+from poolbench.cli.study_exec import DRY_RUN_CONFIGS, execute_study, no_screen_option
 from poolbench.engine import cleanup as cleanup_mod
 from poolbench.engine import study_run
+from poolbench.engine.run_study import StudyRequest
 from poolbench.errors import CommandLineError, PoolbenchError
 from poolbench.report import predicted
 from poolbench.store import queries
@@ -106,6 +107,7 @@ def _override_disks(study: Study, disks: str | None) -> Study:
     "or the /dev path of a device with neither). Repeat per device; asks unless --yes.",
 )
 @click.option("--yes", is_flag=True, help="Do not ask before destroying overridden devices.")
+@no_screen_option
 @min_window_option
 @disk_speed_option
 @db_option
@@ -119,6 +121,7 @@ def run(
     all_commands: bool,
     destroy_data_on: tuple[str, ...],
     yes: bool,
+    no_screen: bool,
     min_window: float | None,
     disk_ref: str | None,
     db: Path | None,
@@ -136,14 +139,11 @@ def run(
         store = open_store(db, "read")
         study, text, stored_seed = study_run.load_resume(store, resume)
         store.close()
+        request = StudyRequest(study, text, db, resume, stored_seed, scratch_dir,
+                               screen=not no_screen)  # fmt: skip
         execute_study(
-            study,
-            text,
-            db=db,
+            request,
             dry_run=dry_run,
-            resume=resume,
-            seed=stored_seed,
-            scratch_dir=scratch_dir,
             destroy_data_on=destroy_data_on,
             yes=yes,
             all_commands=all_commands,
@@ -157,13 +157,12 @@ def run(
             "built-in studies.",
         )
     study, text = load_study(study_file)
+    study = override_min_window(_override_disks(study, disks), min_window)
+    request = StudyRequest(study, text, db, seed=seed, scratch_dir=scratch_dir,
+                           screen=not no_screen)  # fmt: skip
     execute_study(
-        override_min_window(_override_disks(study, disks), min_window),
-        text,
-        db=db,
+        request,
         dry_run=dry_run,
-        seed=seed,
-        scratch_dir=scratch_dir,
         destroy_data_on=destroy_data_on,
         yes=yes,
         all_commands=all_commands,

@@ -22,7 +22,8 @@ from poolbench.cli.common import (
     open_store,
     pick,
 )
-from poolbench.cli.study_exec import execute_study
+from poolbench.cli.study_exec import execute_study, no_screen_option
+from poolbench.engine.run_study import StudyRequest
 from poolbench.errors import TrialsFailed
 from poolbench.study import consistency
 from poolbench.study.builtin import registry
@@ -164,6 +165,7 @@ def _replicate_aliases(opts: dict[str, Any]) -> None:
     help="Use this in-use device anyway, destroying its data (see `poolbench run`).",
 )
 @click.option("--yes", is_flag=True, help="Do not ask before destroying overridden devices.")
+@no_screen_option
 @click.option(
     "--files-from",
     "files_from",
@@ -186,6 +188,7 @@ def study(
     scratch_dir: Path | None,
     destroy_data_on: tuple[str, ...],
     yes: bool,
+    no_screen: bool,
     files_from: str | None,
     db: Path | None,
     **opts: str | None,
@@ -215,13 +218,11 @@ def study(
     _announce(console, name, ctx, shape)
     failed: TrialsFailed | None = None
     try:
+        request = StudyRequest(study_obj, text, db, seed=seed, scratch_dir=scratch_dir,
+                               screen=not no_screen)  # fmt: skip
         run_id = execute_study(
-            study_obj,
-            text,
-            db=db,
+            request,
             dry_run=dry_run,
-            seed=seed,
-            scratch_dir=scratch_dir,
             console=console,
             destroy_data_on=destroy_data_on,
             yes=yes,

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+import click
 from rich.console import Console
 from rich.text import Text
 
@@ -70,6 +71,15 @@ def emit(console: Console, parts: list[tuple[str, str]]) -> None:
 # each of 2,500 configurations took most of a 10,000-trial dry run's time, for 35,000 lines no
 # one reads. --all-commands prints them all.
 DRY_RUN_CONFIGS = 200
+# `run` and `study`: the screen a real run makes of disks with no recent one (about 40 s a
+# disk, engine/screen_check.py) can be skipped, never silently.
+no_screen_option = click.option(
+    "--no-screen",
+    "no_screen",
+    is_flag=True,
+    help="Real disks: do not screen those with no recent screen first (about 40 s per disk). "
+    "The run then says, and stores, that a slow disk among them was not looked for.",
+)
 
 
 def _print_dry_run(
@@ -166,32 +176,28 @@ def _answer(outcome: run_study.StudyOutcome, console: Console, disk: DiskSpeed |
 
 
 def execute_study(
-    study: Study,
-    text: str,
+    request: run_study.StudyRequest,
     *,
-    db: Path | None,
     dry_run: bool,
-    resume: int | None = None,
-    seed: int | None = None,
-    scratch_dir: Path | None = None,
     console: Console | None = None,
     destroy_data_on: Sequence[str] = (),
     yes: bool = False,
     all_commands: bool = False,
     disk: DiskSpeed | None = None,
 ) -> int:
-    """Shared by `run`, `study` and `demo`: engine.run_study, shown. Returns the run id."""
+    """Shared by `run`, `study` and `demo`: engine.run_study, shown. Returns the run id.
+    What the run is (the study, its store, seed, scratch dir, whether its disks are
+    screened) travels in `request`; the rest is how it is shown and confirmed."""
     err = Console(stderr=True)
     console = console or Console()
     log = DryRunLog()
     hooks = _CliHooks(err, log, destroy_data_on, yes)
-    request = run_study.StudyRequest(study, text, db, resume, seed, scratch_dir)
     if not dry_run:
         return _answer(run_study.run_study(request, hooks), console, disk)
     try:
         with run_study.prepared(request, hooks, dry_run=True) as (sr, _):
             log.flush(err)  # what the probes would have run (real devices: the claims)
-            _print_dry_run(sr, study, console, err, log, all_commands)
+            _print_dry_run(sr, request.study, console, err, log, all_commands)
     finally:
         log.flush(err)
     return 0

@@ -67,6 +67,8 @@ class StudyRequest:
     seed: int | None = None
     scratch_dir: Path | None = None
     argv: Sequence[str] = field(default_factory=lifecycle.command_line)
+    # False (--no-screen): real disks are not screened before the study; the run says so
+    screen: bool = True
 
 
 @dataclass
@@ -113,7 +115,7 @@ def prepared(
             claims = hooks.claim(runner, study.disks.devices, store.path, paths.scratch)
             runner = GuardedRunner(runner, claims)
             if dry_run:  # a real run screens the unscreened disks first (run_study)
-                for line in screen_check.study_notes(store, claims):
+                for line in screen_check.study_notes(store, claims, request.screen):
                     hooks.note(line)
         if not dry_run:  # the server's user must reach the clusters under the scratch dir
             pgbench_run.check_installed(parse_list(",".join(study.workloads.names)), paths.scratch)
@@ -140,9 +142,11 @@ def run_study(request: StudyRequest, hooks: StudyHooks) -> StudyOutcome:
         sr.store.close()
         sr.store = _open(request.db, "write")
         if sr.claims is not None:  # real disks: each screened (or a recent screen reused)
-            screen_check.screen_unscreened(sr.runner, sr.store, sr.claims, hooks.note)
-            for line in screen_check.study_notes(sr.store, sr.claims):  # a slow disk?
-                hooks.note(line)
+            sr.not_screened = screen_check.before_study(
+                sr.runner, sr.store, sr.claims, hooks.note, request.screen
+            )
+            for line in screen_check.study_notes(sr.store, sr.claims, request.screen):
+                hooks.note(line)  # a slow disk? (or, --no-screen, none looked for)
         _start_or_reopen(sr, availability, request.resume)
         if sr.claims is not None:
             sr.claims.record_overrides(sr.store, sr.run_id)
@@ -185,6 +189,8 @@ def _start_or_reopen(
     sr.run_id = lifecycle.reopen(sr.store, resume)
     meta = json.loads(sr.store.run(resume)["metadata"])
     meta["pool_tokens"] = [*meta.get("pool_tokens", []), sr.pool_token]
+    if sr.not_screened:  # this invocation's trials ran on disks nobody screened
+        meta["screen"] = sr.not_screened
     sr.store.update_metadata(resume, meta)
 
 

@@ -9,7 +9,9 @@ Before a real run (not a dry run), disks with a serial number and no recent scre
 screened first, read-only and short (BEFORE_STUDY: sequential 1M reads and random 4K reads
 at queue depth 1, 10 s each, twice), stored like any screen, so the warning and the report's
 disk speeds have figures. Disks without a serial (loop devices) are never screened here:
-nothing could find their screen again.
+nothing could find their screen again. `--no-screen` (StudyRequest.screen) skips that screen:
+the study then says, and stores in its run's metadata (`screen`), that its disks' speeds were
+not screened, so a slow disk among them was not looked for.
 """
 
 from __future__ import annotations
@@ -32,8 +34,25 @@ from poolbench.system.runner import Runner
 BEFORE_STUDY = ScreenOptions(runtime_s=10, repeats=2, tests=("seq-read", "rand-read-4k-qd1"))
 
 
-def study_notes(store: Store, claims: ClaimSet) -> list[str]:
-    """Warnings and notes for a study about to run on `claims`' disks."""
+def not_screened(paths: list[str]) -> str:
+    """What --no-screen left out: said before the study and kept with its run."""
+    return (
+        f"{', '.join(paths)} not screened (--no-screen, and no screen of them within "
+        f"{RECENT_DAYS} days): their speeds were not measured alone, so a slow disk among "
+        "them was not looked for and the layouts may be compared on unequal disks (screen "
+        "them: poolbench disks --screen " + " ".join(shlex.quote(p) for p in paths) + ")"
+    )
+
+
+def unscreened(store: Store, claims: ClaimSet) -> list[str]:
+    """The claimed disks with a serial number and no recent screen."""
+    found = recent_by_serial(store, [c.serial for c in claims.claims if c.serial])
+    return [c.path for c in claims.claims if c.serial and c.serial not in found]
+
+
+def study_notes(store: Store, claims: ClaimSet, screening: bool = True) -> list[str]:
+    """Warnings and notes for a study about to run on `claims`' disks (`screening`: the real
+    run screens those with no recent screen; False: --no-screen)."""
     serials = [c.serial for c in claims.claims if c.serial]
     found = recent_by_serial(store, serials)
     screens: list[DiskScreen] = []
@@ -50,7 +69,9 @@ def study_notes(store: Store, claims: ClaimSet) -> list[str]:
     ]
     # Only disks with a serial number: one without (a loop device) is never matched anyway.
     missing = [c.path for c in claims.claims if c.serial and c.serial not in found]
-    if missing and len(claims.claims) > 1:
+    if missing and not screening:
+        out.append(f"warning: {not_screened(missing)}")
+    elif missing and len(claims.claims) > 1:
         out.append(
             f"note: no screen within {RECENT_DAYS} days of {', '.join(missing)}: the real run "
             f"screens them first (read-only, {BEFORE_STUDY.seconds_per_disk():.0f} s per disk); "
@@ -89,3 +110,21 @@ def screen_unscreened(
     settings = {"runtime_s": opts.runtime_s, "repeats": opts.repeats, "before_study": True}
     add_screen(store, [d.to_json() for d in result.disks], False, settings)
     return len(todo)
+
+
+def before_study(
+    runner: Runner,
+    store: Store,
+    claims: ClaimSet,
+    note: Callable[[str], None],
+    screening: bool,
+    sys_root: Path = SYS_ROOT,
+) -> str | None:
+    """A real run's screen of its unscreened disks (screen_unscreened); with `screening`
+    False (--no-screen) none, and what it left out is returned for the run's metadata
+    (`screen`; study_notes says it). None: nothing was left out."""
+    if screening:
+        screen_unscreened(runner, store, claims, note, sys_root)
+        return None
+    missing = unscreened(store, claims)
+    return not_screened(missing) if missing else None

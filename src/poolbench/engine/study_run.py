@@ -91,6 +91,7 @@ class StudyRun:
     run_id: int = 0
     argv: Sequence[str] = ()
     claims: ClaimSet | None = None  # real devices, claimed by the safety layer
+    not_screened: str | None = None  # what --no-screen left out (screen_check.before_study)
 
     def __post_init__(self) -> None:
         if self.seed is None:
@@ -172,6 +173,7 @@ class StudyRun:
             "seed": self.seed,
             "pool_tokens": [self.pool_token],  # one per invocation (--resume adds one)
             "claims": self.claims.as_dict() if self.claims else None,
+            **({"screen": self.not_screened} if self.not_screened else {}),
             "backends": {k: vars(v) for k, v in availability.items()},
             "planned_trials": [
                 {"index": t.index, "replicate": t.replicate, "config": t.config.key}

@@ -34,12 +34,7 @@ def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
     disks = run.study.get("disks")
     if isinstance(disks, dict):
         out.append(("disks", _disks(disks)))
-    devices = run.metadata.get("devices")
-    if isinstance(devices, list) and devices:
-        out.append(("devices", "; ".join(_device(d) for d in devices if isinstance(d, dict))))
-    target = run.metadata.get("target")
-    if isinstance(target, dict) and target.get("path"):
-        out.append(("target", f"{target.get('path')} ({target.get('how', '')})".strip()))
+    out += _devices(run)
     out.append(("versions", _versions(run)))
     cells = [run.cell(c, w) for c in run.configs for w in run.workloads]
     if cells and all(c is not None and c.exact for c in cells):
@@ -80,6 +75,21 @@ def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
         )
     if run.error:
         out.append(("error", str(run.error)))
+    return out
+
+
+def _devices(run: RunData) -> list[tuple[str, str]]:
+    """The devices measured, whether --no-screen left them unscreened, the bench target."""
+    out = []
+    devices = run.metadata.get("devices")
+    if isinstance(devices, list) and devices:
+        out.append(("devices", "; ".join(_device(d) for d in devices if isinstance(d, dict))))
+    unscreened = run.metadata.get("screen")  # --no-screen (engine/screen_check.py)
+    if isinstance(unscreened, str):
+        out.append(("disk screen", f"warning: {unscreened}"))
+    target = run.metadata.get("target")
+    if isinstance(target, dict) and target.get("path"):
+        out.append(("target", f"{target.get('path')} ({target.get('how', '')})".strip()))
     return out
 
 
