@@ -1,8 +1,12 @@
-"""Resilver under load on OpenZFS (guest tier): `poolbench study resilver --load seq-read` on
-three whole disks (a 2-way mirror and its replacement), the resilver once idle and once under
-flat-out random 4K reads, 2 replicates. (A first run with `seq-read` showed why not streaming
-here: uncached 1 MiB reads on the emulated disks ran at 0.3-0.5 MiB/s, a slice lasted
-seconds past its 1 s, and one replicate had no slice within its 18 s resilver.)
+"""Resilver under load on OpenZFS (guest tier): `poolbench study resilver --load rand-read-4k`
+on three whole disks (a 2-way mirror and its replacement), the resilver once idle and once
+under flat-out random 4K reads, 2 replicates. (A first run with `seq-read` showed why not
+streaming here: uncached 1 MiB reads on the emulated disks ran at 0.3-0.5 MiB/s.)
+
+The foreground is one fio run from before `zpool replace` to the resilver's end, its figure
+read from fio's 250 ms latency-histogram log over the resilver's own window: an earlier
+design (consecutive 1 s fio runs) had no figure for one of two replicates here, where starting
+fio takes seconds and the resilver lasted 5.9 s.
 
 What must hold, from the same run: the foreground read less per second during the resilver
 than alone on the healthy pool right after it (the resilver reads every block from the
@@ -40,10 +44,13 @@ def test_a_load_slows_the_resilver_and_the_resilver_slows_the_load(tmp_path: Pat
             idle.append(rs["seconds"])
             continue
         loaded.append(rs["seconds"])
-        during.append(rs["load"]["during"]["value"])
+        d = rs["load"]["during"]
+        during.append(d["value"])
         alone.append(rs["load"]["alone"]["value"])
+        print("during:", {k: d.get(k) for k in ("window_s", "intervals", "seconds", "p99_ms",
+                                                "fio_start_s", "fio_late_s", "why")})  # fmt: skip
     print("resilver guest: idle", idle, "loaded", loaded, "during", during, "alone", alone)
-    assert len(idle) == len(loaded) == 2 and None not in during
+    assert len(idle) == len(loaded) == 2 and None not in during, during
     assert sum(loaded) > sum(idle), (idle, loaded)
     assert sum(during) < sum(alone), (during, alone)
     assert "the resilver costs the workload" in p.stdout
