@@ -83,22 +83,39 @@ def test_the_foreground_figure_is_the_rate_over_the_windows_own_intervals() -> N
     assert rl.window_figures(win, "MiB/s")["value"] == pytest.approx(8.0, rel=0.01)
 
 
+def test_a_window_across_log_rows_counts_their_part_inside_it() -> None:
+    rows = histlog.parse(HIST)
+    a = WINDOW["start_ms"]
+    # rows at +322, +572, ... +1822: (322,572] is 172/250 inside [a+400, a+1500], three are
+    # wholly inside, (1322,1572] 178/250: 1.1 s covered, at the run's 2,048 reads a second
+    win = histlog.window(rows, "read", a + 400, a + 1500)
+    assert win.intervals == 5 and win.seconds == 1.1
+    counts = [sum(r.counts) for r in rows]
+    assert win.ios == pytest.approx(
+        counts[1] * 172 / 250 + sum(counts[2:5]) + counts[5] * 178 / 250
+    )
+    assert rl.window_figures(win, "IOPS")["value"] == pytest.approx(2048, rel=0.02)
+
+
 def test_a_window_too_short_for_the_log_says_so_rather_than_no_figure() -> None:
     rows = histlog.parse(HIST)
     a = WINDOW["start_ms"]
-    win = histlog.window(rows, "read", a, a + 900)  # rows at +322, +572, +822: two spans
+    # rows at +322, +572, +822, +1072: 0.578 s of the 0.9 s window covered, under 4 x 250 ms
+    win = histlog.window(rows, "read", a, a + 900)
     got = rl.window_figures(win, "IOPS")
-    assert win.intervals == 2 and got["value"] is None and got["p99_ms"] is None
-    assert "too short to measure: the resilver's 0.90 s window" in str(got["why"])
-    assert "held 2 of fio's 250 ms log intervals, fewer than 4" in str(got["why"])
-    # a window over before fio's first I/O: nothing in it, and fio's late start is named
-    late = rl.window_figures(histlog.window(rows, "read", a - 5000, a - 4000), "IOPS")
-    assert late["intervals"] == 0 and late["value"] is None
-    assert late["fio_late_s"] == pytest.approx(5.322 - 0.25)
-    assert "fio's first I/O 5.072 s into it" in str(late["why"])
+    assert win.intervals == 3 and got["value"] is None and got["p99_ms"] is None
+    assert got["why"] == (
+        "too short to measure: fio's log covered 0.58 s of the resilver's 0.90 s window "
+        "(3 of its 250 ms intervals; fio's first I/O 0.072 s into it), less than 4 intervals"
+    )
     # here fio's job was forked when the window began, its first row 322 ms into it: one
     # 250 ms interval after its first I/O, 72 ms in (opening its file)
     assert got["fio_late_s"] == 0.072
+    # a window over before fio's first I/O: nothing in it, and fio's late start is named
+    late = rl.window_figures(histlog.window(rows, "read", a - 5000, a - 4000), "IOPS")
+    assert late["intervals"] == 0 and late["value"] is None and late["seconds"] == 0
+    assert late["fio_late_s"] == pytest.approx(5.322 - 0.25)
+    assert "fio's first I/O 5.072 s into it" in str(late["why"])
 
 
 def test_a_stall_is_one_long_row_and_counts_for_its_whole_span() -> None:
@@ -109,17 +126,18 @@ def test_a_stall_is_one_long_row_and_counts_for_its_whole_span() -> None:
 
     rows = [row(0, 5), row(250, 5), row(2250, 1, slow=True), row(2500, 5), row(2750, 5),
             row(3000, 5)]  # fmt: skip
-    win = histlog.window(rows, "read", 0, 2750)
-    # spans (0,250], (250,2250], (2250,2500], (2500,2750]: 16 MiB in 2.75 s; the row at
-    # 3000 ran past the end, the first one's start is unknown
-    assert win.intervals == 4 and win.seconds == 2.75 and win.io_bytes == 16 << 20
-    assert rl.window_figures(win, "MiB/s")["value"] == round(16 / 2.75, 3)
-    # 16 completions, 1 slow: the 99th percentile is the slow one's bucket
+    win = histlog.window(rows, "read", 100, 2600)
+    # (0,250] 0.6 inside: 3 reads; the stall (250,2250]: 1; (2250,2500]: 5; (2500,2750] 0.4
+    # inside: 2. 11 MiB of 1 MiB reads over the 2.5 s window.
+    assert win.intervals == 4 and win.seconds == 2.5
+    assert win.io_bytes == pytest.approx(11 << 20)
+    assert rl.window_figures(win, "MiB/s")["value"] == 4.4
+    # 11 completions, 1 slow: the 99th percentile is the slow one's bucket
     assert win.p99_ms() == pytest.approx(histlog.bin_value_ns(histlog.PLAT_NR - 1) / 1e6)
-    assert histlog.window(rows, "write", 0, 2750).intervals == 0
+    assert histlog.window(rows, "write", 100, 2600).intervals == 0
     # two logs of one run (numjobs=2): their I/O adds up over the same seconds
     both = histlog.merged([win, win])
-    assert both.io_bytes == 32 << 20 and both.seconds == 2.75 and both.intervals == 4
+    assert both.io_bytes == pytest.approx(22 << 20) and both.seconds == 2.5
     # a coarse log (log_hist_coarseness=2): a bucket is valued at its highest fine one
     coarse = histlog.window([row(0, 1), row(250, 4)], "read", 0, 250, coarseness=2)
     assert set(coarse.bins) == {histlog.bin_value_ns(100 * 4 + 3)}

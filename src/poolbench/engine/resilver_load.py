@@ -6,8 +6,9 @@ just before `zpool replace` and stopped through fio's trigger file once the resi
 finished (fio ends its jobs and still writes its JSON and logs). Its completion-latency
 histogram log (one row per LOG_MS interval, Unix-epoch timestamps) is read back over the
 resilver's own window, [replace started, resilver finished] (workloads/histlog.py): the rate
-and p99 are those of the intervals wholly inside it, however short it was. A window with fewer
-than MIN_INTERVALS such intervals gives no figure, and says so. Then, on the healthy pool, the
+and p99 are those of the log over exactly that window (an interval across its edge counted
+for its part inside). A window the log covers for less than MIN_INTERVALS intervals gives no
+figure, and says so. Then, on the healthy pool, the
 same workload alone for as long as the window lasted (whole-run figures from fio's JSON). Each
 phase starts after the pool's cache was emptied (export/import), so neither reads what the
 other left in the ARC. A stated rate (`seq-read@20M`) caps the foreground with fio's `rate`
@@ -27,13 +28,14 @@ from pathlib import Path
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob, histlog
-from poolbench.workloads.fioparse import FioResult
+from poolbench.workloads.fioparse import FioResult, percentile_from_bins
 from poolbench.workloads.library import Workload, parse_load
 
 __all__ = ["Foreground", "finish", "parse_load"]
 
 LOG_MS = 250  # fio's histogram log interval
-MIN_INTERVALS = 4  # a window shorter than this many intervals gives no figure
+MIN_INTERVALS = 4  # a window the log covers for less than this many intervals: no figure
+TAIL_S = 2 * LOG_MS / 1000  # fio runs on this long after the resilver: its log covers the end
 # Longer than any resilver: fio stops on the trigger, never on its runtime (a day; fio keeps
 # its log rows in memory until it ends, about 60 KiB a second at LOG_MS).
 RUNTIME_S = 86_400
@@ -98,6 +100,8 @@ class Foreground:
         if self._thread is None:
             return
         if not self.runner.dry_run:
+            if not quiet:  # fio logs no partial interval at its end: one more past the window
+                time.sleep(TAIL_S)
             self.trigger.touch()
         self._thread.join(STOP_WAIT_S)
         if self._thread.is_alive():
@@ -121,32 +125,30 @@ class Foreground:
         return result_figures(r, self.w.unit)
 
 
-def _per_s(io_bytes: int, ios: int, seconds: float, unit: str) -> float:
+def _per_s(io_bytes: float, ios: float, seconds: float, unit: str) -> float:
     return round((io_bytes / MiB if unit == "MiB/s" else ios) / seconds, 3)
 
 
 def window_figures(win: histlog.Window, unit: str) -> JsonObject:
-    """The window's figure (MiB/s or IOPS over the intervals counted) and p99; no figure, with
-    the reason, when fewer than MIN_INTERVALS intervals lay inside it."""
+    """The window's figure (MiB/s or IOPS over the part of it fio's log covers) and p99; no
+    figure, with the reason, when the log covers less than MIN_INTERVALS intervals of it."""
     window_s = (win.end_ms - win.start_ms) / 1000
     out: JsonObject = {"window_s": round(window_s, 3), "intervals": win.intervals,
-                       "interval_ms": LOG_MS, "unit": unit}  # fmt: skip
+                       "interval_ms": LOG_MS, "seconds": round(win.seconds, 3),
+                       "unit": unit}  # fmt: skip
     # fio writes its first row one interval after its I/O began
     if win.first_ms is not None and win.first_ms - LOG_MS > win.start_ms:
         out["fio_late_s"] = round((win.first_ms - LOG_MS - win.start_ms) / 1000, 3)
-    if win.intervals < MIN_INTERVALS or win.seconds <= 0:
-        late = f", fio's first I/O {out['fio_late_s']} s into it" if "fio_late_s" in out else ""
-        out |= {
-            "value": None,
-            "p99_ms": None,
-            "why": (
-                f"too short to measure: the resilver's {window_s:.2f} s window{late} held "
-                f"{win.intervals} of fio's {LOG_MS} ms log intervals, fewer than {MIN_INTERVALS}"
-            ),
-        }
-        return out  # fmt: skip
+    if win.seconds * 1000 < MIN_INTERVALS * LOG_MS:
+        late = f"; fio's first I/O {out['fio_late_s']} s into it" if "fio_late_s" in out else ""
+        why = (
+            f"too short to measure: fio's log covered {win.seconds:.2f} s of the resilver's "
+            f"{window_s:.2f} s window ({win.intervals} of its {LOG_MS} ms intervals{late}), "
+            f"less than {MIN_INTERVALS} intervals"
+        )
+        return out | {"value": None, "p99_ms": None, "why": why}
     return out | {"value": _per_s(win.io_bytes, win.ios, win.seconds, unit),
-                  "p99_ms": win.p99_ms(), "seconds": round(win.seconds, 3)}  # fmt: skip
+                  "p99_ms": win.p99_ms()}  # fmt: skip
 
 
 def result_figures(r: FioResult, unit: str) -> JsonObject:
@@ -155,7 +157,8 @@ def result_figures(r: FioResult, unit: str) -> JsonObject:
         return {"value": None, "unit": unit, "p99_ms": None, "why": "fio ran for no time"}
     p99 = None
     if r.latency is not None and r.latency.bins:
-        p99 = histlog.Window(0, 0, 0, 0.0, 0, 0, dict(r.latency.bins)).p99_ms()
+        got = percentile_from_bins(r.latency.bins, 99.0)
+        p99 = None if got is None else got / 1e6
     return {"value": _per_s(r.io_bytes, r.total_ios, r.runtime_s, unit), "unit": unit,
             "p99_ms": p99, "seconds": round(r.runtime_s, 3)}  # fmt: skip
 
@@ -173,8 +176,8 @@ def finish(fg: Foreground, start_ms: int, end_ms: int, drop: Callable[[], object
         "during": during | ({} if fg.started_s is None else {"fio_start_s": fg.started_s}),
         "alone": alone,
         "how": f"one continuous fio run from just before `zpool replace` until the resilver "
-        f"finished, its rate and p99 from the {LOG_MS} ms intervals of fio's latency "
-        "histogram log wholly inside the resilver's window; then alone on the healthy pool "
+        f"finished, its rate and p99 from fio's latency-histogram log ({LOG_MS} ms intervals) "
+        "over exactly the resilver's window; then alone on the healthy pool "
         "for as long (fio's whole-run figures); each phase after an export/import (cold ARC)",
     }
 

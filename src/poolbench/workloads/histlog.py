@@ -5,18 +5,17 @@ A foreground that runs while something else happens (a resilver) is one continuo
 what it did during the event is what its log says about the event's own window. Each log row
 is one direction's interval: `time (ms; Unix epoch with log_unix_epoch=1), ddir, bs, counts of
 fio's latency bins...`. fio writes a row when a completion finds the interval over, so a row
-covers the time since the row before it: after a stall, one row spans the whole stall. A row
-counts in a window when its whole span lies inside it (the first row, whose start is unknown,
-never counts): the rate is its completions over the seconds of the rows counted, and the p99
-comes from their merged bins.
+covers the time since the row before it: after a stall, one row spans the whole stall (the
+first row, whose start is unknown, covers nothing). A row that straddles an edge of the window
+counts for the part of it inside, at the row's own rate (its completions spread evenly over
+its span): the figure covers the window exactly wherever the log does, however short the
+window. The p99 comes from the rows' merged bins, weighted the same way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-
-from poolbench.workloads.fioparse import percentile_from_bins
 
 # fio's histogram layout (stat.h): 29 groups of 64 buckets, exact below 128.
 PLAT_BITS = 6
@@ -66,16 +65,24 @@ class Window:
 
     start_ms: int
     end_ms: int
-    intervals: int  # rows counted
-    seconds: float  # their spans, summed
-    ios: int
-    io_bytes: int
-    bins: dict[int, int] = field(default_factory=dict)  # latency (ns) -> completions
+    intervals: int  # rows inside the window, wholly or in part
+    seconds: float  # the part of the window the rows cover
+    ios: float  # completions, a straddling row's counted in proportion
+    io_bytes: float
+    bins: dict[int, float] = field(default_factory=dict)  # latency (ns) -> completions
     first_ms: int | None = None  # the log's first row: fio was doing I/O by then
 
     def p99_ms(self) -> float | None:
-        got = percentile_from_bins(self.bins, 99.0)
-        return None if got is None else got / 1e6
+        """fio's rule (fioparse.percentile_from_bins) on weighted counts."""
+        total = sum(self.bins.values())
+        if total <= 0:
+            return None
+        running = 0.0
+        for value in sorted(self.bins):
+            running += self.bins[value]
+            if running >= 0.99 * total * (1 - 1e-12):  # rounding of the weights
+                return value / 1e6
+        return max(self.bins) / 1e6
 
 
 def _value_of(j: int, coarseness: int) -> int:
@@ -87,25 +94,27 @@ def _value_of(j: int, coarseness: int) -> int:
 def window(
     rows: Iterable[Row], direction: str, start_ms: int, end_ms: int, coarseness: int = 0
 ) -> Window:
-    """The rows of `direction` wholly inside [start_ms, end_ms], summed."""
+    """The rows of `direction` over [start_ms, end_ms], summed (straddling ones in part)."""
     mine = sorted((r for r in rows if r.ddir == DDIR[direction]), key=lambda r: r.t_ms)
-    ios = nbytes = n = 0
-    span_ms = 0
-    bins: dict[int, int] = {}
+    ios = nbytes = 0.0
+    n = covered_ms = 0
+    bins: dict[int, float] = {}
     for prev, cur in zip(mine, mine[1:], strict=False):
-        if prev.t_ms < start_ms or cur.t_ms > end_ms:
+        lo, hi = max(prev.t_ms, start_ms), min(cur.t_ms, end_ms)
+        if hi <= lo:
             continue
+        share = (hi - lo) / (cur.t_ms - prev.t_ms)
         n += 1
-        span_ms += cur.t_ms - prev.t_ms
-        done = sum(cur.counts)
+        covered_ms += hi - lo
+        done = sum(cur.counts) * share
         ios += done
         nbytes += done * cur.bs
         for j, c in enumerate(cur.counts):
             if c:
                 v = _value_of(j, coarseness)
-                bins[v] = bins.get(v, 0) + c
+                bins[v] = bins.get(v, 0.0) + c * share
     first = mine[0].t_ms if mine else None
-    return Window(start_ms, end_ms, n, span_ms / 1000, ios, nbytes, bins, first)
+    return Window(start_ms, end_ms, n, covered_ms / 1000, ios, nbytes, bins, first)
 
 
 def merged(windows: Sequence[Window]) -> Window:
@@ -113,7 +122,7 @@ def merged(windows: Sequence[Window]) -> Window:
     time, so the seconds are the longest of theirs and the intervals the fewest."""
     if not windows:
         raise ValueError("no windows to merge")
-    bins: dict[int, int] = {}
+    bins: dict[int, float] = {}
     for w in windows:
         for k, v in w.bins.items():
             bins[k] = bins.get(k, 0) + v
