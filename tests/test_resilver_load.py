@@ -24,13 +24,13 @@ FIO = (Path(__file__).parent / "data" / "fio-rand-read-4k.jsonplus.json").read_t
 MiB = 1 << 20
 
 
-def test_a_load_is_a_fio_workload_that_can_run_in_slices_at_a_stated_rate() -> None:
+def test_a_load_is_a_timed_fio_workload_at_a_stated_rate_or_flat_out() -> None:
     w, rate = rl.parse_load("seq-read")
     assert w.name == "seq-read" and w.time_based and rate is None
     w, rate = rl.parse_load("rand-write-4k@2M")
     assert w.direction == "write" and rate == 2 * MiB
     for bad in ("seq-write", "meta-create-seq", "capacity"):
-        with pytest.raises(UsageError, match="cannot run in slices"):
+        with pytest.raises(UsageError, match="cannot run for as long as the pool resilvers"):
             rl.parse_load(bad)
 
 
@@ -40,7 +40,7 @@ def test_the_resilver_study_gains_an_idle_and_a_loaded_configuration() -> None:
     assert data["factors"]["load"] == ["none", "seq-read@20M"]
     assert data["factors"]["primarycache"] == ["metadata"]
     assert any("primarycache=metadata" in line for line in ctx.said)
-    with pytest.raises(UsageError, match="cannot run in slices"):
+    with pytest.raises(UsageError, match="cannot run for as long as the pool resilvers"):
         registry.build("resilver", Context(3, "1G", options={"load": "seq-write"}))
 
 

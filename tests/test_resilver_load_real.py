@@ -78,7 +78,7 @@ def test_a_load_slows_the_resilver_and_the_resilver_slows_the_load(
     during = phase(loads, "during", "value")  # type: ignore[arg-type]
     alone = phase(loads, "alone", "value")  # type: ignore[arg-type]
     assert len(during) == len(alone) == 2, loads
-    # MiB/s over fio's runtime of the slices, uncached (primarycache=metadata): alone, a
+    # MiB/s over the resilver's window (from fio's log) and alone, uncached (primarycache=metadata): alone, a
     # healthy 2-way mirror reads from both members, 2 × CAP at most; during the resilver
     # the foreground shares the surviving member's CAP with the resilver's reads.
     assert all(0 < a <= 2 * CAP * 1.15 for a in alone), alone

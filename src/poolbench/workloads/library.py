@@ -426,12 +426,12 @@ def get(name: str) -> Workload:
 def parse_load(level: str) -> tuple[Workload, int | None]:
     """`seq-read`, `rand-read-4k`, `rand-write-4k@2M`: (the workload, its rate in bytes/s or
     None for flat out). Refused: a workload that is not a fio job, or a size-bound write
-    (seq-write writes a fresh file; it cannot run in slices)."""
+    (seq-write writes a fresh file; it cannot run for as long as the resilver lasts)."""
     name, _, rate = level.partition("@")
     w = get(name)
     if w.kind != "fio" or w.is_metadata or (w.direction != "read" and not w.time_based):
         raise UsageError(
-            f"The resilver's foreground load '{name}' cannot run in slices while the pool "
+            f"The resilver's foreground load '{name}' cannot run for as long as the pool "
             "resilvers: it must be a streaming or random fio workload that reads, or a timed "
             "random write.",
             "Use e.g. --load seq-read, --load rand-read-4k or --load rand-write-4k@4M.",
