@@ -177,12 +177,13 @@ def test_the_foreground_is_one_fio_run_stopped_by_its_trigger_then_alone(
     assert f"--aux-path={jobs}" in first and first[-1] == str(jobs / "load-during.fio")
     assert not any(a.startswith("--trigger") for a in second)
     job = (jobs / "load-during.fio").read_text()
-    assert "rate=4194304" in job and f"runtime={rl.RUNTIME_S}" in job and "randseed=7" in job
+    assert "rate=4194304" in job and f"runtime={rl.RUNTIME_S * 1000}ms" in job
+    assert "randseed=7" in job and job.count("runtime=") == 1
     assert f"write_hist_log={jobs / 'load-during'}" in job and "log_unix_epoch=1" in job
     assert "log_hist_msec=250" in job
     # alone runs as long as the resilver's 2 s window, with no log
     alone_job = (jobs / "load-alone.fio").read_text()
-    assert "runtime=2\n" in alone_job and "write_hist_log" not in alone_job
+    assert "runtime=2000ms\n" in alone_job and "write_hist_log" not in alone_job
     assert not (jobs / "load-during.stop").exists()
 
 

@@ -18,7 +18,7 @@ other left in the ARC. A stated rate (`seq-read@20M`) caps the foreground with f
 from __future__ import annotations
 
 import contextlib
-import math
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -44,8 +44,10 @@ STOP_WAIT_S = 60.0  # how long fio may take to stop on its trigger before it is 
 MiB = 1 << 20
 
 
-def _job(fg: Foreground, runtime_s: int, logs: Path | None) -> str:
-    job = fiojob.render(fg.w, replace(fg.params, runtime_s=runtime_s, min_window_s=0.0))
+def _job(fg: Foreground, runtime_ms: int, logs: Path | None) -> str:
+    job = fiojob.render(fg.w, replace(fg.params, runtime_s=1, min_window_s=0.0))
+    # to the ms: alone runs exactly as long as the resilver's window did
+    job = re.sub(r"(?m)^runtime=1$", f"runtime={runtime_ms}ms", job, count=1)
     extra = "" if fg.rate is None else f"rate={fg.rate}\n"  # bytes per second, per job
     if logs is not None:
         extra += (f"write_hist_log={logs}\nlog_hist_msec={LOG_MS}\nlog_hist_coarseness=0\n"
@@ -71,7 +73,7 @@ class Foreground:
     def _run(self) -> None:
         try:
             self.result = fio.run_job(
-                self.runner, _job(self, RUNTIME_S, self.logs), self.jobs / "load-during.fio",
+                self.runner, _job(self, RUNTIME_S * 1000, self.logs), self.jobs / "load-during.fio",
                 self.w.direction,
                 # --aux-path: where a triggered stop leaves fio's verify state, not our cwd
                 extra_args=(f"--trigger-file={self.trigger}", f"--aux-path={self.jobs}"),
@@ -120,7 +122,7 @@ class Foreground:
         return window_figures(win, self.w.unit)
 
     def alone(self, seconds: float) -> JsonObject:
-        r = fio.run_job(self.runner, _job(self, max(1, math.ceil(seconds)), None),
+        r = fio.run_job(self.runner, _job(self, max(1000, round(seconds * 1000)), None),
                         self.jobs / "load-alone.fio", self.w.direction)  # fmt: skip
         return result_figures(r, self.w.unit)
 
