@@ -267,3 +267,39 @@ def test_the_notes_name_a_window_too_short_and_count_only_replicates_with_both()
     assert "6.0 MiB/s during the resilver vs 18.0 alone" in text  # the first replicate only
     assert "costs the workload 67% of its figure (1 of 2 replicates)" in text
     assert "250 ms intervals: 4.0 s (15 intervals), 0.9 s (2 intervals)" in text
+
+
+def test_the_foreground_runs_until_its_trigger_also_when_the_resilver_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fio (a fake here) runs until the trigger file appears, as the real one does; stop()
+    makes it, on success and on an error in flight (Ctrl-C, a failed replace) alike."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    seen: list[float] = []
+
+    def fio_until_triggered(argv: tuple[str, ...]) -> CommandResult:
+        trigger = Path(next(a for a in argv if a.startswith("--trigger-file="))[15:])
+        t0 = time.monotonic()
+        while not trigger.exists() and time.monotonic() - t0 < 5:
+            time.sleep(0.01)
+        seen.append(time.monotonic() - t0)
+        trigger.unlink()  # as fio does once it has seen it
+        return CommandResult(argv, 0, FIO, "", 0.0)
+
+    # start() waits for fio's job processes (none here): the fake counts as started at once
+    monkeypatch.setattr(rl.fio, "jobs_started", lambda job: True)
+    w, _ = rl.parse_load("rand-read-4k")
+    for quiet in (False, True):
+        fg = rl.Foreground(RecordingRunner({"fio": fio_until_triggered}), w,
+                           JobParams(str(tmp_path), 8 * MiB), None)  # fmt: skip
+        fg.start()
+        time.sleep(0.05)
+        t0 = time.monotonic()
+        fg.stop(quiet=quiet)
+        stopped = time.monotonic() - t0
+        assert fg.result is not None and fg.result.total_ios == 25122
+        # on success fio runs one more log interval so its log covers the window's end; on an
+        # error in flight it is stopped at once
+        assert (stopped >= rl.TAIL_S) if not quiet else (stopped < rl.TAIL_S)
+    assert len(seen) == 2 and all(s < 5 for s in seen)
