@@ -192,6 +192,10 @@ def test_no_screen_is_stored_with_the_run_and_shown_in_its_report(tmp_path: Path
     store.finish_run(run, "finished")
     got = dict(header.lines(load_run(store, str(run)), None))
     assert got["disk screen"] == f"warning: {sr.not_screened}"
+    from poolbench.report import report_json
+
+    doc = report_json.report(load_run(store, str(run)), None)
+    assert doc["run"]["not_screened"] == sr.not_screened  # type: ignore[index]
     assert "disk screen" not in dict(header.lines(load_run(store, str(_study(store, []))), None))
 
 

@@ -141,12 +141,24 @@ def report(
     return {
         "format": "poolbench-report",
         "version": REPORT_VERSION,
-        "run": {"id": run.id, "kind": run.kind, "name": run.name, "status": run.status},
+        "run": {
+            "id": run.id,
+            "kind": run.kind,
+            "name": run.name,
+            "status": run.status,
+            **_not_screened(run),
+        },
         "baseline": baseline.label if baseline else None,
         "tables": doc_tables,
         "comparisons": comparisons,
         "verdict": doc_verdict,
     }
+
+
+def _not_screened(run: RunData) -> Json:
+    """What --no-screen left out (engine/screen_check.py), as the terminal's header says it."""
+    said = run.metadata.get("screen")
+    return {"not_screened": said} if isinstance(said, str) else {}
 
 
 def to_json(
