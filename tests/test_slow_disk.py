@@ -141,4 +141,7 @@ def test_notes_put_the_cost_beside_the_expectation_and_the_guard() -> None:
     line = lines[1]
     assert line.startswith("  raidz1:3: with the slow member 2.00× slower (CI")
     assert "expected 0.50× of the healthy figure ≈ 40.0 MiB/s (the slow disk's 20 MiB/s × 2" in line
-    assert line.endswith("the guard flagged disk 1 slow in 2 of 3 replicates")
+    # and whether the window could show it: 102 MiB (a tenth of 1G) puts 51 MiB on each
+    # member, which the slow one moves in 51 × (1/20 - 1/40) = 1.275 s longer than its peers
+    assert line.endswith("the guard flagged disk 1 slow in 2 of 3 replicates (it can name it: "
+                         "busy 1.28 s longer than its peers per window)")  # fmt: skip

@@ -34,6 +34,7 @@ from poolbench.study.builtin.base import (
     working_set,
 )
 from poolbench.study.builtin.context import Context
+from poolbench.study.builtin.slow_guard import GuardView, view
 
 if TYPE_CHECKING:
     from poolbench.planner.layout import VdevSpec
@@ -41,8 +42,10 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from poolbench.store.facts import ConfigFacts, StudyFacts
 
+MiB = 1 << 20
 WORKLOADS = ["seq-write", "seq-read", "rand-read-4k"]
 DEFAULT_CAP = 40  # MiB/s per loop disk: slow enough that the cap, not the host, sets the pace
+WINDOW = (0.1, "256M")  # the working set: a tenth of a disk, at most 256M (base.working_set)
 
 
 def _percent(ctx: Context) -> int:
@@ -99,7 +102,7 @@ def build(ctx: Context) -> StudyDict:
         f"each layout with every disk capped at {cap} MiB/s, and with its first disk at {pct}% "
         "of that: streaming write, cold streaming read, 4K random read (throughput and p99)",
         {"backend": ["zfs"], "layout": _layouts(ctx), "slow_member": [100, pct]},
-        {"names": WORKLOADS, "size": working_set(ctx, 0.1, cap="256M")},
+        {"names": WORKLOADS, "size": working_set(ctx, *WINDOW)},
         disks={"cap": cap},
     )
 
@@ -154,6 +157,31 @@ def expected(
                        f"looking at their load: {w} × the slow side's {slow:g} MiB/s")  # fmt: skip
 
 
+def window_mib(ctx: Context) -> float:
+    """The working set each window moves, as build() set it (without announcing it again)."""
+    from poolbench.units import parse_size
+
+    if "size" in ctx.options:
+        return parse_size(ctx.options["size"].upper()) / MiB
+    share = int(ctx.disk_bytes * WINDOW[0]) // MiB
+    return float(min(parse_size(WINDOW[1]) // MiB, max(8, share)))
+
+
+def guard_view(layout: str, n: int, workload: str, window: float, slow: float, peer: float,
+               dialect: str) -> GuardView | None:  # fmt: skip
+    """What a window of `window` MiB lets the slow-member guard see (study/builtin/slow_guard)."""
+    from poolbench.planner.layout import parse_layout
+
+    try:
+        vdevs = parse_layout(layout, (1 << 30,) * n).vdevs
+    except (UsageError, ValueError):
+        return None
+    if len(vdevs) != 1 or peer <= 0:
+        return None
+    v = vdevs[0]
+    return view(v.kind, v.width, data_disks(v), workload, window, slow, peer, dialect)
+
+
 def named_line(c: ConfigFacts, workload: str, position: int) -> str:
     """How often the slow-member guard caught the throttled disk in this workload's windows
     (the report names a member slow in a majority of the replicates, at least two)."""
@@ -196,6 +224,10 @@ def notes(ctx: Context, facts: StudyFacts) -> list[str]:
                 line += f"; {p99[0]}"
             place = throttled.position if throttled else 0
             line += f"; {named_line(pair[True], w, place)}"
+            seen = guard_view(layout, facts.disk_count, w, window_mib(ctx), throttled.cap_mib_s,
+                              throttled.peer_mib_s, ctx.dialect) if throttled else None  # fmt: skip
+            if seen is not None:
+                line += f" ({'it can' if seen.visible else 'it cannot'} name it: {seen.why})"
             lines.append(line)
         if lines:
             out += [f"{w}: one member at {percent}% of its peers' cap, against the same layout "
