@@ -12,7 +12,7 @@ import pytest
 
 from poolbench.backends import sources
 from poolbench.engine import slow_disk
-from poolbench.errors import UsageError
+from poolbench.errors import Unsupported, UsageError
 from poolbench.safety.journal import Journal
 from poolbench.store.facts import FactRow, facts_from_records
 from poolbench.study import matrix
@@ -145,3 +145,36 @@ def test_notes_put_the_cost_beside_the_expectation_and_the_guard() -> None:
     # member, which the slow one moves in 51 × (1/20 - 1/40) = 1.275 s longer than its peers
     assert line.endswith("the guard flagged disk 1 slow in 2 of 3 replicates (it can name it: "
                          "busy 1.28 s longer than its peers per window)")  # fmt: skip
+
+
+def test_no_throttle_here_refuses_a_slow_member_before_anything_is_made() -> None:
+    """Where no blkio throttle exists (a cgroup-v2-only host; the OpenZFS guest before it
+    mounts one) a slow member cannot be slowed: refused as unsupported (exit 7), with how to
+    get a throttle rather than the plain cap's "remove the cap" (the slow disk needs it)."""
+    disks = Disks(count=3, size="1G", cap=40)
+    levels = [{"layout": "mirror:2", "slow_member": s} for s in ("100", "50")]
+    with pytest.raises(Unsupported) as e:
+        slow_disk.check_throttle(disks, levels, why="no blkio here")
+    assert e.value.exit_code == 7
+    text = e.value.paragraph()
+    assert "no blkio here" in text and "would measure nothing" in text
+    assert "mount -t cgroup -o blkio" in text and "Remove [disks] cap" not in text
+    with pytest.raises(Unsupported, match=r"caps its disks at 40 MiB/s, but no blkio"):
+        slow_disk.check_throttle(disks, levels[:1], why="no blkio here")
+    slow_disk.check_throttle(Disks(count=3, size="1G"), levels, why="no blkio here")  # no cap
+
+
+def test_the_cli_refuses_it_with_exit_7_and_no_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from poolbench.cli.main import main
+
+    monkeypatch.setattr(throttle, "unavailable", lambda root=None: "no cgroup v1 blkio here")
+    scratch = Path("/var/tmp/poolbench-test-refused")
+    with pytest.raises(SystemExit) as e:
+        main(["study", "slow-disk", "--disks", "3x128M", "--db", str(tmp_path / "r.db"),
+              "--scratch-dir", str(scratch)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert e.value.code == 7, err
+    assert "no cgroup v1 blkio here" in err and "Traceback" not in err
+    assert not (scratch.exists() and any(scratch.iterdir()))  # nothing was made
