@@ -102,11 +102,14 @@ def test_expectations_computed_from_the_caps() -> None:
     e = study.expected("raidz1:4", 4, "seq-write", 20.0, 40.0, "zfs-fuse")
     assert e is not None and (e.ratio, e.mib_s) == (0.5, 60.0)  # 20 MiB/s × 3 data disks
     e = study.expected("raidz2:4", 4, "seq-read", 20.0, 40.0, "openzfs")
-    assert e is not None and (e.ratio, e.mib_s) == (0.5, 40.0)
+    # from the slow disk in every block's data to the healthy 2 data disks × 40
+    assert e is not None and (e.ratio, e.mib_s, e.high_ratio, e.high_mib_s) == (0.5, 40, 1, 80)
     e = study.expected("draid1:2d:4c:1s", 4, "seq-write", 20.0, 40.0, "openzfs")
     assert e is not None and e.mib_s == pytest.approx(20.0 * 3 * 2 / 3)
     e = study.expected("mirror:2", 4, "seq-read", 20.0, 40.0, "openzfs")
-    assert e is not None and (e.ratio, e.mib_s) == (1.0, None)  # the least busy side serves
+    # the stream kept on the slow side (20 of a healthy 80), or both sides busy: 40 + 20
+    assert e is not None and (e.ratio, e.mib_s, e.high_ratio, e.high_mib_s) == (0.25, 20, 0.75, 60)
+    assert "0.25–0.75× of the healthy figure, 20.0–60.0 MiB/s (OpenZFS" in e.text()
     e = study.expected("mirror:2", 4, "seq-read", 20.0, 40.0, "zfs-fuse")
     assert e is not None and (e.ratio, e.mib_s) == (0.5, 40.0)  # half the reads wait on it
     e = study.expected("mirror:2", 4, "seq-write", 20.0, 40.0, "zfs-fuse")
