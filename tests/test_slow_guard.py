@@ -10,7 +10,7 @@ import pytest
 
 from poolbench.guards import members
 from poolbench.guards.devices import Counters
-from poolbench.study.builtin import slow_disk
+from poolbench.study.builtin import slow_disk, slow_guard
 from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.slow_guard import NEEDED_S, view
 
@@ -29,6 +29,11 @@ def window(moves: dict[str, tuple[float, float]], direction: str) -> list[member
             c[name] = Counters(done, 0) if direction == "read" else Counters(0, done)
         samples.append((t, c))
     return members.rates(samples)
+
+
+def test_the_model_restates_the_guards_rule() -> None:
+    for name in ("SLOW_FRACTION", "RESOLUTION_SAMPLES", "SAMPLE_INTERVAL"):
+        assert getattr(slow_guard, name) == getattr(members, name), name
 
 
 # (layout kind, width, data disks, workload, window MiB, slow, peer, dialect,

@@ -28,8 +28,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from poolbench.guards.members import RESOLUTION_SAMPLES, SAMPLE_INTERVAL, SLOW_FRACTION
-
+# guards/members.py's rule, restated: a study may not import the guards (docs/architecture.md);
+# tests/test_slow_guard.py holds these equal to the guard's own.
+SLOW_FRACTION = 0.25  # slower while busy than the peers' median by more than this
+RESOLUTION_SAMPLES = 3  # and busy longer by more than this many sampling intervals
+SAMPLE_INTERVAL = 0.1  # seconds
 NEEDED_S = RESOLUTION_SAMPLES * SAMPLE_INTERVAL  # the busy gap the guard needs (0.3 s)
 
 
