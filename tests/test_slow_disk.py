@@ -141,6 +141,7 @@ def test_notes_put_the_cost_beside_the_expectation_and_the_guard() -> None:
     assert facts.configs[1].slow_flags["seq-write"] == ((0,), (0,), ())
     lines = study.notes(ctx, facts)
     assert lines[0].startswith("seq-write: one member at 50% of its peers' cap")
+    assert len(lines) == 2  # nothing of the workloads not run (seq-read, rand-read-4k)
     line = lines[1]
     assert line.startswith("  raidz1:3: with the slow member 2.00× slower (CI")
     assert "expected 0.50× of the healthy figure ≈ 40.0 MiB/s (the slow disk's 20 MiB/s × 2" in line

@@ -234,6 +234,8 @@ def notes(ctx: Context, facts: StudyFacts) -> list[str]:
         for layout, pair in pairs.items():
             if True not in pair or False not in pair:
                 continue
+            if not (pair[False].figures.get(w) or pair[True].figures.get(w)):
+                continue  # not run (--workloads left it out)
             text, _shown = compared(pair[False].figures.get(w, ()), pair[True].figures.get(w, ()))
             line = f"  {layout}: with the slow member {text}"
             throttled = pair[True].slow_member
