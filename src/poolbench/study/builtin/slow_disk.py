@@ -19,7 +19,8 @@ What to expect, computed from the caps (the notes print it beside the measured r
   are) the stream may stay on the slow side: the read lies between the slow side's rate and
   (sides - 1) × peers + slow, and which side served it explains where (measured in the
   OpenZFS guest, 2-way mirror at 4 and 2 MiB/s: 95% of the bytes from the fast side in one
-  replicate, 53% from the slow side in the other; 3.8 and 3.7 MiB/s). zfs-fuse (pool v23)
+  replicate, 53% from the slow side in the other; 3.8 and 3.7 MiB/s; in a second run 15%
+  and 34%, 4.3 and 5.7 MiB/s, against 5.9 healthy). zfs-fuse (pool v23)
   picks the side without looking at its load, so half of the reads of a 2-way mirror wait
   on the slow side.
 * raidz reads skip parity, whose column follows the block's offset: the slow member holds a
