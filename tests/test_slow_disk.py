@@ -12,7 +12,7 @@ import pytest
 
 from poolbench.backends import sources
 from poolbench.engine import slow_disk
-from poolbench.errors import UsageError
+from poolbench.errors import Unsupported, UsageError
 from poolbench.safety.journal import Journal
 from poolbench.store.facts import FactRow, facts_from_records
 from poolbench.study import matrix
@@ -102,11 +102,14 @@ def test_expectations_computed_from_the_caps() -> None:
     e = study.expected("raidz1:4", 4, "seq-write", 20.0, 40.0, "zfs-fuse")
     assert e is not None and (e.ratio, e.mib_s) == (0.5, 60.0)  # 20 MiB/s × 3 data disks
     e = study.expected("raidz2:4", 4, "seq-read", 20.0, 40.0, "openzfs")
-    assert e is not None and (e.ratio, e.mib_s) == (0.5, 40.0)
+    # from the slow disk in every block's data to the healthy 2 data disks × 40
+    assert e is not None and (e.ratio, e.mib_s, e.high_ratio, e.high_mib_s) == (0.5, 40, 1, 80)
     e = study.expected("draid1:2d:4c:1s", 4, "seq-write", 20.0, 40.0, "openzfs")
     assert e is not None and e.mib_s == pytest.approx(20.0 * 3 * 2 / 3)
     e = study.expected("mirror:2", 4, "seq-read", 20.0, 40.0, "openzfs")
-    assert e is not None and (e.ratio, e.mib_s) == (1.0, None)  # the least busy side serves
+    # the stream kept on the slow side (20 of a healthy 80), or both sides busy: 40 + 20
+    assert e is not None and (e.ratio, e.mib_s, e.high_ratio, e.high_mib_s) == (0.25, 20, 0.75, 60)
+    assert "0.25–0.75× of the healthy figure, 20.0–60.0 MiB/s (OpenZFS" in e.text()
     e = study.expected("mirror:2", 4, "seq-read", 20.0, 40.0, "zfs-fuse")
     assert e is not None and (e.ratio, e.mib_s) == (0.5, 40.0)  # half the reads wait on it
     e = study.expected("mirror:2", 4, "seq-write", 20.0, 40.0, "zfs-fuse")
@@ -138,7 +141,44 @@ def test_notes_put_the_cost_beside_the_expectation_and_the_guard() -> None:
     assert facts.configs[1].slow_flags["seq-write"] == ((0,), (0,), ())
     lines = study.notes(ctx, facts)
     assert lines[0].startswith("seq-write: one member at 50% of its peers' cap")
+    assert len(lines) == 2  # nothing of the workloads not run (seq-read, rand-read-4k)
     line = lines[1]
     assert line.startswith("  raidz1:3: with the slow member 2.00× slower (CI")
     assert "expected 0.50× of the healthy figure ≈ 40.0 MiB/s (the slow disk's 20 MiB/s × 2" in line
-    assert line.endswith("the guard flagged disk 1 slow in 2 of 3 replicates")
+    # and whether the window could show it: 102 MiB (a tenth of 1G) puts 51 MiB on each
+    # member, which the slow one moves in 51 × (1/20 - 1/40) = 1.275 s longer than its peers
+    assert line.endswith("the guard flagged disk 1 slow in 2 of 3 replicates (it can name it: "
+                         "busy 1.28 s longer than its peers per window)")  # fmt: skip
+
+
+def test_no_throttle_here_refuses_a_slow_member_before_anything_is_made() -> None:
+    """Where no blkio throttle exists (a cgroup-v2-only host; the OpenZFS guest before it
+    mounts one) a slow member cannot be slowed: refused as unsupported (exit 7), with how to
+    get a throttle rather than the plain cap's "remove the cap" (the slow disk needs it)."""
+    disks = Disks(count=3, size="1G", cap=40)
+    levels = [{"layout": "mirror:2", "slow_member": s} for s in ("100", "50")]
+    with pytest.raises(Unsupported) as e:
+        slow_disk.check_throttle(disks, levels, why="no blkio here")
+    assert e.value.exit_code == 7
+    text = e.value.paragraph()
+    assert "no blkio here" in text and "would measure nothing" in text
+    assert "mount -t cgroup -o blkio" in text and "Remove [disks] cap" not in text
+    with pytest.raises(Unsupported, match=r"caps its disks at 40 MiB/s, but no blkio"):
+        slow_disk.check_throttle(disks, levels[:1], why="no blkio here")
+    slow_disk.check_throttle(Disks(count=3, size="1G"), levels, why="no blkio here")  # no cap
+
+
+def test_the_cli_refuses_it_with_exit_7_and_no_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from poolbench.cli.main import main
+
+    monkeypatch.setattr(throttle, "unavailable", lambda root=None: "no cgroup v1 blkio here")
+    scratch = Path("/var/tmp/poolbench-test-refused")
+    with pytest.raises(SystemExit) as e:
+        main(["study", "slow-disk", "--disks", "3x128M", "--db", str(tmp_path / "r.db"),
+              "--scratch-dir", str(scratch)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert e.value.code == 7, err
+    assert "no cgroup v1 blkio here" in err and "Traceback" not in err
+    assert not (scratch.exists() and any(scratch.iterdir()))  # nothing was made

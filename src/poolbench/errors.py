@@ -36,8 +36,9 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     (EXIT_REFUSED, "refused", "refused for safety before anything was changed: a device in "
      "use, one that changed between planning and its first write, or a destruction not "
      "confirmed"),
-    (EXIT_UNSUPPORTED, "unsupported", "this machine's ZFS cannot run what the study asks "
-     "(dRAID, sync on zfs-fuse, ...); refused before anything was created"),
+    (EXIT_UNSUPPORTED, "unsupported", "this machine's ZFS or kernel cannot run what the "
+     "study asks (dRAID, sync on zfs-fuse, a disk cap or slow member without a blkio "
+     "throttle, ...); refused before anything was created"),
     (EXIT_INTERRUPTED, "interrupted", "stopped by Ctrl-C (SIGINT); what was finished is "
      "kept"),
 )  # fmt: skip

@@ -16,9 +16,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TypedDict
 
-from poolbench.errors import UsageError
+from poolbench.errors import Unsupported, UsageError
 from poolbench.safety.journal import Journal
 from poolbench.study.model import Disks
+from poolbench.system import throttle as blkio
 
 MiB = 1 << 20
 NONE = 100  # the level at which no member is slow
@@ -51,6 +52,29 @@ def check(disks: Disks, levels: Mapping[str, str]) -> None:
             "Set [disks] cap (MiB/s per loop disk, e.g. cap = 40), or use `poolbench study "
             "slow-disk`, which sets it.",
         )
+
+
+def check_throttle(disks: Disks, configs: Sequence[Mapping[str, str]], why: str = "") -> None:
+    """Refuse, before anything is made, a study that caps its disks where no cap can be set
+    (`why`: system/throttle.py's reason, read here when not given). A slow member that is
+    not slowed would be a study of nothing, so its fix is to get a throttle, not to drop it."""
+    why = why or blkio.unavailable()
+    if not disks.cap or not why:
+        return
+    slowed = any(int(c.get("slow_member", NONE)) < NONE for c in configs)
+    if not slowed:
+        raise Unsupported(
+            f"The study caps its disks at {disks.cap:g} MiB/s, but {why}.",
+            "Remove [disks] cap to measure the sparse files as they are.",
+        )
+    raise Unsupported(
+        f"The study slows one disk to a share of its peers' {disks.cap:g} MiB/s with a cgroup "
+        f"v1 blkio throttle, but {why}; nothing was created. Without the throttle no disk "
+        "would be slower than its peers and the study would measure nothing.",
+        "Boot with the v1 blkio hierarchy (systemd.unified_cgroup_hierarchy=0, systemd 255 "
+        "and older), or where no cgroup hierarchy is mounted at all, mount one as root: "
+        "mount -t cgroup -o blkio blkio /sys/fs/cgroup/blkio (on a tmpfs at /sys/fs/cgroup).",
+    )
 
 
 def whole_disk(device: str, sys_class: Path = Path("/sys/class/block")) -> str:

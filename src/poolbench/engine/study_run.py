@@ -44,7 +44,7 @@ from poolbench.store.opening import damaged
 from poolbench.study import matrix
 from poolbench.study.model import Study
 from poolbench.study.model import parse as parse_study
-from poolbench.system import probes, throttle
+from poolbench.system import probes
 from poolbench.system.runner import Runner
 from poolbench.units import parse_size
 from poolbench.workloads import fio
@@ -120,12 +120,7 @@ class StudyRun:
             )
         self._check_fio()
         pool_ops.check_loop_scratch(self.study.disks, self.paths.scratch)
-        if self.study.disks.cap and throttle.unavailable():
-            raise UsageError(
-                f"The study caps its disks at {self.study.disks.cap:g} MiB/s, but "
-                f"{throttle.unavailable()}.",
-                "Remove [disks] cap to measure the sparse files as they are.",
-            )
+        slow_disk.check_throttle(self.study.disks, [dict(c.levels) for c in self.configs])
         found: dict[str, Availability] = {}
         dummy = [f"/dev/disk{i}" for i in range(n)]
         for cfg in self.configs:

@@ -26,7 +26,7 @@ def unavailable(root: Path = BLKIO) -> str:
     if not all((root / f).exists() for f in _FILES):
         return (
             f"this kernel has no cgroup v1 blkio throttle at {root} (cgroup v2's io.max cannot "
-            "cap the root cgroup, where writeback runs)"
+            "cap the root cgroup, where writeback and in-kernel ZFS's I/O run)"
         )
     if not all(os.access(root / f, os.W_OK) for f in _FILES):
         return f"only root may set the blkio throttle at {root}"

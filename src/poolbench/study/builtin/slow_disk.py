@@ -11,12 +11,21 @@ What to expect, computed from the caps (the notes print it beside the measured r
 * Writes go to every member in proportion (a mirror writes every byte to each side; raidz
   and dRAID spread data and parity evenly), so the pool writes at the slow member's pace:
   streaming write ≈ slow cap × data disks, i.e. the slow fraction of the healthy figure.
-* Mirror reads need one side only. OpenZFS (0.7 and later) sends each read to the least
-  busy side (vdev_mirror.c's load balancing), so reads avoid the slow member and stay near
-  the peers' rate; zfs-fuse (pool v23) picks the side without looking at its load, so half
-  of the reads of a 2-way mirror wait on the slow side.
-* raidz reads need every data column of a stripe: a streaming read falls toward the slow
-  member's rate × data disks too.
+* Mirror reads need one side only. OpenZFS (0.7 and later) sends each read to the side with
+  the fewest active I/Os (vdev_queue_length), plus a penalty for a side that did not serve
+  the previous offset: 5 I/Os on rotational members (2 within 1 MiB), 1 on others
+  (vdev_mirror_load). A streaming read's prefetch keeps at most 3 async reads active per
+  side (zfs_vdev_async_read_max_active), so on rotational members (loop devices on a disk
+  are) the stream may stay on the slow side: the read lies between the slow side's rate and
+  (sides - 1) × peers + slow, and which side served it explains where (measured in the
+  OpenZFS guest, 2-way mirror at 4 and 2 MiB/s: 95% of the bytes from the fast side in one
+  replicate, 53% from the slow side in the other; 3.8 and 3.7 MiB/s; in a second run 15%
+  and 34%, 4.3 and 5.7 MiB/s, against 5.9 healthy). zfs-fuse (pool v23)
+  picks the side without looking at its load, so half of the reads of a 2-way mirror wait
+  on the slow side.
+* raidz reads skip parity, whose column follows the block's offset: the slow member holds a
+  data column of most blocks, and a streaming read lies between its rate × data disks and
+  the healthy figure.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from poolbench.study.builtin.base import (
     working_set,
 )
 from poolbench.study.builtin.context import Context
+from poolbench.study.builtin.slow_guard import GuardView, view
 
 if TYPE_CHECKING:
     from poolbench.planner.layout import VdevSpec
@@ -41,8 +51,10 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from poolbench.store.facts import ConfigFacts, StudyFacts
 
+MiB = 1 << 20
 WORKLOADS = ["seq-write", "seq-read", "rand-read-4k"]
 DEFAULT_CAP = 40  # MiB/s per loop disk: slow enough that the cap, not the host, sets the pace
+WINDOW = (0.1, "256M")  # the working set: a tenth of a disk, at most 256M (base.working_set)
 
 
 def _percent(ctx: Context) -> int:
@@ -99,7 +111,7 @@ def build(ctx: Context) -> StudyDict:
         f"each layout with every disk capped at {cap} MiB/s, and with its first disk at {pct}% "
         "of that: streaming write, cold streaming read, 4K random read (throughput and p99)",
         {"backend": ["zfs"], "layout": _layouts(ctx), "slow_member": [100, pct]},
-        {"names": WORKLOADS, "size": working_set(ctx, 0.1, cap="256M")},
+        {"names": WORKLOADS, "size": working_set(ctx, *WINDOW)},
         disks={"cap": cap},
     )
 
@@ -107,13 +119,19 @@ def build(ctx: Context) -> StudyDict:
 # -- notes ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Expectation:
-    """What one slow member should do to a layout's figure, computed from the caps."""
+    """What one slow member should do to a layout's figure, computed from the caps: a
+    figure, or a range where the caps bound it from both sides (high_*)."""
 
-    ratio: float  # of the healthy figure
+    ratio: float  # of the healthy figure (the low end of a range)
     mib_s: float | None  # the figure itself, when the caps set it
     why: str
+    high_ratio: float | None = None
+    high_mib_s: float | None = None
 
     def text(self) -> str:
+        if self.high_ratio is not None and self.high_mib_s is not None and self.mib_s:
+            return (f"expected {self.ratio:.2f}–{self.high_ratio:.2f}× of the healthy figure, "
+                    f"{self.mib_s:.1f}–{self.high_mib_s:.1f} MiB/s ({self.why})")  # fmt: skip
         at = f" ≈ {self.mib_s:.1f} MiB/s" if self.mib_s is not None else ""
         return f"expected {self.ratio:.2f}× of the healthy figure{at} ({self.why})"
 
@@ -142,16 +160,49 @@ def expected(
     if len(vdevs) != 1 or workload not in ("seq-write", "seq-read") or peer <= 0:
         return None
     v, f = vdevs[0], slow / peer
-    if workload == "seq-write" or v.kind != "mirror":
-        d = data_disks(v)
+    d, w = data_disks(v), v.width
+    if workload == "seq-write":
         return Expectation(f, slow * d, f"the slow disk's {slow:g} MiB/s × {d:g} data disks: "
                            "every member holds its share of each stripe")  # fmt: skip
+    if v.kind != "mirror":
+        return Expectation(f, slow * d, f"from the slow disk's {slow:g} MiB/s × {d:g} data "
+                           "disks, where it holds a data column of every block, up to the "
+                           "healthy figure: reads skip parity, whose place follows the "
+                           "block's offset", 1.0, peer * d)  # fmt: skip
     if dialect == "openzfs":
-        return Expectation(1.0, None, "OpenZFS sends each read to the least busy side: reads "
-                           "avoid the slow member")  # fmt: skip
-    w = v.width
+        high = (w - 1) * peer + slow
+        return Expectation(slow / (w * peer), slow, "OpenZFS gives a read to the side with the "
+                           "fewest active I/Os, but the side that served the previous offset "
+                           "is ahead by up to 5 (rotational) or 1 (not) of them: a stream "
+                           "may stay on the slow side, or leave it and keep every side busy "
+                           "at its own speed", high / (w * peer), high)  # fmt: skip
     return Expectation(f, slow * w, f"zfs-fuse splits reads evenly over the {w} sides without "
                        f"looking at their load: {w} × the slow side's {slow:g} MiB/s")  # fmt: skip
+
+
+def window_mib(ctx: Context) -> float:
+    """The working set each window moves, as build() set it (without announcing it again)."""
+    from poolbench.units import parse_size
+
+    if "size" in ctx.options:
+        return parse_size(ctx.options["size"].upper()) / MiB
+    share = int(ctx.disk_bytes * WINDOW[0]) // MiB
+    return float(min(parse_size(WINDOW[1]) // MiB, max(8, share)))
+
+
+def guard_view(layout: str, n: int, workload: str, window: float, slow: float, peer: float,
+               dialect: str) -> GuardView | None:  # fmt: skip
+    """What a window of `window` MiB lets the slow-member guard see (study/builtin/slow_guard)."""
+    from poolbench.planner.layout import parse_layout
+
+    try:
+        vdevs = parse_layout(layout, (1 << 30,) * n).vdevs
+    except (UsageError, ValueError):
+        return None
+    if len(vdevs) != 1 or peer <= 0:
+        return None
+    v = vdevs[0]
+    return view(v.kind, v.width, data_disks(v), workload, window, slow, peer, dialect)
 
 
 def named_line(c: ConfigFacts, workload: str, position: int) -> str:
@@ -184,6 +235,8 @@ def notes(ctx: Context, facts: StudyFacts) -> list[str]:
         for layout, pair in pairs.items():
             if True not in pair or False not in pair:
                 continue
+            if not (pair[False].figures.get(w) or pair[True].figures.get(w)):
+                continue  # not run (--workloads left it out)
             text, _shown = compared(pair[False].figures.get(w, ()), pair[True].figures.get(w, ()))
             line = f"  {layout}: with the slow member {text}"
             throttled = pair[True].slow_member
@@ -196,6 +249,10 @@ def notes(ctx: Context, facts: StudyFacts) -> list[str]:
                 line += f"; {p99[0]}"
             place = throttled.position if throttled else 0
             line += f"; {named_line(pair[True], w, place)}"
+            seen = guard_view(layout, facts.disk_count, w, window_mib(ctx), throttled.cap_mib_s,
+                              throttled.peer_mib_s, ctx.dialect) if throttled else None  # fmt: skip
+            if seen is not None:
+                line += f" ({'it can' if seen.visible else 'it cannot'} name it: {seen.why})"
             lines.append(line)
         if lines:
             out += [f"{w}: one member at {percent}% of its peers' cap, against the same layout "
