@@ -68,12 +68,14 @@ def device_findings(findings: Findings, dev: DeviceOutcome) -> None:
         findings.other[slow_members.KEY] = dev.slow_evidence
 
 
-def latency_findings(findings: Findings) -> None:
+def latency_findings(findings: Findings, w: Workload) -> None:
     """On OpenZFS, the slow-member record's `latency` part: each leaf's disk_wait from the
     pool's iostat read after the workload (guards/member_latency.py), beside the byte
-    counters' evidence in the same record; nothing where the pool gave no latency columns."""
+    counters' evidence in the same record, judged where the workload writes; nothing where
+    the pool gave no latency columns."""
     rows = (findings.pool or {}).get("zpool_iostat")
-    ev = member_latency.evidence(rows) if isinstance(rows, list) else None
+    writes = w.direction in ("write", "mixed")
+    ev = member_latency.evidence(rows, writes) if isinstance(rows, list) else None
     if ev is not None:
         record = findings.other.get(slow_members.KEY)
         findings.other[slow_members.KEY] = {**(record or {}), "latency": ev}

@@ -403,7 +403,7 @@ class Session:
         said = hooks.after(w)
         if said:
             findings.merge_pool(said)
-            latency_findings(findings)  # OpenZFS: the slow member by its disk_wait
+            latency_findings(findings, w)  # OpenZFS: the slow member by its disk_wait
 
     def _measure_other(self, res: WorkloadResult, replicate: int) -> None:
         """A workload that is not a fio job: `untar` (timed here) or a pool operation (done

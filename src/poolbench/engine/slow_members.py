@@ -58,10 +58,11 @@ def _by_bytes(guards: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def latency_parts(guards: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The replicates' `latency` parts (guards/member_latency.py) that could judge a vdev."""
+    """The replicates' `latency` parts (guards/member_latency.py) that judged a vdev (a
+    read-only workload's part records the waits and judges nothing)."""
     recs = [g.get(KEY) for g in guards]
-    return [r["latency"] for r in recs if isinstance(r, Mapping)
-            and isinstance(r.get("latency"), Mapping)]  # fmt: skip
+    parts = [r.get("latency") for r in recs if isinstance(r, Mapping)]
+    return [p for p in parts if isinstance(p, Mapping) and isinstance(p.get("slow"), Mapping)]
 
 
 def _by_latency(guards: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -7,13 +7,15 @@ in the same sampling intervals and moves the same bytes (study/builtin/slow_guar
 differs is how long each write waits at its disk: `disk_wait`, from the I/O's issue to the
 disk until it completes. Under the same queue a disk at half its peers' speed holds each
 write twice as long (measured in the guest, loop disks capped at 4 MiB/s with one at 2: the
-slow one's write disk_wait was 1.43 to 2.22 x its peers' median over six streaming writes
-on mirror:2, raidz1:3 and draid1:2d:3c; a healthy vdev's members differ by at most 1.17 x).
+slow one's write disk_wait was 1.43 to 2.22 x its peers' median over twelve streaming
+writes on mirror:2, raidz1:3 and draid1:2d:3c in two runs; a healthy vdev's members
+differed by at most 1.24 x).
 So a leaf is named when its write disk_wait is more than WAIT_RATIO (1 / 0.75, the byte
 rule's 25% tolerance: a member at 75% of its peers' speed waits 1.33 x) times the median of
 its peers' in the same top-level vdev.
 
-Reads are recorded, not judged: a read's wait follows the queue the pool gives each member,
+Reads are recorded, not judged, and so is a read-only workload's span (its writes are only
+the pool's own few: NOT_JUDGED). A read's wait follows the queue the pool gives each member,
 not only its speed. A mirror read follows its stream's side (that side's queue is deeper:
 healthy 2-way mirror, 198 against 60 ms); raidz reads skip parity, so members get different
 I/O sizes and depths (healthy raidz1:3: 108 ms against 40 and 41 ms, 2.7 x). No ratio
@@ -43,6 +45,15 @@ MIN_OPS_SHARE = 0.25  # a leaf with under this share of its busiest peer's write
 # The top-level vdevs whose members hold the same work: a mirror, raidz or dRAID (a plain disk
 # is its own top-level vdev, with no peers).
 REDUNDANT = re.compile(r"(mirror|raidz\d|draid\d\S*)-\d+")
+RULE = (
+    f"write disk_wait > {WAIT_RATIO:.2f} x the median of its peers' in its top-level vdev; "
+    f"leaves with under {MIN_OPS_SHARE:.0%} of the busiest peer's writes not judged; reads "
+    "recorded, not judged (their wait follows the queue each member is given)"
+)
+# A read-only workload's span holds only the pool's own writes (labels and uberblocks at
+# import, atime): measured in the guest, a healthy mirror side's were 1.41 x its peer's in
+# one cold read's span (streaming writes: at most 1.24 x over two runs).
+NOT_JUDGED = "a read-only workload: the writes in its span are only the pool's own few"
 SPAN = (
     "`zpool iostat -Hvlp` after the workload: averages over every I/O since the pool's "
     "import or creation (histogram midpoints)"
@@ -112,41 +123,31 @@ def slow(rows: Sequence[IostatRow]) -> list[tuple[Leaf, float]]:
     return out
 
 
-def evidence(rows: Sequence[IostatRow]) -> dict[str, object] | None:
+def evidence(rows: Sequence[IostatRow], writes: bool = True) -> dict[str, object] | None:
     """The `latency` part of the slow-member record (guards `members_slow`): the rule, every
     judged leaf's disk_wait, and which leaves it names; None when no vdev has two leaves
-    that served enough writes to compare (zfs-fuse has no latency columns at all)."""
+    that served enough writes to compare (zfs-fuse has no latency columns at all).
+    `writes` False (a workload that only reads): the figures are recorded and nothing is
+    judged, since the writes in its span are only the pool's own few (NOT_JUDGED)."""
     all_leaves = leaves(rows)
     by_top: dict[str, list[Leaf]] = {}
     for x in all_leaves:
         by_top.setdefault(x.top, []).append(x)
     if not any(len(_judged(g)) >= 2 for g in by_top.values()):
         return None
-    return {
-        "rule": f"write disk_wait > {WAIT_RATIO:.2f} x the median of its peers' in its "
-        f"top-level vdev; leaves with under {MIN_OPS_SHARE:.0%} of the busiest peer's writes "
-        "not judged; reads recorded, not judged (their wait follows the queue each member "
-        "is given)",
-        "span": SPAN,
-        "disk_wait_ms": {
-            x.name: {
-                "read": _round(x.read_ms),
-                "write": _round(x.write_ms),
-                "write_ops_s": x.write_ops,
-                "position": x.position,
-            }
-            for x in all_leaves
-        },  # fmt: skip
-        "slow": {
-            x.name: {
-                "position": x.position,
-                "write_ms": _round(x.write_ms),
-                "peers_ms": _round(peers),
-                "ratio": round((x.write_ms or 0) / peers, 2),
-            }
-            for x, peers in slow(rows)
-        },  # fmt: skip
-    }
+    waits = {
+        x.name: {"read": _round(x.read_ms), "write": _round(x.write_ms),
+                 "write_ops_s": x.write_ops, "position": x.position}
+        for x in all_leaves
+    }  # fmt: skip
+    out: dict[str, object] = {"rule": RULE, "span": SPAN, "disk_wait_ms": waits}
+    if not writes:
+        return out | {"not_judged": NOT_JUDGED}
+    return out | {"slow": {
+        x.name: {"position": x.position, "write_ms": _round(x.write_ms),
+                 "peers_ms": _round(peers), "ratio": round((x.write_ms or 0) / peers, 2)}
+        for x, peers in slow(rows)
+    }}  # fmt: skip
 
 
 def _round(v: float | None) -> float | None:
