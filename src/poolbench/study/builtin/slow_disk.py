@@ -215,11 +215,14 @@ def named_line(c: ConfigFacts, workload: str, position: int, why: str = "") -> s
     if not by_wait:
         return line
     line += "; " + _flagged(by_wait, position, "its disk_wait rule")
-    named = any(
-        sum(1 for places in judged if position in places) >= needed(len(judged))
-        for judged in (c.slow_flags.get(workload, ()), by_wait)
-    )
-    return line + f": {'named' if named else 'not named'} by either rule"
+    named = [
+        rule
+        for rule, judged in (("its byte counters", c.slow_flags.get(workload, ())),
+                             ("its disk_wait", by_wait))
+        if sum(1 for places in judged if position in places) >= needed(len(judged))
+    ]  # fmt: skip
+    return line + (f": the guard names it by {' and '.join(named)}" if named
+                   else ": the guard names it by neither rule")  # fmt: skip
 
 
 def _flagged(judged: tuple[tuple[int, ...], ...], position: int, rule: str) -> str:
