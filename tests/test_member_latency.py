@@ -1,5 +1,5 @@
 """The slow-member guard's disk_wait rule (guards/member_latency.py) on `zpool iostat -Hvlp`
-rows recorded in the OpenZFS 2.3 guest (tests/data/zpool-iostat-slow-disk.json: two runs
+rows recorded in the OpenZFS 2.3 guest (tests/data/zpool-iostat-slow-disk.json: three runs
 of the slow-disk study on three loop disks capped at 4 MiB/s, the first at 2 where
 slow_member=50; 2 replicates of a streaming write and a cold streaming read on mirror:2,
 raidz1:3 and draid1:2d:3c:0s), and the rule's edges on rows made from them."""
@@ -26,7 +26,7 @@ from poolbench.workloads.library import streaming
 
 REC = json.loads((Path(__file__).parent / "data" / "zpool-iostat-slow-disk.json").read_text())
 RUNS: dict[str, dict[str, list[list[dict[str, Any]]]]] = REC["runs"]
-FIRST, SECOND = sorted(RUNS)
+FIRST, SECOND, THIRD = sorted(RUNS)
 LAYOUTS = ("mirror:2", "raidz1:3", "draid1:2d:3c:0s")
 
 
@@ -41,7 +41,7 @@ def leaf_waits(rows: list[dict[str, Any]]) -> list[float]:
     return [r["disk_wait_write_ns"] / 1e6 for r in rows if not r["alloc"] and not r["free"]]
 
 
-@pytest.mark.parametrize("run", [FIRST, SECOND])
+@pytest.mark.parametrize("run", [FIRST, SECOND, THIRD])
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_a_healthy_vdev_names_no_one(layout: str, run: str) -> None:
     for rows in reps(layout, 100, run=run):
@@ -72,7 +72,7 @@ def test_a_read_records_the_waits_and_judges_nothing() -> None:
     assert slow_members.latency_parts(guards) == [] and slow_members.named(guards) == []
 
 
-@pytest.mark.parametrize("run", [FIRST, SECOND])
+@pytest.mark.parametrize("run", [FIRST, SECOND, THIRD])
 @pytest.mark.parametrize("layout", ["mirror:2", "raidz1:3"])
 def test_the_throttled_member_of_a_mirror_and_a_raidz_is_named_with_its_figures(
     layout: str, run: str
@@ -91,7 +91,7 @@ def test_the_throttled_member_of_a_mirror_and_a_raidz_is_named_with_its_figures(
         got.append((mine, expect))
     # recorded: mirror 40.98 against 21.53 and 35.15 against 17.05 ms; raidz1:3 43.26
     # against 30.34 (1.43x) and 31.06 against 14.94 ms; the second run 1.88 and 1.87x,
-    # 1.55 and 1.81x
+    # 1.55 and 1.81x; the third 2.24 and 1.95x, 1.65 and 1.78x
     text = slow_members.named([{"members_slow": {"latency": ml.evidence(r)}}
                                for r in reps(layout, 50, run=run)])  # fmt: skip
     a = statistics.median(m for m, _ in got)
@@ -130,6 +130,20 @@ def test_the_threshold_edge_and_a_leaf_with_too_few_writes() -> None:
     mirror = _with_wait(reps("mirror:2", 50)[0], "loop0", 3.0)
     next(r for r in mirror if r["name"] == "loop1")["write_ops"] = 0
     assert ml.evidence(mirror) is None
+
+
+def test_a_draid_write_the_rule_missed_in_the_third_run() -> None:
+    """dRAID is not held to it: in the third run one replicate's slow member waited 35.2 ms
+    against peers at 30.6 and 22.5 (median 26.6: 1.32x, under the rule), the other 1.67x;
+    so 1 of 2, not named. A peer that waits long too lifts the median."""
+    first, second = reps("draid1:2d:3c:0s", 50, run=THIRD)
+    one, two = ml.evidence(first), ml.evidence(second)
+    assert one is not None and list(one["slow"]) == ["loop0"]
+    assert two is not None and two["slow"] == {}
+    mine, *peers = leaf_waits(second)
+    assert mine / statistics.median(peers) < ml.WAIT_RATIO
+    guards = [{"members_slow": {"latency": ev}} for ev in (one, two)]
+    assert slow_members.named(guards) == []
 
 
 def test_zfs_fuse_and_plain_disks_give_no_latency_part() -> None:

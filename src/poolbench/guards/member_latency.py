@@ -7,9 +7,9 @@ in the same sampling intervals and moves the same bytes (study/builtin/slow_guar
 differs is how long each write waits at its disk: `disk_wait`, from the I/O's issue to the
 disk until it completes. Under the same queue a disk at half its peers' speed holds each
 write twice as long (measured in the guest, loop disks capped at 4 MiB/s with one at 2: the
-slow one's write disk_wait was 1.43 to 2.22 x its peers' median over twelve streaming
-writes on mirror:2, raidz1:3 and draid1:2d:3c in two runs; a healthy vdev's members
-differed by at most 1.24 x).
+slow one's write disk_wait was 1.43 to 2.24 x its peers' median over the streaming writes
+of mirror:2 and raidz1:3 in three runs, 1.32 to 2.22 x on draid1:2d:3c, where a peer that
+also waited long can lift the median; a healthy vdev's members differed by at most 1.24 x).
 So a leaf is named when its write disk_wait is more than WAIT_RATIO (1 / 0.75, the byte
 rule's 25% tolerance: a member at 75% of its peers' speed waits 1.33 x) times the median of
 its peers' in the same top-level vdev.
