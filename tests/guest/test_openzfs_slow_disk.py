@@ -37,8 +37,9 @@ worth for the mirror, 2 for raidz1:3 and draid1:2d:3c:0s):
   name it on the mirror's and raidz's streaming writes, by majority over the replicates: it
   holds each write about twice as long as its peers (three runs: 1.43-2.24x, healthy
   members at most 1.24x). dRAID's is printed, not asserted: one replicate at 1.32x (a peer
-  that waited long too) left it unnamed in one run of three. A cold read's waits are recorded and not judged (its
-  span's writes are only the pool's own). No cap outlives the run.
+  that waited long too) left it unnamed in one run of three. A cold read's waits are
+  recorded and not judged (its span's writes are only the pool's own). No cap outlives
+  the run.
 """
 
 from __future__ import annotations
