@@ -12,7 +12,7 @@ from poolbench.engine import slow_members
 from poolbench.engine.device_window import DeviceOutcome
 from poolbench.engine.subject import Options
 from poolbench.errors import PoolbenchError, UsageError
-from poolbench.guards import fsyncs, reread
+from poolbench.guards import fsyncs, member_latency, reread
 from poolbench.records.findings import CacheFinding, Findings
 from poolbench.workloads import fiodepth
 from poolbench.workloads.fioparse import FioResult
@@ -66,6 +66,19 @@ def device_findings(findings: Findings, dev: DeviceOutcome) -> None:
         findings.other["members"] = {m.name: m.as_dict() for m in dev.members}
     if dev.slow_evidence is not None:
         findings.other[slow_members.KEY] = dev.slow_evidence
+
+
+def latency_findings(findings: Findings, w: Workload) -> None:
+    """On OpenZFS, the slow-member record's `latency` part: each leaf's disk_wait from the
+    pool's iostat read after the workload (guards/member_latency.py), beside the byte
+    counters' evidence in the same record, judged where the workload writes; nothing where
+    the pool gave no latency columns."""
+    rows = (findings.pool or {}).get("zpool_iostat")
+    writes = w.direction in ("write", "mixed")
+    ev = member_latency.evidence(rows, writes) if isinstance(rows, list) else None
+    if ev is not None:
+        record = findings.other.get(slow_members.KEY)
+        findings.other[slow_members.KEY] = {**(record or {}), "latency": ev}
 
 
 def random_io_size(w: Workload) -> int | None:

@@ -29,6 +29,7 @@ from poolbench.engine.measure_checks import (
     durability,
     figure,
     fsync_check,
+    latency_findings,
     random_io_size,
     served_cache,
     workload_refusal,
@@ -402,6 +403,7 @@ class Session:
         said = hooks.after(w)
         if said:
             findings.merge_pool(said)
+            latency_findings(findings, w)  # OpenZFS: the slow member by its disk_wait
 
     def _measure_other(self, res: WorkloadResult, replicate: int) -> None:
         """A workload that is not a fio job: `untar` (timed here) or a pool operation (done

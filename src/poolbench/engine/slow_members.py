@@ -33,8 +33,13 @@ def _member(name: str, d: object) -> tuple[str, str]:
 
 
 def named(guards: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One warning per member slow in enough of these replicates' windows."""
-    judged = [g[KEY] for g in guards if isinstance(g.get(KEY), Mapping)]
+    """One warning per member slow in enough of these replicates' windows, by the byte
+    counters' rule, then by ZFS's disk_wait (OpenZFS: the record's `latency` part)."""
+    return _by_bytes(guards) + _by_latency(guards)
+
+
+def _by_bytes(guards: Sequence[Mapping[str, Any]]) -> list[str]:
+    judged = [g[KEY] for g in guards if isinstance(g.get(KEY), Mapping) and "slow" in g[KEY]]
     hits: dict[str, list[float]] = {}
     called: dict[str, str] = {}
     for ev in judged:
@@ -50,3 +55,37 @@ def named(guards: Sequence[Mapping[str, Any]]) -> list[str]:
         for key, got in sorted(hits.items())
         if len(got) >= needed(len(judged))
     ]
+
+
+def latency_parts(guards: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The replicates' `latency` parts (guards/member_latency.py) that judged a vdev (a
+    read-only workload's part records the waits and judges nothing)."""
+    recs = [g.get(KEY) for g in guards]
+    parts = [r.get("latency") for r in recs if isinstance(r, Mapping)]
+    return [p for p in parts if isinstance(p, Mapping) and isinstance(p.get("slow"), Mapping)]
+
+
+def _by_latency(guards: Sequence[Mapping[str, Any]]) -> list[str]:
+    judged = latency_parts(guards)
+    hits: dict[str, list[tuple[float, float]]] = {}
+    called: dict[str, str] = {}
+    for ev in judged:
+        slow = ev.get("slow")
+        for name, d in slow.items() if isinstance(slow, Mapping) else []:
+            key, called[key] = _member(str(name), d)
+            mine, peers = (d.get(k) if isinstance(d, Mapping) else None
+                           for k in ("write_ms", "peers_ms"))  # fmt: skip
+            if isinstance(mine, int | float) and isinstance(peers, int | float):
+                hits.setdefault(key, []).append((float(mine), float(peers)))
+    out = []
+    for key, got in sorted(hits.items()):
+        if len(got) < needed(len(judged)):
+            continue
+        mine, peers = (statistics.median(v[i] for v in got) for i in (0, 1))
+        out.append(
+            f"member {called[key]} waited longer per write than its peers in {len(got)} of "
+            f"{len(judged)} replicates (write disk_wait, median {mine:.0f} ms against "
+            f"{peers:.0f} ms for its peers, `zpool iostat -l` since the pool's import): the "
+            "pool waits for its slowest member"
+        )
+    return out

@@ -59,6 +59,7 @@ class StudyExtras(TypedDict):
     ages: tuple[Age, ...]
     slow_member: SlowMember | None
     slow_flags: Mapping[str, tuple[tuple[int, ...], ...]]
+    latency_flags: Mapping[str, tuple[tuple[int, ...], ...]]
 
 
 def study_extras(rows: list[FactRow]) -> StudyExtras:
@@ -80,6 +81,7 @@ def study_extras(rows: list[FactRow]) -> StudyExtras:
         ages=tuple(a for _r, a in sorted(ages.items()) if a is not None),
         slow_member=slow,
         slow_flags=_slow_flags(rows),
+        latency_flags=_slow_flags(rows, latency=True),
     )
 
 
@@ -141,12 +143,17 @@ def _slow(s: Any) -> SlowMember | None:
                       float(s["cap_mib_s"]), float(s.get("peer_mib_s") or 0))  # fmt: skip
 
 
-def _slow_flags(rows: list[FactRow]) -> dict[str, tuple[tuple[int, ...], ...]]:
+def _slow_flags(
+    rows: list[FactRow], latency: bool = False
+) -> dict[str, tuple[tuple[int, ...], ...]]:
     """Per workload, each judged replicate's slow members by place (engine/slow_members.py
-    applies the naming rule to the same evidence)."""
+    applies the naming rule to the same evidence); `latency`: by the record's disk_wait part
+    (OpenZFS) instead of the byte counters'."""
     out: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
     for r in rows:
         ev = r["guards"].get("members_slow")
+        if latency:
+            ev = ev.get("latency") if isinstance(ev, dict) else None
         slow = ev.get("slow") if isinstance(ev, dict) else None
         if not isinstance(slow, dict):
             continue

@@ -134,6 +134,8 @@ class ConfigFacts:
     # workload → per replicate whose window could judge its members (guards members_slow),
     # the places in the pool's order of those it found slow
     slow_flags: Mapping[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
+    # the same by the disk_wait rule (OpenZFS: guards members_slow.latency)
+    latency_flags: Mapping[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
     def level(self, factor: str, default: str = "") -> str:
         return self.levels.get(factor, default)

@@ -43,7 +43,7 @@ from poolbench.study.builtin.base import (
     working_set,
 )
 from poolbench.study.builtin.context import Context
-from poolbench.study.builtin.slow_guard import GuardView, view
+from poolbench.study.builtin.slow_guard import GuardView, needed, view
 
 if TYPE_CHECKING:
     from poolbench.planner.layout import VdevSpec
@@ -205,15 +205,32 @@ def guard_view(layout: str, n: int, workload: str, window: float, slow: float, p
     return view(v.kind, v.width, data_disks(v), workload, window, slow, peer, dialect)
 
 
-def named_line(c: ConfigFacts, workload: str, position: int) -> str:
+def named_line(c: ConfigFacts, workload: str, position: int, why: str = "") -> str:
     """How often the slow-member guard caught the throttled disk in this workload's windows
-    (the report names a member slow in a majority of the replicates, at least two)."""
-    judged = c.slow_flags.get(workload, ())
+    (the report names a member slow in a majority of the replicates, at least two), by its
+    byte counters and, on OpenZFS, by each leaf's write disk_wait; and whether either named
+    it. `why`: what the caps say the byte counters can see, said after their count."""
+    line = _flagged(c.slow_flags.get(workload, ()), position, "the guard") + why
+    by_wait = c.latency_flags.get(workload, ())
+    if not by_wait:
+        return line
+    line += "; " + _flagged(by_wait, position, "its disk_wait rule")
+    named = [
+        rule
+        for rule, judged in (("its byte counters", c.slow_flags.get(workload, ())),
+                             ("its disk_wait", by_wait))
+        if sum(1 for places in judged if position in places) >= needed(len(judged))
+    ]  # fmt: skip
+    return line + (f": the guard names it by {' and '.join(named)}" if named
+                   else ": the guard names it by neither rule")  # fmt: skip
+
+
+def _flagged(judged: tuple[tuple[int, ...], ...], position: int, rule: str) -> str:
     if not judged:
-        return "the guard could not judge the members (fewer than two compared)"
+        return f"{rule} could not judge the members (fewer than two compared)"
     hits = sum(1 for places in judged if position in places)
     others = sorted({p + 1 for places in judged for p in places if p != position})
-    line = f"the guard flagged disk {position + 1} slow in {hits} of {len(judged)} replicates"
+    line = f"{rule} flagged disk {position + 1} slow in {hits} of {len(judged)} replicates"
     return line + (f"; also disk(s) {others}" if others else "")
 
 
@@ -248,11 +265,11 @@ def notes(ctx: Context, facts: StudyFacts) -> list[str]:
             if p99 is not None:
                 line += f"; {p99[0]}"
             place = throttled.position if throttled else 0
-            line += f"; {named_line(pair[True], w, place)}"
             seen = guard_view(layout, facts.disk_count, w, window_mib(ctx), throttled.cap_mib_s,
                               throttled.peer_mib_s, ctx.dialect) if throttled else None  # fmt: skip
-            if seen is not None:
-                line += f" ({'it can' if seen.visible else 'it cannot'} name it: {seen.why})"
+            why = f" ({'it can' if seen.visible else 'it cannot'} name it: {seen.why})" \
+                if seen is not None else ""  # fmt: skip
+            line += f"; {named_line(pair[True], w, place, why)}"
             lines.append(line)
         if lines:
             out += [f"{w}: one member at {percent}% of its peers' cap, against the same layout "

@@ -21,7 +21,9 @@ them: every member is busy in the same sampling intervals and moves the same byt
 slow side of a mirror wrote 16.9 MiB busy 5.6 s, its peer 16.9 MiB busy 6.1 s). Mirror
 reads follow their stream's side (study/builtin/slow_disk.py), which is busy the whole
 window whichever it is. What does tell the slow member there is the time each I/O waits,
-as ZFS counts it (`zpool iostat -l`), which this guard does not read.
+as ZFS counts it (`zpool iostat -l`): on OpenZFS the guard also judges each leaf's write
+disk_wait against its peers' (guards/member_latency.py), and the notes say whether either
+rule named the throttled disk.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ SLOW_FRACTION = 0.25  # slower while busy than the peers' median by more than th
 RESOLUTION_SAMPLES = 3  # and busy longer by more than this many sampling intervals
 SAMPLE_INTERVAL = 0.1  # seconds
 NEEDED_S = RESOLUTION_SAMPLES * SAMPLE_INTERVAL  # the busy gap the guard needs (0.3 s)
+MIN_REPLICATES = 2  # engine/slow_members.py: named when slow in a majority, at least two
+
+
+def needed(judged: int) -> int:
+    """Replicates a member must be flagged in to be named (engine/slow_members.needed)."""
+    return max(MIN_REPLICATES, judged // 2 + 1)
 
 
 @dataclass(frozen=True)
