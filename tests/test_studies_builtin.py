@@ -421,7 +421,7 @@ SMALL: dict[str, list[str]] = {
     "ashift": ["--disks", "4x128M", "--layouts", "raidz1", "--levels", "9,12"],  # 4 wide: padding
     "vdev-source": ["--disks", "3x192M", "--slice-size", "96M"],
     "mirror": [
-        "--disks", "2x128M", "--levels", "1,2", "--records", "64k,256k",
+        "--disks", "2x128M", "--levels", "1,2", "--records", "64k",
         "--tests", "write,read,reread",
     ],
     "recordsize": [
