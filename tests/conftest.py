@@ -326,6 +326,8 @@ def _chain_position(item: pytest.Item) -> int:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the group into the node id
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if getattr(config, "workerinput", {}).get("poolbench_dist") == "loadgroup":
+        config.option.loadgroup = True  # read by pytest-xdist's worker right after this hook
     for item in items:
         if "zfs_fuse" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.flaky(reruns=1, condition=_zfs_fuse_died))
@@ -333,7 +335,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         if _uses_the_machine(item):
             item.add_marker(pytest.mark.xdist_group(MACHINE_GROUP))
-    if config.getoption("dist", "no") == "loadgroup":
+    if config.getoption("loadgroup", False) or config.getoption("dist", "no") == "loadgroup":
         items.sort(key=_chain_position)  # stable: each module's tests stay together
 
 
@@ -351,6 +353,12 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     """`-n N` distributes by group: the tests that use the machine's disks on one worker."""
     if config.getoption("numprocesses", None) and config.getoption("dist", "no") == "no":
         config.option.dist = "loadgroup"
+
+
+def pytest_configure_node(node: Any) -> None:  # pytest-xdist, in the controller
+    """A worker parses the command line again, so `-n N` without --dist would leave it
+    believing the run is not grouped: it is told the controller's mode."""
+    node.workerinput["poolbench_dist"] = node.config.getoption("dist")
 
 
 def pytest_configure(config: pytest.Config) -> None:
