@@ -284,7 +284,8 @@ def _is_slow(item: pytest.Item) -> bool:
 # Tests that make loop devices, pools or mounts, or time real disks, run one after another
 # on one worker (`--dist loadgroup`); the rest (pure, or fio on a directory) run beside them.
 # Slow by name only (a browser, the type checker, simulations) is CPU, not the machine's disks.
-MACHINE_MODULES = frozenset({"test_sources", "test_zvol_target"})  # loop devices, yet fast
+# Fast, yet they make loop devices or read the machine's device inventory twice.
+MACHINE_MODULES = frozenset({"test_sources", "test_zvol_target", "test_disks_width"})
 CPU_ONLY_NAMES = ("chromium", "mypy", "monte_carlo", "simulat")
 MACHINE_GROUP = "machine"
 
@@ -353,6 +354,14 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     """`-n N` distributes by group: the tests that use the machine's disks on one worker."""
     if config.getoption("numprocesses", None) and config.getoption("dist", "no") == "no":
         config.option.dist = "loadgroup"
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """In parallel, the tests beside the machine's chain run at a low CPU priority: the
+    chain's length is the suite's, and its zfs-fuse, fio and poolbench processes (started
+    from this worker, so inheriting its priority) should not wait for a core."""
+    if IS_ROOT and os.environ.get("PYTEST_XDIST_WORKER"):
+        os.setpriority(os.PRIO_PROCESS, 0, 0 if _uses_the_machine(item) else 15)
 
 
 def pytest_configure_node(node: Any) -> None:  # pytest-xdist, in the controller

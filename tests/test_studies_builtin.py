@@ -426,6 +426,7 @@ SMALL: dict[str, list[str]] = {
     ],
     "recordsize": [
         "--disks", "3x128M", "--levels", "8K,128K", "--records", "64k", "--runtime", "1",
+        "--workloads", "iozone-write-64k,iozone-read-64k,rand-read-64k",
     ],
     "compression": [
         "--disks", "3x128M", "--levels", "gzip", "--compressibility", "0,50",
