@@ -281,12 +281,63 @@ def _is_slow(item: pytest.Item) -> bool:
     )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# Tests that make loop devices, pools or mounts, or time real disks, run one after another
+# on one worker (`--dist loadgroup`); the rest (pure, or fio on a directory) run beside them.
+# Slow by name only (a browser, the type checker, simulations) is CPU, not the machine's disks.
+# Fast, yet they make loop devices or read the machine's device inventory twice.
+MACHINE_MODULES = frozenset({"test_sources", "test_zvol_target", "test_disks_width"})
+CPU_ONLY_NAMES = ("chromium", "mypy", "monte_carlo", "simulat")
+MACHINE_GROUP = "machine"
+
+
+CPU_ONLY_MODULES = frozenset({"test_tier_host"})  # slow by its timeouts; a fake guest
+
+
+def _uses_the_machine(item: pytest.Item) -> bool:
+    module = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+    name = getattr(item, "originalname", item.name)
+    if module in CPU_ONLY_MODULES:
+        return False
+    if module in MACHINE_MODULES or module in SLOW_MODULES:
+        return True
+    if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    return _is_slow(item) and not any(word in name for word in CPU_ONLY_NAMES)
+
+
+# In parallel the machine's worker starts with these, whose figures are bytes, counts and
+# outcomes, not speeds: the other worker's fast tests take a core for the first minutes,
+# and a loaded machine makes zfs-fuse write more transaction groups (more metadata bytes)
+# and later. The tests that time capped disks or count a write's bytes come after.
+UNTIMED_MODULES = frozenset({
+    "test_study_interrupt", "test_dataspace_zfsfuse", "test_planner_zfsfuse",
+    "test_study_robust", "test_study_badinput", "test_study_devices",
+    "test_safety_matrix", "test_backend_zfs", "test_backend_btrfs", "test_sources",
+    "test_zvol_target", "test_blockdev", "test_store_robustness", "test_study_load",
+    "test_pgbench_real", "test_aging_real", "test_zfs_classes", "test_plan_study_agree",
+})  # fmt: skip
+
+
+def _chain_position(item: pytest.Item) -> int:
+    if not _uses_the_machine(item):
+        return 2
+    module = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+    return 0 if module in UNTIMED_MODULES else 1
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the group into the node id
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if getattr(config, "workerinput", {}).get("poolbench_dist") == "loadgroup":
+        config.option.loadgroup = True  # read by pytest-xdist's worker right after this hook
     for item in items:
         if "zfs_fuse" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.flaky(reruns=1, condition=_zfs_fuse_died))
         if _is_slow(item):
             item.add_marker(pytest.mark.slow)
+        if _uses_the_machine(item):
+            item.add_marker(pytest.mark.xdist_group(MACHINE_GROUP))
+    if config.getoption("loadgroup", False) or config.getoption("dist", "no") == "loadgroup":
+        items.sort(key=_chain_position)  # stable: each module's tests stay together
 
 
 # Two test sessions that build pools on one machine break each other: a study's leftover check
@@ -298,22 +349,53 @@ LOCK_HELD_ENV = "POOLBENCH_SUITE_LOCK_HELD"  # a pytest started by a test inheri
 _held: list[Any] = []
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist turns `-n N` alone into --dist load
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """`-n N` distributes by group: the tests that use the machine's disks on one worker."""
+    if config.getoption("numprocesses", None) and config.getoption("dist", "no") == "no":
+        config.option.dist = "loadgroup"
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """In parallel, the tests beside the machine's chain run at a low CPU priority: the
+    chain's length is the suite's, and its zfs-fuse, fio and poolbench processes (started
+    from this worker, so inheriting its priority) should not wait for a core."""
+    if IS_ROOT and os.environ.get("PYTEST_XDIST_WORKER"):
+        os.setpriority(os.PRIO_PROCESS, 0, 0 if _uses_the_machine(item) else 15)
+
+
+def pytest_configure_node(node: Any) -> None:  # pytest-xdist, in the controller
+    """A worker parses the command line again, so `-n N` without --dist would leave it
+    believing the run is not grouped: it is told the controller's mode."""
+    node.workerinput["poolbench_dist"] = node.config.getoption("dist")
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Only the fast tier runs in parallel (pytest-xdist): workers building pools at once
-    would break each other, and each would wait for the other's machine lock."""
+    """In parallel (pytest-xdist), every test that uses the machine's disks must run on one
+    worker (`--dist loadgroup`), and the session takes the machine lock before the workers
+    start (they inherit it): two workers building pools at once would break each other."""
     parallel = (config.getoption("numprocesses", None) or 0) != 0
-    if parallel and not hasattr(config, "workerinput") and "not slow" not in config.option.markexpr:
+    if not parallel or hasattr(config, "workerinput"):
+        return
+    if config.getoption("dist", "no") != "loadgroup":
         raise pytest.UsageError(
-            "tests that build pools run one at a time: run the whole suite without -n "
-            '(the fast tier runs in parallel: pytest -m "not slow" -n 2)'
+            "tests that build pools run one at a time on one worker: leave out --dist (-n 2 "
+            "alone distributes by group), or give --dist loadgroup"
         )
+    if "not slow" not in config.option.markexpr:
+        _take_machine_lock()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    slow = any(item.get_closest_marker("slow") for item in session.items)
+    if slow:
+        _take_machine_lock()
+
+
+def _take_machine_lock() -> None:
     import fcntl
 
-    slow = any(item.get_closest_marker("slow") for item in session.items)
-    if os.environ.get(LOCK_HELD_ENV) or not IS_ROOT or not slow:
+    if os.environ.get(LOCK_HELD_ENV) or not IS_ROOT:
         return
     fh = open(MACHINE_LOCK, "a+")  # noqa: SIM115  (held until the session ends)
     try:

@@ -63,7 +63,7 @@ def test_streaming_write_and_cold_read_land_on_the_cap(capped_ext4: Path, tmp_pa
         "bench",
         str(capped_ext4),
         "--size",
-        "160M",
+        "96M",
         "--workloads",
         "seq-write,seq-read,reread",
         "--min-runs",

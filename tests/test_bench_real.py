@@ -68,7 +68,7 @@ def test_bench_on_ext4_loop_is_device_verified(make_loop_fs, tmp_path: Path) -> 
         "--workloads",
         workloads,
         "--runtime",
-        "2",
+        "1",
         "--metadata-files",
         "1000",
         "--min-runs",

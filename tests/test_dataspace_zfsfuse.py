@@ -64,7 +64,7 @@ def _write_tree(root: Path, plan: list[tuple[int, int, int]], ndirs: int) -> Non
 # tree (Debian's /usr/share/perl: text, so compared with compression off only) was fitted to
 # nothing.
 MIXED = [(700, 1, 4096), (300, 4097, 16384), (80, 16385, 262144), (5, 1 << 20, 3 << 20)]
-TINY = [(3000, 1, 2048)]
+TINY = [(1500, 1, 2048)]
 REAL = Path("/usr/share/perl")
 TREES = ("mixed", "tiny", "real")
 

@@ -156,6 +156,10 @@ def test_a_given_disk_is_partitioned_for_a_slice_and_given_back_blank(base: Path
         left = j.teardown()
         assert len(left) == 1 and "not only" in left[0] and "gpt" in _signatures(dev), left
     finally:
+        # The partitions sfdisk and partx added stay registered on the loop device after it
+        # is detached (it was attached without --partscan, so detaching drops none): the
+        # next test to get this loop device would see them and be refused.
+        subprocess.run(["partx", "--delete", dev], capture_output=True)
         subprocess.run(["wipefs", "--all", "--quiet", dev], capture_output=True)
         subprocess.run(["losetup", "--detach", dev], capture_output=True)
 

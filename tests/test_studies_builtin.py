@@ -421,11 +421,12 @@ SMALL: dict[str, list[str]] = {
     "ashift": ["--disks", "4x128M", "--layouts", "raidz1", "--levels", "9,12"],  # 4 wide: padding
     "vdev-source": ["--disks", "3x192M", "--slice-size", "96M"],
     "mirror": [
-        "--disks", "2x128M", "--levels", "1,2", "--records", "64k,256k",
+        "--disks", "2x128M", "--levels", "1,2", "--records", "64k",
         "--tests", "write,read,reread",
     ],
     "recordsize": [
         "--disks", "3x128M", "--levels", "8K,128K", "--records", "64k", "--runtime", "1",
+        "--workloads", "iozone-write-64k,iozone-read-64k,rand-read-64k",
     ],
     "compression": [
         "--disks", "3x128M", "--levels", "gzip", "--compressibility", "0,50",
