@@ -290,13 +290,16 @@ CPU_ONLY_NAMES = ("chromium", "mypy", "monte_carlo", "simulat")
 MACHINE_GROUP = "machine"
 
 
-CPU_ONLY_MODULES = frozenset({"test_tier_host"})  # slow by its timeouts; a fake guest
+# Slow, yet using no disk, pool, cap or cache of the machine: the guest tier's script against
+# a fake guest (slow by its timeouts), and the fleet (fio servers on tmpfs in network
+# namespaces of its own, no cache drop: fleet/guards.py). They run beside the chain.
+BESIDE_MODULES = frozenset({"test_tier_host", "test_hosts_fleet"})
 
 
 def _uses_the_machine(item: pytest.Item) -> bool:
     module = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
     name = getattr(item, "originalname", item.name)
-    if module in CPU_ONLY_MODULES:
+    if module in BESIDE_MODULES:
         return False
     if module in MACHINE_MODULES or module in SLOW_MODULES:
         return True

@@ -29,7 +29,7 @@ def test_readme_opens_with_the_two_commands_ci_runs() -> None:
     readme = (ROOT / "README.md").read_text().splitlines()
     head = "\n".join(readme[:25])
     ci = (ROOT / ".ci" / "run").read_text()
-    test_cmd = ".venv/bin/python -m pytest"
+    test_cmd = ".venv/bin/python -m pytest -n 2"
     assert test_cmd in head
     # CI runs exactly that command (its exit kept), then the OpenZFS tier's CI subset
     lines = [line.strip() for line in ci.splitlines()]
