@@ -60,15 +60,21 @@ def test_study_extra_replicates_run_interleaved(zfs_fuse: None, tmp_path: Path) 
     assert [row[3] for row in rows] == sorted(row[3] for row in rows)  # stored as measured
     rule = ReplicatePolicy(0.001, 2, 4)
     for k in keys:
+        # Never fewer than Stein's total. Two replicates that took the same milliseconds (a
+        # 16M write on zfs-fuse takes about 0.11 s) have no spread, so Stein plans none
+        # for them; the comparison with the other configuration may still add one.
         first = [row[2] for row in rows if row[0] == k][:2]
-        assert order.count(k) == rule.planned(first) == 4  # Stein's total: extras happened
+        assert order.count(k) >= rule.planned(first), (k, first, order)
+    assert max(order.count(k) for k in keys) == 4  # extras happened, up to the cap
     # Never the same configuration twice in a row, stage one and extra rounds alike.
     assert all(a != b for a, b in zip(order, order[1:], strict=False)), order
-    # Each extra round is the seeded shuffle of its round, rotated after the previous last.
+    # Each extra round is the seeded shuffle of the configurations it owes a replicate,
+    # rotated after the previous round's last.
     last = order[3]
     for rep in (2, 3):
         got = [row[0] for row in rows if row[1] == rep]
-        assert got == replicates.round_order(keys, SEED, rep, last)
+        owed = [k for k in keys if order.count(k) > rep]
+        assert got == replicates.round_order(owed, SEED, rep, last)
         last = got[-1]
 
 

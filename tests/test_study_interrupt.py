@@ -54,7 +54,7 @@ def _wrapper_dir(tmp: Path, slow: str) -> Path:
     d = tmp / "bin"
     d.mkdir()
     w = d / "zpool"
-    w.write_text(f'#!/bin/bash\n[ "$1" = "{slow}" ] && sleep 3\nexec "{real}" "$@"\n')
+    w.write_text(f'#!/bin/bash\n[ "$1" = "{slow}" ] && sleep 1.5\nexec "{real}" "$@"\n')
     w.chmod(0o755)
     return d
 
@@ -182,7 +182,7 @@ def test_interrupt_then_resume(zfs_fuse: None, tmp_path: Path, sig: int, step: s
     else:
         assert proc.returncode == -signal.SIGKILL
         # An orphaned zpool command may still be finishing, as it would on a real box (the
-        # wrapper's `zpool create` sleeps 3 s first): cleanup waits for it, and fio jobs still
+        # wrapper's `zpool create` sleeps 1.5 s first): cleanup waits for it, and fio jobs still
         # running are cleanup's to stop.
         c = poolbench("cleanup", "--db", str(db))
         assert c.returncode == 0, c.stderr
