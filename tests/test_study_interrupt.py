@@ -42,7 +42,7 @@ ashift = [12]
 
 [workloads]
 names = ["seq-write", "seq-read"]
-size = "24M"
+size = "48M"
 """
 EXPECTED = 1 * 2 * 2  # configurations × replicates × workloads
 
