@@ -367,7 +367,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         os.setpriority(os.PRIO_PROCESS, 0, 0 if _uses_the_machine(item) else 15)
 
 
-def pytest_configure_node(node: Any) -> None:  # pytest-xdist, in the controller
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: no error where it is absent
+def pytest_configure_node(node: Any) -> None:  # in the controller
     """A worker parses the command line again, so `-n N` without --dist would leave it
     believing the run is not grouped: it is told the controller's mode."""
     node.workerinput["poolbench_dist"] = node.config.getoption("dist")
