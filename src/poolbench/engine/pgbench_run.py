@@ -26,7 +26,7 @@ from poolbench.guards.workingset import COLD_FACTOR, WorkingSet
 from poolbench.records.findings import Findings
 from poolbench.records.latency import Latency
 from poolbench.safety.journal import Journal
-from poolbench.system import pgserver
+from poolbench.system import pgserver, watchdog
 from poolbench.system.runner import Runner
 from poolbench.workloads import pgbench
 from poolbench.workloads.library import Workload
@@ -78,6 +78,12 @@ class PgRequest:
     journals: Path  # where the server's journal goes (engine/cleanup.py finds it)
 
 
+def load_limit(scale: int) -> float:
+    """`pgbench -i`'s time limit: its tables written twice (the rows, then the vacuum and
+    the keys' indexes) at the watchdog's floor rate."""
+    return watchdog.work_limit(moved=2 * scale * pgbench.BYTES_PER_SCALE)
+
+
 def settings(levels: dict[str, str]) -> dict[str, str]:
     return {k: levels.get(k, v) for k, v in SETTINGS.items()}
 
@@ -118,14 +124,15 @@ class Pgbench:
         scale = pgbench.scale_for(req.working_set.size_bytes)
         before = pgserver.data_bytes(c.datadir)
         t0 = time.monotonic()
-        self.runner.run(pgserver.client(c, "pgbench", "-i", "-q", "-s", str(scale), pgserver.DB))
+        self.runner.run(pgserver.client(c, "pgbench", "-i", "-q", "-s", str(scale), pgserver.DB),
+                        timeout=load_limit(scale))  # fmt: skip
         load_s = time.monotonic() - t0
         loaded = pgserver.data_bytes(c.datadir) - before
         self._checkpoint(c)  # the load's dirty pages are written before the window opens
         argv = run_argv(self.runner, w, req.clients, req.runtime_s, c)
         window = DeviceWindow(req.target)
         try:
-            out = self.runner.run(argv).stdout
+            out = self.runner.run(argv, timeout=watchdog.work_limit(req.runtime_s)).stdout
             t1 = time.monotonic()
             self._checkpoint(c)
             checkpoint_s = time.monotonic() - t1

@@ -19,7 +19,6 @@ unknown; a working set that does not fit fails at its first write with ENOSPC, n
 from __future__ import annotations
 
 import re
-import subprocess
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -30,6 +29,7 @@ from poolbench.fleet import clientout
 from poolbench.fleet.hosts import Host
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
+from poolbench.system.watchdog import CommandTimedOut
 
 PROBE_TIMEOUT_S = 30.0
 SKEW_WARN_S = 2.0
@@ -115,7 +115,7 @@ def probe(runner: Runner, host: Host, default_target: str | None) -> HostInfo:
         before = time.time()
         try:
             res = runner.run(argv, check=False, mutates=False, timeout=PROBE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
+        except CommandTimedOut:
             info.error = f"host {host.label} did not answer within {PROBE_TIMEOUT_S:.0f} s"
             return info
         after = time.time()
