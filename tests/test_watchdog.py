@@ -199,7 +199,7 @@ def test_a_slow_teardown_step_says_what_it_does() -> None:
     said: list[str] = []
     old = watchdog.set_announcer(said.append)
     try:
-        with watchdog.narrated("destroying pool pb1t0", after=0.1, every=0.2):
+        with watchdog.narrated("teardown: destroying pool pb1t0", after=0.1, every=0.2):
             time.sleep(0.45)
         with watchdog.narrated("a quick step", after=0.5):
             pass

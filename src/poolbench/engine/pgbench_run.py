@@ -76,6 +76,8 @@ class PgRequest:
     runtime_s: int
     levels: dict[str, str]  # the configuration's factor levels (full_page_writes, ...)
     journals: Path  # where the server's journal goes (engine/cleanup.py finds it)
+    # the filesystem is destroyed after the trial: its data directory is left to go with it
+    disposable: bool = False
 
 
 def load_limit(scale: int) -> float:
@@ -104,7 +106,8 @@ class Pgbench:
             req.journals.mkdir(parents=True, exist_ok=True)
         name = f"pgbench-pid{os.getpid()}.jsonl"  # engine/cleanup.py knows the name
         journal = Journal(self.runner, None if dry else req.journals / name)
-        journal.postgres_intent(str(cluster.datadir), str(sockdir), str(bindir))
+        journal.postgres_intent(str(cluster.datadir), str(sockdir), str(bindir),
+                                keep_datadir=req.disposable)  # fmt: skip
         try:
             pgserver.init(self.runner, cluster, settings(req.levels))
             pgserver.start(self.runner, cluster)

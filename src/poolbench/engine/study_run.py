@@ -30,7 +30,7 @@ from pathlib import Path
 
 from poolbench.backends import registry
 from poolbench.backends.base import Availability, Backend, Pool
-from poolbench.engine import aging, arc_limit, pool_ops, replicates, slow_disk, trial
+from poolbench.engine import aging, arc_limit, pool_ops, replicates, slow_disk, stalled, trial
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.session import Session
@@ -361,6 +361,19 @@ class StudyRun:
         devices = sources.make_disks(self.runner, journal, disks, base, claims=self.claims)
         slow = slow_disk.throttle(journal, disks, devices, tc.levels)  # lifted at teardown
         pool = backend.create(trial.spec_for(tc.config, devices, name, base), journal)
+        try:
+            self._use(tc, backend, pool, journal, slow)
+        except PoolbenchError as exc:  # named with the pool when it stopped answering
+            named = stalled.explain(self.runner, pool, backend.check().dialect, exc)
+            if named is exc:
+                raise
+            raise named from exc
+        backend.destroy(pool, journal)
+
+    def _use(
+        self, tc: TrialConfig, backend: Backend, pool: Pool, journal: Journal,
+        slow: slow_disk.SlowRecord | None,
+    ) -> None:  # fmt: skip
         if self.runner.dry_run:
             pool_ops.make_volume(backend, pool, parse_size(self.study.workloads.size))
             pool_ops.dry_commands(self.runner, pool, tc.levels, self.workloads,
@@ -373,7 +386,6 @@ class StudyRun:
             if arc:
                 extra["arc_limit"] = arc
             self._measure(tc, backend, pool, extra)
-        backend.destroy(pool, journal)
 
     def _measure(self, tc: TrialConfig, backend: Backend, pool: Pool, extra: JsonObject) -> None:
         # The study's seed seeds fio's offsets too, so `run --seed N` replays them.

@@ -26,7 +26,8 @@ from poolbench.safety.creating import await_create
 from poolbench.system import modparams, pgserver, throttle
 from poolbench.system.runner import CommandError, Runner
 from poolbench.system.umount import umount
-from poolbench.zfs import ops, pools
+from poolbench.system.watchdog import narrated
+from poolbench.zfs import ops, pools, suspended
 from poolbench.zfs.labelclear import clear_member, partitions_of, wipe_partition_table
 from poolbench.zfs.ops import ZFS_FUSE
 
@@ -89,6 +90,7 @@ class Entry(TypedDict, total=False):
     partition: str
     path: str
     datadir: str  # a PostgreSQL cluster's data directory, its socket directory, its programs
+    keep_datadir: bool  # the data directory goes with its pool: not removed file by file
     sockdir: str
     bindir: str
     original: int  # a module parameter's value before poolbench set it
@@ -206,11 +208,18 @@ class Journal:
         """A file or a directory tree poolbench made (removed with everything in it)."""
         self._add({"kind": "path", "path": path})
 
-    def postgres_intent(self, datadir: str, sockdir: str, bindir: str) -> None:
+    def postgres_intent(self, datadir: str, sockdir: str, bindir: str,
+                        keep_datadir: bool = False) -> None:  # fmt: skip
         """Record, *before* `initdb`, a PostgreSQL cluster (system/pgserver.py); teardown
-        stops a server still running on `datadir` and removes both directories."""
-        self._add({"kind": "postgres", "datadir": datadir, "sockdir": sockdir,
-                   "bindir": bindir})  # fmt: skip
+        stops a server still running on `datadir` and removes both directories, or only the
+        socket directory with `keep_datadir` (a data directory in a pool about to be
+        destroyed goes with it: removed file by file it would hang in a pool that stopped
+        answering)."""
+        entry: Entry = {"kind": "postgres", "datadir": datadir, "sockdir": sockdir,
+                        "bindir": bindir}  # fmt: skip
+        if keep_datadir:
+            entry["keep_datadir"] = True
+        self._add(entry)
 
     def setting_changed(self, path: str, before: str, after: str) -> None:
         """Record, *before* it is written, a kernel setting (a sysfs or tracefs file, e.g. the
@@ -230,8 +239,10 @@ class Journal:
         chosen = [e for e in self.entries if only is None or only(e)]
         undone: list[Entry] = []
         for entry in reversed(chosen):
-            try:
-                note = getattr(self, f"_undo_{entry['kind']}")(entry)
+            what = entry.get("name") or entry.get("mountpoint") or entry.get("device") or ""
+            try:  # a step quiet for more than 2 s says what it waits for (Ctrl-C included)
+                with narrated(f"teardown: undoing {entry['kind']} {what or entry}"):
+                    note = getattr(self, f"_undo_{entry['kind']}")(entry)
             except (PoolbenchError, OSError) as exc:
                 # A failed undo stays in the journal for `poolbench cleanup` to retry, and so
                 # does everything older: what was made before it (loop devices, their files)
@@ -278,11 +289,17 @@ class Journal:
                 f"pool {name} has GUID {current}, not the GUID {guid} poolbench created: "
                 "someone else's pool, never destroyed"
             )
-        pools.destroy(self.runner, name)
+        self._destroy(name, [str(m) for m in e["members"]], str(e.get("dialect") or ZFS_FUSE))
         if e.get("clear_labels"):
             devices = [*e["members"], *e.get("spares", [])]
             self._clear_members(devices, guid, str(e.get("dialect") or ZFS_FUSE))
         return ""
+
+    def _destroy(self, name: str, members: list[str], dialect: str) -> None:
+        """`zpool destroy`, or the path that can finish on a pool that stopped answering."""
+        table = [suspended.Mount(m.mountpoint, m.fstype, m.major_minor, m.source)
+                 for m in mounts(self.mountinfo)]  # fmt: skip
+        suspended.destroy(self.runner, name, members, dialect, table)
 
     def _clear_members(self, members: list[str], guid: int, dialect: str) -> None:
         """Return each member as found: no label of this pool (GUID-checked) and no partition
@@ -364,7 +381,7 @@ class Journal:
         # The pool on exactly our members is the one our `zpool create` made: its GUID, read
         # now, is what its labels carry.
         guid = pools.pool_guid(self.runner, name)
-        pools.destroy(self.runner, name)
+        self._destroy(name, [str(m) for m in e["members"]], str(e.get("dialect") or ZFS_FUSE))
         if guid is not None:
             self._clear_members(e["members"], guid, str(e.get("dialect") or ZFS_FUSE))
         return ""
@@ -431,7 +448,8 @@ class Journal:
     def _undo_postgres(self, e: Entry) -> str:
         if not self.runner.dry_run:
             dirs = (Path(str(e["datadir"])), Path(str(e["sockdir"])))
-            pgserver.stop(self.runner, Path(str(e["bindir"])), *dirs)
+            pgserver.stop(self.runner, Path(str(e["bindir"])), *dirs,
+                          remove_datadir=not e.get("keep_datadir"))  # fmt: skip
         return ""
 
     def _undo_setting(self, e: Entry) -> str:

@@ -269,7 +269,7 @@ def narrated(what: str, after: float = ANNOUNCE_AFTER_S, every: float = 15.0) ->
     def speak() -> None:
         wait = after
         while not done.wait(wait):
-            announce(f"teardown: {what} ({time.monotonic() - t0:.0f} s so far)")
+            announce(f"{what} ({time.monotonic() - t0:.0f} s so far)")
             wait = every
 
     talker = threading.Thread(target=speak, name="poolbench-narrator", daemon=True)
