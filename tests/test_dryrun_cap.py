@@ -3,21 +3,17 @@ for 60 s and took 196 s, simulating the family rule's boundaries for every look)
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
+from typing import Any
+
+from tests.test_badinput import _dry_run_module
 
 from poolbench.study import estimate
 from poolbench.study.model import parse
 
 
-def _bench() -> ModuleType:
-    path = Path(__file__).resolve().parents[1] / "bench" / "dryrun_scale.py"
-    spec = importlib.util.spec_from_file_location("dryrun_scale", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _bench() -> Any:
+    return _dry_run_module()
 
 
 def test_a_dry_run_at_a_cap_of_thousands_costs_what_one_at_3_does(tmp_path: Path) -> None:
