@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from poolbench.errors import UsageError
 from poolbench.system import runner as runner_mod
 from poolbench.system import watchdog
 from poolbench.system.runner import LocalRunner, RecordingRunner
@@ -207,3 +208,77 @@ def test_a_slow_teardown_step_says_what_it_does() -> None:
         watchdog.set_announcer(old)
     assert said and all(s.startswith("teardown: destroying pool pb1t0 (") for s in said)
     assert 2 <= len(said) <= 3, said
+
+
+# -- POOLBENCH_TIME_LIMIT_SCALE ---------------------------------------------------------------
+def test_the_scale_multiplies_each_allowance_never_a_designed_run_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(watchdog, "dirty_bytes", lambda: 200 * MiB)
+    monkeypatch.setenv(watchdog.SCALE_ENV, "0.1")
+    assert watchdog.scale() == 0.1
+    status = limit_for(["zpool", "status", "p"], None)
+    assert status.seconds == pytest.approx(watchdog.QUICK_S * 0.1)
+    assert status.basis == "a read that answers at once, × 0.1 (POOLBENCH_TIME_LIMIT_SCALE)"
+    export = limit_for(["zpool", "export", "p"], None)  # 120 s + 200 MiB at 20 MiB/s
+    assert export.seconds == pytest.approx((watchdog.ADMIN_S + 10.0) * 0.1)
+    assert limit_for(["fio", "j.fio"], 42).seconds == 42  # a caller's own figure: as given
+    # a 10 s run (+ 2 s ramp) keeps its 12 s; only what is allowed beyond it shrinks
+    timed = "[global]\ntime_based=1\nruntime=10\nramp_time=2\n[j]\nfilename=f\n"
+    assert fiolimit.limit_s(timed) == pytest.approx(12 + 0.1 * (60 + 12))
+    # a size-bound write's floor-rate estimate is an allowance: all of it is scaled
+    sized = "[global]\nsize=16m\n[w]\nfilename=w\nend_fsync=1\n"
+    assert fiolimit.limit_s(sized) == pytest.approx(0.1 * (60 + 2 * (16 + 1 / 50)))
+    assert watchdog.work_limit(10) == pytest.approx(10 + 0.1 * 70)  # pgbench -T 10
+    assert watchdog.scaled(watchdog.TERM_GRACE_S) == pytest.approx(1.0)
+    # unset: the documented figures
+    monkeypatch.delenv(watchdog.SCALE_ENV)
+    assert fiolimit.limit_s(timed) == watchdog.WORK_START_S + watchdog.WORK_MARGIN * 12
+    assert watchdog.work_limit(10) == 80
+
+
+@pytest.mark.parametrize("text", ["", "abc", "0", "-1", "0.001", "101", "nan", "inf", "1e9"])
+def test_a_scale_that_is_not_a_number_in_range_is_refused(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(watchdog.SCALE_ENV, text)
+    with pytest.raises(UsageError) as info:
+        watchdog.scale()
+    assert f"POOLBENCH_TIME_LIMIT_SCALE={text!r} is not a number from 0.01 to 100" in str(
+        info.value
+    )
+    with pytest.raises(UsageError):  # every limit asks it: none is derived from a bad one
+        limit_for(["zpool", "status"], None)
+
+
+def test_the_cli_refuses_a_bad_scale_before_anything_runs(tmp_path: Path) -> None:
+    from tests.conftest import poolbench
+
+    r = poolbench("runs", "--db", str(tmp_path / "r.db"),
+                  env={watchdog.SCALE_ENV: "fast"})  # fmt: skip
+    assert r.returncode == 5, r.stderr  # EXIT_INPUT, as a bad POOLBENCH_DB
+    assert r.stderr.startswith("error: POOLBENCH_TIME_LIMIT_SCALE='fast' is not a number")
+    assert "Traceback" not in r.stderr and not (tmp_path / "r.db").exists()
+
+
+def test_the_grace_after_sigterm_is_scaled_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(watchdog.SCALE_ENV, "0.05")  # SIGTERM's 10 s grace: 0.5 s
+    t0 = time.monotonic()
+    with pytest.raises(CommandTimedOut):
+        LocalRunner().run(["bash", "-c", "trap '' TERM; sleep 30 & wait; sleep 30"], timeout=0.3)
+    assert time.monotonic() - t0 < 0.3 + 0.5 + 1.5
+
+
+def test_a_run_records_the_scale_of_each_invocation(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(watchdog.SCALE_ENV, raising=False)
+    assert watchdog.run_metadata() == {}  # the documented limits: nothing to say
+    monkeypatch.setenv(watchdog.SCALE_ENV, "1")
+    assert watchdog.run_metadata() == {}
+    monkeypatch.setenv(watchdog.SCALE_ENV, "0.1")
+    assert watchdog.run_metadata() == {"time_limit_scales": [0.1]}
+    # a resume: the earlier invocations (two pool tokens, no list) ran at 1
+    assert watchdog.run_metadata(None, 2) == {"time_limit_scales": [1.0, 1.0, 0.1]}
+    monkeypatch.setenv(watchdog.SCALE_ENV, "4")
+    assert watchdog.run_metadata([0.1], 1) == {"time_limit_scales": [0.1, 4.0]}
+    monkeypatch.delenv(watchdog.SCALE_ENV)
+    assert watchdog.run_metadata([0.1], 1) == {"time_limit_scales": [0.1, 1.0]}

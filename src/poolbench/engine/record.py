@@ -144,7 +144,7 @@ def _blktrace(runner: Runner, dev: Path, root: str, seconds: int, target: Path) 
     blktrace.log), or the recording is refused with what blktrace said."""
     res = runner.run(
         ["blktrace", "-d", str(dev), "-r", root, "-w", str(seconds), "-D", str(target),
-         "-o", "trace"], mutates=False, timeout=seconds + 120, check=False,
+         "-o", "trace"], mutates=False, timeout=seconds + watchdog.scaled(120), check=False,
     )  # fmt: skip
     said = (res.stdout + res.stderr).strip()
     (target / "blktrace.log").write_text(said + "\n")

@@ -30,6 +30,7 @@ from poolbench.store.db import Store, default_path, resume_command
 from poolbench.store.opening import Mode
 from poolbench.study import consistency, matrix
 from poolbench.study.model import Study
+from poolbench.system import watchdog
 from poolbench.system.runner import LocalRunner, Runner
 from poolbench.workloads.library import parse_list
 
@@ -188,7 +189,9 @@ def _start_or_reopen(
         return
     sr.run_id = lifecycle.reopen(sr.store, resume)
     meta = json.loads(sr.store.run(resume)["metadata"])
-    meta["pool_tokens"] = [*meta.get("pool_tokens", []), sr.pool_token]
+    earlier = meta.get("pool_tokens", [])
+    meta.update(watchdog.run_metadata(meta.get("time_limit_scales"), len(earlier)))
+    meta["pool_tokens"] = [*earlier, sr.pool_token]
     if sr.not_screened:  # this invocation's trials ran on disks nobody screened
         meta["screen"] = sr.not_screened
     sr.store.update_metadata(resume, meta)

@@ -44,7 +44,7 @@ from poolbench.store.opening import damaged
 from poolbench.study import matrix
 from poolbench.study.model import Study
 from poolbench.study.model import parse as parse_study
-from poolbench.system import probes
+from poolbench.system import probes, watchdog
 from poolbench.system.runner import Runner
 from poolbench.units import parse_size
 from poolbench.workloads import fio
@@ -169,6 +169,7 @@ class StudyRun:
             "pool_tokens": [self.pool_token],  # one per invocation (--resume adds one)
             "claims": self.claims.as_dict() if self.claims else None,
             **({"screen": self.not_screened} if self.not_screened else {}),
+            **watchdog.run_metadata(),  # POOLBENCH_TIME_LIMIT_SCALE, when not 1
             "backends": {k: vars(v) for k, v in availability.items()},
             "planned_trials": [
                 {"index": t.index, "replicate": t.replicate, "config": t.config.key}

@@ -16,6 +16,7 @@ from poolbench.fleet import clientout
 from poolbench.fleet.hosts import Host
 from poolbench.fleet.records import FleetHostFailed, FleetOptions
 from poolbench.system.runner import Runner
+from poolbench.system.watchdog import scaled
 from poolbench.workloads import fiojob, fiolimit
 from poolbench.workloads.library import Workload
 
@@ -127,7 +128,7 @@ class Controller:
             return notes
         texts = {label: self._removal_job(label) for label in live}
         try:
-            out = self.run("cleanup", texts, "read", CLEANUP_TIMEOUT_S)
+            out = self.run("cleanup", texts, "read", scaled(CLEANUP_TIMEOUT_S))
         except Exception as exc:  # never mask the run's own outcome
             return [*notes, f"could not remove the data files on the hosts: {exc}"]
         for label, err in out.errors.items():

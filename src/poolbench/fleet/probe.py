@@ -29,7 +29,7 @@ from poolbench.fleet import clientout
 from poolbench.fleet.hosts import Host
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
-from poolbench.system.watchdog import CommandTimedOut
+from poolbench.system.watchdog import CommandTimedOut, scaled
 
 PROBE_TIMEOUT_S = 30.0
 SKEW_WARN_S = 2.0
@@ -113,10 +113,11 @@ def probe(runner: Runner, host: Host, default_target: str | None) -> HostInfo:
         job.write_text(probe_job(target, logs / "probe"))
         argv = ["fio", "--output-format=normal,json", f"--client={host.connect}", str(job)]
         before = time.time()
+        limit = scaled(PROBE_TIMEOUT_S)
         try:
-            res = runner.run(argv, check=False, mutates=False, timeout=PROBE_TIMEOUT_S)
+            res = runner.run(argv, check=False, mutates=False, timeout=limit)
         except CommandTimedOut:
-            info.error = f"host {host.label} did not answer within {PROBE_TIMEOUT_S:.0f} s"
+            info.error = f"host {host.label} did not answer within {limit:.0f} s"
             return info
         after = time.time()
         reply = parse_probe_reply(res.stdout)

@@ -15,7 +15,7 @@ from poolbench.fleet.records import FleetHostFailed, FleetOptions, FleetWorkload
 from poolbench.fleet.session import FleetSession, Prober
 from poolbench.records.jsontypes import JsonObject
 from poolbench.store.db import Store
-from poolbench.system import probes
+from poolbench.system import probes, watchdog
 from poolbench.system.runner import Runner
 
 
@@ -38,7 +38,7 @@ def run_fleet(
     *,
     prober: Prober = probe.probe,
 ) -> FleetRun:
-    metadata: JsonObject = {"machine": probes.machine()}
+    metadata: JsonObject = {"machine": probes.machine(), **watchdog.run_metadata()}
     name = "fleet:" + ",".join(h.label for h in fleet)
     run_id = lifecycle.start(store, "bench", name, metadata)
     session = FleetSession(runner, store, run_id, fleet, default_path, options, prober=prober)

@@ -257,15 +257,16 @@ _ABANDONED: list[subprocess.Popen[str]] = []
 
 def _stop(proc: subprocess.Popen[str]) -> list[Stuck]:
     """SIGTERM the command's process group (fio then stops its jobs cleanly), then SIGKILL;
-    never waits more than TERM_GRACE_S + KILL_GRACE_S. Returns the processes of the group
-    still there after SIGKILL (stuck in uninterruptible sleep), which are left behind."""
+    never waits more than TERM_GRACE_S + KILL_GRACE_S (each scaled). Returns the processes
+    of the group still there after SIGKILL (stuck in uninterruptible sleep), left behind."""
     if proc.poll() is not None:
         return []
     try:
         os.killpg(proc.pid, signal.SIGTERM)
     except ProcessLookupError:
         return []
-    for sig, grace in ((None, watchdog.TERM_GRACE_S), (signal.SIGKILL, watchdog.KILL_GRACE_S)):
+    graces = (watchdog.scaled(watchdog.TERM_GRACE_S), watchdog.scaled(watchdog.KILL_GRACE_S))
+    for sig, grace in zip((None, signal.SIGKILL), graces, strict=True):
         if sig is not None:
             _kill_group(proc.pid)
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -15,11 +15,17 @@ When a limit runs out the command is stopped (SIGTERM to its process group, then
 A process that sleeps uninterruptibly (state D, inside a pool that stopped answering) cannot
 be killed: it is named (pid, argv, state, wchan), left behind, and the caller goes on
 (`Stuck`, `CommandTimedOut`). What a long step is doing is said as it goes (`announce`).
+
+POOLBENCH_TIME_LIMIT_SCALE (`scale`, 0.01 to 100, default 1) multiplies every limit derived
+here and every allowance the call sites add (probes, graces, margins): a test makes a pool
+stop answering and is told within seconds, a user on very slow hardware gives more. A run
+time a job asks for by design (fio's runtime, pgbench -T, record --seconds) is never scaled.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 import threading
@@ -29,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from poolbench import is_digits
-from poolbench.errors import PoolbenchError
+from poolbench.errors import PoolbenchError, UsageError
 
 MiB = 1 << 20
 QUICK_S = 60.0  # reads answered from memory: the slowest seen here, zdb -C on zfs-fuse, ~2 s
@@ -47,6 +53,8 @@ FLOOR_OPS = 50.0  # files created, stat'ed or deleted per second
 TERM_GRACE_S = 10.0  # after SIGTERM (fio stops its jobs cleanly) before SIGKILL
 KILL_GRACE_S = 5.0  # after SIGKILL: a process still there is stuck in the kernel
 ANNOUNCE_AFTER_S = 2.0  # a teardown step quiet for longer says what it is doing
+SCALE_ENV = "POOLBENCH_TIME_LIMIT_SCALE"
+SCALE_MIN, SCALE_MAX = 0.01, 100.0  # a quick read keeps 0.6 s; an admin command up to 3 h
 
 # argv[0] basename -> the class of program (the default limit's rule).
 QUICK_PROGRAMS = frozenset({
@@ -116,6 +124,41 @@ def _short(argv: Sequence[str], width: int = 160) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def scale() -> float:
+    """The factor every time limit is multiplied by: POOLBENCH_TIME_LIMIT_SCALE, else 1. A
+    value that is not a number from SCALE_MIN to SCALE_MAX is refused (UsageError): a typo
+    must not leave a study without time limits, nor kill every command at once."""
+    text = os.environ.get(SCALE_ENV)
+    if text is None:
+        return 1.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not SCALE_MIN <= value <= SCALE_MAX:  # NaN and ±inf fail this too
+        raise UsageError(
+            f"{SCALE_ENV}={text!r} is not a number from {SCALE_MIN:g} to {SCALE_MAX:g}: it "
+            "multiplies every time limit poolbench gives its commands (docs/watchdog.md).",
+            "Set it to e.g. 0.1 (limits ten times shorter, for tests) or 4 (very slow "
+            "hardware), or unset it for the documented limits.",
+        )
+    return value
+
+
+def scaled(seconds: float) -> float:
+    """`seconds` of allowance (a limit, a probe, a grace) under POOLBENCH_TIME_LIMIT_SCALE."""
+    return seconds * scale()
+
+
+def run_metadata(earlier: object = None, invocations: int = 0) -> dict[str, list[float]]:
+    """What a run records of the scale: `time_limit_scales`, one figure per invocation (as
+    its `pool_tokens`), kept once any invocation ran with a scale other than 1. `earlier` is
+    the run's stored list, `invocations` how many invocations it had before this one."""
+    before = [float(x) for x in earlier] if isinstance(earlier, list) else [1.0] * invocations
+    now = [*before, scale()]
+    return {"time_limit_scales": now} if any(x != 1.0 for x in now) else {}
+
+
 def _program(argv: Sequence[str]) -> tuple[str, list[str]]:
     """The program's name and its arguments, past a `runuser -u USER --` prefix."""
     args = list(argv)
@@ -127,7 +170,7 @@ def _program(argv: Sequence[str]) -> tuple[str, list[str]]:
 def limit_for(argv: Sequence[str], timeout: float | None) -> Limit:
     """The limit a command runs under: `timeout` when the call site gives one, else its
     program's default; MissingLimit for a program whose duration is its work."""
-    if timeout is not None:
+    if timeout is not None:  # derived by its caller, with the scale (`scaled`, `work_limit`)
         return Limit(float(timeout), "set by its caller")
     name, rest = _program(argv)
     if name in WORK_PROGRAMS and rest not in (["--version"], ["-V"]):
@@ -135,7 +178,7 @@ def limit_for(argv: Sequence[str], timeout: float | None) -> Limit:
     if name == "zpool" and (rest[:1] == ["wait"] or (rest[:1] == ["attach"] and "-w" in rest)):
         raise MissingLimit(f"`zpool {rest[0]}` waits for a resilver or reflow: give a limit")
     if name in QUICK_PROGRAMS or _is_quick(name, rest):
-        return Limit(QUICK_S, "a read that answers at once")
+        return _scaled(Limit(QUICK_S, "a read that answers at once"))
     seconds, basis = ADMIN_S, [f"{ADMIN_S:.0f} s for an administrative command"]
     devices = [a for a in rest if a.startswith("/dev/")]
     if devices:
@@ -148,13 +191,24 @@ def limit_for(argv: Sequence[str], timeout: float | None) -> Limit:
     if written + flush:
         seconds += (written + flush) / FLUSH_RATE
         basis.append(f"{(written + flush) / MiB:,.0f} MiB to write at {FLUSH_RATE // MiB} MiB/s")
-    return Limit(seconds, ", ".join(basis))
+    return _scaled(Limit(seconds, ", ".join(basis)))
+
+
+def _scaled(limit: Limit) -> Limit:
+    factor = scale()
+    if factor == 1.0:
+        return limit
+    return Limit(limit.seconds * factor, f"{limit.basis}, × {factor:g} ({SCALE_ENV})")
 
 
 def work_limit(seconds: float = 0.0, moved: int = 0, files: int = 0) -> float:
     """The limit of a command whose duration is its work: `seconds` it runs by design, bytes
-    it moves, files it creates or removes."""
-    return WORK_START_S + WORK_MARGIN * (seconds + moved / FLOOR_RATE + files / FLOOR_OPS)
+    it moves, files it creates or removes. START_S + MARGIN × (seconds + moved / FLOOR_RATE +
+    files / FLOOR_OPS), written as the run time by design plus the allowance, which alone is
+    scaled: a 10 s fio run is never stopped before its 10 s."""
+    allowance = (WORK_START_S + (WORK_MARGIN - 1) * seconds
+                 + WORK_MARGIN * (moved / FLOOR_RATE + files / FLOOR_OPS))  # fmt: skip
+    return seconds + scaled(allowance)
 
 
 def _is_quick(name: str, rest: list[str]) -> bool:

@@ -8,7 +8,8 @@ asks (docs/watchdog.md):
                                 + bytes to move / FLOOR_RATE
                                 + files to create, stat or delete / FLOOR_OPS)
 
-(watchdog.work_limit: START_S = 60 s, MARGIN = 2, FLOOR_RATE = 1 MiB/s, FLOOR_OPS = 50/s).
+(watchdog.work_limit: START_S = 60 s, MARGIN = 2, FLOOR_RATE = 1 MiB/s, FLOOR_OPS = 50/s;
+all but the run time by design scaled by POOLBENCH_TIME_LIMIT_SCALE).
 A time-based job lasts its runtime; a size-bound one moves `io_size` (else `size`, else
 `filesize` × `nrfiles`) times `loops`, in each of its `numjobs` processes; a replay moves its
 trace's bytes and, replayed in time, lasts its trace. Every job of the file is counted as if
@@ -81,27 +82,29 @@ def _replay(opts: dict[str, str]) -> tuple[int, float]:
     return moved, 0.0 if opts.get("replay_no_stall") == "1" else last / 1e6
 
 
-def job_seconds(opts: dict[str, str]) -> float:
-    """What one job may legitimately take, before the margin."""
+def job_work(opts: dict[str, str]) -> tuple[float, int, int]:
+    """What one job asks for: (seconds it runs by design, bytes it moves, files it makes)."""
     numjobs = max(1, int(opts.get("numjobs", "1") or 1))
     ramp = _seconds(opts.get("ramp_time", "0"))
     if opts.get("time_based") == "1":
-        return _seconds(opts.get("runtime", "0")) + ramp
+        return _seconds(opts.get("runtime", "0")) + ramp, 0, 0
     if "read_iolog" in opts:
         moved, lasts = _replay(opts)
-        return lasts + moved / FLOOR_RATE
+        return lasts, moved, 0
     nrfiles = max(1, int(opts.get("nrfiles", "1") or 1))
     per_file = _bytes(opts.get("filesize", "0"))
     size = _bytes(opts.get("io_size", "")) or _bytes(opts.get("size", "")) or per_file * nrfiles
     loops = max(1, int(opts.get("loops", "1") or 1))
-    moved = size * loops * numjobs
+    moved, files = size * loops * numjobs, nrfiles * numjobs * loops
     runtime = _seconds(opts.get("runtime", "0"))  # a size-bound job may also stop at this
-    seconds = moved / FLOOR_RATE + nrfiles * numjobs * loops / FLOOR_OPS
-    return ramp + (min(seconds, runtime) if runtime else seconds)
+    if runtime and moved / FLOOR_RATE + files / FLOOR_OPS > runtime:
+        return ramp + runtime, 0, 0
+    return ramp, moved, files
 
 
 def limit_s(job_text: str, args: Sequence[str] = ()) -> float:
     """The time limit of one fio run of `job_text` (and/or a job given in `args`)."""
     jobs = sections(job_text) + ([_args_job(args)] if any(a.startswith("--name=") for a in args)
                                  else [])  # fmt: skip
-    return work_limit(sum(job_seconds(j) for j in jobs))
+    work = [job_work(j) for j in jobs]
+    return work_limit(sum(w[0] for w in work), sum(w[1] for w in work), sum(w[2] for w in work))

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 
 from poolbench.system.runner import Runner
-from poolbench.system.watchdog import CommandTimedOut
+from poolbench.system.watchdog import CommandTimedOut, scaled, secs
 from poolbench.zfs import commands
 
 PROBE_S = 15.0  # `zpool status` answers from memory: seconds mean ZFS itself is stuck
@@ -49,7 +49,8 @@ class PoolHealth:
     def describe(self) -> str:
         if not self.answered:
             return (
-                f"ZFS itself did not answer `zpool status {self.name}` within {PROBE_S:.0f} s "
+                f"ZFS itself did not answer `zpool status {self.name}` within "
+                f"{secs(scaled(PROBE_S))} s "
                 "(the zfs-fuse daemon or the kernel module is stuck)"
             )
         what = "is suspended" if self.suspended else f"is {self.health or 'in an unknown state'}"
@@ -65,17 +66,18 @@ def _quote(status: str, lines: int = 12) -> str:
 
 
 def probe(runner: Runner, name: str, dialect: str = commands.ZFS_FUSE) -> PoolHealth:
-    """The pool's health, each question bounded by PROBE_S."""
+    """The pool's health, each question bounded by PROBE_S (scaled)."""
+    limit = scaled(PROBE_S)
     try:
         listed = runner.run(["zpool", "list", "-H", "-o", "health", name], check=False,
-                            mutates=False, timeout=PROBE_S)  # fmt: skip
+                            mutates=False, timeout=limit)  # fmt: skip
         health = listed.stdout.strip().upper() if listed.returncode == 0 else ""
-        status = runner.run(commands.status(name), check=False, mutates=False, timeout=PROBE_S)
+        status = runner.run(commands.status(name), check=False, mutates=False, timeout=limit)
         errors = io_errors(status.stdout, name)
         if health in HEALTHY and not any(errors) and not SUSPENDED.search(status.stdout):
             return PoolHealth(name, True, health, False, "", status.stdout)
         mode = runner.run(commands.pool_prop(name, "failmode", dialect), check=False,
-                          mutates=False, timeout=PROBE_S)  # fmt: skip
+                          mutates=False, timeout=limit)  # fmt: skip
     except CommandTimedOut:
         return PoolHealth(name, False, "", False, "", "")
     text = status.stdout + status.stderr

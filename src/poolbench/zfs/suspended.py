@@ -25,7 +25,7 @@ from pathlib import Path
 
 from poolbench.errors import PoolbenchError
 from poolbench.system.runner import Runner
-from poolbench.system.watchdog import CommandTimedOut, announce
+from poolbench.system.watchdog import CommandTimedOut, announce, scaled
 from poolbench.zfs import commands, pools
 from poolbench.zfs.health import PoolHealth, probe
 
@@ -88,7 +88,7 @@ def release(
     """Destroy the pool `name` found suspended (or not answering) as far as it can go; raises
     PoolStuck when it is still imported."""
     announce(f"teardown: {health.describe()}; releasing it")
-    if health.answered and _try(runner, ["zpool", "clear", name], CLEAR_S) is not None:
+    if health.answered and _try(runner, ["zpool", "clear", name], scaled(CLEAR_S)) is not None:
         after = probe(runner, name, dialect)
         if after.answered and not after.suspended:
             announce(f"teardown: pool {name} resumed after `zpool clear`")
@@ -98,10 +98,10 @@ def release(
         for path in abort_fuse(mounts, connections):
             announce(f"teardown: aborted the FUSE connection of a file system of {name} ({path})")
     for m in mounts:
-        _try(runner, ["umount", "-l", m.mountpoint], FORCE_S)
+        _try(runner, ["umount", "-l", m.mountpoint], scaled(FORCE_S))
     if health.answered:
         for argv in (["zpool", "destroy", "-f", name], ["zpool", "export", "-f", name]):
-            done = _try(runner, argv, FORCE_S)
+            done = _try(runner, argv, scaled(FORCE_S))
             if done and pools.members(runner, name) is None:
                 return
             if done is None:
