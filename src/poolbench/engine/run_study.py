@@ -26,7 +26,7 @@ from poolbench.engine.zfs_daemon import zfs_available
 from poolbench.safety.claims import ClaimSet
 from poolbench.safety.guarded import GuardedRunner
 from poolbench.store import queries
-from poolbench.store.db import Store, default_path, resume_command
+from poolbench.store.db import Store, db_option, default_path, resume_command
 from poolbench.store.opening import Mode
 from poolbench.study import consistency, matrix
 from poolbench.study.model import Study
@@ -121,6 +121,9 @@ def prepared(
         if not dry_run:  # the server's user must reach the clusters under the scratch dir
             pgbench_run.check_installed(parse_list(",".join(study.workloads.names)), paths.scratch)
             for outcome in cleanup_mod.cleanup(runner, paths.journals):
+                if outcome.stuck:  # nothing of this study made yet
+                    command = f"poolbench cleanup{db_option(store.path)}"
+                    raise cleanup_mod.refuse_stuck(outcome, command)
                 hooks.note(f"cleaned up after an earlier crash: {outcome.journal.name}")
         sr = study_run.StudyRun(
             runner,

@@ -15,7 +15,8 @@ measures or destroys its pool. The trial is torn down, stored in `failed_trials`
 reason, and the study goes on. Not trial failures, because every later trial would meet them
 too or they mean poolbench itself is wrong: bad input (UsageError), a missing tool, a
 safety refusal (a claimed device changed), a store that cannot be written, a teardown that
-left something behind, Ctrl-C, and any other exception (a bug).
+left something behind (a pool that stopped answering: the trial's failure is stored first,
+so `--resume` measures it), Ctrl-C, and any other exception (a bug).
 """
 
 from __future__ import annotations
@@ -306,6 +307,8 @@ class StudyRun:
             left = journal.teardown()
             self.commands.flush()
             if left:
+                if failure is not None:  # stored first: `--resume` measures it again
+                    self._store_failure(tc, index, name, failure)
                 raise self._teardown_failed(tc, index, failure, left)
         self._record(tc, index, name, failure)
         if failure is not None:
@@ -333,12 +336,8 @@ class StudyRun:
             queries.resolve_failed_trials(self.store, self.run_id, tc.key, tc.replicate)
             self.failed_in_a_row.clear()
             return
-        reason = str(failure)
+        reason = self._store_failure(tc, index, name, failure)
         log.warning("trial %d (%s) failed and was torn down: %s", index, tc.key, reason)
-        queries.add_failed_trial(
-            self.store, self.run_id,
-            queries.FailedTrial(tc.key, tc.replicate, index, name, reason),
-        )  # fmt: skip
         self.failed_in_a_row.append(f"{tc.key}: {reason}")
         if len(self.failed_in_a_row) >= MAX_FAILED_IN_A_ROW:
             raise TrialsKeepFailing(
@@ -348,6 +347,14 @@ class StudyRun:
                 f"Fix the cause, then continue with "
                 f"'{resume_command(self.store.path, self.run_id)}'.",
             )
+
+    def _store_failure(self, tc: TrialConfig, index: int, name: str, failure: Exception) -> str:
+        reason = str(failure)
+        queries.add_failed_trial(
+            self.store, self.run_id,
+            queries.FailedTrial(tc.key, tc.replicate, index, name, reason),
+        )  # fmt: skip
+        return reason
 
     def failed(self) -> list[queries.FailedTrial]:
         """The run's trials that failed and were not measured since."""

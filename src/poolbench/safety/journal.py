@@ -110,6 +110,7 @@ class Journal:
     entries: list[Entry] = field(default_factory=list)
     sys_block: Path = Path("/sys/class/block")
     mountinfo: Path = Path("/proc/self/mountinfo")
+    stuck: list[tuple[str, str]] = field(default_factory=list)  # pools not undone: dialect, why
 
     @classmethod
     def load(cls, runner: Runner, path: Path) -> Journal:
@@ -248,6 +249,8 @@ class Journal:
                 # does everything older: what was made before it (loop devices, their files)
                 # is what it stands on, and must not be pulled from under it.
                 kept.append(f"{entry}: {exc}")
+                if entry["kind"] in ("pool", "pool_intent"):
+                    self.stuck.append((str(entry.get("dialect") or ZFS_FUSE), str(exc)))
                 break
             undone.append(entry)
             if note:
@@ -275,7 +278,8 @@ class Journal:
         if self.runner.dry_run:
             pools.destroy(self.runner, name)
             return ""
-        current = pools.pool_guid(self.runner, name)
+        members, dialect = [str(m) for m in e["members"]], str(e.get("dialect") or ZFS_FUSE)
+        current = suspended.guid(self.runner, name, members, dialect)  # PoolStuck: no answer
         import_dir = e.get("import_dir")
         if current is None and import_dir and Path(import_dir).is_dir():
             # Exported by a cache drop that never got to import it again: bring back exactly
@@ -289,16 +293,14 @@ class Journal:
                 f"pool {name} has GUID {current}, not the GUID {guid} poolbench created: "
                 "someone else's pool, never destroyed"
             )
-        self._destroy(name, [str(m) for m in e["members"]], str(e.get("dialect") or ZFS_FUSE))
+        self._destroy(name, members, dialect)
         if e.get("clear_labels"):
-            devices = [*e["members"], *e.get("spares", [])]
-            self._clear_members(devices, guid, str(e.get("dialect") or ZFS_FUSE))
+            self._clear_members([*members, *e.get("spares", [])], guid, dialect)
         return ""
 
     def _destroy(self, name: str, members: list[str], dialect: str) -> None:
         """`zpool destroy`, or the path that can finish on a pool that stopped answering."""
-        table = [suspended.Mount(m.mountpoint, m.fstype, m.major_minor, m.source)
-                 for m in mounts(self.mountinfo)]  # fmt: skip
+        table = [suspended.Mount(m.mountpoint, m.source) for m in mounts(self.mountinfo)]
         suspended.destroy(self.runner, name, members, dialect, table)
 
     def _clear_members(self, members: list[str], guid: int, dialect: str) -> None:

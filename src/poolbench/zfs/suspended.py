@@ -5,23 +5,26 @@ zfs-fuse holds the daemon's pool lock while it waits, so every later zpool comma
 hang behind it). So a pool found suspended is released this way instead:
 
 1. `zpool clear`: a pool whose devices are back resumes, and is then destroyed as usual;
-2. on zfs-fuse, each of its file systems' FUSE connections is aborted (only this pool's own
-   mounts): processes asleep in them (an abandoned fio, a PostgreSQL server) get an error
-   and end, instead of waiting for ever;
-3. each of its mounts is detached lazily (`umount -l`): nothing new can wait on them;
-4. `zpool destroy -f`, else `zpool export -f`.
+2. each of its mounts is detached lazily (`umount -l`): nothing new can wait on them;
+3. `zpool destroy -f`, else `zpool export -f`.
 
 What still cannot be released raises PoolStuck, which names the pool, its devices, what ZFS
-says, and what releases it: on zfs-fuse, restarting the daemon; on OpenZFS, the devices
-back and `zpool clear`, or a reboot (OpenZFS cannot export a suspended pool).
+says, and what releases it: its devices back (room, a disk reconnected), then `poolbench
+cleanup`; failing that, on zfs-fuse, stopping the daemon; on OpenZFS a reboot (it cannot
+export a suspended pool).
+
+The FUSE connections of a zfs-fuse pool are never aborted (through fusectl), although that
+would wake a process asleep in them at once: measured here, a connection aborted while one
+of its requests waited inside the pool left zfs-fuse unable to destroy the pool once its
+disks were back ("pool is busy", with -f too) and to answer any file system mounted after it
+(a new pool's first stat() hung), so one stuck trial would hang every later one. Without the
+abort, the stuck process ends when its I/O returns and the same daemon measures on.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from poolbench.errors import PoolbenchError
 from poolbench.system.runner import Runner
@@ -31,19 +34,16 @@ from poolbench.zfs.health import PoolHealth, probe
 
 CLEAR_S = 30.0
 FORCE_S = 60.0  # destroy -f / export -f of a suspended pool: it answers at once or never
-FUSE_CONNECTIONS = Path("/sys/fs/fuse/connections")
 
 
 @dataclass(frozen=True)
 class Mount:
     mountpoint: str
-    fstype: str
-    majmin: str  # "0:52": a FUSE mount's connection is /sys/fs/fuse/connections/52
     source: str  # a ZFS file system's dataset: the pool's name, or NAME/...
 
 
 def destroy(runner: Runner, name: str, members: Sequence[str], dialect: str,
-            table: Sequence[Mount], connections: Path = FUSE_CONNECTIONS) -> None:  # fmt: skip
+            table: Sequence[Mount]) -> None:  # fmt: skip
     """`zpool destroy NAME`, or, for a pool that stopped answering (suspended on I/O errors,
     or a ZFS that does not answer), `release`."""
     found = probe(runner, name, dialect)
@@ -51,11 +51,24 @@ def destroy(runner: Runner, name: str, members: Sequence[str], dialect: str,
         pools.destroy(runner, name)
         return
     mine = [m for m in table if m.source == name or m.source.startswith(name + "/")]
-    release(runner, name, members, dialect, mine, found, connections)
+    release(runner, name, members, dialect, mine, found)
 
 
 class PoolStuck(PoolbenchError):
     """A pool that stopped answering could not be destroyed or exported."""
+
+
+def guid(runner: Runner, name: str, members: Sequence[str], dialect: str) -> int | None:
+    """The imported pool's GUID (None: not imported), as the teardown asks it before
+    anything; a ZFS that does not answer even that raises PoolStuck, with what releases it."""
+    try:
+        return pools.pool_guid(runner, name)
+    except CommandTimedOut as exc:
+        raise PoolStuck(
+            f"Pool {name} (on {', '.join(members)}) could not be destroyed: ZFS itself did not "
+            f"answer ({exc.problem.rstrip('.')}).",
+            release_hint(name, dialect),
+        ) from exc
 
 
 def _try(runner: Runner, argv: list[str], limit: float) -> bool | None:
@@ -67,23 +80,9 @@ def _try(runner: Runner, argv: list[str], limit: float) -> bool | None:
         return None
 
 
-def abort_fuse(mounts: Sequence[Mount], connections: Path = FUSE_CONNECTIONS) -> list[str]:
-    """Abort the FUSE connection of each zfs-fuse mount given (this pool's own); returns the
-    connections aborted. Needs the fusectl file system (/sys/fs/fuse/connections)."""
-    done = []
-    for m in mounts:
-        minor = m.majmin.partition(":")[2]
-        abort = connections / minor / "abort"
-        if m.fstype.startswith("fuse") and abort.exists():
-            with contextlib.suppress(OSError):
-                abort.write_text("1\n")
-                done.append(str(abort))
-    return done
-
-
 def release(
     runner: Runner, name: str, members: Sequence[str], dialect: str, mounts: Sequence[Mount],
-    health: PoolHealth, connections: Path = FUSE_CONNECTIONS,
+    health: PoolHealth,
 ) -> None:  # fmt: skip
     """Destroy the pool `name` found suspended (or not answering) as far as it can go; raises
     PoolStuck when it is still imported."""
@@ -94,9 +93,6 @@ def release(
             announce(f"teardown: pool {name} resumed after `zpool clear`")
             pools.destroy(runner, name)
             return
-    if dialect == commands.ZFS_FUSE:
-        for path in abort_fuse(mounts, connections):
-            announce(f"teardown: aborted the FUSE connection of a file system of {name} ({path})")
     for m in mounts:
         _try(runner, ["umount", "-l", m.mountpoint], scaled(FORCE_S))
     if health.answered:
@@ -116,11 +112,15 @@ def release(
 def release_hint(name: str, dialect: str) -> str:
     if dialect == commands.ZFS_FUSE:
         return (
-            "zfs-fuse holds it in its own process: stopping the zfs-fuse daemon (if nothing "
-            "else of yours runs on it: `kill $(pidof zfs-fuse)`, then `kill -9` if it does not "
-            "exit) releases the pool and its devices; start it again and run `poolbench "
-            "cleanup`, which destroys the pool and detaches its devices. A FUSE mount left "
-            "answering 'Transport endpoint is not connected' goes with `umount -l`."
+            "Make its disks take writes again (free the space their files sit on, reconnect "
+            "the disk): the pool resumes, a process asleep in it ends, and `poolbench "
+            "cleanup` destroys the pool and detaches its devices. If the disks are gone for "
+            "good, or cleanup still answers 'pool is busy', zfs-fuse holds the pool in its "
+            "own process: stopping the zfs-fuse daemon "
+            "(if nothing else of yours runs on it: `kill $(pidof zfs-fuse)`, then `kill -9` "
+            "if it does not exit) releases the pool and its devices; start it again and run "
+            "`poolbench cleanup`. A FUSE mount left answering 'Transport endpoint is not "
+            "connected' goes with `umount -l`."
         )
     return (
         f"OpenZFS keeps a suspended pool until its I/O can resume: bring its devices back "
