@@ -250,26 +250,22 @@ def test_the_score_is_blind_to_a_common_scale_of_the_variances() -> None:
     assert penalised.step_statistic(best * 7.0, 12) == pytest.approx(12 * math.log(10 / 4))
 
 
-def test_an_outlier_score_is_the_closest_neighbour_group_spelled_out() -> None:
+def test_an_outlier_score_is_the_closest_side_spelled_out() -> None:
     """excursions._raw from cumulative sums equals the definition, point by point."""
     rng = np.random.default_rng(9)
     y, w = rng.normal(size=(2, 7)), rng.uniform(0.5, 4.0, size=(2, 7))
     got = excursions._raw(null.Weights(y, 1 / w, np.zeros(2), w, variance.moderate(w, w[0])))
-    for r in range(2):
-        for i in range(7):
-            groups = [
-                g
-                for g in (
-                    range(max(0, i - 1), i),
-                    range(max(0, i - 2), i),
-                    range(i + 1, min(7, i + 2)),
-                    range(i + 1, min(7, i + 3)),
-                )
-                if g
-            ]
-            want = min(
-                abs(y[r, i] - np.average(y[r, list(g)], weights=w[r, list(g)]))
-                / math.sqrt(1 / w[r, i] + 1 / w[r, list(g)].sum())
-                for g in groups
-            )
-            assert got[r, i] == pytest.approx(want)
+    sides = {0: [[1, 2], [1]], 6: [[4, 5], [5]], 1: [[0], [2, 3]], 5: [[3, 4], [6]]}
+    for r, i in itertools.product(range(2), range(7)):
+        groups = sides.get(i, [[i - 2, i - 1], [i + 1, i + 2]])
+        want = min(abs(y[r, i] - np.average(y[r, g], weights=w[r, g]))
+                   / math.sqrt(1 / w[r, i] + 1 / w[r, g].sum()) for g in groups)  # fmt: skip
+        assert got[r, i] == pytest.approx(want)
+
+
+def test_the_first_runs_after_a_change_are_not_outliers() -> None:
+    """Two runs after an upgrade: not a step yet (3 points needed), and not outliers."""
+    h = detect(_series([100.0] * 12 + [60.0] * 2))
+    assert h.outliers == () and h.steps == ()
+    one = detect(_series([100.0] * 12 + [60.0]))
+    assert [o.index for o in one.outliers] == [12]

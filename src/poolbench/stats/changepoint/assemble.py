@@ -118,6 +118,9 @@ def _reason(inp: Inputs, pen: Penalties, choice: Choice) -> str:
                 "each side of it")  # fmt: skip
     if not pen.steps_allowed:
         return f"no change beyond the noise ({_likeliest(inp)})"
+    if not choice.chosen.cuts and choice.drift is None:
+        return ("the intervals cannot tell: a trend described the series best, but its "
+                "slope's interval includes no change")  # fmt: skip
     if not choice.chosen.cuts:
         steps = f" (steps from {_cut_names(inp, choice.rival.cuts)})" if choice.rival else ""
         return f"the change is gradual: a trend describes it better than steps{steps}"

@@ -80,7 +80,7 @@ def _wls_rss(pts: Points, design: Array) -> float:
     return float(np.sum(w * (pts.y - design @ beta) ** 2))
 
 
-def _detrended(pts: Points) -> Array:
+def detrended(pts: Points) -> Array:
     design = intervals.segments_and_slope([len(pts.y)], pts.x)
     w = pts.w
     beta = np.linalg.lstsq(design * np.sqrt(w)[:, None], pts.y * np.sqrt(w), rcond=None)[0]
@@ -98,7 +98,7 @@ def candidates(pts: Points, pen: Penalties) -> list[Model]:
     models = [Model((), False, _score(c0[0], n)), Model((), True, _score(ct[0], n) + pen.trend)]
     if pen.steps_allowed:
         best, cuts = partition.every_fit(pts.y, pts.w, MIN_SIZE, pen.k_max)
-        _, beside = partition.every_fit(_detrended(pts), pts.w, MIN_SIZE, pen.k_max)
+        _, beside = partition.every_fit(detrended(pts), pts.w, MIN_SIZE, pen.k_max)
         for k in range(1, pen.k_max + 1):
             if cuts[k]:
                 models.append(Model(tuple(cuts[k]), False, _score(best[k], n) + pen.step * k))
