@@ -143,7 +143,8 @@ def _notes(inp: Inputs, choice: Choice) -> tuple[str, ...]:
             notes.append(f"{other} describes this series nearly as well as the steps")
         else:
             notes.append(f"steps (from {_cut_names(inp, choice.rival.cuts)}) describe this "
-                          "series nearly as well as the trend")  # fmt: skip
+                         "series nearly as well as the trend; the gradual change is preferred "
+                         "when the two cannot be told apart")  # fmt: skip
     return tuple(notes)
 
 

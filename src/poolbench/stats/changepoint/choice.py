@@ -8,9 +8,13 @@ only when the search's statistic passed its penalty, so a flat series reports a 
 probability α whatever the trend does. The lowest score is chosen: a drift told apart from a
 step by one stated criterion. A gradual change (a pool filling, fragmentation) fits a trend
 better than a staircase, whose every step costs β; a step fits steps better than a line,
-which misses its corners. When the best model with steps and the best without differ by less
-than `CLOSE` the answer says so (a likelihood ratio below e: "not worth more than a bare
-mention", R. E. Kass and A. E. Raftery, J. Amer. Statist. Assoc. 90 (1995) 773–795).
+which misses its corners. Steps must beat the trend by at least `CLOSE`, else the change is
+reported as the drift: a likelihood ratio below e is "not worth more than a bare mention" (R.
+E. Kass and A. E. Raftery, J. Amer. Statist. Assoc. 90 (1995) 773–795), and a step claims
+more than a drift does (an event at one point in time). On a 10% drift over 20 points at a
+within-run CV of 5% and 2% between runs this halved the series called a step (17% to 9%)
+and cost a 10% step 5% of its detections (96% to 91%). When the best model with steps and
+the best without are that close, the answer says so.
 
 **The intervals** (`confirm`): every step of the chosen model gets its interval (without a
 trend, `intervals.step` from the two segments beside it; beside a trend, from the joint
@@ -151,6 +155,9 @@ def choose(pts: Points, pen: Penalties, alpha: float) -> Choice:
     """The best candidate, confirmed, with the best rival of the other kind."""
     models = candidates(pts, pen)
     chosen = models[0]
-    rival = next((m for m in models[1:] if bool(m.cuts) != bool(chosen.cuts)), None)
+    trend = next((m for m in models if m.trend and not m.cuts), None)
+    if chosen.cuts and trend is not None and trend.score - chosen.score < CLOSE:
+        chosen = trend  # the gradual explanation, when steps do not clearly do better
+    rival = next((m for m in models if bool(m.cuts) != bool(chosen.cuts)), None)
     found = confirm(pts, chosen, alpha)
     return Choice(found.cuts, found.steps, found.drift, chosen, found.dropped, rival)
