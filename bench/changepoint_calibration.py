@@ -1,7 +1,8 @@
 """Monte-Carlo calibration of the history's change-point method, full size (docs/statistics.md §8).
 
 Run: PYTHONPATH=src python bench/changepoint_calibration.py SECTION [SECTION ...] [--n N]
-Sections (N series per cell; a series of 50 points takes ~0.1 s, of 10 ~0.02 s):
+Sections (N series per cell; a series of 50 points takes ~0.06 s, of 10 ~0.01 s; all five
+at the default sizes ~35 minutes on one core):
   flat       no change: how often a step (any), a drift, an outlier point is reported
   steps      one step of 5/10/20/40% at a random place: found, placed, interval coverage
   drifts     a linear drift of the same total size: how often called a step, or a drift

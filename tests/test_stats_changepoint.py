@@ -17,6 +17,7 @@ from poolbench.stats import tdist
 from poolbench.stats.changepoint import (
     History,
     Point,
+    choice,
     detect,
     excursions,
     null,
@@ -269,3 +270,15 @@ def test_the_first_runs_after_a_change_are_not_outliers() -> None:
     assert h.outliers == () and h.steps == ()
     one = detect(_series([100.0] * 12 + [60.0]))
     assert [o.index for o in one.outliers] == [12]
+
+
+def test_a_step_whose_interval_includes_no_change_is_not_reported() -> None:
+    """confirm: a placed step between two segments at one level is dropped, with its
+    interval kept for the reason; the real one beside it stays."""
+    y = np.log(np.array([100.0, 101, 99, 100.5, 99.5, 100, 60, 61, 59, 60.5]))
+    pts = choice.Points(y, np.full(10, 1e-4), np.arange(10.0), np.full(10, 1e4))
+    found = choice.confirm(pts, choice.Model((3, 6), False, 0.0), 0.05)
+    assert found.cuts == [6] and [c for c, _ in found.dropped] == [3]
+    low, high = found.dropped[0][1].bounds(0.95)
+    assert low < 0 < high
+    assert found.steps[0].bounds(0.95)[1] < math.log(0.62)

@@ -17,8 +17,8 @@ coverage):
    1/(vᵢ + τ̂²), its penalties set for this series by a Monte-Carlo test (`null`) so that a
    flat series reports a step with probability α.
 4. **Step or drift** (`choice.choose`): steps, a trend on the covariate (or the point's
-   position), both, or neither, whichever scores lowest; so a gradual change is reported as a
-   drift, not a staircase.
+   position), both, or neither, whichever scores lowest (steps must beat the trend alone by
+   a clear margin); so a gradual change is reported as a drift, not a staircase.
 5. **Intervals** (`intervals`, `choice.confirm`): every step as a ratio after/before with its
    random-effects interval; a step or drift whose interval includes no change is not
    reported.
