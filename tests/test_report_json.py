@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from tests.test_report_latency import _run as latency_run
+from tests.test_report_predicted import _store as bench_and_study
 
 from poolbench.cli import report_cmd
 from poolbench.report.layout import factor_header
@@ -392,6 +393,19 @@ def test_latency_beside_the_figure_and_latency_tables(tmp_path: Path) -> None:
     rand = next(t for t in doc["tables"] if t["workload"] == "rand-read-4k")
     assert rand["p99_statistic"] == "all I/Os"
     assert all(r["p99"]["statistic"] == "of all I/Os" for r in rand["rows"])
+
+
+def test_a_bench_run_and_predictions_from_a_measured_disk(tmp_path: Path) -> None:
+    """A bench run's report (one target, no factors); a study's with the disk figures of a
+    bench run by its model: predictions, "not predicted" rows (random writes under
+    copy-on-write) and their notes."""
+    db = tmp_path / "r.db"
+    bench, study = bench_and_study(db)
+    for args in ([str(bench)], [str(study), "--disk-speed-from", "model:capped25"]):
+        text, doc = both(db, *args)
+        check_report(text, doc)
+    tags = {r["tag"] for r in doc["predicted"]["rows"]}
+    assert "not predicted" in tags and len(doc["predicted"]["notes"]) > 1
 
 
 def test_failed_trials_in_json_are_the_terminal_report(planted: Path, tmp_path: Path) -> None:
