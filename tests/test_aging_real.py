@@ -63,6 +63,7 @@ def test_aging_a_zfs_fuse_mirror_reaches_its_fill(zfs_fuse: None) -> None:
 
 
 @pytest.mark.usefixtures("machine")  # btrfs on loop devices made here
+@pytest.mark.slow
 def test_aging_a_btrfs_raid1_reaches_its_fill() -> None:
     age = _age("btrfs", "raid1")
     _check(dict(age), tolerance=8)  # measured 35.4 at 40%
