@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
-pytest_plugins = ["tests.plugins.tiers", "tests.plugins.machine", "tests.plugins.zfs_fuse"]
+pytest_plugins = [
+    "tests.plugins.tiers", "tests.plugins.machine", "tests.plugins.zfs_fuse", "pytester",
+]  # fmt: skip
 
 HAS_FIO = shutil.which("fio") is not None
 
