@@ -2,9 +2,10 @@
 
 A test is in the **machine** tier when it uses a fixture made with `machine_fixture`, directly
 or through another fixture: loop devices, pools, mounts, blkio caps, a zfs-fuse or PostgreSQL
-daemon, a timed disk. Those tests need root, run one after another on one worker in parallel
-(`xdist_group("machine")`), hold the machine lock, and (`slow=True`) are left out of the fast
-tier. Nothing here names a test or a module: renaming one cannot move it to another tier.
+daemon, a timed disk. Those tests need root (unless the fixture says `root=False`), run one
+after another on one worker in parallel (`xdist_group("machine")`), hold the machine lock,
+and (`slow=True`) are left out of the fast tier. Nothing here names a test or a module:
+renaming one cannot move it to another tier.
 
 Markers a test or module sets itself: `slow` (long, but on no disk of the machine: a browser,
 the type checker, a simulation), `root` (needs root for something no machine fixture makes),
@@ -59,7 +60,7 @@ def tier_of(item: pytest.Item) -> Tier | None:
         return None
     found = [
         _TIERS[defs[-1].func]  # the definition the test gets (an override wins)
-        for name in item.fixturenames
+        for name in getattr(item, "fixturenames", ())
         if (defs := info.name2fixturedefs.get(name)) and defs[-1].func in _TIERS
     ]
     if not found:
@@ -104,7 +105,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.slow)
         if item.get_closest_marker("root") and not IS_ROOT:
             item.add_marker(skip_root)
-        if "zfs_fuse" in item.fixturenames:
+        if "zfs_fuse" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.flaky(reruns=1, condition=_zfs_fuse_died))
     if config.getoption("loadgroup", False) or config.getoption("dist", "no") == "loadgroup":
         items.sort(key=_chain_position)  # stable: each module's tests stay together
@@ -148,8 +149,8 @@ def pytest_configure(config: pytest.Config) -> None:
             "alone distributes by group), or give --dist loadgroup"
         )
     if IS_ROOT and lock.held_elsewhere():
-        print(f"\nnote: {lock.MACHINE_LOCK} is held by another test session building pools")
-        print("here: this session's machine tests wait for it (the others run meanwhile)")
+        print(f"\nnote: another test session holds {lock.MACHINE_LOCK} (it builds pools here):")
+        print("this session's machine tests wait for it; the others run meanwhile")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
