@@ -4,8 +4,11 @@ place in the chain from its fixtures and markers alone, whatever its files are c
 
 from __future__ import annotations
 
+import fcntl
+from pathlib import Path
+
 import pytest
-from tests.plugins import tiers
+from tests.plugins import lock, tiers
 
 CONFTEST = """
 import pytest
@@ -59,7 +62,13 @@ def _markers(item: pytest.Item) -> set[str]:
 
 
 @pytest.fixture
-def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+def suite(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> pytest.Pytester:
+    # The inner session has a lock file of its own, and never releases this session's lock.
+    monkeypatch.setattr(lock, "MACHINE_LOCK", tmp_path / "machine.lock")
+    monkeypatch.setattr(lock, "_held", [])
+    monkeypatch.delenv(lock.LOCK_HELD_ENV, raising=False)
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_zz_first=A_MODULE, test_aa_second=ANOTHER)
     return pytester
@@ -99,3 +108,18 @@ def test_without_root_every_root_test_is_skipped_with_one_reason(
     result.assert_outcomes(passed=3, skipped=3)
     skipped = [line for line in result.outlines if line.startswith("SKIPPED")]
     assert skipped and all(line.endswith(tiers.ROOT_REASON) for line in skipped), skipped
+
+
+def test_the_fast_tier_skips_its_machine_tests_while_another_session_holds_the_lock(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only fast machine tests selected: the lock held elsewhere is not waited for; each
+    machine test is skipped with that reason, the pure ones run."""
+    monkeypatch.setattr(tiers, "IS_ROOT", True)
+    with open(lock.MACHINE_LOCK, "a+") as other:  # another session's hold
+        fcntl.flock(other, fcntl.LOCK_EX)
+        result = suite.runpytest_inprocess("-rs", "-p", "no:cacheprovider", "-m", "not slow")
+    result.assert_outcomes(passed=3, skipped=2, deselected=1)  # the slow one deselected
+    skipped = [line for line in result.outlines if line.startswith("SKIPPED")]
+    assert skipped and all(line.endswith(tiers.BUSY_REASON) for line in skipped), skipped
+    assert lock._held == []  # nothing taken, nothing left open

@@ -25,6 +25,10 @@ from tests.plugins import lock
 
 IS_ROOT = os.geteuid() == 0
 ROOT_REASON = "needs root (loop devices, mounts, pools, caps, daemons): run the suite as root"
+BUSY_REASON = (
+    "the machine is busy: another test session holds its lock (fast tier: not waited for; "
+    "the whole suite waits and runs this)"
+)
 MACHINE_GROUP = "machine"
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -111,14 +115,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.sort(key=_chain_position)  # stable: each module's tests stay together
 
 
+WAITS_FOR_LOCK = pytest.StashKey[bool]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A session that selected slow machine tests waits for the machine lock; one that
+    selected only fast ones (the fast tier) does not (see pytest_runtest_setup)."""
+    slow = any(is_machine(i) and i.get_closest_marker("slow") for i in session.items)
+    session.config.stash[WAITS_FOR_LOCK] = slow
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A machine test holds the machine lock (taken at the first one, kept to the end). In
-    parallel, the tests beside the machine's chain run at a low CPU priority: the chain's
-    length is the suite's, and its zfs-fuse, fio and poolbench processes (started from this
-    worker, so inheriting its priority) should not wait for a core."""
+    the fast tier, which must not wait minutes for another session's real-pool tests, a
+    machine test finding the lock held elsewhere is skipped with that reason instead (the
+    whole suite waits for it and runs them). In parallel, the tests beside the machine's
+    chain run at a low CPU priority: the chain's length is the suite's, and its zfs-fuse, fio
+    and poolbench processes (started from this worker, so inheriting its priority) should not
+    wait for a core."""
     if is_machine(item) and IS_ROOT:  # only root builds pools (its lock file is root's)
-        reporter = item.config.pluginmanager.get_plugin("terminalreporter")
-        lock.take(reporter.write_line if reporter is not None else print)
+        if item.config.stash.get(WAITS_FOR_LOCK, True):
+            reporter = item.config.pluginmanager.get_plugin("terminalreporter")
+            lock.take(reporter.write_line if reporter is not None else print)
+        elif not lock.take_if_free():
+            pytest.skip(BUSY_REASON)
     if IS_ROOT and os.environ.get("PYTEST_XDIST_WORKER"):
         os.setpriority(os.PRIO_PROCESS, 0, 0 if is_machine(item) else 15)
 
@@ -150,7 +170,7 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     if IS_ROOT and lock.held_elsewhere():
         print(f"\nnote: another test session holds {lock.MACHINE_LOCK} (it builds pools here):")
-        print("this session's machine tests wait for it; the others run meanwhile")
+        print("this session's machine tests wait for it, or in the fast tier are skipped")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
