@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -21,6 +23,7 @@ def test_ruff_is_clean() -> None:
     assert p.returncode == 0, p.stdout + p.stderr
 
 
+@pytest.mark.slow  # the type checker over the whole tree
 def test_mypy_strict_is_clean() -> None:
     p = _tool("mypy")
     assert p.returncode == 0, p.stdout + p.stderr
