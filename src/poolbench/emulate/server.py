@@ -141,7 +141,8 @@ class SeekDisk:
     def _serve(self, write: bool, offset: int, size: int, arrived: float) -> None:
         service = self.head.serve(offset, size)
         gap = arrived - self.clock.busy_until
-        deadline = self.clock.schedule(arrived, service.total_s if self.wait else 0.0)
+        wait = service.total_s if self.wait else 0.0
+        deadline = self.clock.schedule(arrived, wait, streamed=not service.positioned)
         worked = time.monotonic() - arrived
         woke = wait_until(deadline)
         self.tally.add(write, size, service, woke - deadline, worked, gap)
@@ -155,7 +156,8 @@ class SeekDisk:
             "waits": self.wait,
             "realtime": self.realtime,
             "timer_slack_1us": self.timer_slack_1us,
-            "continuity_s": self.clock.continuity_s,
+            "queued_s": self.clock.queued_s,
+            "stream_s": self.clock.stream_s,
             "uptime_s": round(time.time() - self.started, 3),
             "pid": os.getpid(),
             "cpu_s": round(sum(os.times()[:2]), 3),
