@@ -105,12 +105,18 @@ def _mem_available(meminfo: Path) -> int | None:
 
 
 def server_argv(
-    d: EmulatedDisk, size: int, params: Mapping[str, object], seed: int, idle_exit: float
+    d: EmulatedDisk,
+    size: int,
+    params: Mapping[str, object],
+    seed: int,
+    idle_exit: float,
+    wait: bool = True,
 ) -> list[str]:
+    """`wait=False`: a disk that serves at once (the emulator's own speed, bench/)."""
     return [sys.executable, "-m", SERVER, "--size", str(size), "--mount", str(d.mountpoint),
             "--params", json.dumps(dict(params), sort_keys=True), "--seed", str(seed),
             "--pidfile", str(d.pidfile), "--log", str(d.log),
-            "--idle-exit", f"{idle_exit:g}"]  # fmt: skip
+            "--idle-exit", f"{idle_exit:g}"] + ([] if wait else ["--no-wait"])  # fmt: skip
 
 
 def start(
@@ -120,9 +126,10 @@ def start(
     params: Mapping[str, object],
     seed: int = 0,
     idle_exit: float = IDLE_EXIT_S,
+    wait: bool = True,
 ) -> None:
     """Start the server and wait until its disk answers with the size asked for."""
-    runner.run(server_argv(d, size, params, seed, idle_exit), reap_group=False,
+    runner.run(server_argv(d, size, params, seed, idle_exit, wait), reap_group=False,
                timeout=START_TIMEOUT_S)  # fmt: skip
     if runner.dry_run:
         return

@@ -69,6 +69,7 @@ class SeekDisk:
         self.clock = DiskClock()
         self.tally = Tally()
         self.opens = 0
+        self._snapshot = b""
         self.idle_since = time.monotonic()
         self.started = time.time()
         self.realtime = self.timer_slack_1us = False  # set in init()
@@ -116,7 +117,10 @@ class SeekDisk:
     def read(self, path: str, size: int, offset: int, fi: Any) -> bytes:
         arrived = time.monotonic()
         if path == STATS:
-            return self.stats()[offset : offset + size]
+            # one document per reading: a later piece is cut from the same snapshot
+            if offset == 0 or not self._snapshot:
+                self._snapshot = self.stats()
+            return self._snapshot[offset : offset + size]
         size = max(0, min(size, self.size - offset))
         first, last = offset // CHUNK, (offset + size - 1) // CHUNK
         if size <= len(ZEROS) and self.written.find(1, first, last + 1) < 0:
