@@ -10,6 +10,7 @@ PACKAGES=(
   btrfs-progs xfsprogs e2fsprogs   # the other filesystems
   bonnie++            # peer workload
   util-linux          # losetup, lsblk, blkid, wipefs, fincore
+  libfuse2            # the emulated disks' FUSE library (poolbench[emulate]: mfusepy)
   blktrace            # blktrace, blkparse: `poolbench record`
   fdisk               # sfdisk: partition tables (vdev sources, safety tests)
   lvm2                # LVM signatures in the safety tests
@@ -33,5 +34,5 @@ PY=${PYTHON:-python3}
 "$PY" -c 'import sys; assert sys.version_info >= (3, 11), "poolbench needs Python >= 3.11"'
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q -e '.[test]'
+.venv/bin/pip install -q -e '.[test,emulate]'
 echo "setup done: $(.venv/bin/poolbench --version)"

@@ -120,6 +120,9 @@ class StudyRun:
             )
         self._check_fio()
         pool_ops.check_loop_scratch(self.study.disks, self.paths.scratch)
+        from poolbench.backends import sources
+
+        sources.check_emulation(self.study.disks, self.runner.dry_run)
         slow_disk.check_throttle(self.study.disks, [dict(c.levels) for c in self.configs])
         found: dict[str, Availability] = {}
         dummy = [f"/dev/disk{i}" for i in range(n)]
