@@ -77,9 +77,14 @@ class CommandLineError(UsageError):
 
 class Unsupported(UsageError):
     """A study asks for what this machine's ZFS lacks (zfs-fuse has no dRAID, no sync
-    property, ...): refused before anything is created."""
+    property, ...): refused before anything is created. `capability` is the id of what is
+    missing in poolbench/capabilities.py, the list `poolbench doctor` shows."""
 
     exit_code = EXIT_UNSUPPORTED
+
+    def __init__(self, problem: str, fix: str = "", capability: str = "") -> None:
+        super().__init__(problem, fix)
+        self.capability = capability
 
 
 class Refused(PoolbenchError):

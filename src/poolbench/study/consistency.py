@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from poolbench import is_digits
+from poolbench.capabilities import doctor_hint
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import SPA_MINDEVSIZE, predicted_usable
 from poolbench.units import parse_size
@@ -151,6 +152,7 @@ def check_tarball(study: Study) -> None:
         what = f"its tarball {tarball} is not a readable file"
     raise UsageError(
         f"The untar workload needs a source tree to extract, but {what}.",
-        "Install it (Debian: apt install linux-source-6.1) or give another source tree "
-        "with [workloads] tarball = FILE.tar[.xz|.gz] (poolbench study: --tarball FILE).",
+        "Install it (Debian: apt-get install --no-remove linux-source-6.1) or give another "
+        "source tree with [workloads] tarball = FILE.tar[.xz|.gz] (poolbench study: --tarball "
+        "FILE). " + doctor_hint("untar-tarball"),
     )
