@@ -64,4 +64,8 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e '.[test]'
+# tests/test_wheel.py installs the built wheel into a fresh virtualenv with no index, as on
+# a machine without a checkout: the pinned runtime dependencies' wheels are kept here.
+.venv/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' >.venv/runtime-requirements.txt
+.venv/bin/pip download -q --only-binary=:all: -d .venv/wheelhouse -r .venv/runtime-requirements.txt
 echo "setup done: $(.venv/bin/poolbench --version)"
