@@ -89,11 +89,14 @@ def install(wheel: Path, tmp: Path) -> Installed:
     base = Path(getattr(sys, "_base_executable", sys.executable))
     venv = tmp / "venv"
     run([str(base), "-m", "venv", str(venv)])
+    # --no-compile: Python compiles what it imports on first use; compiling all of scipy
+    # up front takes minutes under the guest's emulation and proves nothing here
     run(
         [
             str(venv / "bin" / "pip"),
             "install",
             "-q",
+            "--no-compile",
             "--no-index",
             "--find-links",
             str(wheelhouse()),
