@@ -2,8 +2,8 @@
 pinned dependencies into a fresh virtualenv with no index, every command that reads
 something of poolbench's own (the workload library, the built-in studies, the planner,
 doctor's list) run from an empty directory, and poolbench imported from the virtualenv, not
-from this repository. Slow, and in the machine's chain (tests/conftest.py SLOW_MODULES): the
-dry run needs the zfs-fuse daemon, and the wheel is built and installed once."""
+from this repository. Slow (the wheel is built and installed once, about a minute); the dry
+run is a machine test (it needs the zfs-fuse daemon)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from poolbench.planner.layout import parse_layout
 from poolbench.planner.rules import rules_by_name
 from poolbench.study.builtin import registry
 from poolbench.workloads import library
+
+pytestmark = pytest.mark.slow  # a build and an install, on no disk of the machine
 
 
 @pytest.fixture(scope="module")
