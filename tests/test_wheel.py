@@ -1,9 +1,10 @@
 """The wheel works without the checkout: built from the sources alone, installed with its
-pinned dependencies into a fresh virtualenv with no index, every command that reads
+pinned dependencies into a fresh virtualenv with no index, and every command that reads
 something of poolbench's own (the workload library, the built-in studies, the planner,
-doctor's list) run from an empty directory, and poolbench imported from the virtualenv, not
-from this repository. Slow (the wheel is built and installed once, about a minute); the dry
-run is a machine test (it needs the zfs-fuse daemon)."""
+doctor's list) run from an empty directory with no checkout on disk (an empty tmpfs over it,
+in the command's own mount namespace), poolbench imported from the virtualenv. Slow (the
+wheel is built and installed once, about a minute); the dry run is a machine test (it needs
+the zfs-fuse daemon)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,16 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from tests.wheelkit import ROOT, Installed, build_wheel, install, installed_package_dir
+from tests.wheelkit import (
+    CHECKOUTS,
+    ROOT,
+    Installed,
+    build_wheel,
+    install,
+    installed_package_dir,
+    run,
+    without_checkout,
+)
 
 from poolbench import __version__, capabilities
 from poolbench.planner.capacity import plan_pool
@@ -48,12 +58,17 @@ def test_it_runs_from_the_virtualenv_not_the_checkout(installed: tuple[Path, Ins
     _, inst = installed
     pkg = installed_package_dir(inst)
     assert pkg.is_relative_to(inst.venv) and not pkg.is_relative_to(ROOT)
-    assert inst.poolbench("--version").stdout.strip() == f"poolbench, version {__version__}"
+    # where the commands below run, the checkout is not there, and this one still is outside
+    assert ROOT in CHECKOUTS and (ROOT / "pyproject.toml").is_file()
+    hidden = run(without_checkout(["ls", "-A", *map(str, CHECKOUTS)]), timeout=60).stdout
+    assert [line for line in hidden.splitlines() if line and not line.endswith(":")] == []
+    version = inst.poolbench("--version", hide_checkout=True).stdout.strip()
+    assert version == f"poolbench, version {__version__}"
 
 
 def test_plan_gives_the_planners_figures(installed: tuple[Path, Installed]) -> None:
     _, inst = installed
-    doc = json.loads(inst.poolbench("plan", "--disks", "4x4T", "--json").stdout)
+    doc = json.loads(inst.poolbench("plan", "--disks", "4x4T", "--json", hide_checkout=True).stdout)
     by_layout = {" + ".join(c["layout"]): c for c in doc["candidates"]}
     raidz1 = by_layout["raidz1:4x4T"]
     rules = rules_by_name(doc["zfs_rules"])
@@ -69,18 +84,18 @@ def test_doctor_study_list_and_workloads_read_the_installed_package(
     installed: tuple[Path, Installed],
 ) -> None:
     _, inst = installed
-    doc = json.loads(inst.poolbench("doctor", "--json", check=False).stdout)
+    doc = json.loads(inst.poolbench("doctor", "--json", check=False, hide_checkout=True).stdout)
     assert [c["id"] for c in doc["capabilities"]] == [c.id for c in capabilities.CAPABILITIES]
     assert doc["poolbench"] == __version__
-    listing = inst.poolbench("study", "--list").stdout
+    listing = inst.poolbench("study", "--list", hide_checkout=True).stdout
     for name in registry.STUDIES:
         assert re.search(rf"│ {re.escape(name)}\s", listing), name
     assert "--print-toml > NAME.toml" in " ".join(listing.split())
-    workloads = json.loads(inst.poolbench("workloads", "--json").stdout)
+    workloads = json.loads(inst.poolbench("workloads", "--json", hide_checkout=True).stdout)
     expected = library.catalogue(128 << 10) + [library.get(n) for n in library.SPECIAL]
     assert [w["name"] for w in workloads] == [w.name for w in expected]
     assert workloads[0]["fio"], workloads[0]  # the job definition came along
-    toml = inst.poolbench("study", "parity", "--print-toml").stdout
+    toml = inst.poolbench("study", "parity", "--print-toml", hide_checkout=True).stdout
     assert 'name = "parity"' in toml and "raidz1:6" in toml
 
 
@@ -98,6 +113,7 @@ def test_a_study_dry_run_from_the_wheel(zfs_fuse: None, installed: tuple[Path, I
         str(inst.cwd.parent / "r.db"),
         "--scratch-dir",
         str(scratch),
+        hide_checkout=True,
     )
     assert "plan for study 'parity'" in p.stdout
     # raidz1 and raidz2 over the 4 disks (raidz3 needs 5), 3 replicates each at stage one

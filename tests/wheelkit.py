@@ -1,7 +1,10 @@
 """poolbench as a user gets it: the wheel built from the sources alone, installed into a fresh
 virtualenv with no package index (the pinned dependencies' wheels from a local wheelhouse),
-run from an empty directory with no checkout on its path. Shared by tests/test_wheel.py and
-the guest tier's user path (tests/guest/test_openzfs_user_path.py)."""
+run from an empty directory with no checkout on its path, and (`hide_checkout`) with no
+checkout on disk at all: each checkout this machine has is covered by an empty tmpfs in a
+mount namespace of the command's own, so a file read from the source tree would fail there.
+Shared by tests/test_wheel.py and the guest tier's user path
+(tests/guest/test_openzfs_user_path.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 # scripts/setup.sh fills .venv/wheelhouse; the guest image keeps its own (vm/ozvm.sh `venv`)
 WHEELHOUSES = (ROOT / ".venv" / "wheelhouse", Path("/opt/poolbench-wheels"))
+# Every copy of the checkout on this machine: the tree the tests run from and, in the guest,
+# the read-only share it was copied from (vm/guest/pytest.sh)
+CHECKOUTS = tuple(p for p in (ROOT, Path("/mnt/repo")) if p.is_dir())
+# Run "$@" after an empty, read-only tmpfs is mounted on each directory before the "--".
+_HIDE = (
+    'while [ "$1" != -- ]; do mount -t tmpfs -o ro,size=4k,mode=0755 none "$1" || exit 126; '
+    'shift; done; shift; exec "$@"'
+)
 
 
 def wheelhouse() -> Path:
@@ -66,6 +77,18 @@ def build_wheel(tmp: Path) -> Path:
     return wheel
 
 
+def without_checkout(argv: list[str]) -> list[str]:
+    """`argv` run in a mount namespace of its own in which every checkout is an empty
+    directory (the machine's mounts are not touched: the namespace goes with the command).
+    Root gets a plain mount namespace; another user one in a user namespace of its own, in
+    which it is uid 0 (so there `poolbench doctor` reports root)."""
+    if not shutil.which("unshare"):
+        pytest.fail("unshare (util-linux) is needed to run a command with the checkout hidden")
+    user = [] if os.geteuid() == 0 else ["--map-root-user"]
+    hide = ["sh", "-c", _HIDE, "sh", *map(str, CHECKOUTS), "--"]
+    return ["unshare", *user, "--mount", "--propagation", "private", "--", *hide, *argv]
+
+
 @dataclass(frozen=True)
 class Installed:
     venv: Path
@@ -73,9 +96,13 @@ class Installed:
     env: dict[str, str]
 
     def poolbench(
-        self, *args: str, check: bool = True, timeout: float = 600
+        self, *args: str, check: bool = True, timeout: float = 600, hide_checkout: bool = False
     ) -> subprocess.CompletedProcess[str]:
+        """The installed poolbench; `hide_checkout`: with no checkout on disk (a command
+        that mounts nothing: a study's mounts would vanish with its namespace, unseen)."""
         argv = [str(self.venv / "bin" / "poolbench"), *args]
+        if hide_checkout:
+            argv = without_checkout(argv)
         if check:
             return run(argv, timeout=timeout, cwd=self.cwd, env=self.env)
         return subprocess.run(

@@ -2,7 +2,10 @@
 it: the wheel (built from the sources alone, not the checkout) installed into a fresh
 virtualenv with no index, then from an empty directory `poolbench doctor`, `disks`, `study
 parity --disks /dev/vdb,...` on four whole disks through the safety layer, `report --json`,
-`export --json` and `cleanup`. While the study runs, every benchmark pool is watched: none
+`export --json` and `cleanup`. doctor, disks, report and export run with no checkout on disk
+(an empty tmpfs over the test's tree and the share it came from, in the command's own mount
+namespace); the study and cleanup, which mount, run beside the checkout, from the
+virtualenv all the same. While the study runs, every benchmark pool is watched: none
 may use the system's cache file (`zpool get cachefile` is the default "-", or
 /etc/zfs/zpool.cache lists it), from which it would come back at boot.
 
@@ -26,7 +29,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.wheelkit import ROOT, Installed, build_wheel, install, installed_package_dir
+from tests.wheelkit import (
+    CHECKOUTS,
+    ROOT,
+    Installed,
+    build_wheel,
+    install,
+    installed_package_dir,
+    run,
+    without_checkout,
+)
 
 from poolbench import capabilities
 from poolbench.planner.capacity import plan_pool
@@ -86,7 +98,7 @@ class CacheWatch:
 
 
 def _doctor(inst: Installed) -> None:
-    p = inst.poolbench("doctor", "--json")
+    p = inst.poolbench("doctor", "--json", hide_checkout=True)
     doc = json.loads(p.stdout)
     assert doc["core_ok"] and doc["core_missing"] == []
     zfs = doc["zfs"]
@@ -101,13 +113,13 @@ def _doctor(inst: Installed) -> None:
     # on a host with OpenZFS nothing suggests zfs-fuse, nor a command that could remove one
     adds = [c["add"] for c in doc["capabilities"] if c["add"]]
     assert not [a for a in adds if "zfs-fuse" in a or "remove" in a.replace("--no-remove", "")]
-    text = inst.poolbench("doctor").stdout
+    text = inst.poolbench("doctor", hide_checkout=True).stdout
     assert f"ZFS in use: openzfs ({zfs['version']}); OpenZFS is installed or loaded here" in text
     assert "ok      dRAID [draid]" in text and "ok      RAIDZ expansion [raidz-expansion]" in text
 
 
 def _disks(inst: Installed, disks: list[str]) -> None:
-    doc = json.loads(inst.poolbench("disks", "--json").stdout)
+    doc = json.loads(inst.poolbench("disks", "--json", hide_checkout=True).stdout)
     by_path = {d["path"]: d for d in doc["devices"]}
     for d in disks:
         assert by_path[d]["status"] == "free", by_path[d]
@@ -117,7 +129,9 @@ def _disks(inst: Installed, disks: list[str]) -> None:
 
 
 def _report(inst: Installed, db: Path, disks: list[str], version: str) -> None:
-    doc = json.loads(inst.poolbench("report", "latest", "--json", "--db", str(db)).stdout)
+    doc = json.loads(
+        inst.poolbench("report", "latest", "--json", "--db", str(db), hide_checkout=True).stdout
+    )
     assert doc["run"]["status"] == "finished"
     size = disk_bytes(disks[0])
     rankings = {r["workload"]: r for r in doc["verdict"]["rankings"]}
@@ -141,7 +155,9 @@ def _report(inst: Installed, db: Path, disks: list[str], version: str) -> None:
 
 def _figures(inst: Installed, db: Path, disks: list[str]) -> str:
     """Every stored figure verified at the disks; returns the ZFS version the pools had."""
-    doc = json.loads(inst.poolbench("export", "latest", "--json", "--db", str(db)).stdout)
+    doc = json.loads(
+        inst.poolbench("export", "latest", "--json", "--db", str(db), hide_checkout=True).stdout
+    )
     rows: list[dict[str, Any]] = doc["measurements"] if isinstance(doc, dict) else doc
     assert len(rows) == 2 * 2 * 2  # configurations × replicates × (seq-write, seq-read)
     check_figures(rows)
@@ -170,6 +186,9 @@ def test_a_user_installs_the_wheel_and_measures_raidz1_against_raidz2(tmp_path: 
     inst = install(wheel, tmp_path)
     pkg = installed_package_dir(inst)
     assert pkg.is_relative_to(inst.venv) and not pkg.is_relative_to(ROOT)
+    assert set(CHECKOUTS) == {ROOT, Path("/mnt/repo")}  # the tree and its share, both hidden
+    hidden = run(without_checkout(["ls", "-A", *map(str, CHECKOUTS)]), timeout=60).stdout
+    assert [line for line in hidden.splitlines() if line and not line.endswith(":")] == []
     print(f"wheel built in {built - started:.0f} s, installed in {time.monotonic() - built:.0f} s")
     _doctor(inst)
     _disks(inst, disks)
