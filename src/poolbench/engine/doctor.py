@@ -171,8 +171,6 @@ def _backend(
 
     return probe
 
-    return probe
-
 
 def _tarball(runner: Runner, where: Where) -> Finding:
     if where.tarball.is_file() and os.access(where.tarball, os.R_OK):
