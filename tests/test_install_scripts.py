@@ -178,3 +178,35 @@ def test_a_plan_that_removes_a_package_is_refused_before_apt_runs(tmp_path: Path
 def test_install_refuses_an_unknown_part(tmp_path: Path) -> None:
     p = run("install.sh", host(tmp_path, openzfs=True), "--dry-run", "--with", "nosuch")
     assert p.returncode != 0 and "unknown part 'nosuch'" in p.stderr
+
+
+def test_the_readmes_install_commands_remove_nothing_on_an_openzfs_host(tmp_path: Path) -> None:
+    """The README's first screen as a user on an OpenZFS host follows it: each apt-get line
+    of its Install section, in apt's simulation against that host's dpkg status (without its
+    fio, so that the line has something to do), removes nothing and brings no zfs-fuse; the
+    bare machine's line is setup.sh (tested above)."""
+    stanzas = OPENZFS_STATUS.read_text().strip().split("\n\n")
+    status = tmp_path / "status"
+    status.write_text("\n\n".join(s for s in stanzas if not s.startswith("Package: fio\n")))
+    assert "zfsutils-linux" in status.read_text() and "Package: fio\n" not in status.read_text()
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
+    commands = [
+        line.split("#", 1)[0].split()
+        for line in section.splitlines()
+        if line.split()[:1] in (["apt-get"], ["sudo"]) and "apt-get" in line.split()[:2]
+    ]
+    assert commands, "the README's Install section has no apt-get line"
+    assert "`bash scripts/setup.sh`" in section
+    for argv in commands:
+        argv = argv[argv.index("apt-get") :]
+        assert argv[1] == "install" and "--no-remove" in argv, argv
+        p = subprocess.run(
+            ["apt-get", "-s", "-o", f"Dir::State::status={status}", *argv[1:]],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert p.returncode == 0, p.stdout[-1500:] + p.stderr
+        assert "Remv " not in p.stdout and "zfs-fuse" not in installs(p.stdout), p.stdout
+        assert "fio" in installs(p.stdout), p.stdout[-1500:]  # the line did its work
