@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from poolbench.backends import registry
-from poolbench.backends.base import Availability, Backend, Pool
+from poolbench.backends.base import Availability, Backend, Pool, unavailable
 from poolbench.engine import aging, arc_limit, pool_ops, replicates, slow_disk, trial
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import TrialConfig
@@ -132,8 +132,9 @@ class StudyRun:
                 backend = self.make_backend(name, self.runner)
                 avail = backend.check()
                 if not avail.ok:
-                    raise UsageError(
-                        f"The {name} backend is not available: {avail.reason}",
+                    raise unavailable(
+                        name,
+                        avail.reason,
                         "Remove it from the study's backend factor, or install what it needs.",
                     )
                 self.backends[name] = backend
