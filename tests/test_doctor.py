@@ -173,7 +173,7 @@ def test_zfs_fuse_counts_as_the_core_and_lacks_every_openzfs_feature(tmp_path: P
     c = doctor.examine(runner(None, answers=False, installed=EVERY_PROGRAM | {"zfs-fuse"}), where)
     assert c.zfs_in_use == "zfs-fuse" and c.get("zfs").found  # a run starts its daemon
     assert "each run starts and stops it" in c.get("zfs").detail
-    assert c.get("draid").detail == "zfs-fuse (pool version 23) has no dRAID"
+    assert c.get("draid").detail == "zfs-fuse (pool version 23) lacks dRAID"
     assert [i for i, ok in found(c).items() if capabilities.get(i).group == "zfs" and ok] == []
     assert not c.zfs.host.openzfs and c.zfs.host.fuse == "package 0.7.0-25+b1"
 

@@ -48,7 +48,7 @@ def judge(
     zfs_caps = [c for c in capabilities.CAPABILITIES if c.group == capabilities.ZFS]
     if avail.dialect == ZFS_FUSE:  # known by the flavour, its daemon running or not
         counters = arcstats if arcstats is not None else arcstats_path(ZFS_FUSE)
-        out = [Feature(c.id, False, f"zfs-fuse (pool version 23) has no {c.name}")
+        out = [Feature(c.id, False, f"zfs-fuse (pool version 23) lacks {c.name}")
                for c in zfs_caps if c.id != "arcstats"]  # fmt: skip
         seen = counters is not None and counters.exists()
         out.append(Feature("arcstats", seen, f"{counters} (while the daemon runs)" if seen else
