@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,49 +23,15 @@ from poolbench.emulate import process as emulated
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import mounts
 from poolbench.safety.creating import await_create
+from poolbench.safety.loopdetach import detach as _detach
+from poolbench.safety.loopdetach import loops_backing as _loops_backing
 from poolbench.system import modparams, pgserver, throttle
-from poolbench.system.runner import CommandError, Runner
+from poolbench.system.runner import Runner
 from poolbench.system.umount import umount
 from poolbench.system.watchdog import narrated
 from poolbench.zfs import ops, pools, suspended
 from poolbench.zfs.labelclear import clear_member, partitions_of, wipe_partition_table
 from poolbench.zfs.ops import ZFS_FUSE
-
-# How long a held loop device may take to run down after a detach before we call it stuck.
-LOOP_RUNDOWN_SECONDS = 10.0
-
-
-def _still_backs(sys_block: Path, name: str, backing: str) -> bool:
-    """Whether loop device `name` backs the file `backing` (also if the file was deleted)."""
-    try:
-        now = (sys_block / name / "loop" / "backing_file").read_text().strip()
-    except OSError:
-        return False
-    return os.path.realpath(now.removesuffix(" (deleted)")) == os.path.realpath(backing)
-
-
-def _loops_backing(sys_block: Path, backing: str) -> list[str]:
-    """Loop devices (kernel names) whose backing file is `backing` (also if deleted since)."""
-    return [
-        n.name for n in sorted(sys_block.glob("loop*")) if _still_backs(sys_block, n.name, backing)
-    ]
-
-
-def _detach(runner: Runner, sys_block: Path, name: str, backing: str) -> None:
-    """Detach loop device `name` from `backing`. A device still held open (by zfs-fuse, an
-    orphaned `zpool`) is detached lazily by the kernel when its last user closes it, and while
-    it runs down a second detach answers ENXIO although sysfs still names the file: that
-    failure is success as soon as the device no longer backs the file."""
-    result = runner.run(["losetup", "--detach", f"/dev/{name}"], check=False)
-    if result.returncode == 0:
-        return
-    deadline = time.monotonic() + LOOP_RUNDOWN_SECONDS
-    while _still_backs(sys_block, name, backing):
-        if time.monotonic() > deadline:
-            raise CommandError(
-                result, "Close whatever still holds the device and run cleanup again."
-            )
-        time.sleep(0.1)
 
 
 class Entry(TypedDict, total=False):
