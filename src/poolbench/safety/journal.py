@@ -23,7 +23,8 @@ from typing import Required, TypedDict, cast
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import mounts
 from poolbench.safety.creating import await_create
-from poolbench.system import modparams, pgserver, throttle
+from poolbench.safety.journal_words import describe
+from poolbench.system import modparams, pgserver, stopping, throttle
 from poolbench.system.runner import CommandError, Runner
 from poolbench.system.umount import umount
 from poolbench.zfs import ops, pools
@@ -229,18 +230,22 @@ class Journal:
         kept: list[str] = []
         chosen = [e for e in self.entries if only is None or only(e)]
         undone: list[Entry] = []
-        for entry in reversed(chosen):
-            try:
-                note = getattr(self, f"_undo_{entry['kind']}")(entry)
-            except (PoolbenchError, OSError) as exc:
-                # A failed undo stays in the journal for `poolbench cleanup` to retry, and so
-                # does everything older: what was made before it (loop devices, their files)
-                # is what it stands on, and must not be pulled from under it.
-                kept.append(f"{entry}: {exc}")
-                break
-            undone.append(entry)
-            if note:
-                kept.append(note)  # deliberately left alone (not ours any more): forget it
+        what = f"tearing down {describe(chosen)}"
+        if chosen and stopping.stopping():  # heard at once, whatever the teardown takes
+            stopping.say(f"stopping: {what}; a second signal is ignored until this is done")
+        with stopping.deferred(what):  # a stop signal never leaves it half done
+            for entry in reversed(chosen):
+                try:
+                    note = getattr(self, f"_undo_{entry['kind']}")(entry)
+                except (PoolbenchError, OSError) as exc:
+                    # A failed undo stays in the journal for `poolbench cleanup` to retry, and
+                    # so does everything older: what was made before it (loop devices, their
+                    # files) is what it stands on, and must not be pulled from under it.
+                    kept.append(f"{entry}: {exc}")
+                    break
+                undone.append(entry)
+                if note:
+                    kept.append(note)  # deliberately left alone (not ours any more): forget it
         self.entries = [e for e in self.entries if not any(e is u for u in undone)]
         if self.path is not None:
             if not self.entries:
