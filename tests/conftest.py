@@ -266,7 +266,7 @@ SLOW_MODULES = frozenset({
     "test_cold_metadata", "test_hosts_fleet", "test_latency_real", "test_order_real",
     "test_plan_study_agree", "test_predicted_capped", "test_study_badinput",
     "test_study_devices", "test_study_interrupt", "test_study_load", "test_study_robust",
-    "test_untar_compression", "test_planner_zfsfuse", "test_tier_host",
+    "test_untar_compression", "test_planner_zfsfuse", "test_tier_host", "test_stop_campaign",
 })  # fmt: skip
 SLOW_NAMES = ("chromium", "mypy", "for_real", "monte_carlo", "simulat")
 
@@ -318,6 +318,7 @@ UNTIMED_MODULES = frozenset({
     "test_safety_matrix", "test_backend_zfs", "test_backend_btrfs", "test_sources",
     "test_zvol_target", "test_blockdev", "test_store_robustness", "test_study_load",
     "test_pgbench_real", "test_aging_real", "test_zfs_classes", "test_plan_study_agree",
+    "test_stop_campaign",
 })  # fmt: skip
 
 
