@@ -62,6 +62,32 @@ names = ["seq-write", "seq-read"]
 size = "32M"
 """
 
+# One study stopped and resumed in every phase in turn (the default tier): three trials of
+# three workloads, the database's among them; disks capped at 40 MiB/s, so that a write or
+# the pre-fill lasts a few tenths of a second (a window to land in).
+CHAIN_STUDY = """
+name = "stopchain"
+replicates = 3
+max_replicates = 3
+
+[disks]
+count = 3
+size = "256M"
+source = "loop"
+cap = 40
+
+[factors]
+backend = ["zfs"]
+layout = ["raidz1"]
+ashift = [12]
+fill = [10]
+
+[workloads]
+names = ["seq-write", "seq-read", "pgbench-tpcb"]
+size = "16M"
+runtime = 2
+"""
+
 BTRFS_STUDY = """
 name = "stopbtrfs"
 replicates = 2
@@ -79,7 +105,7 @@ layout = ["raid1"]
 
 [workloads]
 names = ["seq-write", "seq-read"]
-size = "32M"
+size = "16M"
 """
 
 # Built-in studies, cut to one configuration and two trials: their resume command is
@@ -173,9 +199,10 @@ class Case:
     def argv(self) -> list[str]:
         where = ["--db", str(self.db), "--scratch-dir", str(self.scratch)]
         study = self.phase.study
-        if study in ("zfs", "btrfs"):
+        files = {"zfs": ZFS_STUDY, "btrfs": BTRFS_STUDY, "chain": CHAIN_STUDY}
+        if study in files:
             path = self.base / f"{study}.toml"
-            path.write_text(ZFS_STUDY if study == "zfs" else BTRFS_STUDY)
+            path.write_text(files[study])
             return ["run", str(path), *where, "--seed", "5"]
         named = {"database": DATABASE, "resilver": RESILVER, "demo": DEMO}[study]
         return [*named, *where, *(["--seed", "5"] if study != "demo" else [])]
@@ -186,14 +213,15 @@ class Case:
             env["PATH"] = f"{self.wrappers}:{env['PATH']}"
         return env
 
-    def stop(self, second: bool = False) -> Stopped:
-        """Start the study, stop it in its phase (`second`: a second signal as soon as the
-        teardown says it started), wait for it to end."""
+    def stop(self, second: bool = False, argv: list[str] | None = None) -> Stopped:
+        """Start the study (or `argv`: the command that resumes it), stop it in its phase
+        (`second`: a second signal as soon as the teardown says it started), wait for it to
+        end."""
         mode = self._wrap()
         err_path = self.base / "stderr"
         with open(err_path, "w") as err, open(self.base / "stdout", "w") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "poolbench", *self.argv()],
+                [sys.executable, "-m", "poolbench", *(argv or self.argv())],
                 stdout=out, stderr=err, text=True, env=self.env(mode != "live"),
                 process_group=0,
             )  # fmt: skip
@@ -213,13 +241,14 @@ class Case:
         return Stopped(proc.returncode, err_path.read_text(), before, mode)
 
     def _wrap(self) -> str:
+        shutil.rmtree(self.wrappers, ignore_errors=True)  # the last phase's
         if self.phase.wrap is None:
             return "live"
         mode = self.rng.choice(["before", "after"])
         program, first = self.phase.wrap
         real = shutil.which(program)
         assert real, program
-        self.wrappers.mkdir(exist_ok=True)
+        self.wrappers.mkdir()
         held = (
             f'sleep {WRAP_S}; exec "{real}" "$@"'
             if mode == "before"
@@ -270,17 +299,22 @@ class Case:
 
     def resume(self, stderr: str) -> subprocess.CompletedProcess[str]:
         """Exactly the command the stop printed, as a user pastes it."""
-        lines = re.findall(r"Finish it with: (.+)$", stderr, re.M)
-        assert lines, stderr
-        words = shlex.split(lines[-1])
-        assert words[0] == "poolbench", lines[-1]
-        return subprocess.run([sys.executable, "-m", "poolbench", *words[1:]],
+        return subprocess.run([sys.executable, "-m", "poolbench", *resume_words(stderr)],
                               capture_output=True, text=True, timeout=900)  # fmt: skip
 
     def cleanup(self) -> None:
         """After a failed assertion: what the study left is removed all the same."""
         subprocess.run([sys.executable, "-m", "poolbench", "cleanup", "--db", str(self.db)],
                        capture_output=True, text=True, timeout=300)  # fmt: skip
+
+
+def resume_words(stderr: str) -> list[str]:
+    """The words after `poolbench` of the last command printed to finish the run."""
+    lines = re.findall(r"Finish it with: (.+)$", stderr, re.M)
+    assert lines, stderr
+    words = shlex.split(lines[-1])
+    assert words[0] == "poolbench", lines[-1]
+    return words[1:]
 
 
 def run_row(db: Path) -> tuple[str, str | None]:

@@ -452,3 +452,62 @@ def test_a_study_stopped_between_trials_resumes_with_exactly_what_is_missing(
     assert len(rows) == 2 * 2 * 2 and kept.items() <= rows.items()
     assert out.store.run(1)["status"] == "finished" and again.notes == []
     assert json.loads(out.store.run(1)["metadata"])["seed"] == 3
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
+def test_a_terminal_that_hangs_up_stops_the_study_as_ctrl_c_would(tmp_path: Path) -> None:
+    """poolbench on a terminal of its own (its session's controlling terminal, a progress bar
+    drawn on it) whose other end closes, as an SSH connection that drops: the kernel's
+    hangup is SIGHUP, every later write to the terminal fails (EIO), and still the run ends
+    interrupted by SIGHUP with its measurement kept, exit 129; then it resumes."""
+    import fcntl
+    import pty
+    import select
+    import termios
+
+    text = _dir_study(tmp_path).replace('size = "1M"', 'size = "32M"')
+    (tmp_path / "s.toml").write_text(text)
+    db = tmp_path / "r.db"
+    master, slave = pty.openpty()
+
+    def own_terminal() -> None:
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "poolbench", "run", str(tmp_path / "s.toml"), "--db", str(db)],
+        stdin=slave, stdout=slave, stderr=slave, preexec_fn=own_terminal,
+        env={**os.environ, "TERM": "xterm"},
+    )  # fmt: skip
+    os.close(slave)
+    shown = b""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and _count(db) < 1:
+        if select.select([master], [], [], 0.05)[0]:
+            shown += os.read(master, 65536)
+    assert _count(db) >= 1, shown.decode(errors="replace")[-2000:]
+    assert b"\x1b[" in shown  # a terminal: the progress bar was drawn
+    os.close(master)  # the connection drops
+    assert proc.wait(timeout=120) == 129
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT status, stopped_by FROM runs").fetchone() == (
+        "interrupted",
+        "SIGHUP",
+    )
+    con.close()
+    assert _count(db) >= 1
+    r = subprocess.run([sys.executable, "-m", "poolbench", "run", "--resume", "1", "--db", str(db)],
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert r.returncode == 0 and _count(db) == 2 * 2 * 2, r.stderr[-2000:]
+
+
+def _count(db: Path) -> int:
+    if not db.exists():
+        return 0
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return int(con.execute("SELECT count(*) FROM measurements").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        con.close()
