@@ -232,6 +232,7 @@ class Case:
             self.way.send(proc.pid)
             if second:
                 _await_text(err_path, "tearing down", proc)  # or "stopping once tearing..."
+                assert proc.poll() is None, "the teardown ended before a second signal"
                 self.way.send(proc.pid)
             proc.wait(timeout=300)
         finally:
@@ -281,21 +282,23 @@ class Case:
             left += [f"file {p}" for p in self.scratch.rglob("*")]
         return left
 
-    def cells(self) -> set[tuple[str, int, str]]:
-        """Every (configuration, replicate, workload) the stored study's matrix asks for
-        (max_replicates = replicates: no extra rounds)."""
+    def cells(self) -> tuple[set[tuple[str, int, str]], set[tuple[str, int, str]]]:
+        """The (configuration, replicate, workload) cells the stored study's matrix asks for
+        at least (its replicates) and at most (max_replicates: the demo's extra rounds);
+        the same when max_replicates = replicates, as in every study here but the demo."""
         con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
         try:
             meta = json.loads(con.execute("SELECT metadata FROM runs WHERE id = 1").fetchone()[0])
         finally:
             con.close()
         study = parse(meta["study_text"], "stored")
-        assert study.max_replicates == study.replicates
         names = [w.name for w in parse_list(",".join(study.workloads.names))]
-        return {
-            (c.key, r, w) for c in matrix.configs(study) for r in range(study.replicates)
-            for w in names
-        }  # fmt: skip
+        configs = matrix.configs(study)
+
+        def upto(n: int) -> set[tuple[str, int, str]]:
+            return {(c.key, r, w) for c in configs for r in range(n) for w in names}
+
+        return upto(study.replicates), upto(study.max_replicates)
 
     def resume(self, stderr: str) -> subprocess.CompletedProcess[str]:
         """Exactly the command the stop printed, as a user pastes it."""

@@ -205,7 +205,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _main(argv)
     finally:
-        restore()
+        # A caller in the same process (a test, argv given) gets its handlers back; the
+        # program keeps its own to its last instruction: a late second signal, with the
+        # default handler back, would kill it after its teardown with no exit code of ours.
+        if argv is not None:
+            restore()
 
 
 def _main(argv: list[str] | None) -> None:
