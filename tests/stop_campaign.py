@@ -264,10 +264,7 @@ class Case:
     def leftovers(self) -> list[str]:
         """Anything of this study still on the machine (pools, loop devices, mounts, caps,
         PostgreSQL servers, fio, socket directories, journals, scratch files)."""
-        left = []
-        names = subprocess.run(["zpool", "list", "-H", "-o", "name"], capture_output=True,
-                               text=True).stdout.split()  # fmt: skip
-        left += [f"pool {n}" for n in names if re.fullmatch(r"pb\d+[0-9a-f]{4}t\d+", n)]
+        left = [f"pool {n}" for n in self.own_pools()]
         loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
         left += [f"loop {x}" for x in loops.splitlines() if str(self.scratch) in x]
         mounts = Path("/proc/mounts").read_text()
@@ -281,6 +278,27 @@ class Case:
         if self.scratch.exists():
             left += [f"file {p}" for p in self.scratch.rglob("*")]
         return left
+
+    def own_pools(self) -> list[str]:
+        """This run's pools among the imported ones: pb<run><token>t<trial>, by the tokens
+        its invocations recorded (another session's pool, such as one a killed run of an
+        older poolbench left in the system's cache file, is not this study's)."""
+        names = subprocess.run(["zpool", "list", "-H", "-o", "name"], capture_output=True,
+                               text=True).stdout.split()  # fmt: skip
+        tokens = "|".join(self.tokens()) or "-"
+        return [n for n in names if re.fullmatch(rf"pb1(?:{tokens})t\d+", n)]
+
+    def tokens(self) -> list[str]:
+        if not self.db.exists():
+            return []
+        con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+        try:
+            row = con.execute("SELECT metadata FROM runs WHERE id = 1").fetchone()
+        except sqlite3.OperationalError:
+            return []
+        finally:
+            con.close()
+        return [str(t) for t in json.loads(row[0]).get("pool_tokens", [])] if row else []
 
     def cells(self) -> tuple[set[tuple[str, int, str]], set[tuple[str, int, str]]]:
         """The (configuration, replicate, workload) cells the stored study's matrix asks for

@@ -511,3 +511,25 @@ def _count(db: Path) -> int:
         return 0
     finally:
         con.close()
+
+
+def test_a_store_from_before_stop_signals_were_recorded_still_reads(tmp_path: Path) -> None:
+    """A store without 0008_run_stops: read as it is (migrated in memory, the file left
+    alone), its runs stopped by nobody known; opened for writing, it gains the columns."""
+    db = tmp_path / "old.db"
+    store = Store(db)
+    lifecycle.start(store, "study", "s", {}, ["poolbench"])
+    store.close()
+    con = sqlite3.connect(db)
+    con.execute("ALTER TABLE runs DROP COLUMN stopped_by")
+    con.execute("ALTER TABLE runs DROP COLUMN owner")
+    con.execute("DELETE FROM schema_migrations WHERE name = '0008_run_stops'")
+    con.commit()
+    con.close()
+    read = Store(db, "read")
+    assert (read.run(1)["stopped_by"], read.run(1)["owner"]) == (None, None)
+    read.close()
+    columns = [r[1] for r in sqlite3.connect(db).execute("PRAGMA table_info(runs)")]
+    assert "stopped_by" not in columns  # reading changed nothing
+    Store(db).finish_run(1, "interrupted", None, "SIGTERM")
+    assert Store(db, "read").run(1)["stopped_by"] == "SIGTERM"
