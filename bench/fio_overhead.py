@@ -3,7 +3,7 @@
 Runs on a private tmpfs (so the device is RAM and any overhead poolbench adds would show) and
 alternates, in one process, `poolbench bench` with raw `fio` running the very job files
 poolbench stored for that run (same options, same data pattern, same fsync). Prints the ratio
-of means per workload. Needs root (mount). Record the figures in README.md.
+of means per workload. Needs root (mount). Record the figures in docs/overhead.md.
 
 Run: sudo .venv/bin/python bench/fio_overhead.py [rounds]
 """

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import needs_root
 
 from poolbench.backends import registry, sources
 from poolbench.backends.base import PoolSpec
@@ -24,7 +23,7 @@ from poolbench.engine import aging
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import LocalRunner
 
-pytestmark = [pytest.mark.slow, needs_root]  # real pools (btrfs takes no slow fixture)
+pytestmark = pytest.mark.untimed
 MiB = 1 << 20
 FILL = 30
 
@@ -63,6 +62,8 @@ def test_aging_a_zfs_fuse_mirror_reaches_its_fill(zfs_fuse: None) -> None:
     assert age["frag_percent"] is None and "zfs-fuse (pool version 23)" in age["frag_how"]
 
 
+@pytest.mark.usefixtures("machine")  # btrfs on loop devices made here
+@pytest.mark.slow
 def test_aging_a_btrfs_raid1_reaches_its_fill() -> None:
     age = _age("btrfs", "raid1")
     _check(dict(age), tolerance=8)  # measured 35.4 at 40%

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import HAS_FIO, IS_ROOT, poolbench, sh
+from tests.conftest import needs_fio, poolbench, sh
+from tests.plugins.tiers import machine_fixture
 
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.guards import devices, geometry
@@ -21,7 +22,7 @@ from poolbench.system.runner import LocalRunner
 from poolbench.workloads import fio
 from poolbench.zfs.pools import destroy as destroy_pool
 
-pytestmark = pytest.mark.skipif(not (IS_ROOT and HAS_FIO), reason="needs root and fio")
+pytestmark = needs_fio
 
 K = 1024
 M = K * K
@@ -94,7 +95,7 @@ def test_bench_reports_zfs_write_amplification_against_the_layout(
                    for w in r["warnings"])  # fmt: skip
 
 
-@pytest.fixture
+@machine_fixture(slow=True)
 def btrfs_raid1(tmp_path: Path) -> Iterator[Path]:
     loops: list[str] = []
     mnt = tmp_path / "bmnt"
@@ -153,7 +154,7 @@ def test_btrfs_raid1_honest_write_is_verified_and_a_half_durable_one_flagged(
 MEMCG = Path("/sys/fs/cgroup/memory")
 
 
-@pytest.fixture
+@machine_fixture(slow=True)
 def memory_capped(tmp_path: Path) -> Iterator[Path]:
     """A cgroup v1 memory cgroup of 160 MiB: the page cache of what runs in it is held to
     that, so a working set above it cannot stay cached."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.plugins.tiers import machine_fixture
 
 from poolbench.backends import sources
 from poolbench.backends.base import Pool, PoolSpec
@@ -25,10 +26,11 @@ from poolbench.safety.journal import Journal
 from poolbench.system.runner import LocalRunner, RecordingRunner
 from poolbench.workloads import fio, fiojob, library
 
+pytestmark = pytest.mark.untimed
+
 MiB = 1 << 20
 needs_btrfs = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("mkfs.btrfs") is None,
-    reason="needs root and btrfs-progs (Debian: btrfs-progs)",
+    shutil.which("mkfs.btrfs") is None, reason="needs btrfs-progs (Debian: btrfs-progs)"
 )
 
 
@@ -48,7 +50,7 @@ class Lab:
                         self.base, {}, fs)  # fmt: skip
 
 
-@pytest.fixture
+@machine_fixture(slow=True)
 def lab() -> Iterator[Lab]:
     base = Path(tempfile.mkdtemp(prefix="pbbk-btrfs-", dir="/var/tmp"))
     runner = LocalRunner()
@@ -85,7 +87,6 @@ CASES = [
 
 
 @needs_btrfs
-@pytest.mark.root
 @pytest.mark.parametrize(("layout", "n", "fs", "metadata"), CASES)
 def test_btrfs_is_built_verified_measured_and_destroyed(
     lab: Lab, layout: str, n: int, fs: dict[str, str], metadata: str
@@ -109,7 +110,6 @@ def test_btrfs_is_built_verified_measured_and_destroyed(
 
 
 @needs_btrfs
-@pytest.mark.root
 def test_a_different_profile_and_missing_compression_are_reported(lab: Lab) -> None:
     devices = lab.loops(2)
     made = lab.backend.create(lab.spec("raid0", devices), lab.journal)

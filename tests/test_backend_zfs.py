@@ -31,8 +31,8 @@ from poolbench.workloads import fio, fiojob, library
 from poolbench.zfs.label import read_labels
 from poolbench.zfs.parse import parse_status, parse_zdb_ashift
 
-IS_ROOT = os.geteuid() == 0
-needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse, losetup)")
+pytestmark = pytest.mark.untimed
+
 MiB = 1 << 20
 
 
@@ -116,8 +116,6 @@ CASES = [
 ]
 
 
-@needs_root
-@pytest.mark.root
 @pytest.mark.parametrize(("layout", "n", "source", "ashift", "props"), CASES)
 def test_pool_is_built_verified_measured_and_destroyed(
     lab: Lab, layout: str, n: int, source: str, ashift: str, props: dict[str, str]
@@ -146,8 +144,6 @@ def test_pool_is_built_verified_measured_and_destroyed(
     assert not any(e.get("name") == spec.name for e in lab.journal.entries)
 
 
-@needs_root
-@pytest.mark.root
 def test_a_silently_different_ashift_and_property_are_reported(lab: Lab) -> None:
     devices = lab.disks(2)
     made = lab.backend.create(lab.spec("mirror", devices, {"ashift": "9"}), lab.journal)
@@ -162,8 +158,6 @@ def test_a_silently_different_ashift_and_property_are_reported(lab: Lab) -> None
     lab.backend.destroy(made, lab.journal)
 
 
-@needs_root
-@pytest.mark.root
 def test_a_crash_during_the_cache_drop_is_cleaned_up_from_the_member_links(lab: Lab) -> None:
     pool = lab.backend.create(lab.spec("stripe", lab.disks(1)), lab.journal)
     subprocess.run(["zpool", "export", pool.spec.name], check=True)  # ... and poolbench dies
@@ -172,8 +166,6 @@ def test_a_crash_during_the_cache_drop_is_cleaned_up_from_the_member_links(lab: 
     assert pool.spec.name not in pools()
 
 
-@needs_root
-@pytest.mark.root
 def test_pool_intent_destroys_only_a_pool_on_exactly_its_members(lab: Lab) -> None:
     a, b = lab.disks(2)
     name = f"pbbk{uuid.uuid4().hex[:8]}"
@@ -191,8 +183,6 @@ def test_pool_intent_destroys_only_a_pool_on_exactly_its_members(lab: Lab) -> No
         subprocess.run(["zpool", "destroy", name], capture_output=True)
 
 
-@needs_root
-@pytest.mark.root
 def test_impossible_or_unsupported_specs_are_refused_before_anything_exists(lab: Lab) -> None:
     files = [str(lab.base / f"never{i}") for i in range(7)]
     refused = {
@@ -340,8 +330,6 @@ def _free(devices: list[str]) -> dict[str, list[tuple[str, str]]]:
     return out
 
 
-@needs_root
-@pytest.mark.root
 def test_after_a_resilver_trial_every_member_and_the_spare_hold_no_label(lab: Lab) -> None:
     devices = lab.disks(3, "loop")  # a mirror of two and the spare that replaces one of them
     pool = lab.backend.create(lab.spec("mirror:2", devices), lab.journal)
@@ -354,8 +342,6 @@ def test_after_a_resilver_trial_every_member_and_the_spare_hold_no_label(lab: La
     assert _free(devices) == {d: [] for d in devices}
 
 
-@needs_root
-@pytest.mark.root
 def test_the_gpt_zpool_wrote_on_a_whole_disk_is_wiped_with_its_labels(lab: Lab) -> None:
     """OpenZFS partitions a whole disk (part1 for the pool, part9 reserved); zfs-fuse never
     does, so the disk is partitioned here as OpenZFS would and the pool built on part1."""

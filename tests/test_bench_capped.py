@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import needs_fio, needs_root, poolbench, sh
+from tests.conftest import needs_fio, poolbench, sh
+from tests.plugins.tiers import machine_fixture
 
-pytestmark = [needs_fio, needs_root]
+pytestmark = needs_fio
 
 BLKIO = Path("/sys/fs/cgroup/blkio")
 CAP_MIB_S = 40
@@ -28,7 +29,7 @@ def _throttle(majmin: str, bps: int) -> None:
         (BLKIO / f"blkio.throttle.{kind}").write_text(f"{majmin} {bps}\n")
 
 
-@pytest.fixture
+@machine_fixture(slow=True)
 def capped_ext4(tmp_path: Path) -> Iterator[Path]:
     if not (BLKIO / "blkio.throttle.write_bps_device").exists():
         pytest.skip("no cgroup v1 blkio controller at /sys/fs/cgroup/blkio")

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import needs_fio, needs_root, poolbench, sh
+from tests.conftest import needs_fio, poolbench, sh
 
 from poolbench.errors import EXIT_INPUT, EXIT_USAGE
 
@@ -43,7 +43,6 @@ def test_unknown_workload_and_bad_ranges(tmp_path: Path) -> None:
     assert p.returncode == EXIT_USAGE and "--scratch" in p.stderr
 
 
-@needs_root
 def test_not_enough_space_is_refused_up_front(tmpfs: Path, tmp_path: Path) -> None:
     p = poolbench("bench", str(tmpfs), "--size", "1G", "--db", str(tmp_path / "r.db"))
     assert p.returncode == EXIT_INPUT  # the target named is too small: input refused
@@ -51,7 +50,7 @@ def test_not_enough_space_is_refused_up_front(tmpfs: Path, tmp_path: Path) -> No
     assert list(tmpfs.iterdir()) == []
 
 
-@needs_root
+@pytest.mark.usefixtures("machine")  # a read-only tmpfs mounted here
 def test_read_only_target(tmp_path: Path) -> None:
     mnt = tmp_path / "ro"
     mnt.mkdir()
@@ -87,7 +86,6 @@ def _fake_fio_dir(tmp_path: Path, crash_on: str) -> Path:
     return d
 
 
-@needs_root
 def test_fio_crashing_mid_run_keeps_finished_results(tmpfs: Path, tmp_path: Path) -> None:
     bindir = _fake_fio_dir(tmp_path, "seq-read.1.fio")
     db = tmp_path / "r.db"
@@ -126,7 +124,6 @@ def test_fio_crashing_mid_run_keeps_finished_results(tmpfs: Path, tmp_path: Path
     assert left == ""
 
 
-@needs_root
 def test_ctrl_c_stops_fio_keeps_results_and_exits_130(tmpfs: Path, tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     proc = subprocess.Popen(

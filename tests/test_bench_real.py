@@ -7,9 +7,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from tests.conftest import loops_backed_by, needs_fio, needs_root, poolbench
+from tests.conftest import loops_backed_by, needs_fio, poolbench
 
-pytestmark = [needs_fio, needs_root]
+pytestmark = needs_fio
 
 
 def _json(stdout: str) -> dict:  # type: ignore[type-arg]
@@ -126,6 +126,8 @@ def test_bench_on_ext4_loop_is_device_verified(make_loop_fs, tmp_path: Path) -> 
     assert [p.name for p in fs.mountpoint.iterdir()] == ["lost+found"]
 
 
+@pytest.mark.usefixtures("machine")  # --scratch: loop devices and a mount
+@pytest.mark.slow
 def test_scratch_bench_leaves_nothing_behind(tmp_path: Path) -> None:
     before = set(Path("/var/tmp").glob("poolbench-scratch-*"))
     p = poolbench(

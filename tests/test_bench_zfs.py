@@ -8,13 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import IS_ROOT, poolbench, sh
+from tests.conftest import poolbench, sh
 
 from poolbench.guards import cache
 from poolbench.system.runner import LocalRunner
 from poolbench.zfs.pools import destroy as destroy_pool
-
-pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (loop devices, zfs-fuse)")
 
 
 @pytest.fixture

@@ -13,11 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import needs_fio, needs_root, poolbench, sh
+from tests.conftest import needs_fio, poolbench, sh
+from tests.plugins.tiers import machine_fixture
 
 from poolbench.guards import blockdev, devices
 from poolbench.system.runner import LocalRunner
 from poolbench.zfs.pools import destroy as destroy_pool
+
+pytestmark = pytest.mark.untimed
 
 
 def _fake_sys(root: Path, tree: dict[str, list[str]]) -> Path:
@@ -80,7 +83,7 @@ def _wait_for(path: str) -> None:
         time.sleep(0.1)
 
 
-@pytest.fixture
+@machine_fixture(slow=True)
 def named_loops(tmp_path: Path) -> Iterator[dict[str, str]]:
     """Two loop devices, the first split into two partitions, and udev-style symlinks of our
     own to a whole disk and to a partition: name -> link path, plus the kernel names."""
@@ -109,7 +112,6 @@ def named_loops(tmp_path: Path) -> Iterator[dict[str, str]]:
             sh("losetup", "--detach", d, check=False)
 
 
-@needs_root
 def test_symlinked_and_partition_names_resolve_to_their_devices(
     named_loops: dict[str, str],
 ) -> None:
@@ -131,7 +133,6 @@ def zfs_on_links(zfs_fuse: None, named_loops: dict[str, str], tmp_path: Path) ->
 
 
 @needs_fio
-@needs_root
 def test_zfs_pool_from_symlinked_names_is_verified_and_an_arc_read_flagged(
     zfs_on_links: Path, named_loops: dict[str, str], tmp_path: Path
 ) -> None:

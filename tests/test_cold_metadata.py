@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from tests.conftest import IS_ROOT, poolbench, stored_rows
+from tests.conftest import poolbench, stored_rows
 
-pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse, btrfs, loop devices)")
 FILES = 200
 
 

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from tests.conftest import needs_root
+import pytest
 
 from poolbench.guards import devices
 from poolbench.guards.devices import Counters, MountInfo, check, mount_of, read_counters
@@ -62,20 +62,18 @@ def test_counters_from_a_fake_sys_tree(tmp_path: Path) -> None:
     assert (c.read_bytes, c.write_bytes) == (2048 * 512, 4096 * 512)
 
 
-@needs_root
 def test_tmpfs_is_unverified(tmpfs: Path) -> None:
     t = devices.resolve(tmpfs, LocalRunner())
     assert not t.verifiable and "tmpfs" in t.unverified_reason
 
 
-@needs_root
 def test_ext4_on_loop_resolves_to_the_loop_device(make_loop_fs) -> None:  # type: ignore[no-untyped-def]
     fs = make_loop_fs("64M")
     t = devices.resolve(fs.mountpoint / ".", LocalRunner())
     assert t.devices == [fs.name]
 
 
-@needs_root
+@pytest.mark.usefixtures("machine")  # loop devices and a mount made here
 def test_btrfs_raid1_resolves_to_every_member(tmp_path: Path) -> None:
     import shutil
     import subprocess

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from tests.conftest import poolbench
 
 
+@pytest.mark.usefixtures("device_inventory")  # read twice: nobody may change it meanwhile
 def test_disks_fits_80_columns_and_keeps_every_reason() -> None:
     p = poolbench("disks", env={"COLUMNS": "80"})
     assert p.returncode == 0, p.stderr

@@ -1,28 +1,42 @@
 """The trial loop driven in-process, for the fast tier: a study on the directory backend
-(two plain directories as its two "layouts", nothing built or destroyed) measured with real
-fio by StudyRun itself, no CLI subprocess. It covers the engine's own branches that the
-real-pool tests reach only through `poolbench run` as root: stage one in interleaved
-rounds, the replicate rule's extra rounds, the stored levels, resume of exactly the missing
-cells, a trial failure kept with its reason while the study goes on, and the report read
-back from the store."""
+(two plain directories as its two "layouts", nothing built or destroyed) measured by StudyRun
+itself, no CLI subprocess, with fio answered from its recorded JSON (tests/recorded_fio.py:
+the engine's branches are the subject here; test_run_study_inprocess.py runs real fio through
+the same path). It covers the engine's own branches that the real-pool tests reach only
+through `poolbench run` as root: stage one in interleaved rounds, the replicate rule's extra
+rounds, the stored levels, resume of exactly the missing cells, a trial failure kept with its
+reason while the study goes on, and the report read back from the store."""
 
 from __future__ import annotations
 
-import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from tests.recorded_fio import RecordedFio, Recording
 
 from poolbench.engine import lifecycle, study_run
 from poolbench.errors import PoolbenchError
+from poolbench.guards import cache
 from poolbench.report.data import load_run
 from poolbench.store import queries
 from poolbench.store.db import Store
 from poolbench.study import matrix
 from poolbench.study.model import parse
-from poolbench.system.runner import LocalRunner
+from poolbench.system.runner import Runner
 
-pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
+ANSWERS = {"seq-write": "fio-seq-write.json", "seq-read": "fio-libaio-qd16-j2-buffered.json"}
+
+
+@pytest.fixture(autouse=True)
+def _no_machine_cache_drop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cold read's cache drop (as root: the whole machine's page cache, after a sync of
+    every filesystem) is not this module's subject: it answers as a verified drop."""
+
+    def drop(runner: Runner, files: Sequence[Path]) -> cache.CacheDrop:
+        return cache.CacheDrop("spy", 0, 0, 1 << 20, True, "")
+
+    monkeypatch.setattr(cache, "drop", drop)
 
 
 def _study(a: Path, b: Path, replicates: int = 3, max_replicates: int = 3) -> tuple[str, object]:
@@ -39,7 +53,7 @@ def _run(tmp: Path, text: str, resume: int | None = None) -> study_run.StudyRun:
     study = parse(text)
     store = Store(tmp / "r.db")
     sr = study_run.StudyRun(
-        LocalRunner(), store, study, text,
+        RecordedFio(ANSWERS).runner(), store, study, text,
         study_run.Paths(scratch=tmp / "scratch", journals=tmp / "journals"), seed=7,
     )  # fmt: skip
     avail = sr.preflight()
@@ -73,7 +87,7 @@ def test_stage_one_interleaves_and_stores_every_cell_with_its_levels(
     assert all(x != y for x, y in zip(order, order[1:], strict=False))
     for r in rows:  # the figure is fio's bytes over its time, and the levels are data
         assert r["value"] == pytest.approx(r["app_bytes"] / r["seconds"] / 2**20, rel=1e-6)
-        assert r["app_bytes"] == 1 << 20
+        assert r["app_bytes"] == Recording.load(ANSWERS[r["workload"]]).io_bytes
     run = load_run(sr.store, str(sr.run_id))
     assert {c: run.levels(c)["layout"] for c in run.configs} == {
         k: k.split("layout=")[1] for k in keys

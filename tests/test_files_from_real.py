@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from tests.conftest import IS_ROOT, poolbench, stored_rows
+from tests.conftest import poolbench, stored_rows
 
 from poolbench.planner.capacity import plan_pool
 from poolbench.planner.dataspace import WriteModel, data_space
@@ -20,8 +19,6 @@ from poolbench.planner.filesizes import FileSizes, ScanNotes, units_of
 from poolbench.planner.layout import parse_layout
 from poolbench.planner.rules import V23
 from poolbench.store import histograms
-
-pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse, loop devices)")
 
 COUNTS = {2: 300, 8: 150, 32: 40, 256: 10}  # 1K, 4K, 16K, 128K: 500 files, 2.8 MiB
 SEED = 5

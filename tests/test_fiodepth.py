@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.conftest import needs_fio, needs_root
+from tests.conftest import needs_fio
 
 from poolbench.system.runner import LocalRunner
 from poolbench.workloads import fio, fiodepth, fiojob
@@ -87,7 +87,6 @@ def _depth_run(directory: Path, tmp: Path, direct: bool = True) -> fiodepth.Dept
 
 
 @needs_fio
-@needs_root
 def test_libaio_queues_on_ext4(make_loop_fs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     fs = make_loop_fs("256M")
     d = _depth_run(Path(fs.mountpoint), tmp_path)
@@ -100,7 +99,6 @@ def test_libaio_queues_on_ext4(make_loop_fs, tmp_path: Path) -> None:  # type: i
 
 
 @needs_fio
-@needs_root
 def test_buffered_libaio_is_caught_as_depth_one(make_loop_fs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The distribution says 16 for a buffered libaio read; the submit time says 1."""
     fs = make_loop_fs("256M")

@@ -10,11 +10,11 @@ import math
 import sqlite3
 from pathlib import Path
 
-from tests.conftest import needs_fio, needs_root, poolbench
+from tests.conftest import needs_fio, poolbench
 
 from poolbench.workloads.fioparse import percentile_from_bins
 
-pytestmark = [needs_fio, needs_root]
+pytestmark = needs_fio
 
 
 def test_bench_json_has_latency_percentiles_with_intervals(tmpfs: Path, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import needs_fio, needs_root, poolbench, sh
+from tests.conftest import needs_fio, poolbench, sh
 
 from poolbench.guards.devices import Counters, read_counters
 from poolbench.guards.members import MemberRate, rates, slow_members
@@ -192,7 +192,6 @@ def mirror_one_capped(zfs_fuse: None, tmp_path: Path) -> Iterator[tuple[Path, st
 
 
 @needs_fio
-@needs_root
 def test_a_capped_mirror_member_is_named(
     mirror_one_capped: tuple[Path, str], tmp_path: Path
 ) -> None:

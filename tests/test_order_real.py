@@ -9,15 +9,12 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
-import pytest
-from tests.conftest import IS_ROOT, poolbench
+from tests.conftest import poolbench
 
 from poolbench.engine import replicates
 from poolbench.stats import ReplicatePolicy
 from poolbench.study import matrix
 from poolbench.study.model import parse
-
-pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (loop devices, zfs-fuse)")
 
 SEED = 5
 # A ci_target of 0.1% cannot be met with 2 replicates: Stein plans the cap (4) for both

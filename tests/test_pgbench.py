@@ -8,7 +8,6 @@ figures below were read off the logs with sort and awk (nearest-rank percentiles
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -184,7 +183,7 @@ def test_a_postgresql_without_pgbench_is_unsupported(tmp_path: Path) -> None:
         pgserver.bindir(tmp_path)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the refusal is root's: needs root")
+@pytest.mark.root  # the refusal is root's
 def test_a_directory_the_server_user_cannot_reach_is_refused(tmp_path: Path) -> None:
     inner = tmp_path / "a" / "b"
     inner.mkdir(parents=True)
@@ -212,7 +211,7 @@ def test_bench_dry_run_prints_the_postgresql_commands(tmp_path: Path) -> None:
         shutil.rmtree(target, ignore_errors=True)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the refusal is root's: needs root")
+@pytest.mark.root  # the refusal is root's
 def test_bench_refuses_a_target_the_server_user_cannot_reach(tmp_path: Path) -> None:
     p = poolbench("bench", str(tmp_path), "--dry-run", "--size", "16M",
                   "--workloads", "pgbench-select", "--db", str(tmp_path / "r.db"))  # fmt: skip

@@ -23,7 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import IS_ROOT, LoopFs, poolbench, sh
+from tests.conftest import poolbench, sh
+from tests.plugins.machine import LoopFs
 
 from poolbench.engine.pgbench_run import Pgbench, PgRequest
 from poolbench.guards import devices, workingset
@@ -33,7 +34,10 @@ from poolbench.workloads import pgbench
 from poolbench.zfs.pools import destroy as destroy_pool
 
 HAS_PG = (Path("/usr/lib/postgresql")).is_dir() and shutil.which("runuser") is not None
-pytestmark = pytest.mark.skipif(not (IS_ROOT and HAS_PG), reason="needs root and PostgreSQL")
+pytestmark = [
+    pytest.mark.untimed,
+    pytest.mark.skipif(not HAS_PG, reason="PostgreSQL is not installed (Debian: postgresql)"),
+]
 POOL = "pbpgz"
 
 
@@ -139,6 +143,7 @@ runtime = 60
 """
 
 
+@pytest.mark.usefixtures("machine")  # starts PostgreSQL, kills it with poolbench
 def test_kill_mid_trial_then_cleanup_stops_the_server(tmp_path: Path) -> None:
     base = _open_dir()
     try:

@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.conftest import IS_ROOT, poolbench
+from tests.conftest import poolbench
 
-pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse)")
+pytestmark = pytest.mark.untimed
 
 
 def test_plan_and_study_dry_run_describe_the_same_disk_size(zfs_fuse: None, tmp_path: Path) -> None:

@@ -115,6 +115,7 @@ def test_small_blocks_spread_random_reads_over_all_members() -> None:
     ashift=st.sampled_from([9, 12, 13]),
     psize=st.sampled_from([512, 4096, 8192, 16384, 65536, 131072, 1 << 20]),
 )
+@pytest.mark.slow  # a simulation
 def test_simulated_writes_equal_the_allocation_table(
     parity: int, extra: int, ashift: int, psize: int
 ) -> None:

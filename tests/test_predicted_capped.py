@@ -18,16 +18,17 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from tests.conftest import needs_fio, needs_root, poolbench, sh
+from tests.conftest import needs_fio, poolbench, sh
+from tests.plugins.tiers import machine_fixture
 
-pytestmark = [needs_fio, needs_root]
+pytestmark = needs_fio
 
 MiB = 1 << 20
 CAP = 20  # MiB/s per disk, read and write
 STREAM_TOL = 0.15  # the model's validated streaming tolerance (issue 14, docs/planner.md)
 
 
-@pytest.fixture(scope="module")
+@machine_fixture(slow=True, scope="module")
 def vs() -> ModuleType:
     path = Path(__file__).resolve().parents[1] / "bench" / "validate_speed.py"
     spec = importlib.util.spec_from_file_location("validate_speed", path)

@@ -19,12 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from tests.conftest import needs_fio, needs_root, poolbench, sh, stored_rows
+from tests.conftest import needs_fio, poolbench, sh, stored_rows
+from tests.plugins.tiers import machine_fixture
 
 from poolbench.system import throttle
 
-pytestmark = [needs_fio, needs_root]
+pytestmark = needs_fio
 
 KiB = 1024
 WRITES, W_BS = 64, 4 * KiB  # sequential writes from offset 0
@@ -52,7 +52,7 @@ norandommap=1
 """
 
 
-@pytest.fixture
+@machine_fixture(slow=True)
 def loops(tmp_path: Path) -> Iterator[str]:
     """A raw 16 MiB loop device over a file in /var/tmp (nothing on it but the test's I/O)."""
     img = tmp_path / "rec.img"

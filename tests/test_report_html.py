@@ -98,6 +98,7 @@ def _check_page(page: Path, tmp: Path, charts: set[str]) -> str:
     return dom
 
 
+@pytest.mark.slow  # a browser
 def test_study_report_in_chromium(tmp_path: Path) -> None:
     store = build(tmp_path / "results.db")
     run = load_run(store, "2")
@@ -126,6 +127,7 @@ def test_study_report_in_chromium(tmp_path: Path) -> None:
     assert "-30.0% [" in dom1 and "no significant difference" in dom1
 
 
+@pytest.mark.slow  # a browser
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (Debian: fio)")
 def test_real_bench_run_report_in_chromium(tmp_path: Path) -> None:
     from poolbench.cli.bench_cmd import bench
@@ -160,6 +162,7 @@ def test_real_bench_run_report_in_chromium(tmp_path: Path) -> None:
     assert "fio" in dom and "Commands run" in dom
 
 
+@pytest.mark.slow  # a browser
 def test_latency_chart_in_chromium(tmp_path: Path) -> None:
     """The completion-latency chart (p50/p90/p99/p99.9 per configuration, log axis) renders."""
     from test_report_latency import _run

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from tests.conftest import poolbench
 
 from poolbench.records.findings import Findings
@@ -179,6 +180,7 @@ def test_the_study_baseline_feeds_the_prediction(tmp_path: Path) -> None:
     assert "stripe:1 baseline" in p.stdout and "0.95" in p.stdout
 
 
+@pytest.mark.slow  # a browser
 def test_predicted_table_in_chromium(tmp_path: Path) -> None:
     from tests.test_report_html import CHROMIUM, _open, _selfcheck
 

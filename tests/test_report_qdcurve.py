@@ -87,6 +87,7 @@ def test_points_are_mean_iops_and_littles_law_latency(tmp_path: Path) -> None:
     not (shutil.which("chromium") or shutil.which("chromium-browser")),
     reason="chromium is not installed (Debian: apt-get install chromium)",
 )
+@pytest.mark.slow  # a browser
 def test_qd_chart_renders_in_chromium(tmp_path: Path) -> None:
     from test_report_html import _check_page
 

@@ -20,13 +20,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.conftest import IS_ROOT, poolbench
+from tests.conftest import poolbench
 
 from poolbench.store.db import Store
 from poolbench.store.facts import study_facts
 from poolbench.study.builtin.resilver_load import load_notes, phase
 
-pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse, loop devices)")
 CAP = 20  # MiB/s per loop device
 STUDY = f"""
 name = "resilver-load"

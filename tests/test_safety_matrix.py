@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.plugins.tiers import machine_fixture
 
 from poolbench.errors import EXIT_INPUT, EXIT_REFUSED, PoolbenchError, UsageError
 from poolbench.safety.claims import ClaimRefused, DeviceChanged, claim_devices
@@ -31,10 +32,7 @@ from poolbench.store.db import Store
 from poolbench.system.runner import CommandResult, LocalRunner
 from poolbench.zfs.pools import pool_guid
 
-pytestmark = [
-    pytest.mark.root,
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (losetup, mkfs, mount, zpool)"),
-]
+pytestmark = pytest.mark.untimed
 
 
 def sh(*argv: str, check: bool = True, input_text: str | None = None) -> str:
@@ -140,7 +138,7 @@ class Lab:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-@pytest.fixture
+@machine_fixture(slow=True)
 def lab() -> Iterator[Lab]:
     base = Path(tempfile.mkdtemp(prefix="pb-safety-", dir="/var/tmp"))
     lab = Lab(base)

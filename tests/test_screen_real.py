@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import needs_fio, needs_root, poolbench, sh
+from tests.conftest import needs_fio, poolbench, sh
 
 from poolbench.system import throttle
 
-pytestmark = [needs_fio, needs_root]
+pytestmark = needs_fio
 MiB = 1024 * 1024
 CAP = 32  # MiB/s
 

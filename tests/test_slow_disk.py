@@ -168,6 +168,7 @@ def test_no_throttle_here_refuses_a_slow_member_before_anything_is_made() -> Non
     slow_disk.check_throttle(Disks(count=3, size="1G"), levels, why="no blkio here")  # no cap
 
 
+@pytest.mark.usefixtures("machine")  # a ZFS study: zfs-fuse is started before the refusal
 def test_the_cli_refuses_it_with_exit_7_and_no_traceback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -15,13 +15,13 @@ from statistics import mean
 from typing import Any
 
 import pytest
-from tests.conftest import needs_fio, needs_root, poolbench
+from tests.conftest import needs_fio, poolbench
 
 from poolbench.engine import slow_members
 from poolbench.study.builtin import slow_disk
 from poolbench.system import throttle
 
-pytestmark = [needs_root, needs_fio]
+pytestmark = needs_fio
 # MiB/s: the study's default fraction, 1/2. Low caps: at 30/15 the 8 MiB mirror read came
 # to 36.8 MiB/s, above the even split's 30 (short windows let the throttle's slices blur it).
 PEER, SLOW = 20, 10

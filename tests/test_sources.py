@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.plugins.tiers import machine_fixture
 
 from poolbench.backends import sources
 from poolbench.backends.registry import BACKENDS, make
@@ -19,8 +20,9 @@ from poolbench.safety.journal import Journal
 from poolbench.study.model import Disks
 from poolbench.system.runner import LocalRunner, RecordingRunner
 
+pytestmark = pytest.mark.untimed
+
 MiB = 1 << 20
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (losetup, sfdisk)")
 
 
 def loops_over(base: Path) -> list[str]:
@@ -28,7 +30,7 @@ def loops_over(base: Path) -> list[str]:
     return [line.split(":")[0] for line in out.splitlines() if str(base) in line]
 
 
-@pytest.fixture
+@machine_fixture(slow=False)
 def base() -> Iterator[Path]:
     d = Path(tempfile.mkdtemp(prefix="pbbk-src-", dir="/var/tmp"))
     try:
@@ -43,8 +45,6 @@ def sys_block(dev: str) -> Path:
     return Path("/sys/class/block") / os.path.basename(dev)
 
 
-@needs_root
-@pytest.mark.root
 def test_sparse_files_cost_nothing_and_are_removed(base: Path) -> None:
     j = Journal(LocalRunner())
     ds = sources.provide(LocalRunner(), j, source="files", scratch=base / "s", sizes=[64 * MiB] * 5)
@@ -56,8 +56,6 @@ def test_sparse_files_cost_nothing_and_are_removed(base: Path) -> None:
     assert not (base / "s").exists()
 
 
-@needs_root
-@pytest.mark.root
 @pytest.mark.parametrize("mode", ["whole", "partition", "slice"])
 def test_loops_and_partitions(base: Path, mode: str) -> None:
     r = LocalRunner()
@@ -85,8 +83,6 @@ def test_loops_and_partitions(base: Path, mode: str) -> None:
     assert loops_over(base) == [] and not (base / "s").exists()
 
 
-@needs_root
-@pytest.mark.root
 def test_loop_intent_detaches_a_loop_whose_name_was_never_recorded(base: Path) -> None:
     mine, other = base / "mine.img", base / "other.img"
     for f in (mine, other):
@@ -111,8 +107,6 @@ def test_loop_intent_detaches_a_loop_whose_name_was_never_recorded(base: Path) -
         subprocess.run(["losetup", "--detach", keep], capture_output=True)
 
 
-@needs_root
-@pytest.mark.root
 def test_make_disks_from_a_study_and_teardown_leaves_nothing(base: Path) -> None:
     r = LocalRunner()
     j = Journal(r)
@@ -129,8 +123,6 @@ def _signatures(dev: str) -> str:
                           text=True).stdout.strip()  # fmt: skip
 
 
-@needs_root
-@pytest.mark.root
 def test_a_given_disk_is_partitioned_for_a_slice_and_given_back_blank(base: Path) -> None:
     # A device the user gave (here a loop device the test made, not poolbench): the slice
     # vdev source writes a GPT on it; teardown must leave it as found, with no table, or the

@@ -35,7 +35,8 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import IS_ROOT, OwnDaemon, _unmount_dead_fuse, poolbench
+from tests.conftest import poolbench
+from tests.plugins.zfs_fuse import OwnDaemon, _unmount_dead_fuse
 from tests.stop_campaign import (
     KILL,
     PHASES,
@@ -52,9 +53,12 @@ from tests.stop_campaign import (
 from poolbench.system import throttle
 
 HAS_PG = Path("/usr/lib/postgresql").is_dir() and shutil.which("runuser") is not None
-pytestmark = pytest.mark.skipif(
-    not IS_ROOT or bool(throttle.unavailable()), reason="needs root and the blkio throttle"
-)
+# Outcomes, not speeds (the caps only lengthen the windows a signal must land in): early in
+# the machine's chain.
+pytestmark = [
+    pytest.mark.untimed,
+    pytest.mark.skipif(bool(throttle.unavailable()), reason="needs the blkio throttle"),
+]
 # A terminal's hangup must reach poolbench even when this suite runs under nohup (which
 # it would inherit): a handler here makes each child start with the default.
 if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
@@ -113,12 +117,16 @@ def test_one_study_stopped_in_every_phase_then_crashed(own_zfs_fuse: OwnDaemon) 
                 case.cleanup()
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("machine")  # loop devices, btrfs, caps
 def test_a_btrfs_study_stopped_in_its_cold_read() -> None:
     with open_base() as base:
         _stop_check_resume(Case(base, PHASES["btrfs cold read"], WAYS[HUP_GROUP], 1), False)
 
 
 @pytest.mark.skipif(not SEEDS, reason="manual tier: POOLBENCH_STOP_CAMPAIGN=SEEDS")
+@pytest.mark.slow
+@pytest.mark.usefixtures("machine")  # zfs-fuse (requested below, by the phase's study) or btrfs
 @pytest.mark.parametrize(("phase", "way", "second", "seed"), CAMPAIGN)
 def test_stop_campaign(
     phase: str, way: str, second: bool, seed: int, request: pytest.FixtureRequest

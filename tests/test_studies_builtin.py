@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from tests.conftest import IS_ROOT, poolbench
+from tests.conftest import poolbench
 
 from poolbench.backends.md import MdBackend
 from poolbench.cli.study_cmd import study as study_command
@@ -352,10 +352,6 @@ def test_list_names_every_study() -> None:
         assert name in p.stdout
 
 
-needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse, loop devices)")
-
-
-@needs_root
 @pytest.mark.parametrize("name", sorted(EXPECTED_TRIALS))
 def test_dry_run_at_full_scale_prints_plan_and_duration(
     zfs_fuse: None, tmp_path: Path, name: str
@@ -387,7 +383,6 @@ def test_dry_run_at_full_scale_prints_plan_and_duration(
     assert not (tmp_path / "r.db").exists() or _count(tmp_path / "r.db") == 0
 
 
-@needs_root
 def test_a_study_file_asking_zfs_fuse_to_expand_a_raidz_is_refused_before_anything(
     zfs_fuse: None, tmp_path: Path
 ) -> None:
@@ -476,7 +471,6 @@ def _measurements(db: Path) -> list[dict[str, Any]]:
     return rows
 
 
-@needs_root
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_study_runs_for_real_at_small_scale(zfs_fuse: None, tmp_path: Path, name: str) -> None:
     db, scratch = tmp_path / "r.db", tmp_path / "scratch"

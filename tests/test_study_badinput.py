@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.conftest import IS_ROOT, loops_backed_by, poolbench, sh
+from tests.conftest import loops_backed_by, poolbench, sh
 
 from poolbench.errors import EXIT_INPUT
 
-pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse)")
+pytestmark = pytest.mark.untimed
 
 
 def _study(tmp: Path, body: str) -> Path:

@@ -10,11 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import IS_ROOT, poolbench, sh
+from tests.conftest import poolbench, sh
+from tests.plugins.tiers import machine_fixture
 
 from poolbench.errors import EXIT_REFUSED
 
-pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (loop devices, zfs-fuse)")
+pytestmark = pytest.mark.untimed
 
 
 def _study(devices: list[str]) -> str:
@@ -42,7 +43,7 @@ def _sha(dev: str) -> str:
     return h.hexdigest()
 
 
-@pytest.fixture
+@machine_fixture(slow=True)
 def loops(tmp_path: Path) -> Iterator[list[str]]:
     made: list[str] = []
     try:

@@ -22,9 +22,10 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import IS_ROOT, OwnDaemon, poolbench
+from tests.conftest import poolbench
+from tests.plugins.zfs_fuse import OwnDaemon
 
-pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (loop devices, zfs-fuse)")
+pytestmark = pytest.mark.untimed
 
 # One configuration: its two replicates are two trials, enough for a finished one before the
 # interrupted one (each trial builds and destroys a pool; more would reach no other step).

@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from tests.conftest import IS_ROOT, poolbench
+from tests.conftest import poolbench
 
-pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (loop devices, zfs-fuse, fio)")
+pytestmark = pytest.mark.untimed
 
 
 @contextmanager

@@ -18,9 +18,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.conftest import IS_ROOT, poolbench
+from tests.conftest import poolbench
 
-pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (loop devices, zfs-fuse)")
+pytestmark = pytest.mark.untimed
 
 STUDY = """
 name = "robust"

@@ -10,10 +10,7 @@ import json
 import tarfile
 from pathlib import Path
 
-import pytest
-from tests.conftest import IS_ROOT, poolbench, stored_rows
-
-pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse, loop devices)")
+from tests.conftest import poolbench, stored_rows
 
 
 def _text_tarball(tmp: Path) -> Path:

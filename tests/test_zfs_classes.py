@@ -4,7 +4,6 @@ devices whose `zpool list` / `zfs list` / `zdb` equal the planner to the byte.""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import tempfile
@@ -24,8 +23,9 @@ from poolbench.safety.journal import Journal
 from poolbench.system.runner import CommandResult, LocalRunner, RecordingRunner
 from poolbench.zfs import parse
 
+pytestmark = pytest.mark.untimed
+
 MiB = 1 << 20
-IS_ROOT = os.geteuid() == 0
 # Device names no machine has: whether `zpool create` needs -f depends on the members' sizes,
 # and /dev/loopN may exist here with any size (another test's loop device).
 NO_DEVICE = "/dev/pbcls-none"
@@ -163,8 +163,6 @@ def lab(zfs_fuse: None) -> Iterator[tuple[LocalRunner, Journal, Path]]:
                     if str(base) in ln]  # fmt: skip
 
 
-@pytest.mark.skipif(not IS_ROOT, reason="needs root (zfs-fuse, losetup)")
-@pytest.mark.root
 @pytest.mark.parametrize(("sized", "widths"), REAL_CASES)
 def test_zfs_fuse_pool_with_classes_is_the_plan(
     lab: tuple[LocalRunner, Journal, Path], sized: str, widths: str

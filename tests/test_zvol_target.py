@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.conftest import IS_ROOT, poolbench
+from tests.conftest import poolbench
 
 from poolbench.backends import zvol
 from poolbench.engine.session import BlockDevice, Options, Session, Subject, block_device_refusal
@@ -27,6 +27,8 @@ from poolbench.study import matrix
 from poolbench.system.runner import LocalRunner
 from poolbench.workloads import fiojob
 from poolbench.workloads.library import get, parse_list
+
+pytestmark = pytest.mark.untimed
 
 MiB = 1 << 20
 
@@ -130,7 +132,7 @@ def test_a_study_refuses_a_zvol_with_file_workloads_before_building(tmp_path: Pa
     pool_ops.check_volume(spec, parse_list("rand-read-4k"), "16M")
 
 
-@pytest.mark.skipif(not IS_ROOT, reason="needs root for a loop device")
+@pytest.mark.usefixtures("machine")  # a loop device made here
 def test_a_session_on_a_block_device_counts_its_bytes_exactly(tmp_path: Path) -> None:
     """fio on a raw loop device (made here): the jobs name the device, writes are counted
     once at it, and the cold read, after the device's page cache drop, reads every byte

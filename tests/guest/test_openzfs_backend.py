@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.plugins.tiers import machine_fixture
 
 from poolbench.backends import sources
 from poolbench.backends.base import Pool, PoolSpec, parse_topology
@@ -66,7 +67,7 @@ class Lab:
         return made.devices
 
 
-@pytest.fixture
+@machine_fixture(slow=True)
 def lab() -> Iterator[Lab]:
     base = Path(tempfile.mkdtemp(prefix="pboz-zfs-", dir="/var/tmp"))
     runner = LocalRunner()

@@ -14,6 +14,9 @@ from .conftest import IN_OPENZFS_GUEST, SKIP_REASON
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+# Slow by the tier script's timeouts (a fake guest that never answers), on no disk of the
+# machine's: beside the machine's chain, outside the fast tier.
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.skipif(IN_OPENZFS_GUEST, reason="checks the host side")

@@ -95,15 +95,20 @@ class Cell:
         got = [a for a in (write_amplification(g) for g in self.guards) if a is not None]
         return sum(got) / len(got) if got else None
 
+    @property
+    def amplification_model(self) -> float | None:
+        """What the layout must write per byte, when every replicate's model agrees."""
+        models = {modelled_amplification(g) for g in self.guards} - {None}
+        return models.pop() if len(models) == 1 else None
+
     def amplification_text(self) -> str:
         """'3.02× (3.00)': measured write amplification and, in brackets, the layout's model
         ('?' when the layout was not modelled); '' for a read."""
         got = self.amplification
         if got is None:
             return ""
-        models = {modelled_amplification(g) for g in self.guards} - {None}
-        model = f"{models.pop():.2f}" if len(models) == 1 else "?"
-        return f"{got:.2f}× ({model})"
+        model = self.amplification_model
+        return f"{got:.2f}× ({'?' if model is None else f'{model:.2f}'})"
 
     def pool(self) -> JsonObject:
         """The pool description read back for this configuration (studies), else {}."""

@@ -55,12 +55,13 @@ NO_DISK = "not predicted: no disk figures for this configuration (no baseline of
 
 @dataclass(frozen=True)
 class PredictedRow:
-    config: str
+    config: str  # the configuration's label (run.label)
     workload: str
     unit: str
     measured: float
     predicted: float | None  # None: not predicted (the basis says why)
     basis: str
+    key: str = ""  # the configuration's key in the store
 
     @property
     def ratio(self) -> float | None:
@@ -158,9 +159,8 @@ def predicted_rows(run: RunData, disk: DiskSpeed | None) -> list[PredictedRow]:
                 value, basis = None, BASELINE_ROW
             elif layout is not None and d is None:
                 basis = NO_DISK
-            rows.append(
-                PredictedRow(run.label(config), w, cell.unit, cell.summary.mean, value, basis)
-            )
+            rows.append(PredictedRow(run.label(config), w, cell.unit, cell.summary.mean,
+                                     value, basis, config))  # fmt: skip
     return rows
 
 
@@ -188,8 +188,42 @@ def heading(disk: DiskSpeed | None) -> str:
     return f"predicted vs measured (disk figures: {source}; treated as transfer-bound, no seek)"
 
 
-def _notes(rows: list[PredictedRow]) -> list[str]:
-    return list(dict.fromkeys(r.basis for r in rows))
+@dataclass(frozen=True)
+class PredictedTable:
+    """The table every medium shows: its heading, the rows, and the notes their bases
+    point to (a row's note is `notes.index(row.basis) + 1`)."""
+
+    heading: str
+    rows: list[PredictedRow]
+    notes: list[str]
+
+    def note(self, row: PredictedRow) -> int:
+        return self.notes.index(row.basis) + 1
+
+
+def predicted_table(run: RunData, disk: DiskSpeed | None) -> PredictedTable | None:
+    """The table of predicted beside measured, or None where the report shows none: no
+    ZFS layout, or no disk figures known (a study's cap counts; the next step says how)."""
+    disk = disk or capped_disk(run)
+    if not has_layouts(run) or (disk is None and not has_baseline(run)):
+        return None
+    rows = predicted_rows(run, disk)
+    return PredictedTable(heading(disk), rows, list(dict.fromkeys(r.basis for r in rows)))
+
+
+def as_json(table: PredictedTable | None, run: RunData) -> dict[str, object] | None:
+    """`report --json`'s `predicted` (docs/export.md): the very rows and texts printed."""
+    if table is None:
+        return None
+    rows = [
+        {"config": r.key, "label": r.config, "short_label": short_label(run, r.config),
+         "workload": r.workload, "unit": r.unit, "measured": r.measured,
+         "measured_text": f"{fmt_value(r.measured)} {r.unit}", "predicted": r.predicted,
+         "predicted_text": r.predicted_text(), "ratio": r.ratio, "ratio_text": r.ratio_text(),
+         "basis": r.basis, "tag": r.tag, "note": table.note(r)}
+        for r in table.rows
+    ]  # fmt: skip
+    return {"heading": table.heading, "rows": rows, "notes": table.notes}
 
 
 def capped_disk(run: RunData) -> DiskSpeed | None:
@@ -217,26 +251,24 @@ def next_steps(run: RunData, disk: DiskSpeed | None) -> list[str]:
 def render_terminal(console: Console, run: RunData, disk: DiskSpeed | None) -> list[str]:
     """The table after a study's report. Without disk figures nothing is printed here: the
     next step that would give them is returned, for the end of the report."""
-    disk = disk or capped_disk(run)
     hint = next_steps(run, disk)
-    if hint or not has_layouts(run):
+    table = predicted_table(run, disk)
+    if hint or table is None:
         return hint
-    rows = predicted_rows(run, disk)
-    notes = _notes(rows)
-    t = Table(title=Text(heading(disk)), title_justify="left", box=box.SIMPLE_HEAD)
+    t = Table(title=Text(table.heading), title_justify="left", box=box.SIMPLE_HEAD)
     first = next(iter(run.factors())) if len(run.factors()) == 1 else "configuration"
     for name in (first, "workload", "measured", "predicted", "measured ÷ predicted"):
         t.add_column(name, justify="left" if name in (first, "workload") else "right",
                      no_wrap=name in ("workload", "measured"))  # fmt: skip
     t.add_column("basis")
-    for r in rows:
+    for r in table.rows:
         t.add_row(
             Text(short_label(run, r.config)), Text(r.workload),
             Text(f"{fmt_value(r.measured)} {r.unit}"), Text(r.predicted_text()),
-            Text(r.ratio_text()), Text(f"{r.tag} †{notes.index(r.basis) + 1}"),
+            Text(r.ratio_text()), Text(f"{r.tag} †{table.note(r)}"),
         )  # fmt: skip
     console.print(t)
-    for i, n in enumerate(notes, 1):
+    for i, n in enumerate(table.notes, 1):
         console.print(Text(f"†{i} {n}", style="dim"))
     return []
 
@@ -252,17 +284,15 @@ def short_label(run: RunData, label: str) -> str:
 
 def html_section(run: RunData, disk: DiskSpeed | None) -> list[Safe]:
     """The same table for the HTML report (escaped by `fmt`); [] for runs without layouts."""
-    disk = disk or capped_disk(run)
     if not has_layouts(run):
         return []
     head = Safe('<h2 id="predicted">Predicted vs measured</h2>')
-    if disk is None and not has_baseline(run):
+    table = predicted_table(run, disk)
+    if table is None:
         return [head, fmt('<p class="warn">no disk figures known for run {} ({})</p>', run.id, HOW)]
-    rows = predicted_rows(run, disk)
-    notes = _notes(rows)
     cols = ("configuration", "workload", "measured", "predicted", "measured ÷ predicted", "basis")
     trs = [fmt("<tr>{}</tr>", join([fmt("<th>{}</th>", c) for c in cols]))]
-    for r in rows:
+    for r in table.rows:
         trs.append(
             fmt(
                 '<tr class="pred"><td>{}</td><td>{}</td><td class="num">{} {}</td>'
@@ -275,14 +305,14 @@ def html_section(run: RunData, disk: DiskSpeed | None) -> list[Safe]:
                 r.predicted_text(),
                 r.ratio_text(),
                 r.tag,
-                notes.index(r.basis) + 1,
-                notes.index(r.basis) + 1,
+                table.note(r),
+                table.note(r),
             )  # fmt: skip
         )
-    items = [fmt('<li id="pred-note-{}">{}</li>', i, n) for i, n in enumerate(notes, 1)]
+    items = [fmt('<li id="pred-note-{}">{}</li>', i, n) for i, n in enumerate(table.notes, 1)]
     return [
         head,
-        fmt("<p>{}</p>", heading(disk)),
+        fmt("<p>{}</p>", table.heading),
         fmt('<table id="predicted-table">{}</table>', join(trs, "\n")),
         fmt("<ol>{}</ol>", join(items)),
     ]

@@ -13,12 +13,17 @@ import math
 from collections.abc import Sequence
 
 from poolbench.planner.performance import DiskSpeed
-from poolbench.report import predicted
+from poolbench.report import columns, header, predicted, replay_view
 from poolbench.report.data import RunData
 from poolbench.report.metrics import VALUE, Metric
-from poolbench.report.tables import Baseline, Footnotes, Row, WorkloadTable, short_change, tables
+from poolbench.report.tables import Baseline, Footnotes, WorkloadTable, short_change, tables
 from poolbench.report.verdict import Effect, Ranking, Verdict, ratio_text, verdict
-from poolbench.report.verdict_text import level_changes, next_steps, ranking_sentence
+from poolbench.report.verdict_text import (
+    HOW_VERDICT,
+    level_changes,
+    next_steps,
+    ranking_sentence,
+)
 from poolbench.stats.compare import Ratio
 
 REPORT_VERSION = 1
@@ -49,23 +54,39 @@ def comparison(kind: str, workload: str, config: str, against: str, r: Ratio) ->
     }
 
 
-def _row(run: RunData, wt: WorkloadTable, row: Row, notes: Footnotes, found: list[Json]) -> Json:
+def _row(run: RunData, wt: WorkloadTable, i: int, notes: Footnotes, found: list[Json]) -> Json:
+    row = wt.rows[i]
     change = None
     if row.role == "compared" and row.change is not None and wt.baseline is not None:
         partner = wt.baseline.partner(row.cell.config, run, [r.cell.config for r in wt.rows])
         change = comparison("baseline", wt.workload, row.cell.config, partner or "", row.change)
         found.append(change)
+    cell = row.cell
+    beside = columns.latency_beside(wt)
+    p99 = beside.figures[i] if beside is not None else None
     return {
-        "config": row.cell.config,
-        "label": run.label(row.cell.config),
-        "levels": run.levels(row.cell.config),
-        "figure": row.cell.figure(wt.metric).as_dict(),
+        "config": cell.config,
+        "label": run.label(cell.config),
+        "levels": run.levels(cell.config),
+        "figure": cell.figure(wt.metric).as_dict(),
         "figure_text": row.figure_text,
         "role": row.role,
         "change": change,
         "change_text": short_change(row),
+        "runs": columns.runs(wt, row),
+        "device_mib_s": _opt(cell.device_mean),
+        "device_text": columns.device_texts(wt)[i],
+        "write_amplification": _opt(cell.amplification),
+        "write_amplification_model": _opt(cell.amplification_model),
+        "write_amplification_text": cell.amplification_text() or None,
+        "p99": p99.as_dict() if p99 is not None else None,
+        "p99_text": beside.texts()[i] if beside is not None else None,
         "notes": [notes.items[n - 1] for n in row.notes],
     }
+
+
+def _opt(x: float | None) -> float | None:
+    return None if x is None else _num(x)
 
 
 def _tables(
@@ -76,9 +97,14 @@ def _tables(
     out: list[Json] = []
     for metric in metrics:
         for wt in tables(run, baseline, notes, metric, v):
-            rows = [_row(run, wt, r, notes, found) for r in wt.rows]
-            out.append({"workload": wt.workload, "unit": wt.unit, "metric": metric.key,
-                        "rows": rows})  # fmt: skip
+            rows = [_row(run, wt, i, notes, found) for i in range(len(wt.rows))]
+            beside = columns.latency_beside(wt)
+            out.append({
+                "workload": wt.workload, "unit": wt.unit, "metric": metric.key,
+                "title": wt.title, "statistic": wt.statistic,
+                "p99_statistic": beside.statistic if beside is not None else None,
+                "rows": rows, "legends": columns.legends(wt, baseline),
+            })  # fmt: skip
     return out
 
 
@@ -120,7 +146,9 @@ def _verdict(run: RunData, v: Verdict, extra: Sequence[str], found: list[Json]) 
          "sentence": lc.sentence()}
         for lc in level_changes(v, run)
     ]  # fmt: skip
+    compared = any(len(rk.standings) > 1 for rk in v.rankings)
     return {
+        "how": HOW_VERDICT if compared else None,
         "rankings": [_ranking(rk, found) for rk in v.rankings],
         "effects": [_effect(e, found) for e in v.effects],
         "level_changes": changes,
@@ -136,7 +164,7 @@ def report(
     bases = {baseline.factor: baseline.level} if baseline and baseline.factor else {}
     v = verdict(run, bases)
     comparisons: list[Json] = []  # every comparison below, once, in the order shown
-    doc_tables = _tables(run, baseline, metrics, v, comparisons)
+    doc_tables = _tables(run, baseline, metrics, v, comparisons) if run.measurements else []
     doc_verdict = _verdict(run, v, predicted.next_steps(run, disk), comparisons)
     return {
         "format": "poolbench-report",
@@ -148,11 +176,23 @@ def report(
             "status": run.status,
             **_not_screened(run),
         },
+        "title": header.title(run),
+        "header": [{"label": label, "text": text} for label, text in header.lines(run, baseline)],
+        "failed_trials": _failed(run),
         "baseline": baseline.label if baseline else None,
         "tables": doc_tables,
         "comparisons": comparisons,
+        "replay_fidelity": replay_view.cells(run),
+        "predicted": predicted.as_json(predicted.predicted_table(run, disk), run),
         "verdict": doc_verdict,
     }
+
+
+def _failed(run: RunData) -> list[Json]:
+    """The trials that failed, as the terminal lists them before the tables."""
+    return [{"trial": f.trial_index, "config": f.config, "label": run.label(f.config),
+             "replicate": f.replicate + 1, "reason": f.reason}
+            for f in run.failed_trials]  # fmt: skip
 
 
 def _not_screened(run: RunData) -> Json:

@@ -6,7 +6,6 @@ configuration or warning containing "[bold]" prints as written.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -14,16 +13,22 @@ from rich.table import Table
 from rich.text import Text
 
 from poolbench.planner.performance import DiskSpeed
-from poolbench.report import header, predicted, replay_view, screened_disk, verdict_view
+from poolbench.report import (
+    columns,
+    header,
+    predicted,
+    replay_view,
+    screened_disk,
+    verdict_view,
+)
 from poolbench.report.compare_runs import Pair, RunComparison
-from poolbench.report.data import RunData, fmt_value, load_run
+from poolbench.report.data import RunData, load_run
 from poolbench.report.layout import Column, config_columns, print_fitted
 from poolbench.report.metrics import (
     DEFAULT_LATENCY,
     LATENCY_UNIT,
     VALUE,
     Metric,
-    latency_matters,
     statistic_label,
 )
 from poolbench.report.tables import (
@@ -34,8 +39,7 @@ from poolbench.report.tables import (
     short_change,
     tables,
 )
-from poolbench.report.verdict import NS, verdict
-from poolbench.stats.power import BLIND
+from poolbench.report.verdict import verdict
 from poolbench.store.db import Store
 
 
@@ -69,53 +73,11 @@ WIDER = "the figures are in `poolbench export`, or widen the terminal (COLUMNS)"
 
 def _latency_column(wt: WorkloadTable) -> Column | None:
     """p99 beside the figure where latency decides (random I/O, synchronous writes)."""
-    rows = wt.rows
-    if wt.metric.is_latency or not any(
-        latency_matters(r.cell.workload_def) and r.cell.has(DEFAULT_LATENCY) for r in rows
-    ):
+    beside = columns.latency_beside(wt)
+    if beside is None:
         return None
-    figs = [r.cell.figure(DEFAULT_LATENCY) if r.cell.has(DEFAULT_LATENCY) else None
-            for r in rows]  # fmt: skip
-    cells = [Text(f.text() if f is not None else "–") for f in figs]
-    # Which p99 it is: of all I/Os (pooled histograms); cells without histograms carry the
-    # footnote that says theirs is the geometric mean of the runs' p99s.
-    pooled = any(f is not None and f.pooled for f in figs)
-    what = "all I/Os" if pooled else "geo. mean"
-    header = f"{DEFAULT_LATENCY.key} {LATENCY_UNIT}\n{what}"
-    return Column("p99", header, cells, "right", optional=3)
-
-
-def ns_legend(wt: WorkloadTable) -> str:
-    """'n.s. = no significant difference; these comparisons could detect ≥ 19–21%'."""
-    found = sorted(
-        r.change.detectable
-        for r in wt.rows
-        if r.change is not None and r.change.determined and not r.change.significant
-        and not r.change.exact and math.isfinite(r.change.detectable)
-    )  # fmt: skip
-    if not found:
-        return ""
-    if found[0] > BLIND:
-        return (f"{NS} = no significant difference; too few replicates at this noise to "
-                "detect even a 2× change (more replicates, or longer windows, would)")  # fmt: skip
-    blind = found[-1] > BLIND
-    found = [x for x in found if x <= BLIND]
-    lo, hi = (math.ceil(x * 100 - 1e-9) for x in (found[0], found[-1]))
-    span = f"{lo}%" if lo == hi else f"{lo}–{hi}%"
-    if blind:
-        span += " (some could not detect even a 2× change: too few replicates)"
-    return f"{NS} = no significant difference; these comparisons could detect ≥ {span}"
-
-
-def latency_change_legend(wt: WorkloadTable, baseline: Baseline | None) -> str:
-    """Under a latency table with a change column: what the change compares, which is not
-    the figure shown when that is the percentile of all I/Os."""
-    if baseline is None or not wt.metric.is_latency:
-        return ""
-    return (
-        f"change: ratio of the geometric means of the runs' own {wt.metric.key}s, "
-        "95% t-interval on the log scale, Holm over the table"
-    )
+    header = f"{DEFAULT_LATENCY.key} {LATENCY_UNIT}\n{beside.statistic}"
+    return Column("p99", header, [Text(t) for t in beside.texts()], "right", optional=3)
 
 
 def workload_columns(run: RunData, wt: WorkloadTable, baseline: Baseline | None) -> list[Column]:
@@ -129,14 +91,11 @@ def workload_columns(run: RunData, wt: WorkloadTable, baseline: Baseline | None)
         ]
         cols.append(Column("change", "change", changes, prose=True))
     cols.append(
-        Column("runs", "runs", [Text(str(len(r.cell.metric_values(wt.metric)))) for r in rows],
-               "right", optional=1)
+        Column("runs", "runs", [Text(str(columns.runs(wt, r))) for r in rows], "right",
+               optional=1)
     )  # fmt: skip
     if not wt.metric.is_latency:
-        dev = [r.cell.device_mean for r in rows]
-        no_io = all(r.cell.exact for r in rows)  # read from the pool: nothing to count
-        cells = [Text("no I/O" if no_io else "unverified" if d is None else fmt_value(d))
-                 for d in dev]  # fmt: skip
+        cells = [Text(t) for t in columns.device_texts(wt)]
         cols.append(Column("device", "device\nMiB/s", cells, "right", optional=2))
         if any(r.cell.amplification is not None for r in rows):
             amps = [Text(r.cell.amplification_text()) for r in rows]
@@ -170,9 +129,8 @@ def render_run(
         for wt in wts:
             title = wt.title + (f"; change against {baseline.label}" if baseline else "")
             print_fitted(console, Text(title), workload_columns(run, wt, baseline), lambda: WIDER)
-            for legend in (ns_legend(wt), latency_change_legend(wt, baseline)):
-                if legend:
-                    console.print(Text(legend, style="dim"))
+            for legend in columns.legends(wt, baseline):
+                console.print(Text(legend, style="dim"))
     render_footnotes(console, notes)
     replay_view.render(console, run)  # how faithful each replayed trace was
     hints = predicted.render_terminal(console, run, disk)  # the model beside the figures

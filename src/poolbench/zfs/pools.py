@@ -20,7 +20,7 @@ from poolbench.zfs.errors import TRANSIENT, error_for, error_type
 log = logging.getLogger(__name__)
 
 # zfs-fuse answers "pool is busy" for a while after an unmount, longer on a loaded machine.
-# The limit (README "Transient errors") may be changed with POOLBENCH_BUSY_SECONDS.
+# The limit (docs/studies.md, "Transient errors") may be changed with POOLBENCH_BUSY_SECONDS.
 BUSY_SECONDS = 30.0
 
 

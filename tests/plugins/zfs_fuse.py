@@ -1,0 +1,167 @@
+"""The zfs-fuse daemon the ZFS tests use: started by this session if none answers, checked
+before every test that needs it, brought back after a crash, stopped at the session's end
+only if this session started it (someone else's daemon is never stopped)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from tests.plugins.machine import _sh
+from tests.plugins.tiers import machine_fixture
+
+
+def zpool_answers() -> bool:
+    return _sh("zpool", "list", "-H", check=False).returncode == 0
+
+
+def _stop_daemon(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return  # it died earlier: a crash that the zfs_fuse fixture recovered from
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return
+        if state in ("Z", "X"):  # exited; a zombie only waits for its parent to reap it
+            return
+        time.sleep(0.2)
+
+
+def _start_daemon(piddir: str) -> int:
+    pidfile = os.path.join(piddir, f"pid{time.monotonic_ns()}")
+    _sh("zfs-fuse", "--pidfile", pidfile)
+    # The daemon writes its pid file after it forks; its socket may answer first.
+    deadline = time.monotonic() + 30
+    started: int | None = None
+    while started is None or not zpool_answers():
+        if started is None and os.path.exists(pidfile):
+            text = Path(pidfile).read_text().strip()
+            started = int(text) if text else None
+        if time.monotonic() > deadline:
+            pytest.fail("started zfs-fuse but it did not answer within 30 s")
+        time.sleep(0.2)
+    return started
+
+
+def _segfaults() -> list[str]:
+    out = _sh("dmesg", check=False).stdout
+    return [x.strip() for x in out.splitlines() if "zfs-fuse" in x and "segfault" in x]
+
+
+@dataclass
+class _Daemons:
+    piddir: str
+    started: list[int]
+    segfaults_seen: int = field(default_factory=lambda: len(_segfaults()))
+
+
+@machine_fixture(slow=True, scope="session")
+def _zfs_fuse_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Daemons]:
+    """Daemons this test session started (stopped at its end); someone else's is never
+    stopped."""
+    if shutil.which("zfs-fuse") is None or shutil.which("zpool") is None:
+        pytest.skip("zfs-fuse is not installed (Debian: zfs-fuse)")
+    daemons = _Daemons(tempfile.mkdtemp(prefix="pbtest-zfsfuse-", dir="/var/tmp"), [])
+    try:
+        yield daemons
+    finally:
+        if daemons.started and not zpool_answers():
+            # The last test's daemon died: bring it back once more, for cleanup's sake.
+            _recover(daemons, tmp_path_factory.getbasetemp())
+        for pid in daemons.started:
+            _stop_daemon(pid)
+        if daemons.started and not zpool_answers():
+            _unmount_dead_fuse()  # the daemon leaves /zfs-kstat behind even on SIGTERM
+        shutil.rmtree(daemons.piddir, ignore_errors=True)
+
+
+def _recover(daemons: _Daemons, base: Path) -> str:
+    """What a user does after a zfs-fuse crash: its dead FUSE mounts go, the daemon comes
+    back, and `poolbench cleanup` imports, destroys and detaches what the trials left."""
+    _unmount_dead_fuse()
+    daemons.started.append(_start_daemon(daemons.piddir))
+    return _cleanup_stale_journals(base)
+
+
+@machine_fixture(slow=True)
+def zfs_fuse(_zfs_fuse_session: _Daemons, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A running zfs-fuse daemon. Checked before every test that needs it: zfs-fuse (a
+    user-space port of pool v23) segfaults now and then (one CI run: a bad read inside libc, in the
+    middle of the width study), and one crash must cost at most one test attempt, not every
+    ZFS test after it, nor the pools and loop devices of the test it killed."""
+    if zpool_answers():
+        return
+    if not _zfs_fuse_session.started:
+        _zfs_fuse_session.started.append(_start_daemon(_zfs_fuse_session.piddir))
+        return
+    undone = _recover(_zfs_fuse_session, tmp_path_factory.getbasetemp())
+    warnings.warn(
+        f"zfs-fuse had died ({_new_segfaults(_zfs_fuse_session) or 'no segfault in dmesg'});"
+        f" restarted it, and poolbench cleanup undid {undone}",
+        ZfsFuseCrashed,
+        stacklevel=1,
+    )
+
+
+@dataclass
+class OwnDaemon:
+    pid: int
+    restart: Callable[[], None]
+
+
+@machine_fixture(slow=True)
+def own_zfs_fuse(zfs_fuse: None, _zfs_fuse_session: _Daemons) -> Iterator[OwnDaemon]:
+    """The zfs-fuse daemon this test session started, for a test that kills it on purpose;
+    a daemon someone else started is never killed, so such a test is skipped then."""
+    started = _zfs_fuse_session.started
+    if not started or not Path(f"/proc/{started[-1]}").exists():
+        pytest.skip("the running zfs-fuse was not started by this test session")
+
+    def restart() -> None:
+        started.append(_start_daemon(_zfs_fuse_session.piddir))
+
+    yield OwnDaemon(started[-1], restart)
+
+
+class ZfsFuseCrashed(UserWarning):
+    """Shown in the warnings summary, so a recovered crash is never silent."""
+
+
+def _unmount_dead_fuse() -> None:
+    """A dead zfs-fuse leaves its FUSE mounts (datasets, /zfs-kstat) answering 'Transport
+    endpoint is not connected'; called only when no daemon answers, so none is live."""
+    for line in Path("/proc/mounts").read_text().splitlines():
+        source, target, fstype = line.split()[:3]
+        if fstype.startswith("fuse") and (fstype == "fuse.zfs" or source == "kstat"):
+            _sh("umount", "-l", target.replace("\\040", " "), check=False)
+
+
+def _cleanup_stale_journals(base: Path) -> str:
+    from poolbench.engine import cleanup
+    from poolbench.system.runner import LocalRunner
+
+    outcomes = [o for d in base.rglob("journals") for o in cleanup.cleanup(LocalRunner(), d)]
+    left = [x for o in outcomes for x in o.left]
+    return f"{sum(o.undone for o in outcomes)} item(s) of {len(outcomes)} journal(s)" + (
+        f"; left alone: {left}" if left else ""
+    )
+
+
+def _new_segfaults(daemons: _Daemons) -> str:
+    """The segfault lines dmesg gained since the last one reported (none for a kill)."""
+    lines = _segfaults()
+    new, daemons.segfaults_seen = lines[daemons.segfaults_seen :], len(lines)
+    return "dmesg: " + " | ".join(new) if new else ""
