@@ -16,6 +16,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -127,6 +128,81 @@ def test_a_transaction_is_not_cut_in_two(tmp_path: Path) -> None:
         stopping.check()
     row = store.run(run_id)
     assert (row["name"], row["error"]) == ("during", "both")
+
+
+# -- the runner's stop of its child ----------------------------------------------------------
+# A child that takes 1.5 s to end on SIGTERM (fio finishing its jobs, a PostgreSQL server
+# shutting down): `term` is written as it hears SIGTERM, `clean` when it ended on its own.
+_SLOW_TO_END = (
+    "trap 'touch term; sleep 1.5; touch clean; exit 0' TERM; touch ready; "
+    "while :; do sleep 0.05; done"
+)
+
+
+def _when(path: Path, then: Callable[[], None]) -> threading.Thread:
+    """`then()` from another thread as soon as `path` exists (the signal handler still runs
+    in the main thread, wherever it is: here, inside the runner's wait)."""
+
+    def wait() -> None:
+        deadline = time.monotonic() + 30
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        then()
+
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_later_signals_never_cut_the_childs_stop_short(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """SIGTERM while the child runs: the runner sends it SIGTERM and gives it 10 s. A second
+    SIGTERM and a Ctrl-C during those seconds are ignored (said so): the child ends on its
+    own, not by SIGKILL, and poolbench goes on down the first signal's path."""
+    from poolbench.system.runner import LocalRunner
+
+    me = os.getpid()
+    first = _when(tmp_path / "ready", lambda: os.kill(me, signal.SIGTERM))
+    later = _when(
+        tmp_path / "term", lambda: [os.kill(me, s) for s in (signal.SIGTERM, signal.SIGINT)]
+    )
+    t0 = time.monotonic()
+    with handlers(), pytest.raises(stopping.Stopped) as raised:
+        LocalRunner().run(["bash", "-c", f"cd {tmp_path} && {_SLOW_TO_END}"])
+    first.join(), later.join()
+    assert raised.value.signum == signal.SIGTERM
+    assert (tmp_path / "clean").exists()  # it ended by itself, its 1.5 s through
+    assert 1.5 <= time.monotonic() - t0 < 10
+    err = capfd.readouterr().err
+    for name in ("SIGTERM", "SIGINT"):
+        assert (
+            f"poolbench: {name} ignored: still waiting for bash to end (SIGKILL after 10 s)" in err
+        )
+
+
+def test_a_first_signal_during_a_timed_out_childs_stop_is_held_until_it_ended(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A command past its time limit is being stopped when SIGHUP comes: the stop finishes
+    (the child ends on its own), the time-out goes on as it would, and the signal is raised
+    by the next check."""
+    from poolbench.system.runner import LocalRunner
+
+    me = os.getpid()
+    later = _when(tmp_path / "term", lambda: os.kill(me, signal.SIGHUP))
+    raised: BaseException | None = None
+    with handlers():
+        try:  # (a Stopped escaping here would end the whole test session: caught)
+            LocalRunner().run(["bash", "-c", f"cd {tmp_path} && {_SLOW_TO_END}"], timeout=0.5)
+        except BaseException as exc:
+            raised = exc
+        later.join()
+        assert isinstance(raised, subprocess.TimeoutExpired), repr(raised)
+        assert (tmp_path / "clean").exists()
+        with pytest.raises(stopping.Stopped):
+            stopping.check()
+    assert "poolbench: SIGHUP: stopping once waiting for bash to end" in capfd.readouterr().err
 
 
 # -- the run's row --------------------------------------------------------------------------

@@ -229,7 +229,12 @@ def _spawn(
                 proc.stdin.close()
             proc.wait(timeout=timeout)
         except BaseException:
-            _terminate(proc)
+            # Its SIGTERM, 10 s to end, then SIGKILL, whole: a stop signal arriving meanwhile
+            # (the first, after a time limit ran out; or a second one) cannot cut it short.
+            with stopping.deferred(
+                f"waiting for {os.path.basename(args[0])} to end (SIGKILL after 10 s)"
+            ):
+                _terminate(proc)
             raise
         finally:
             if reap_group:
