@@ -7,9 +7,12 @@ what a boot of a real OpenZFS machine imports.
   read's import leaves no pool and no label on the disks (without `poolbench cleanup`), the
   run is interrupted by SIGTERM, and the printed command finishes it.
 * kill -9 in a write, then a power cut's state (the pool no longer imported, its labels on
-  the disks): what the boot's `zpool import -c /etc/zfs/zpool.cache -aN` does brings nothing
-  back; `poolbench cleanup` imports the pool from its own member links, destroys it, clears
-  the labels, marks the run interrupted, and the command it prints finishes the run.
+  the disks): what the boot's `zpool import -c /etc/zfs/zpool.cache -aN`
+  (zfs-import-cache.service) does brings nothing back. What zfs-import-scan.service does on
+  a host without that file (`zpool import -aN -o cachefile=none`, every pool whose labels
+  it finds) does bring it back; `poolbench cleanup` then destroys it, clears the labels,
+  marks the run interrupted, and the command it prints finishes the run; a scan after
+  cleanup finds nothing.
 """
 
 from __future__ import annotations
@@ -176,9 +179,21 @@ def test_a_power_cut_brings_nothing_back_at_boot_and_cleanup_finishes_it(tmp_pat
         sh("zpool", "import", "-c", str(SYSTEM_CACHE), "-aN")
     assert _our_pool() is None  # nothing came back
     assert _labels(disks)  # yet the disks still hold it: cleanup's to remove
+    # A host without /etc/zfs/zpool.cache runs zfs-import-scan.service at boot instead,
+    # which imports every pool whose labels it finds (here: on these disks only), ours too:
+    # no cache-file setting prevents that; the pool stays until cleanup destroys it.
+    _scan_import(disks)
+    assert _our_pool() == pool
     c = poolbench("cleanup", "--db", str(db))
     assert c.returncode == 0, c.stdout + c.stderr
     assert "run 1 marked interrupted" in c.stdout, c.stdout
     assert leftovers(scratch) == [] and _labels(disks) == [], c.stdout
+    _scan_import(disks)  # the next boot, either way, finds nothing: no label is left
+    assert _our_pool() is None
     _finish(c.stdout, db)
     assert leftovers(scratch) == [] and _labels(disks) == []
+
+
+def _scan_import(disks: list[str]) -> None:
+    """zfs-import-scan.service's `zpool import -aN -o cachefile=none`, over `disks` only."""
+    sh("zpool", "import", "-aN", "-o", "cachefile=none", *[w for d in disks for w in ("-d", d)])
