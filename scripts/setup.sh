@@ -1,15 +1,34 @@
 #!/usr/bin/env bash
-# Install what poolbench needs on a Debian machine (run as root): system packages and a
-# virtualenv in .venv with poolbench and its test tools. Safe to run again.
+# Development and CI set-up on a Debian machine (run as root): every system package the test
+# suite needs, and a virtualenv in .venv with poolbench (editable) and its test tools. Safe to
+# run again. A user who only wants to run poolbench installs it with scripts/install.sh
+# (docs/install.md) instead.
+#
+# It never removes, replaces or downgrades a package (apt-get --no-remove, after apt's own
+# simulation), and never installs zfs-fuse on a machine that has OpenZFS loaded or installed:
+# Debian's zfsutils-linux declares `Conflicts: zfs-fuse`, so apt would remove the host's ZFS.
+# There the suite's zfs-fuse tests skip, saying why, and OpenZFS is tested in the guest tier
+# (docs/openzfs-tier.md).
+#
+#   scripts/setup.sh            install what is missing, build .venv
+#   scripts/setup.sh --dry-run  apt's simulation of what it would install; nothing changes
 set -euo pipefail
-cd "$(dirname "$0")/.."
+PB_REPO=$(cd "$(dirname "$0")/.." && pwd)
+cd "$PB_REPO"
+case ${1:-} in
+  --dry-run) PB_SIMULATE=1 ;;
+  "") ;;
+  *) echo "usage: scripts/setup.sh [--dry-run]" >&2; exit 2 ;;
+esac
+# shellcheck source=scripts/lib/packages.sh
+. scripts/lib/packages.sh
+pb_require_python
 
 PACKAGES=(
   fio                 # the I/O engine
-  zfs-fuse            # ZFS (pool v23) in user space: the ZFS this kind of machine can run
   btrfs-progs xfsprogs e2fsprogs   # the other filesystems
-  bonnie++            # peer workload
   util-linux          # losetup, lsblk, blkid, wipefs, fincore
+  libfuse2            # the emulated disks' FUSE library (poolbench[emulate]: mfusepy)
   blktrace            # blktrace, blkparse: `poolbench record`
   fdisk               # sfdisk: partition tables (vdev sources, safety tests)
   lvm2                # LVM signatures in the safety tests
@@ -19,19 +38,35 @@ PACKAGES=(
                       # its DevTools pipe by the standard library: no chromedriver needed)
   python3-venv
 )
-missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# ZFS (pool v23) in user space, the ZFS this suite's real-pool tests run on, only where the
+# machine has no OpenZFS: on an OpenZFS host it is skipped, and the host's ZFS is left alone.
+flavour=$(pb_zfs_flavour)
+if [[ $flavour == openzfs ]]; then
+  say "setup: skipped zfs-fuse: this machine has OpenZFS, and Debian's zfsutils-linux" \
+      "declares Conflicts: zfs-fuse (apt would remove the host's ZFS to install it). Found:"
+  pb_openzfs_traces | sed 's/^/  - /'
+  say "  The suite's zfs-fuse tests skip here; the OpenZFS guest tier (vm/run-openzfs-tier.sh)" \
+      "tests OpenZFS without touching this machine's."
+else
+  PACKAGES+=(zfs-fuse)
 fi
 
-PY=${PYTHON:-python3}
-"$PY" -c 'import sys; assert sys.version_info >= (3, 11), "poolbench needs Python >= 3.11"'
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
+mapfile -t missing < <(pb_missing "${PACKAGES[@]}")
+if ((${#missing[@]})); then
+  pb_apt_install "${missing[@]}"
+elif [[ $PB_SIMULATE == 1 ]]; then
+  say "setup: every system package is installed already"
+fi
+if [[ $PB_SIMULATE == 1 ]]; then
+  say "setup: dry run: would create .venv and pip install -e '.[test,emulate]'; nothing was changed"
+  exit 0
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q -e '.[test]'
+.venv/bin/pip install -q -e '.[test,emulate]'
+# tests/test_wheel.py installs the built wheel into a fresh virtualenv with no index, as on
+# a machine without a checkout: the pinned runtime dependencies' wheels are kept here.
+.venv/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' >.venv/runtime-requirements.txt
+.venv/bin/pip download -q --only-binary=:all: -d .venv/wheelhouse -r .venv/runtime-requirements.txt
 echo "setup done: $(.venv/bin/poolbench --version)"

@@ -24,7 +24,13 @@ from rich.console import Console
 
 from poolbench.cli.main import main
 from poolbench.cli.study_exec import emit
-from poolbench.errors import EXIT_INPUT, EXIT_USAGE, PoolbenchError, UsageError
+from poolbench.errors import (
+    EXIT_INPUT,
+    EXIT_UNSUPPORTED,
+    EXIT_USAGE,
+    PoolbenchError,
+    UsageError,
+)
 from poolbench.store.db import Store
 from poolbench.study.model import MAX_STUDY_BYTES, Study, load, parse
 
@@ -219,6 +225,29 @@ def test_untar_without_a_tarball_is_refused_at_dry_run(
     study.write_text(GOOD + f'[workloads]\nnames = ["untar"]\ntarball = "{env}/none.tar"\n')
     out = refused(["run", str(study), "--dry-run"], capsys, env)
     assert "none.tar does not exist" in out
+
+
+def test_untar_without_the_default_tarball_is_a_missing_capability(
+    env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default tree not installed is what `poolbench doctor` lists as missing (exit 7,
+    its name and id), not a path the user mistyped (exit 5)."""
+    from poolbench.study.builtin import fs_compare
+
+    default = env / "usr-src" / "linux-source-6.1.tar.xz"
+    monkeypatch.setattr(fs_compare, "DEFAULT_TARBALL", str(default))
+    study = env / "s.toml"
+    study.write_text(GOOD + f'[workloads]\nnames = ["untar"]\ntarball = "{default}"\n')
+    before = tree(env)
+    code, out = run_cli(["run", str(study), "--dry-run"], capsys)
+    assert code == EXIT_UNSUPPORTED, out
+    assert f"extracts {default} by default, and this machine does not have it" in out
+    assert "apt-get install --no-remove linux-source-6.1" in out
+    flat = " ".join(out.split())
+    assert flat.endswith(
+        "`poolbench doctor` shows what this machine has: a kernel source tarball [untar-tarball]."
+    ), flat
+    assert tree(env) == before
 
 
 def test_no_backend_says_zfs_was_assumed(env: Path, capsys: pytest.CaptureFixture[str]) -> None:

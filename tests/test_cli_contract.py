@@ -85,6 +85,7 @@ RUNS: dict[str, list[tuple[list[str], str]]] = {
     "study": [(["study", "--list"], TABLE)],
     "cleanup": [(["cleanup", "--dry-run", "--db", "{db}"], TEXT)],
     "record": [(["record", "--list", "--db", "{db}"], TABLE)],
+    "doctor": [(["doctor"], TEXT), (["doctor", "--json"], JSON)],
     "import": [(["import", "{db}", "--json", "--db", "{other}"], JSON)],
     **{name: [] for name in ("demo", "bench", "run", "disks", "hosts")},
 }  # fmt: skip
@@ -115,6 +116,7 @@ def test_each_command_fits_80_columns_and_exits_0(name: str, db: Path, tmp_path:
 SECTIONS = {
     "runs": "# Every other `--json`", "workloads": "# Every other `--json`",
     "plan": "# Every other `--json`", "import": "# Every other `--json`",
+    "doctor": "# Every other `--json`",
     "report": "# `poolbench report RUN --json`",
     "compare": "# `poolbench compare RUN_A RUN_B --json`",
     "export": "# `poolbench export`",
@@ -122,6 +124,7 @@ SECTIONS = {
 SUBSECTIONS = {
     "runs": "## `poolbench runs --json`", "workloads": "## `poolbench workloads --json`",
     "plan": "## `poolbench plan ... --json`", "import": "## `poolbench import OTHER.db --json`",
+    "doctor": "## `poolbench doctor --json`",
 }  # fmt: skip
 
 

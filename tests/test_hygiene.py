@@ -77,3 +77,19 @@ def test_the_readme_is_a_first_screen_and_every_link_resolves() -> None:
             seen.add(nxt)
             todo.append(nxt)
     assert set(pages) <= seen, sorted(p.name for p in set(pages) - seen)
+
+
+def test_the_version_is_the_newest_release_of_the_changelog() -> None:
+    """A release is cut by dating CHANGELOG.md's Unreleased entries under a version and
+    giving the package that version: `poolbench --version`, the wheel's name and doctor all
+    say the release a user can look up."""
+    import tomllib
+
+    from poolbench import __version__
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    releases = re.findall(
+        r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d\d-\d\d$", (ROOT / "CHANGELOG.md").read_text(), re.M
+    )
+    assert releases, "CHANGELOG.md has no dated release"
+    assert project["version"] == __version__ == releases[0]

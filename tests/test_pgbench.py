@@ -164,7 +164,7 @@ def test_no_postgresql_is_unsupported(tmp_path: Path) -> None:
     with pytest.raises(Unsupported) as e:
         pgserver.bindir(tmp_path / "nothing")
     assert e.value.exit_code == EXIT_UNSUPPORTED
-    assert "apt-get install postgresql postgresql-contrib" in str(e.value)
+    assert "apt-get install --no-remove postgresql postgresql-contrib" in str(e.value)
 
 
 def test_newest_postgresql_is_chosen(tmp_path: Path) -> None:

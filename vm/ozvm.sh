@@ -35,6 +35,7 @@ BOOT=$OZVM_DIR/boot
 LOG=$OZVM_DIR/build.log
 TIMES=$OZVM_DIR/build-times.txt
 VENV=/opt/poolbench-venv                       # inside the guest
+WHEELS=/opt/poolbench-wheels                   # inside the guest: the runtime dependencies' wheels
 STAGES=(debootstrap packages zfs tools venv configure image)
 # Debian packages of the guest, besides the kernel and ZFS
 GUEST_PKGS=systemd-sysv,udev,kmod,procps,e2fsprogs,initramfs-tools,zstd,less,fio,fdisk,util-linux,ca-certificates,python3,python3-venv,python3-pip
@@ -72,14 +73,21 @@ guest_kver() { ls "$ROOTFS/lib/modules" | sort -V | tail -1; }
 # The requirements baked into the guest venv: pyproject's pinned runtime dependencies and the
 # test extras (without the linters, which the guest does not run). A change re-runs `venv`.
 requirements() {
-  python3 - "$REPO/pyproject.toml" <<'PY'
+  python3 - "$REPO/pyproject.toml" "$WHEELS" <<'PY'
 import sys, tomllib
 p = tomllib.load(open(sys.argv[1], "rb"))["project"]
 reqs = list(p["dependencies"]) + list(p.get("optional-dependencies", {}).get("test", []))
 # The guest never runs zfs-fuse, so it has no crashed daemon to retry a test for.
 skip = ("ruff", "mypy", "pytest-rerunfailures")
 print("\n".join(r for r in reqs if not r.split("=")[0].split(">")[0].strip().startswith(skip)))
+# (a line of its own, so that an image built before the wheelhouse rebuilds its venv)
+print(f"# and a wheelhouse of the runtime dependencies in {sys.argv[2]}")
 PY
+}
+# pyproject's runtime dependencies alone: the wheels a user's install of the poolbench wheel
+# needs, kept in the image (WHEELS) for the guest's user-path test (no network at run time).
+runtime_requirements() {
+  python3 -c 'import sys, tomllib; print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))' "$REPO/pyproject.toml"
 }
 
 # ---------------------------------------------------------------- build stages
@@ -140,9 +148,11 @@ _tools() {
 _venv() {
   chroot_setup
   requirements >"$ROOTFS/tmp/requirements.txt"
+  runtime_requirements >"$ROOTFS/tmp/runtime.txt"
   # pip trusts the host's CA bundle (a TLS-inspecting proxy's CA may only be there)
   cp -L "${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}" "$ROOTFS/tmp/host-ca.crt"
-  in_chroot "rm -rf $VENV && python3 -m venv $VENV
+  in_chroot "rm -rf $VENV $WHEELS && python3 -m venv $VENV
+             PIP_CERT=/tmp/host-ca.crt $VENV/bin/pip download -q --no-cache-dir --only-binary=:all: -d $WHEELS -r /tmp/runtime.txt
              PIP_CERT=/tmp/host-ca.crt $VENV/bin/pip install -q --no-cache-dir -r /tmp/requirements.txt
              $VENV/bin/python -c 'import click, rich, pydantic, numpy, scipy, pytest, hypothesis'
              $VENV/bin/python -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])' >/tmp/purelib

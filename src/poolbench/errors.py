@@ -16,7 +16,7 @@ EXIT_BUG = 3
 EXIT_TRIALS_FAILED = 4  # the study finished, but K of its trials failed (stored, resumable)
 EXIT_INPUT = 5
 EXIT_REFUSED = 6
-EXIT_UNSUPPORTED = 7  # what this ZFS lacks (zfs-fuse: dRAID, sync, ...); nothing created
+EXIT_UNSUPPORTED = 7  # what this machine lacks (zfs-fuse: dRAID, sync, ...); nothing created
 # A stop signal: 128 + its number, as shells report a command a signal ended. Each takes the
 # Ctrl-C path (system/stopping.py): children stopped, everything torn down, the run kept.
 EXIT_HANGUP = 129  # SIGHUP: the terminal or SSH session closed
@@ -40,9 +40,12 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     (EXIT_REFUSED, "refused", "refused for safety before anything was changed: a device in "
      "use, one that changed between planning and its first write, or a destruction not "
      "confirmed"),
-    (EXIT_UNSUPPORTED, "unsupported", "this machine's ZFS or kernel cannot run what the "
-     "study asks (dRAID, sync on zfs-fuse, a disk cap or slow member without a blkio "
-     "throttle, ...); refused before anything was created"),
+    (EXIT_UNSUPPORTED, "unsupported", "this machine lacks what the command asks: its ZFS "
+     "or kernel cannot run what the study asks (dRAID, sync on zfs-fuse, a disk cap or slow "
+     "member without a blkio throttle, ...) or a part it needs is missing (PostgreSQL, the "
+     "untar tarball), named as `poolbench doctor` names it and refused before anything was "
+     "created; `poolbench doctor` itself exits 7 only when poolbench's core (fio, and a ZFS "
+     "or a directory to bench) is missing"),
     (EXIT_HANGUP, "hangup", "stopped by SIGHUP (the terminal or SSH session closed): "
      "torn down as for Ctrl-C, what was finished is kept, the run is resumable"),
     (EXIT_INTERRUPTED, "interrupted", "stopped by Ctrl-C (SIGINT): everything created is torn "
@@ -85,9 +88,14 @@ class CommandLineError(UsageError):
 
 class Unsupported(UsageError):
     """A study asks for what this machine's ZFS lacks (zfs-fuse has no dRAID, no sync
-    property, ...): refused before anything is created."""
+    property, ...): refused before anything is created. `capability` is the id of what is
+    missing in poolbench/capabilities.py, the list `poolbench doctor` shows."""
 
     exit_code = EXIT_UNSUPPORTED
+
+    def __init__(self, problem: str, fix: str = "", capability: str = "") -> None:
+        super().__init__(problem, fix)
+        self.capability = capability
 
 
 class Refused(PoolbenchError):

@@ -93,6 +93,16 @@ def check_figures(rows: list[dict[str, Any]]) -> None:
             assert moved >= SHORTFALL * r["app_bytes"], f"{what}; devices moved {moved}"
 
 
+def raidz_write_cost(width: int, parity: int, ashift: int = 12, record: int = 128 << 10) -> float:
+    """Sectors a raidz vdev writes per data sector for one full record (vdev_raidz_asize):
+    ceil(data / data columns) rows of parity, the total rounded up to a multiple of
+    parity + 1 (the skip sectors)."""
+    data = record >> ashift
+    rows = -(-data // (width - parity))
+    total = data + rows * parity
+    return -(-total // (parity + 1)) * (parity + 1) / data
+
+
 def leftovers(scratch: Path) -> list[str]:
     """Pools, md arrays, mounts and loop devices a run may have left."""
     left = [f"pool {p}" for p in sh("zpool", "list", "-H", "-o", "name").stdout.split()]

@@ -22,6 +22,7 @@ from .studykit import (
     export,
     leftovers,
     poolbench,
+    raidz_write_cost,
     scratch_disks,
 )
 
@@ -39,16 +40,6 @@ def _study(tmp_path: Path, name: str, disks: list[str], *opts: str) -> list[dict
     status = sqlite3.connect(db).execute("SELECT status FROM runs").fetchone()[0]
     assert status == "finished"
     return export(db)
-
-
-def _raidz_write_cost(width: int, parity: int, ashift: int = 12, record: int = 128 << 10) -> float:
-    """Sectors a raidz vdev writes per data sector for one full record (vdev_raidz_asize):
-    ceil(data / data columns) rows of parity, the total rounded up to a multiple of
-    parity + 1 (the skip sectors)."""
-    data = record >> ashift
-    rows = -(-data // (width - parity))
-    total = data + rows * parity
-    return -(-total // (parity + 1)) * (parity + 1) / data
 
 
 def test_parity_study_on_whole_disks(tmp_path: Path) -> None:
@@ -73,7 +64,7 @@ def test_parity_study_on_whole_disks(tmp_path: Path) -> None:
                if r["workload"] == "seq-write" and f"raidz{p}:" in r["config"]]
            for p in (1, 2, 3)}  # fmt: skip
     for p, ratios in amp.items():
-        cost = _raidz_write_cost(5, p)
+        cost = raidz_write_cost(5, p)
         assert all(0.95 * cost <= x <= 1.2 * cost for x in ratios), (p, cost, ratios)
 
 

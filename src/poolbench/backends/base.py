@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast, runtime_checkable
 
-from poolbench.errors import UsageError
+from poolbench import capabilities
+from poolbench.errors import Unsupported, UsageError
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
 from poolbench.zfs.parse import IostatRow
@@ -32,6 +33,14 @@ class Availability:
     reason: str = ""  # why not, and how to fix it
     version: str = ""
     dialect: str = ""  # zfs: "openzfs" | "zfs-fuse"
+
+
+def unavailable(backend: str, reason: str, fix: str = "") -> Unsupported:
+    """A backend this machine cannot run (its programs or kernel driver missing), refused
+    with the capability `poolbench doctor` lists it as (zfs, btrfs, md)."""
+    return capabilities.unsupported(
+        backend, f"The {backend} backend is not available: {reason}", fix
+    )
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from poolbench.backends import fragmentation
 from poolbench.backends._common import block_names, is_block, mount_at, remount_cold
-from poolbench.backends.base import Availability, Pool, PoolSpec
+from poolbench.backends.base import Availability, Pool, PoolSpec, unavailable
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Entry, Journal
@@ -113,7 +113,7 @@ class BtrfsBackend:
     def validate(self, spec: PoolSpec) -> None:
         a = self.check()
         if not a.ok:
-            raise UsageError(f"The btrfs backend is not available: {a.reason}", "")
+            raise unavailable("btrfs", a.reason)
         _check_option_names(spec)
         for what, profile in (("data", spec.layout), ("metadata", self.metadata_profile(spec))):
             self._check_profile(what, profile, len(spec.devices))

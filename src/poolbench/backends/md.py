@@ -27,7 +27,7 @@ from pathlib import Path
 from poolbench import is_digits
 from poolbench.backends import fragmentation
 from poolbench.backends._common import block_names, mount_at, remount_cold
-from poolbench.backends.base import Availability, Pool, PoolSpec
+from poolbench.backends.base import Availability, Pool, PoolSpec, unavailable
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Entry, Journal
@@ -99,7 +99,7 @@ class MdBackend:
     def validate(self, spec: PoolSpec) -> None:
         a = self.check()
         if not a.ok:
-            raise UsageError(f"The md backend is not available: {a.reason}", "")
+            raise unavailable("md", a.reason)
         self.validate_spec(spec)
 
     @staticmethod

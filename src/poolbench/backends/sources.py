@@ -14,6 +14,11 @@ On block devices three vdev sources answer the NAS builder's question of mixed d
 Everything is journaled *before* it is made: the scratch directory and each file
 (`path_created`), each loop device (`loop_intent(file)`; teardown detaches whatever loop device
 then backs the file, so a crash between `losetup` and recording its name leaks nothing).
+
+Loop devices come in three kinds: as fast as the sparse file under them, capped at a byte
+rate (`[disks] cap`, the blkio throttle), or disks with a head (`[disks] model`): the loop
+device goes over the `disk.img` of a disk emulator (emulate/), which gives every request its
+seek, rotation and transfer time; its bytes live in the emulator's memory, not in a file.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from typing import TYPE_CHECKING
 
 from poolbench import is_digits
 from poolbench.backends._common import block_names, is_block, size_of
+from poolbench.emulate import process as emulated
+from poolbench.emulate.model import HddParams
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.claims import ClaimSet
@@ -54,6 +61,7 @@ class DiskSet:
     partitioning: str = "whole"
     files: list[Path] = field(default_factory=list)  # backing files (files, loop)
     whole: list[str] = field(default_factory=list)  # the loop devices / disks under partitions
+    model: HddParams | None = None  # emulated disks with a head: their figures
 
     @property
     def block_devices(self) -> list[str]:
@@ -67,6 +75,7 @@ class DiskSet:
             "partitioning": self.partitioning,
             "files": [str(f) for f in self.files],
             "whole": self.whole,
+            **({"model": self.model.as_dict()} if self.model else {}),
         }
 
 
@@ -103,7 +112,8 @@ def loop_devices(runner: Runner, journal: Journal, files: Sequence[Path]) -> lis
             ["losetup", "--find", "--show", "--direct-io=on", "--partscan", str(f)]
         ).stdout.strip()
         if runner.dry_run:
-            dev = f"/dev/loop-for-{f.name}"
+            # (an emulated disk's file is disk.img in its own mountpoint: named by that)
+            dev = f"/dev/loop-for-{f.parent.name if f.name == emulated.DISK_FILE else f.name}"
         elif not dev.startswith("/dev/loop"):
             raise PoolbenchError(
                 f"losetup gave no device for {f} ({dev!r}).", "Check loop support."
@@ -213,10 +223,11 @@ def provide(
     slice_bytes: int | None = None,
     claims: ClaimSet | None = None,
     cap_bytes_per_s: int | None = None,
+    model: HddParams | None = None,
 ) -> DiskSet:
     """Make (or take) the devices for one pool; everything made is journaled first. Loop
     devices are capped at `cap_bytes_per_s` each when given (emulated disks of a known
-    speed: system/throttle.py)."""
+    speed: system/throttle.py), or go over disk emulators with the figures `model`."""
     if source not in SOURCES:
         raise UsageError(f"Unknown disk source '{source}'.", f"Use {', '.join(SOURCES)}.")
     if source == "devices":
@@ -225,6 +236,11 @@ def provide(
         return DiskSet(parts, source, partitioning, [], whole)
     if scratch is None:
         raise UsageError("Sparse-file disks need a scratch directory.", "")
+    if model is not None:
+        served = emulated_disks(journal, scratch, sizes, model)
+        loops = loop_devices(runner, journal, served)
+        parts = partition(runner, journal, loops, partitioning, slice_bytes)
+        return DiskSet(parts, source, partitioning, served, loops, model)
     files = sparse_files(journal, scratch, sizes)
     if source == "files":
         if partitioning != "whole":
@@ -238,6 +254,39 @@ def provide(
         cap_devices(journal, loops, cap_bytes_per_s)
     parts = partition(runner, journal, loops, partitioning, slice_bytes)
     return DiskSet(parts, source, partitioning, files, loops)
+
+
+def check_emulation(disks: Disks, dry_run: bool = False) -> None:
+    """Refuse emulated disks this machine cannot serve, before anything is made."""
+    if disks.model is not None and not dry_run:
+        emulated.check(disks.size_bytes * disks.count, disks.model.name)
+
+
+def emulated_disks(
+    journal: Journal, directory: Path, sizes: Sequence[int], model: HddParams
+) -> list[Path]:
+    """One disk emulator per size, mounted in `directory` (made too, if missing); returns
+    the files the loop devices go over. Each is journaled before it starts, after its
+    mountpoint: teardown stops it once its loop device is gone, then removes the directory."""
+    runner = journal.runner
+    if not runner.dry_run:
+        emulated.check(sum(sizes), model.name)
+    if not directory.exists():
+        journal.path_created(str(directory))
+        if not runner.dry_run:
+            directory.mkdir(parents=True)
+    served = []
+    for i, size in enumerate(sizes):
+        d = emulated.EmulatedDisk(directory / f"seek{i}")
+        journal.dir_created(str(d.mountpoint))
+        if not runner.dry_run:
+            d.mountpoint.mkdir()
+        for made in (d.pidfile, d.log):
+            journal.path_created(str(made))
+        journal.emulated_disk_intent(str(d.mountpoint))
+        emulated.start(runner, d, size, model.as_dict(), seed=i)
+        served.append(d.disk)
+    return served
 
 
 def cap_devices(
@@ -288,6 +337,7 @@ def make_disks(
         slice_bytes=parse_size(disks.slice_size) if disks.slice_size else None,
         claims=claims,
         cap_bytes_per_s=int(disks.cap * MiB) if disks.cap else None,
+        model=disks.model.params() if disks.model else None,
     ).devices
 
 

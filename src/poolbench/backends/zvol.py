@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
-from poolbench import is_digits
+from poolbench import capabilities, is_digits
 from poolbench.backends._common import wait_for
-from poolbench.errors import PoolbenchError, Unsupported, UsageError
+from poolbench.errors import PoolbenchError, UsageError
 from poolbench.system.runner import Runner
 from poolbench.zfs import ops
 from poolbench.zfs.errors import ZfsCommandError
@@ -72,7 +72,8 @@ def validate(volume: Mapping[str, str], fs_options: Mapping[str, str], fuse: boo
     if target != "zvol":
         return
     if fuse:
-        raise Unsupported(
+        raise capabilities.unsupported(
+            "zvols",
             f"target=zvol: {version} has no zvols (ZFS volumes are not part of zfs-fuse).",
             "Measure datasets on zfs-fuse, or run the zvol configurations on OpenZFS (the "
             "guest tier: vm/run-openzfs-tier.sh).",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from poolbench.capabilities import install_hint
 from poolbench.cli.claiming import claim_from_cli
 from poolbench.cli.common import open_store
 from poolbench.engine.screen_compare import SLOW_RULE, advice, slow_disks
@@ -82,7 +83,7 @@ def run_screen(req: ScreenRequest) -> None:
     runner: Runner = LocalRunner()
     if runner.which("fio") is None:
         raise ToolMissingError("fio is not installed: the screen measures with fio.",
-                               "Install fio (Debian: apt install fio).")  # fmt: skip
+                               install_hint("fio"))  # fmt: skip
     runner, disks = _targets(runner, req)
     store = open_store(req.db, "write")
     minutes = req.options.seconds_per_disk() * len(disks) / 60

@@ -61,6 +61,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "poolbench.cli.plan_cmd:plan",
         "What each layout of your disks gives you, before you buy or wipe anything.",
     ),
+    "doctor": (
+        "poolbench.cli.doctor_cmd:doctor",
+        "Every capability poolbench uses, found on this machine or missing, with what "
+        "provides it, what a missing one disables and the one command that adds it here.",
+    ),
     "disks": (
         "poolbench.cli.disks_cmd:disks",
         "List every block device and whether poolbench may use it.",

@@ -153,8 +153,8 @@ def run(
     if study_file is None:
         raise CommandLineError(
             "poolbench run needs a study file (or --resume RUN, to finish a stored run).",
-            "Example: poolbench run examples/parity.toml; 'poolbench study --list' shows the "
-            "built-in studies.",
+            "Example: poolbench study parity --print-toml > parity.toml; poolbench run "
+            "parity.toml ('poolbench study --list' shows the built-in studies).",
         )
     study, text = load_study(study_file)
     study = override_min_window(_override_disks(study, disks), min_window)

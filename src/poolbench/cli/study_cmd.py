@@ -108,7 +108,10 @@ def _list(console: Console) -> None:
             ", ".join(f"--{k.replace('_', '-')}" for k in b.options),
         )
     console.print(t)
-    console.print("Each is also an editable study file: examples/<study>.toml (poolbench run).")
+    console.print(
+        "Each is also an editable study file: poolbench study NAME --print-toml > NAME.toml, "
+        "then poolbench run NAME.toml (a checkout has them in examples/)."
+    )
 
 
 # Study options that are one number: typed here, so `--replicates abc` is a usage error.

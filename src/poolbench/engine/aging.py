@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
 
+from poolbench import capabilities
 from poolbench.backends.base import Backend, Pool, SupportsFragmentation, capability
-from poolbench.errors import PoolbenchError, Unsupported
+from poolbench.errors import PoolbenchError
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -290,7 +291,8 @@ def check(backend: str, dialect: str, levels: Mapping[str, str]) -> None:
     if backend == "zfs" and dialect == "openzfs":
         return
     what = "zfs-fuse (pool version 23)" if backend == "zfs" else f"the {backend} backend"
-    raise Unsupported(
+    raise capabilities.unsupported(
+        "fragmentation",
         f"frag_target={levels['frag_target']} needs the pool's free-space fragmentation "
         f"figure, which {what} does not report; nothing was created.",
         "Remove frag_target (the aging rounds and fill are still recorded), or run on "

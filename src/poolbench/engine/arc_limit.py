@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from poolbench import capabilities
 from poolbench.errors import PoolbenchError, Unsupported
 from poolbench.guards.cache import ARCSTATS, read_arcstats
 from poolbench.records.jsontypes import JsonObject
@@ -39,7 +40,8 @@ def check(levels: Mapping[str, str], dialect: str = "openzfs") -> None:
     if value is None:
         return
     if dialect == "zfs-fuse":
-        raise Unsupported(
+        raise capabilities.unsupported(
+            "arc-limit",
             "The study lowers the ARC's ceiling (arc_max), but this machine's ZFS is zfs-fuse "
             "(pool version 23), which has no zfs_arc_max and no arcstats in /proc; nothing "
             "was created.",
@@ -68,7 +70,8 @@ def apply(
     stats = read_arcstats(arcstats) or {}
     c_max, c_min = stats.get("c_max"), stats.get("c_min")
     if modparams.read(modparams.ARC_MAX, root) is None or c_max is None or c_min is None:
-        raise Unsupported(
+        raise capabilities.unsupported(
+            "arc-limit",
             f"The trial lowers the ARC to {want // MiB} MiB, but {root}/{modparams.ARC_MAX} "
             f"or {arcstats} cannot be read: this ZFS is not OpenZFS (zfs-fuse keeps its ARC "
             "in its daemon), or its module is not loaded.",

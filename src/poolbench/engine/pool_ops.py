@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, TypedDict
 
+from poolbench import capabilities
 from poolbench.backends import zvol
 from poolbench.backends.base import (
     Backend,
@@ -42,7 +43,7 @@ from poolbench.backends.zfs import expansion_supported, show_trial_operation
 from poolbench.engine import pgbench_run
 from poolbench.engine.pool_hooks import PoolHooks, usable_bytes
 from poolbench.engine.session import BlockDevice, Subject, block_device_refusal
-from poolbench.errors import Unsupported, UsageError
+from poolbench.errors import UsageError
 from poolbench.guards import geometry
 from poolbench.guards.devices import MountInfo, Target, mount_of
 from poolbench.records.findings import Findings
@@ -127,7 +128,8 @@ def _check_expand(backend: str, layout: str, n_disks: int, version: str) -> None
     """RAIDZ expansion needs OpenZFS >= 2.3, a raidz vdev and a disk the layout leaves
     unused."""
     if backend == "zfs" and version and not expansion_supported(version):
-        raise Unsupported(
+        raise capabilities.unsupported(
+            "raidz-expansion",
             f"expand (RAIDZ expansion) needs OpenZFS 2.3 or later; this ZFS is {version}.",
             "Drop the expand workload, or run the study on OpenZFS >= 2.3 (the guest tier: "
             "vm/run-openzfs-tier.sh).",

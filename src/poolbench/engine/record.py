@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from poolbench.capabilities import doctor_hint, install_hint
 from poolbench.engine import blkftrace
 from poolbench.errors import CommandLineError, PoolbenchError, Refused, UsageError
 from poolbench.guards.devices import mounts
@@ -79,14 +80,12 @@ def check_can_record(runner: Runner, seconds: int) -> None:
     if os.geteuid() != 0:
         raise Refused(
             "Recording a block trace needs root (blktrace's kernel interface and debugfs).",
-            "Run `sudo poolbench record ...`; nothing on the device is changed.",
+            "Run `sudo poolbench record ...`; nothing on the device is changed. "
+            + doctor_hint("root"),
         )
     for tool in ("blktrace", "blkparse"):
         if runner.which(tool) is None:
-            raise PoolbenchError(
-                f"'{tool}' is not installed or not on PATH.",
-                "Install it (Debian package: blktrace; scripts/setup.sh installs it).",
-            )
+            raise PoolbenchError(f"'{tool}' is not installed or not on PATH.", install_hint(tool))
 
 
 def fs_mountpoint(fstype: str, mountinfo: Path = MOUNTINFO) -> str | None:

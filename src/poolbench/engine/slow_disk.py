@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TypedDict
 
-from poolbench.errors import Unsupported, UsageError
+from poolbench import capabilities
+from poolbench.errors import UsageError
 from poolbench.safety.journal import Journal
 from poolbench.study.model import Disks
 from poolbench.system import throttle as blkio
@@ -63,11 +64,13 @@ def check_throttle(disks: Disks, configs: Sequence[Mapping[str, str]], why: str 
         return
     slowed = any(int(c.get("slow_member", NONE)) < NONE for c in configs)
     if not slowed:
-        raise Unsupported(
+        raise capabilities.unsupported(
+            "blkio-throttle",
             f"The study caps its disks at {disks.cap:g} MiB/s, but {why}.",
             "Remove [disks] cap to measure the sparse files as they are.",
         )
-    raise Unsupported(
+    raise capabilities.unsupported(
+        "blkio-throttle",
         f"The study slows one disk to a share of its peers' {disks.cap:g} MiB/s with a cgroup "
         f"v1 blkio throttle, but {why}; nothing was created. Without the throttle no disk "
         "would be slower than its peers and the study would measure nothing.",

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from poolbench.backends import registry
-from poolbench.backends.base import Availability, Backend, Pool
+from poolbench.backends.base import Availability, Backend, Pool, unavailable
 from poolbench.engine import aging, arc_limit, lifecycle, pool_ops, replicates, slow_disk, trial
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import TrialConfig
@@ -122,6 +122,9 @@ class StudyRun:
             )
         self._check_fio()
         pool_ops.check_loop_scratch(self.study.disks, self.paths.scratch)
+        from poolbench.backends import sources
+
+        sources.check_emulation(self.study.disks, self.runner.dry_run)
         slow_disk.check_throttle(self.study.disks, [dict(c.levels) for c in self.configs])
         found: dict[str, Availability] = {}
         dummy = [f"/dev/disk{i}" for i in range(n)]
@@ -131,8 +134,9 @@ class StudyRun:
                 backend = self.make_backend(name, self.runner)
                 avail = backend.check()
                 if not avail.ok:
-                    raise UsageError(
-                        f"The {name} backend is not available: {avail.reason}",
+                    raise unavailable(
+                        name,
+                        avail.reason,
                         "Remove it from the study's backend factor, or install what it needs.",
                     )
                 self.backends[name] = backend

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Required, TypedDict, cast
 
+from poolbench.emulate import process as emulated
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import mounts
 from poolbench.safety.creating import await_create
@@ -72,7 +73,7 @@ class Entry(TypedDict, total=False):
     """One journal line: `kind` says what was made, the other keys identify it (which keys
     each kind has is set by its recording method below)."""
 
-    kind: Required[str]  # pool_intent pool mount loop loop_intent throttle md partition_table..
+    kind: Required[str]  # pool_intent pool mount loop loop_intent throttle emulated_disk md ..
     name: str  # a pool's name
     guid: int  # the pool's GUID read back after `zpool create`
     members: list[str]  # a pool's or an md array's member devices
@@ -183,6 +184,11 @@ class Journal:
         loop device's number, and a rule on it, outlive the detach)."""
         self._add({"kind": "throttle", "device": device, "majmin": majmin,
                    "bytes_per_s": int(bytes_per_s), "root": root})  # fmt: skip
+
+    def emulated_disk_intent(self, mountpoint: str) -> None:
+        """Record, *before* it starts, a disk emulator to serve at `mountpoint`
+        (emulate/process.py); teardown unmounts it and sees its process gone."""
+        self._add({"kind": "emulated_disk", "mountpoint": mountpoint})
 
     def param_set(self, name: str, original: int, value: int, effective: int, root: str) -> None:
         """Record, *before* it is written, a module parameter (system/modparams.py) about to
@@ -333,6 +339,12 @@ class Journal:
             return f"the cap on {e['device']} ({majmin}) is now {now}, not ours; left alone"
         throttle.set_cap(majmin, 0, root)
         return ""
+
+    def _undo_emulated_disk(self, e: Entry) -> str:
+        if self.runner.dry_run:
+            self.runner.run(["umount", str(e["mountpoint"])])
+            return ""
+        return emulated.stop(self.runner, Path(str(e["mountpoint"])), self.mountinfo)
 
     def _undo_param(self, e: Entry) -> str:
         name, root = str(e["name"]), Path(str(e["root"]))

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from poolbench import is_digits
+from poolbench import capabilities, is_digits
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import SPA_MINDEVSIZE, predicted_usable
 from poolbench.units import parse_size
@@ -143,6 +143,20 @@ def check_tarball(study: Study) -> None:
     tarball = study.workloads.tarball
     if tarball and Path(tarball).is_file() and os.access(tarball, os.R_OK):
         return
+    from poolbench.study.builtin.fs_compare import DEFAULT_TARBALL
+
+    another = (
+        "give another source tree with [workloads] tarball = FILE.tar[.xz|.gz] (poolbench "
+        "study: --tarball FILE)"
+    )
+    if tarball == DEFAULT_TARBALL and not Path(tarball).exists():
+        # the default tree is a package this machine lacks, not a path the user mistyped
+        raise capabilities.unsupported(
+            "untar-tarball",
+            f"The untar workload extracts {tarball} by default, and this machine does not "
+            "have it; nothing was created.",
+            f"Install it (Debian: apt-get install --no-remove linux-source-6.1), or {another}",
+        )
     if not tarball:
         what = "no tarball is set"
     elif not Path(tarball).exists():
@@ -151,6 +165,6 @@ def check_tarball(study: Study) -> None:
         what = f"its tarball {tarball} is not a readable file"
     raise UsageError(
         f"The untar workload needs a source tree to extract, but {what}.",
-        "Install it (Debian: apt install linux-source-6.1) or give another source tree "
-        "with [workloads] tarball = FILE.tar[.xz|.gz] (poolbench study: --tarball FILE).",
+        f"Install linux-source-6.1 (Debian: apt-get install --no-remove linux-source-6.1) or "
+        f"{another}. " + capabilities.doctor_hint("untar-tarball"),
     )

@@ -15,6 +15,8 @@ source = "loop"               # loop | files | devices
 vdev_source = "whole"         # whole | partition | slice
 # slice_size = "256M"
 # cap = 20                    # MiB/s per loop device (blkio throttle): disks of a known speed
+# model = "hdd-7200"          # or disks with a head: seek, rotation, zoned transfer (not with
+#                             # cap); figures overridable: model = {name = "hdd-7200", rpm = 5400}
 
 [factors]                     # every combination of levels is one configuration
 backend = ["zfs"]
@@ -50,6 +52,7 @@ from pydantic import (
     model_validator,
 )
 
+from poolbench.emulate.model import PRESETS, HddParams
 from poolbench.errors import UsageError
 from poolbench.planner.layout import check_widths
 from poolbench.study import consistency
@@ -133,6 +136,39 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class DiskModel(_Strict):
+    """`[disks] model`: emulated disks with a head (emulate/model.py, docs/emulated-disks.md).
+    A preset's name, with any of its datasheet figures overridden; None keeps the preset's."""
+
+    name: Literal["hdd-7200"] = "hdd-7200"
+    rpm: float | None = Field(default=None, ge=3600, le=20_000, allow_inf_nan=False)
+    single_track_ms: float | None = Field(default=None, gt=0, le=100, allow_inf_nan=False)
+    avg_seek_ms: float | None = Field(default=None, gt=0, le=100, allow_inf_nan=False)
+    full_stroke_ms: float | None = Field(default=None, gt=0, le=100, allow_inf_nan=False)
+    outer_mb_s: float | None = Field(default=None, gt=0, le=10_000, allow_inf_nan=False)
+    inner_mb_s: float | None = Field(default=None, gt=0, le=10_000, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _a_disk(self) -> DiskModel:
+        problems = self.params().problems()
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def params(self) -> HddParams:
+        """The preset with this table's figures in place of its own."""
+        given = {k: v for k, v in self.model_dump(exclude={"name"}).items() if v is not None}
+        return HddParams.from_dict({**PRESETS[self.name].as_dict(), **given})
+
+    def describe(self) -> str:
+        p = self.params()
+        return (
+            f"{p.name}: {p.rpm:g} rpm, seek {p.single_track_ms:g}/{p.avg_seek_ms:g}/"
+            f"{p.full_stroke_ms:g} ms (track/average/full stroke), {p.outer_mb_s:g} to "
+            f"{p.inner_mb_s:g} MB/s outer to inner"
+        )
+
+
 class Disks(_Strict):
     count: int = Field(default=0, ge=0, le=64)
     size: str = "512M"
@@ -143,6 +179,14 @@ class Disks(_Strict):
     # MiB/s: each loop device capped for reads and writes (emulated disks of a known speed,
     # system/throttle.py); None: the sparse files as fast as this machine's disk is.
     cap: float | None = Field(default=None, gt=0, le=1_000_000, allow_inf_nan=False)
+    # Emulated disks with a head instead: each loop device over a FUSE server that gives
+    # every request its seek, rotation and transfer time (emulate/). A name or a table.
+    model: DiskModel | None = None
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_by_name(cls, v: object) -> object:
+        return {"name": v} if isinstance(v, str) else v
 
     @field_validator("size", "slice_size")
     @classmethod
@@ -168,6 +212,17 @@ class Disks(_Strict):
             raise ValueError(
                 f'cap needs source = "loop" (it caps the loop devices poolbench makes), not '
                 f'"{self.source}": a real disk is measured at its own speed'
+            )
+        if self.model is not None and self.source != "loop":
+            raise ValueError(
+                f'model needs source = "loop" (the emulated disks are loop devices poolbench '
+                f'makes), not "{self.source}": a real disk has its own head'
+            )
+        if self.model is not None and self.cap is not None:
+            raise ValueError(
+                "model and cap are two kinds of emulated disk: a disk with a head (model) "
+                "serves each request in its seek, rotation and transfer time, a capped one "
+                "(cap) at a rate in bytes per second; keep one of them"
             )
         return self
 
@@ -196,6 +251,9 @@ class Disks(_Strict):
             return f"disks: {len(self.devices)} devices: {', '.join(self.devices)}"
         kind = "sparse files" if self.source == "files" else "sparse files as loop devices"
         capped = f", each capped at {self.cap:g} MiB/s" if self.cap else ""
+        if self.model is not None:
+            kind = "emulated disks with a head, loop devices"
+            capped = f" ({self.model.describe()})"
         return f"disks: {self.count} {kind} of {self.size} = {self.size_bytes:,} bytes each{capped}"
 
 

@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from poolbench import is_digits
-from poolbench.errors import Unsupported, UsageError
+from poolbench import capabilities, is_digits
+from poolbench.errors import UsageError
 from poolbench.system.runner import Runner
 
 USER = "postgres"
@@ -35,8 +35,8 @@ PG_LIB = Path("/usr/lib/postgresql")
 STOP_WAIT_S = 30.0
 GRACE_S = 5.0  # after pg_ctl, and after each signal, before the next step
 INSTALL = (
-    "Install PostgreSQL (Debian: apt-get install postgresql postgresql-contrib; "
-    "scripts/setup.sh does it), or drop the pgbench workloads."
+    "Install PostgreSQL (Debian: apt-get install --no-remove postgresql postgresql-contrib; "
+    "scripts/install.sh --with database does it), or drop the pgbench workloads."
 )
 
 
@@ -58,14 +58,17 @@ def bindir(pg_lib: Path = PG_LIB) -> Path:
         if is_digits(d.parent.name) and (d / "initdb").exists():
             found.append((int(d.parent.name), d))
     if not found:
-        raise Unsupported(
+        raise capabilities.unsupported(
+            "postgresql",
             f"The pgbench workloads need PostgreSQL's server programs, and none is installed "
             f"(no {pg_lib}/N/bin/initdb); nothing was created.",
             INSTALL,
         )
     best = max(found)[1]
     if not (best / "pgbench").exists():
-        raise Unsupported(f"PostgreSQL in {best} has no pgbench; nothing was created.", INSTALL)
+        raise capabilities.unsupported(
+            "postgresql", f"PostgreSQL in {best} has no pgbench; nothing was created.", INSTALL
+        )
     return best
 
 
@@ -76,8 +79,10 @@ def as_owner() -> list[str]:
     try:
         pwd.getpwnam(USER)
     except KeyError:
-        raise Unsupported(
-            f"PostgreSQL refuses to run as root and this machine has no '{USER}' user.", INSTALL
+        raise capabilities.unsupported(
+            "postgresql",
+            f"PostgreSQL refuses to run as root and this machine has no '{USER}' user.",
+            INSTALL,
         ) from None
     return ["runuser", "-u", USER, "--"]
 

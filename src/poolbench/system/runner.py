@@ -20,34 +20,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from poolbench.capabilities import install_hint
 from poolbench.errors import PoolbenchError, ToolMissingError
 from poolbench.system import stopping
 
 log = logging.getLogger("poolbench.runner")
 
 STDERR_TAIL_LINES = 15
-
-# Debian package that provides each program, for the install hint.
-PACKAGE_OF = {
-    "fio": "fio",
-    "zpool": "zfs-fuse (or zfsutils-linux for OpenZFS)",
-    "zfs": "zfs-fuse (or zfsutils-linux for OpenZFS)",
-    "zfs-fuse": "zfs-fuse",
-    "mkfs.btrfs": "btrfs-progs",
-    "btrfs": "btrfs-progs",
-    "mkfs.xfs": "xfsprogs",
-    "mkfs.ext4": "e2fsprogs",
-    "mkfs.ext3": "e2fsprogs",
-    "mdadm": "mdadm",
-    "losetup": "mount",
-    "fincore": "util-linux",
-    "lsblk": "util-linux",
-    "blkid": "util-linux",
-    "wipefs": "util-linux",
-    "bonnie++": "bonnie++",
-    "blktrace": "blktrace",
-    "blkparse": "blktrace",
-}
 
 
 @dataclass(frozen=True)
@@ -191,8 +170,7 @@ class LocalRunner:
 
 def _check_installed(program: str) -> None:
     if shutil.which(program) is None and not os.path.exists(program):
-        pkg = PACKAGE_OF.get(os.path.basename(program))
-        hint = f"Install it (Debian package: {pkg})." if pkg else "Install it or fix PATH."
+        hint = install_hint(os.path.basename(program))
         raise ToolMissingError(f"'{program}' is not installed or not on PATH.", hint)
 
 

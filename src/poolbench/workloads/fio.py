@@ -35,6 +35,7 @@ def require_version(text: str) -> str:
     """The version text if it is new enough; otherwise one paragraph saying what and why."""
     found = parse_version(text)
     if found is None or found < MIN_FIO:
+        from poolbench.capabilities import doctor_hint
         from poolbench.errors import ToolMissingError
 
         want = ".".join(map(str, MIN_FIO))
@@ -43,7 +44,7 @@ def require_version(text: str) -> str:
             f"'{text.strip() or '(nothing)'}': {WHY_MIN_FIO}, and an older fio would fail "
             "them only after the pools were built.",
             f"Install fio {want} or newer (Debian 12: 3.33, Ubuntu 22.04: 3.28; or build it "
-            "from https://github.com/axboe/fio) and put it first on PATH.",
+            "from https://github.com/axboe/fio) and put it first on PATH. " + doctor_hint("fio"),
         )
     return text.strip()
 

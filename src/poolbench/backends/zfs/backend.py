@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from poolbench import is_digits
+from poolbench import capabilities, is_digits
 from poolbench.backends import fragmentation, zvol
 from poolbench.backends._common import mount_at, size_of
 from poolbench.backends.base import (
@@ -19,7 +19,7 @@ from poolbench.backends.base import (
 )
 from poolbench.backends.zfs import coldcache, operations, readback
 from poolbench.backends.zfs.validate import member_count, validate
-from poolbench.errors import PoolbenchError, Unsupported
+from poolbench.errors import PoolbenchError
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Entry, Journal
 from poolbench.system.runner import CommandError, Runner
@@ -236,7 +236,8 @@ class ZfsBackend:
         afterwards."""
         a = self.check()
         if not operations.expansion_supported(a.version):
-            raise Unsupported(
+            raise capabilities.unsupported(
+                "raidz-expansion",
                 f"RAIDZ expansion needs OpenZFS 2.3 or later; this ZFS is {a.version}.",
                 "Drop the expand workload, or run it on OpenZFS >= 2.3 (the guest tier: "
                 "vm/run-openzfs-tier.sh).",

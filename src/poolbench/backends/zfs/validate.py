@@ -10,7 +10,14 @@ import re
 
 from poolbench import is_digits
 from poolbench.backends import zvol
-from poolbench.backends.base import Availability, PoolSpec, Vdev, parse_classes, parse_topology
+from poolbench.backends.base import (
+    Availability,
+    PoolSpec,
+    Vdev,
+    parse_classes,
+    parse_topology,
+    unavailable,
+)
 from poolbench.errors import UsageError
 from poolbench.zfs.ops import OPENZFS, ZFS_FUSE
 from poolbench.zfs.parse import version_tuple
@@ -55,7 +62,7 @@ def member_count(vdevs: tuple[Vdev, ...], classes: tuple[tuple[str, Vdev], ...])
 def validate(spec: PoolSpec, a: Availability) -> None:
     """Refuse `spec` with a UsageError naming the fix if the ZFS `a` describes cannot build it."""
     if not a.ok:
-        raise UsageError(f"The zfs backend is not available: {a.reason}", "")
+        raise unavailable("zfs", a.reason)
     fuse = a.dialect == ZFS_FUSE
     if not _NAME.match(spec.name) or spec.name.startswith(_RESERVED):
         raise UsageError(

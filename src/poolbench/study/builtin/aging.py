@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from poolbench.errors import Unsupported, UsageError
+from poolbench import capabilities
+from poolbench.errors import UsageError
 from poolbench.study.builtin.base import (
     Builtin,
     MiB,
@@ -53,7 +54,8 @@ def _frag(ctx: Context) -> list[int]:
         raise UsageError(f"--frag {target}: a fragmentation target is 1..100 percent.",
                          "e.g. --frag 30")  # fmt: skip
     if ctx.dialect == "zfs-fuse":
-        raise Unsupported(
+        raise capabilities.unsupported(
+            "fragmentation",
             f"--frag {target} needs the pool's fragmentation property, which zfs-fuse (pool "
             "version 23) does not have; nothing was created.",
             "Drop --frag (rounds and fill are still recorded), or run on OpenZFS 2.x.",

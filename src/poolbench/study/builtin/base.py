@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from poolbench.errors import Unsupported, UsageError
+from poolbench import capabilities
+from poolbench.errors import UsageError
 from poolbench.study.builtin.context import Context, parse_size
 
 if TYPE_CHECKING:
@@ -118,10 +119,14 @@ def uses_disks(ctx: Context, used: int, why: str) -> None:
         )
 
 
-def refuse_on_zfs_fuse(ctx: Context, study: str, needs: str, lacks: str, since: str) -> None:
-    """A study zfs-fuse cannot run, refused before anything is created."""
+def refuse_on_zfs_fuse(
+    ctx: Context, study: str, needs: str, lacks: str, since: str, capability: str
+) -> None:
+    """A study zfs-fuse cannot run, refused before anything is created; `capability` is
+    what it lacks, as `poolbench doctor` names it."""
     if ctx.dialect == "zfs-fuse":
-        raise Unsupported(
+        raise capabilities.unsupported(
+            capability,
             f"The {study} study needs {needs}, but this machine's ZFS is zfs-fuse (pool "
             f"version 23), which has no {lacks} ({since}); nothing was created.",
             "Run the study on OpenZFS (the guest tier: vm/run-openzfs-tier.sh).",

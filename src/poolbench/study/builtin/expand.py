@@ -43,6 +43,7 @@ def build(ctx: Context) -> StudyDict:
         "to attach a disk to a raidz vdev",
         "RAIDZ expansion",
         "OpenZFS 2.3 added it; `poolbench plan --expand-to` predicts its space",
+        "raidz-expansion",
     )
     need(ctx, 4, "expand study (a raidz1 of 3 and the disk to attach)")
     w = ctx.n - 1  # one disk stays out of the pool: the one attached

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from poolbench.errors import PoolbenchError, Unsupported
+from poolbench import capabilities
+from poolbench.errors import PoolbenchError
 from poolbench.study.builtin.base import (
     Builtin,
     StudyDict,
@@ -45,7 +46,8 @@ def default_layouts(n: int, dialect: str) -> list[str]:
 
 def refuse_draid_on_fuse(ctx: Context, layouts: list[str], study: str) -> None:
     if ctx.dialect == "zfs-fuse" and any(x.strip().startswith("draid") for x in layouts):
-        raise Unsupported(
+        raise capabilities.unsupported(
+            "draid",
             f"The {study} study was asked for a dRAID layout, but this machine's ZFS is "
             "zfs-fuse (pool version 23), which has no dRAID (OpenZFS 2.1 added it); nothing "
             "was created.",
@@ -60,7 +62,8 @@ def default_targets(dialect: str) -> list[str]:
 
 def refuse_zvol_on_fuse(ctx: Context, targets: list[str], study: str) -> None:
     if ctx.dialect == "zfs-fuse" and "zvol" in targets:
-        raise Unsupported(
+        raise capabilities.unsupported(
+            "zvols",
             f"The {study} study was asked for a zvol target, but this machine's ZFS is "
             "zfs-fuse, which has no zvols; nothing was created.",
             "Drop zvol from --targets to measure datasets here, or run the study on OpenZFS "

@@ -65,6 +65,7 @@ def build(ctx: Context) -> StudyDict:
         "(zfs_arc_max)",
         "arcstats in /proc and no zfs_arc_max",
         "its ARC lives inside the zfs-fuse daemon",
+        "arc-limit",
     )
     need(ctx, 2, "l2arc study (a data disk and a cache device)")
     arc = parse_size(ctx.options.get("arc_max", ARC_MAX))

@@ -65,6 +65,7 @@ def build(ctx: Context) -> StudyDict:
         "special vdevs and special_small_blocks",
         "allocation classes",
         "they came with ZFS on Linux 0.8",
+        "special-vdevs",
     )
     need(ctx, 5, "special study (raidz1 of 3 and a special mirror of 2)")
     base = ctx.options.get("base", f"raidz1:{ctx.n - 2}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from poolbench import capabilities
 from poolbench.errors import Unsupported, UsageError
 from poolbench.study.builtin.base import Builtin, StudyDict, need, study_file, working_set
 from poolbench.study.builtin.context import Context
@@ -64,7 +65,8 @@ def _sync_levels(ctx: Context) -> list[str]:
     if ctx.dialect != "zfs-fuse":
         return ctx.opt_list("levels", SYNC_LEVELS)
     if "levels" in ctx.options:
-        raise Unsupported(
+        raise capabilities.unsupported(
+            "sync",
             "The sync-slog study was given --levels (sync=...), but this machine's ZFS is "
             "zfs-fuse (pool version 23), which has no sync property: it always behaves as "
             "sync=standard. Nothing was created.",

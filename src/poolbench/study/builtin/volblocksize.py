@@ -54,7 +54,9 @@ def _levels(ctx: Context) -> list[str]:
 
 
 def build(ctx: Context) -> StudyDict:
-    refuse_on_zfs_fuse(ctx, "volblocksize", "zvols", "ZFS volumes", "zvols are not part of it")
+    refuse_on_zfs_fuse(
+        ctx, "volblocksize", "zvols", "ZFS volumes", "zvols are not part of it", "zvols"
+    )
     need(ctx, 4, "volblocksize study (two mirror pairs, or a raidz1 of 4)")
     layouts = ctx.opt_list("layouts", [mirror_pairs(ctx.n), f"raidz1:{ctx.n}"])
     _, names = random_workloads(ctx)

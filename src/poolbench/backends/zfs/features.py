@@ -1,0 +1,107 @@
+"""What the ZFS in use can do: each feature of the capability list's `zfs` group, judged from
+the flavour and release the backend found (`ZfsBackend.check()`) and, where the kernel shows
+it, from the module's own files (arcstats, the ARC's ceiling). `poolbench doctor` prints
+these; the refusals name the same ids."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from poolbench import capabilities
+from poolbench.backends.base import Availability
+from poolbench.guards.cache import arcstats_path
+from poolbench.planner.rules import reported_release
+from poolbench.system import modparams
+from poolbench.system.distro import DPKG_STATUS
+from poolbench.system.runner import Runner
+from poolbench.zfs import host
+from poolbench.zfs.host import SYS_MODULE, HostZfs
+from poolbench.zfs.ops import OPENZFS, ZFS_FUSE
+
+
+@dataclass(frozen=True)
+class Feature:
+    id: str
+    found: bool
+    detail: str  # where it was seen, or why it is missing
+
+
+def release(version: str) -> tuple[int, ...] | None:
+    """(2, 3, 2) from 'zfs-2.3.2-2~bpo12+2'; None for zfs-fuse or text without a release."""
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", reported_release(version))
+    return tuple(int(g or 0) for g in m.groups()) if m else None
+
+
+def _since(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split("."))
+
+
+def judge(
+    avail: Availability,
+    arcstats: Path | None = None,
+    parameters: Path = modparams.PARAMETERS,
+) -> list[Feature]:
+    """Every `zfs` capability, found or not, for the ZFS `avail` describes. `arcstats`
+    defaults to where this flavour publishes its counters."""
+    zfs_caps = [c for c in capabilities.CAPABILITIES if c.group == capabilities.ZFS]
+    if avail.dialect == ZFS_FUSE:  # known by the flavour, its daemon running or not
+        counters = arcstats if arcstats is not None else arcstats_path(ZFS_FUSE)
+        out = [Feature(c.id, False, f"zfs-fuse (pool version 23) lacks {c.name}")
+               for c in zfs_caps if c.id != "arcstats"]  # fmt: skip
+        seen = counters is not None and counters.exists()
+        out.append(Feature("arcstats", seen, f"{counters} (while the daemon runs)" if seen else
+                           f"{counters} is not there (zfs-fuse publishes it only while its "
+                           "daemon runs with /zfs-kstat mounted)"))  # fmt: skip
+        return out
+    if not avail.ok:
+        why = f"no ZFS answers here: {avail.reason}"
+        return [Feature(c.id, False, why) for c in zfs_caps]
+    return [_openzfs(c, avail.version, arcstats, parameters) for c in zfs_caps]
+
+
+def _openzfs(
+    cap: capabilities.Capability, version: str, arcstats: Path | None, parameters: Path
+) -> Feature:
+    have = release(version)
+    if cap.since and (have is None or have < _since(cap.since)):
+        return Feature(cap.id, False, f"needs OpenZFS {cap.since} or newer; this is {version}")
+    if cap.id == "arcstats":
+        path = arcstats if arcstats is not None else arcstats_path(OPENZFS)
+        ok = path is not None and path.exists()
+        return Feature(cap.id, ok, str(path) if ok else f"{path} is not there")
+    if cap.id == "arc-limit":
+        value = modparams.read(modparams.ARC_MAX, parameters)
+        where = parameters / modparams.ARC_MAX
+        return Feature(
+            cap.id,
+            value is not None,
+            f"{where} = {value}" if value is not None else f"{where} is not there",
+        )
+    return Feature(cap.id, True, f"{version}" + (f" (since {cap.since})" if cap.since else ""))
+
+
+@dataclass(frozen=True)
+class ZfsCheck:
+    """The ZFS this machine has: what answers (the backend's check), every trace of OpenZFS
+    (loaded or installed, answering or not), and each feature of the one in use."""
+
+    avail: Availability
+    host: HostZfs
+    features: list[Feature]
+
+
+def examine(
+    runner: Runner,
+    sys_module: Path = SYS_MODULE,
+    dpkg_status: Path = DPKG_STATUS,
+    arcstats: Path | None = None,
+    parameters: Path = modparams.PARAMETERS,
+) -> ZfsCheck:
+    """Read-only: `zpool version`, dpkg's status, /sys and /proc."""
+    from poolbench.backends.zfs.backend import ZfsBackend
+
+    avail = ZfsBackend(runner).check()
+    return ZfsCheck(avail, host.probe(runner, sys_module, dpkg_status),
+                    judge(avail, arcstats, parameters))  # fmt: skip
