@@ -63,14 +63,15 @@ def _running(pattern: str) -> bool:
     return sh("pgrep", "-f", pattern).returncode == 0
 
 
+def _devices(disks: list[str]) -> list[str]:
+    """The disks and their partitions (a pool on a whole disk has its label on partition 1)."""
+    parts = [sorted(str(p) for p in Path("/dev").glob(Path(d).name + "[0-9]*")) for d in disks]
+    return [x for d, ps in zip(disks, parts, strict=True) for x in (d, *ps)]
+
+
 def _labels(disks: list[str]) -> list[str]:
     """ZFS labels on the disks or their partitions (`zdb -l` reads them without a pool)."""
-    found = []
-    for d in disks:
-        for dev in [d, *sorted(str(p) for p in Path("/dev").glob(Path(d).name + "[0-9]*"))]:
-            if "pool_guid" in sh("zdb", "-l", dev).stdout:
-                found.append(dev)
-    return found
+    return [dev for dev in _devices(disks) if "pool_guid" in sh("zdb", "-l", dev).stdout]
 
 
 def _wait(pred, proc: subprocess.Popen[str], log: Path, timeout: float = 1200) -> None:  # type: ignore[no-untyped-def]
@@ -182,18 +183,21 @@ def test_a_power_cut_brings_nothing_back_at_boot_and_cleanup_finishes_it(tmp_pat
     # A host without /etc/zfs/zpool.cache runs zfs-import-scan.service at boot instead,
     # which imports every pool whose labels it finds (here: on these disks only), ours too:
     # no cache-file setting prevents that; the pool stays until cleanup destroys it.
-    _scan_import(disks)
-    assert _our_pool() == pool
+    scanned = _scan_import(disks)
+    assert _our_pool() == pool, scanned
     c = poolbench("cleanup", "--db", str(db))
     assert c.returncode == 0, c.stdout + c.stderr
     assert "run 1 marked interrupted" in c.stdout, c.stdout
     assert leftovers(scratch) == [] and _labels(disks) == [], c.stdout
-    _scan_import(disks)  # the next boot, either way, finds nothing: no label is left
-    assert _our_pool() is None
+    scanned = _scan_import(disks)  # the next boot, either way, finds nothing: no label is left
+    assert _our_pool() is None, scanned
     _finish(c.stdout, db)
     assert leftovers(scratch) == [] and _labels(disks) == []
 
 
-def _scan_import(disks: list[str]) -> None:
-    """zfs-import-scan.service's `zpool import -aN -o cachefile=none`, over `disks` only."""
-    sh("zpool", "import", "-aN", "-o", "cachefile=none", *[w for d in disks for w in ("-d", d)])
+def _scan_import(disks: list[str]) -> str:
+    """zfs-import-scan.service's `zpool import -aN -o cachefile=none`, over `disks` and their
+    partitions only (`-d DISK` reads that device alone, not the partition holding the label)."""
+    r = sh("zpool", "import", "-aN", "-o", "cachefile=none",
+           *[w for d in _devices(disks) for w in ("-d", d)])  # fmt: skip
+    return f"zpool import -aN: {r.returncode} {r.stdout} {r.stderr}"
