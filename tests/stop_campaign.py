@@ -62,13 +62,13 @@ names = ["seq-write", "seq-read"]
 size = "32M"
 """
 
-# One study stopped and resumed in every phase in turn (the default tier): three trials of
+# One study stopped and resumed in every phase in turn (the default tier): two trials of
 # three workloads, the database's among them; disks capped at 40 MiB/s, so that a write or
 # the pre-fill lasts a few tenths of a second (a window to land in).
 CHAIN_STUDY = """
 name = "stopchain"
-replicates = 3
-max_replicates = 3
+replicates = 2
+max_replicates = 2
 
 [disks]
 count = 3

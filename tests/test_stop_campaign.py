@@ -14,7 +14,7 @@ the process group (Ctrl-C). Then, without `poolbench cleanup`:
 * every measurement stored before the signal is still there, unchanged;
 * exactly the command printed on the way out resumes the run.
 
-The default tier is one study (three trials of a streaming write, a cold read and pgbench, on
+The default tier is one study (two trials of a streaming write, a cold read and pgbench, on
 capped zfs-fuse disks) stopped in each phase in turn, each time resumed by the command the
 last stop printed, until a kill -9 and a simulated reboot end it; `poolbench cleanup`'s
 printed command then finishes it, with exactly the measurements its matrix asks for. One
@@ -67,8 +67,9 @@ if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
 TERM, TERM_GROUP = "SIGTERM to the process", "SIGTERM to the process group"
 HUP_GROUP, INT_GROUP = "SIGHUP to the process group", "SIGINT to the process group"
 # The default tier's study, stopped in each phase in turn: (phase, way, a second signal
-# during the teardown). Each way twice. Trial by trial: 1 is stopped five times (creation to
-# its pgbench), 2 in its write and as its teardown ends, 3 by kill -9 in its write.
+# during the teardown). Each way twice. Trial by trial: 1 is stopped seven times (creation to
+# its own teardown, each resume measuring only what it still owes), 2 in its write, then by
+# kill -9 in its write; cleanup's printed command measures all of trial 2.
 CHAIN = [
     ("pool creation", TERM, False),
     ("property read-back", HUP_GROUP, False),
@@ -76,8 +77,8 @@ CHAIN = [
     ("cold read export", TERM_GROUP, False),
     ("cold read import", HUP_GROUP, True),
     ("pgbench", TERM, False),
-    ("fio", INT_GROUP, True),
     ("teardown", TERM_GROUP, False),
+    ("fio", INT_GROUP, True),
 ]
 # The chain's disks run at twice the campaign's cap: its fio windows are half as long.
 CHAIN_WINDOWS = {"fill": 0.3, "fio": 0.2}
