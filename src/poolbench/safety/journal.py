@@ -275,7 +275,10 @@ class Journal:
         if self.runner.dry_run:
             pools.destroy(self.runner, name)
             return ""
+        destroyed = await_create(name, verb="destroy")  # a killed run's: let it end, not race it
         current = pools.pool_guid(self.runner, name)
+        if current is None and destroyed:  # our own destroy did it; its labels are left
+            return self._clear_labels(e, guid)
         import_dir = e.get("import_dir")
         if current is None and import_dir and Path(import_dir).is_dir():
             # Exported by a cache drop that never got to import it again: bring back exactly
@@ -285,11 +288,12 @@ class Journal:
         if current is None:
             return f"pool {name} (GUID {guid}) is not imported; left alone"
         if current != guid:
-            return (
-                f"pool {name} has GUID {current}, not the GUID {guid} poolbench created: "
-                "someone else's pool, never destroyed"
-            )
+            return (f"pool {name} has GUID {current}, not the GUID {guid} poolbench created: "
+                    "someone else's pool, never destroyed")  # fmt: skip
         pools.destroy(self.runner, name)
+        return self._clear_labels(e, guid)
+
+    def _clear_labels(self, e: Entry, guid: int) -> str:
         if e.get("clear_labels"):
             devices = [*e["members"], *e.get("spares", [])]
             self._clear_members(devices, guid, str(e.get("dialect") or ZFS_FUSE))
