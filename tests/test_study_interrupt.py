@@ -1,7 +1,7 @@
 """A study that dies without its handlers running: kill -9 in the middle of `zpool create`
 (the create, orphaned, finishes after poolbench is gone: `poolbench cleanup` waits for it),
 of fio (its job processes, orphaned, go on writing into the pool: cleanup stops them before
-it destroys the pool) and of `zpool destroy` (the destroy, orphaned, races cleanup's own);
+it destroys the pool) and of `zpool destroy` (the destroy, orphaned: cleanup lets it end first);
 and the zfs-fuse daemon dying in the middle of a study.
 
 Afterwards `poolbench cleanup` leaves nothing the study created and marks the run
