@@ -23,9 +23,10 @@ from poolbench.emulate import process as emulated
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import mounts
 from poolbench.safety.creating import await_create
+from poolbench.safety.journal_words import describe
 from poolbench.safety.loopdetach import detach as _detach
 from poolbench.safety.loopdetach import loops_backing as _loops_backing
-from poolbench.system import modparams, pgserver, throttle
+from poolbench.system import modparams, pgserver, stopping, throttle
 from poolbench.system.runner import Runner
 from poolbench.system.umount import umount
 from poolbench.system.watchdog import narrated
@@ -210,22 +211,26 @@ class Journal:
         kept: list[str] = []
         chosen = [e for e in self.entries if only is None or only(e)]
         undone: list[Entry] = []
-        for entry in reversed(chosen):
-            what = entry.get("name") or entry.get("mountpoint") or entry.get("device") or ""
-            try:  # a step quiet for more than 2 s says what it waits for (Ctrl-C included)
-                with narrated(f"teardown: undoing {entry['kind']} {what or entry}"):
-                    note = getattr(self, f"_undo_{entry['kind']}")(entry)
-            except (PoolbenchError, OSError) as exc:
-                # A failed undo stays in the journal for `poolbench cleanup` to retry, and so
-                # does everything older: what was made before it (loop devices, their files)
-                # is what it stands on, and must not be pulled from under it.
-                kept.append(f"{entry}: {exc}")
-                if entry["kind"] in ("pool", "pool_intent"):
-                    self.stuck.append((str(entry.get("dialect") or ZFS_FUSE), str(exc)))
-                break
-            undone.append(entry)
-            if note:
-                kept.append(note)  # deliberately left alone (not ours any more): forget it
+        what = f"tearing down {describe(chosen)}"
+        if chosen and stopping.stopping():  # heard at once, whatever the teardown takes
+            stopping.say(f"stopping: {what}; a second signal is ignored until this is done")
+        with stopping.deferred(what):  # a stop signal never leaves it half done
+            for entry in reversed(chosen):
+                step = entry.get("name") or entry.get("mountpoint") or entry.get("device") or ""
+                try:  # a step quiet for more than 2 s says what it waits for
+                    with narrated(f"teardown: undoing {entry['kind']} {step or entry}"):
+                        note = getattr(self, f"_undo_{entry['kind']}")(entry)
+                except (PoolbenchError, OSError) as exc:
+                    # A failed undo stays in the journal for `poolbench cleanup` to retry, and
+                    # so does everything older: what was made before it (loop devices, their
+                    # files) is what it stands on, and must not be pulled from under it.
+                    kept.append(f"{entry}: {exc}")
+                    if entry["kind"] in ("pool", "pool_intent"):
+                        self.stuck.append((str(entry.get("dialect") or ZFS_FUSE), str(exc)))
+                    break
+                undone.append(entry)
+                if note:
+                    kept.append(note)  # deliberately left alone (not ours any more): forget it
         self.entries = [e for e in self.entries if not any(e is u for u in undone)]
         if self.path is not None:
             if not self.entries:
@@ -250,7 +255,10 @@ class Journal:
             pools.destroy(self.runner, name)
             return ""
         members, dialect = [str(m) for m in e["members"]], str(e.get("dialect") or ZFS_FUSE)
+        destroyed = await_create(name, verb="destroy")  # a killed run's: let it end, not race it
         current = suspended.guid(self.runner, name, members, dialect)  # PoolStuck: no answer
+        if current is None and destroyed:  # our own destroy did it; its labels are left
+            return self._clear_labels(e, guid)
         import_dir = e.get("import_dir")
         if current is None and import_dir and Path(import_dir).is_dir():
             # Exported by a cache drop that never got to import it again: bring back exactly
@@ -260,11 +268,13 @@ class Journal:
         if current is None:
             return f"pool {name} (GUID {guid}) is not imported; left alone"
         if current != guid:
-            return (
-                f"pool {name} has GUID {current}, not the GUID {guid} poolbench created: "
-                "someone else's pool, never destroyed"
-            )
+            return (f"pool {name} has GUID {current}, not the GUID {guid} poolbench created: "
+                    "someone else's pool, never destroyed")  # fmt: skip
         self._destroy(name, members, dialect)
+        return self._clear_labels(e, guid)
+
+    def _clear_labels(self, e: Entry, guid: int) -> str:
+        members, dialect = [str(m) for m in e["members"]], str(e.get("dialect") or ZFS_FUSE)
         if e.get("clear_labels"):
             self._clear_members([*members, *e.get("spares", [])], guid, dialect)
         return ""

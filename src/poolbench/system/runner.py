@@ -23,7 +23,7 @@ from typing import Protocol
 
 from poolbench.capabilities import install_hint
 from poolbench.errors import PoolbenchError, ToolMissingError
-from poolbench.system import watchdog
+from poolbench.system import stopping, watchdog
 from poolbench.system.watchdog import CommandTimedOut, Limit, Stuck
 
 log = logging.getLogger("poolbench.runner")
@@ -143,6 +143,7 @@ class LocalRunner:
     ) -> CommandResult:
         """Run argv. `reap_group=False` for a command that starts a daemon on purpose."""
         args = _validate_argv(argv)
+        stopping.check()  # a stop signal held by a teardown or a transaction: no new command
         started = time.time()
         if self.dry_run and mutates:
             self.calls.append(CallRecord(args, started, 0.0, 0, dry_run=True))
@@ -193,26 +194,39 @@ def _spawn(
     # open and hang the read. Each command runs in its own process group, so that on
     # Ctrl-C, a timeout or a crash every process it started can be stopped together.
     with tempfile.TemporaryFile("w+") as out_f, tempfile.TemporaryFile("w+") as err_f:
-        proc = subprocess.Popen(
-            args,
-            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-            stdout=out_f,
-            stderr=err_f,
-            text=True,
-            env=env,
-            start_new_session=True,
-        )
+        # A stop signal while the child is being started is held (a child started but not
+        # yet known here could not be stopped) and raised inside the try, which stops it.
+        with stopping.deferred():
+            proc = subprocess.Popen(
+                args,
+                stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+                stdout=out_f,
+                stderr=err_f,
+                text=True,
+                env=env,
+                start_new_session=True,
+            )
         t0 = time.monotonic()
         try:
+            stopping.check()
             # communicate, not a write then wait: a child that never reads its input (hung
             # in a pool) must not block the write past the limit either
             proc.communicate(input_text, timeout=limit.seconds)
         except subprocess.TimeoutExpired:
-            stuck = _stop(proc)
+            # Its SIGTERM, then SIGKILL, each grace bounded, whole: a stop signal arriving
+            # meanwhile cannot cut it short.
+            with stopping.deferred(f"waiting for {os.path.basename(args[0])} to end"):
+                stuck = _stop(proc)
             raise CommandTimedOut(args, limit, time.monotonic() - t0, stuck) from None
         except BaseException:
-            for s in _stop(proc):
-                watchdog.announce(f"left behind, it could not be killed: {s.describe()}")
+            # Its SIGTERM, then SIGKILL, whole: a stop signal arriving meanwhile (a second
+            # one) cannot cut it short; each grace is bounded (watchdog.TERM/KILL_GRACE_S).
+            with stopping.deferred(
+                f"waiting for {os.path.basename(args[0])} to end (SIGKILL after "
+                f"{watchdog.secs(watchdog.scaled(watchdog.TERM_GRACE_S))} s)"
+            ):
+                for s in _stop(proc):
+                    watchdog.announce(f"left behind, it could not be killed: {s.describe()}")
             raise
         finally:
             if reap_group:
