@@ -330,19 +330,16 @@ class StudyRun:
         if failure is not None:
             self.headline = f"failed: {failure}"
 
-    def _teardown_failed(
-        self, tc: TrialConfig, index: int, failure: PoolbenchError | None, left: list[str]
-    ) -> PoolbenchError:
-        """The study stops: a trial whose pool or disks could not be removed would leave the
-        next trials short of loop devices and names. The trial's own failure comes first, as
-        it is usually the cause (a ZFS service that died takes the teardown with it)."""
+    def _teardown_failed(self, tc: TrialConfig, index: int, failure: PoolbenchError | None,
+                         left: list[str]) -> PoolbenchError:  # fmt: skip
+        """The study stops: a trial whose pool or disks stayed would leave the next trials
+        short of loop devices and names. Its own failure, usually the cause, comes first."""
         cause = f"Trial {index} ({tc.key}) failed: {failure} " if failure is not None else ""
         return PoolbenchError(
             f"{cause}Its teardown left these alone: " + "; ".join(left),
             "Fix the cause (is the storage service still running?), then run 'poolbench "
             f"cleanup{db_option(self.store.path)}', which retries what is poolbench's, and "
-            f"continue with '{self.resume_line()}'. Every "
-            "measurement finished so far is kept.",
+            f"continue with '{self.resume_line()}'. Every measurement finished so far is kept.",
         )
 
     def _record(self, tc: TrialConfig, index: int, name: str, failure: Exception | None) -> None:
@@ -364,12 +361,9 @@ class StudyRun:
             )
 
     def _store_failure(self, tc: TrialConfig, index: int, name: str, failure: Exception) -> str:
-        reason = str(failure)
-        queries.add_failed_trial(
-            self.store, self.run_id,
-            queries.FailedTrial(tc.key, tc.replicate, index, name, reason),
-        )  # fmt: skip
-        return reason
+        failed = queries.FailedTrial(tc.key, tc.replicate, index, name, str(failure))
+        queries.add_failed_trial(self.store, self.run_id, failed)
+        return failed.reason
 
     def resume_line(self) -> str:
         if self.resume_command is not None:
