@@ -414,7 +414,8 @@ def _stdlib_tarball(tmp: Path) -> Path:
 SMALL: dict[str, list[str]] = {
     "parity": ["--disks", "4x128M", "--widths", "4"],
     "ashift": ["--disks", "4x128M", "--layouts", "raidz1", "--levels", "9,12"],  # 4 wide: padding
-    "vdev-source": ["--disks", "3x192M", "--slice-size", "96M"],
+    # whole disks against slices (a partition spanning the disk is the same code as a slice)
+    "vdev-source": ["--disks", "3x192M", "--slice-size", "96M", "--levels", "whole,slice"],
     "mirror": [
         "--disks", "2x128M", "--levels", "1,2", "--records", "64k",
         "--tests", "write,read,reread",
