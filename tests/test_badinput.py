@@ -464,6 +464,7 @@ def _dry_run_module() -> object:
     return module
 
 
+@pytest.mark.slow  # ten thousand trials planned and printed
 def test_a_10000_trial_dry_run_plans_every_trial(tmp_path: Path) -> None:
     # How long it takes is a benchmark (bench/dryrun_scale.py, docs/dryrun-scale.md), not a
     # test: a timed assertion on this shared machine fails on load, not on a regression.

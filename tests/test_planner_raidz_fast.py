@@ -96,6 +96,7 @@ def test_any_layout_matches_the_reference(
     assert fast == raidz_work_reference(width, parity, ashift, psize, start)
 
 
+@pytest.mark.slow  # the reference walks every start offset of vdevs up to 123 wide
 @settings(max_examples=20, deadline=None)
 @given(
     parity=st.integers(1, 3),
