@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from poolbench import storepath
 from poolbench.guards.devices import MountInfo, mount_of, mounts
 
 # The records live in blockdevice.py; callers have always imported them from here.
@@ -84,9 +85,7 @@ class Paths:
 
 def protected_paths(db: Path | None, scratch_dir: Path | None) -> dict[str, Path]:
     """What no override may touch, by what it is: the store's and the scratch directory."""
-    from poolbench.store.db import default_path
-
-    out = {"holds poolbench's result store": (db or default_path())}
+    out = {"holds poolbench's result store": (db or storepath.default_store())}
     out["holds poolbench's scratch directory"] = scratch_dir or Path("/var/tmp")
     return out
 
