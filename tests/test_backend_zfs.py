@@ -265,7 +265,8 @@ def test_dialects_are_detected_and_openzfs_command_lines_use_its_options() -> No
                     {"recordsize": "1M", "compression": "zstd-3", "sync": "disabled"})  # fmt: skip
     b.validate(spec)
     assert b.create_argv(spec) == [
-        "zpool", "create", "-f", "-o", "ashift=12", "-O", "recordsize=1M",
+        "zpool", "create", "-f", "-o", "cachefile=/var/tmp/pb/pbbkx.cache", "-o", "ashift=12",
+        "-O", "recordsize=1M",
         "-O", "compression=zstd-3", "-O", "sync=disabled", "-m", "/var/tmp/pb/pbbkx", "pbbkx",
         "raidz1", "/dev/loop0", "/dev/loop1", "/dev/loop2",
         "raidz1", "/dev/loop3", "/dev/loop4", "/dev/loop5", "/dev/loop6",
@@ -303,7 +304,13 @@ def test_dry_run_prints_the_commands_and_creates_nothing(tmp_path: Path) -> None
     assert b.verify(pool) == [] and b.drop_cache(pool)["verified"] is False
     b.destroy(pool, j)
     argvs = [a for a in rec.argvs if a[0] == "zpool" and a[1] in ("create", "destroy")]
-    assert argvs[0][:5] == ("zpool", "create", "-o", "ashift=9", "-m")
+    cachefile = f"cachefile={tmp_path / 'm' / 'pbbkdry.cache'}"  # never the system's
+    assert argvs[0][:7] == ("zpool", "create", "-o", cachefile, "-o", "ashift=9", "-m")
+    # the cold read's import gives it the same file again (an import puts a pool in the
+    # system's cache file otherwise)
+    imports = [a for a in rec.argvs if a[:2] == ("zpool", "import")]
+    assert imports == [("zpool", "import", "-o", cachefile, "-d", str(tmp_path / "m" /
+                        "pbbkdry.members"), "pbbkdry")]  # fmt: skip
     assert argvs[-1] == ("zpool", "destroy", "pbbkdry")
     assert not (tmp_path / "m").exists()
 

@@ -249,3 +249,30 @@ def test_a_partial_aggregate_says_so_and_names_the_missing_host() -> None:
     assert part.warnings() == [
         f"partial: 1 of 2 hosts reported (missing: {B}); this sum is not the fleet's"
     ]
+
+
+def test_a_stop_signal_mid_fleet_keeps_what_was_measured_and_says_so(tmp_path: Path) -> None:
+    """SIGTERM (raised by the runner, where a signal lands) in the second measurement: the
+    first one's rows are kept (2 hosts + sum + slowest), the run is interrupted by SIGTERM,
+    and the command is told how many measurements were kept, to say so."""
+    import signal
+
+    from poolbench.system import stopping
+
+    fake = FakeController()
+
+    def stopped_in_the_second(argv: tuple[str, ...]) -> CommandResult:
+        measured = [n for n, _ in fake.jobs if n.startswith(("seq-write.", "seq-read."))]
+        if len(measured) == 1 and any(a.endswith(".fio") and ".host" in a for a in argv):
+            raise stopping.Stopped(signal.SIGTERM)
+        return fake(argv)
+
+    store = Store(tmp_path / "r.db")
+    said: list[tuple[int, ...]] = []
+    runner = RecordingRunner(responses={"fio": stopped_in_the_second})
+    with pytest.raises(stopping.Stopped):
+        run_fleet(runner, store, FLEET, None, _options("seq-write", runs=3), lambda *_: None,
+                  prober=_prober, on_interrupt=lambda *told: said.append(told))  # fmt: skip
+    row = _rows(store, "SELECT id, status, stopped_by FROM runs")[0]
+    assert (row["status"], row["stopped_by"]) == ("interrupted", "SIGTERM")
+    assert said == [(row["id"], 4)] == [(row["id"], len(store.measurements(row["id"])))]

@@ -504,3 +504,9 @@ def test_cleanup_sees_a_zpool_create_still_running(tmp_path: Path) -> None:
     assert creating.await_create("pb1t0", tmp_path, timeout=10)
     assert 0.2 < time.monotonic() - t0 < 5
     assert not creating.await_create("pb9t0", tmp_path)
+    # an orphaned destroy, waited for the same way (cleanup must not race it)
+    assert creating.zpool_creating("pb3t0", tmp_path, verb="destroy")
+    assert not creating.zpool_creating("pb1t0", tmp_path, verb="destroy")
+    threading.Timer(0.3, lambda: (tmp_path / "12" / "cmdline").write_bytes(b"")).start()
+    assert creating.await_create("pb3t0", tmp_path, timeout=10, verb="destroy")
+    assert not creating.zpool_creating("pb3t0", tmp_path, verb="destroy")

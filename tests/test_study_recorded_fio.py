@@ -233,7 +233,8 @@ def test_ctrl_c_mid_trial_tears_it_down_keeps_what_was_measured_and_resume_finis
     (run_id,) = [r["id"] for r in store.runs()]
     rows = _rows(store, run_id)
     assert len(rows) == 7 and store.run(run_id)["status"] == "interrupted"
-    assert lab.hooks.interrupts == [(run_id, 7, f"poolbench run --resume {run_id} --db {lab.db}")]
+    resume = f"poolbench run --resume {run_id} --db {lab.db} --scratch-dir {lab.tmp / 'scratch'}"
+    assert lab.hooks.interrupts == [(run_id, 7, resume)]  # where the study was started
     assert len(lab.teardowns.seen) == 3 and all(left == [] for *_, left in lab.teardowns.seen)
     assert not any((lab.tmp / "scratch").glob("**/*"))  # the third trial's disks are gone
     first = _trials(rows)

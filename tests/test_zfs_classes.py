@@ -58,7 +58,8 @@ def test_argv_puts_each_class_word_once_after_the_data_vdevs() -> None:
     b.validate(spec)
     d = [f"{NO_DEVICE}{i}" for i in range(16)]
     assert b.create_argv(spec) == [
-        "zpool", "create", "-f", "-o", "ashift=12", "-m", "/var/tmp/pb/pbcls", "pbcls",
+        "zpool", "create", "-f", "-o", "cachefile=/var/tmp/pb/pbcls.cache", "-o", "ashift=12",
+        "-m", "/var/tmp/pb/pbcls", "pbcls",
         "raidz2", *d[0:6],
         "log", "mirror", d[6], d[7], "mirror", d[13], d[14],
         "special", "mirror", d[8], d[9],
@@ -182,12 +183,15 @@ def test_zfs_fuse_pool_with_classes_is_the_plan(
     assert d["usable_bytes"] == plan.usable_bytes
     size_h = runner.run(["zpool", "list", "-H", "-o", "size", spec.name], mutates=False).stdout
     assert size_h.strip() == nicenum(plan.size_bytes)
-    zdb_c = runner.run(["zdb", "-C", spec.name], mutates=False).stdout
+    # the pool is in its own cache file only, never the system's (a boot would import it)
+    own = ["-U", str(backend.cache_file(spec))]
+    assert runner.run(["zdb", "-C", spec.name], check=False, mutates=False).returncode != 0
+    zdb_c = runner.run(["zdb", *own, "-C", spec.name], mutates=False).stdout
     asizes = [int(x) for x in re.findall(r"^\s*asize: (\d+)$", zdb_c, re.M)]
     shifts = [int(x) for x in re.findall(r"^\s*metaslab_shift: (\d+)$", zdb_c, re.M)]
     tops = [*plan.vdevs, *(c.plan for c in plan.classes if c.plan)]
     assert list(zip(asizes, shifts, strict=True)) == [(v.asize, v.ms_shift) for v in tops]
-    zdb_m = runner.run(["zdb", "-m", spec.name], mutates=False).stdout
+    zdb_m = runner.run(["zdb", *own, "-m", spec.name], mutates=False).stdout
     counts = [int(x) for x in re.findall(r"^\s*metaslabs\s+(\d+)\s+offset", zdb_m, re.M)]
     assert counts == [v.ms_count for v in tops]
     # SIZE = the data vdevs' whole metaslabs; the log's are not in it (spa_prop_get_config)
@@ -201,4 +205,7 @@ def test_zfs_fuse_pool_with_classes_is_the_plan(
     want = {"logs": len(layout.of_class("log")[0].devices) if "log mirror" in sized else 1}
     want |= {"spares": 1} | ({"cache": 1} if "cache" in sized else {})
     assert classes == want
+    # ... and into its own cache file again, not the system's
+    assert runner.run(["zdb", "-C"], check=False, mutates=False).stdout.count(spec.name) == 0
+    assert spec.name in runner.run(["zdb", *own, "-C"], mutates=False).stdout
     backend.destroy(pool, journal)

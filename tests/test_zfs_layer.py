@@ -191,8 +191,18 @@ def test_command_lines_differ_only_where_the_dialects_do() -> None:
     ]  # fmt: skip
     assert commands.status("p", commands.ZFS_FUSE, full_paths=True) == ["zpool", "status", "p"]
     assert commands.create("p", ["mirror", "a", "b"], "/m", {"ashift": 12}, {"atime": "off"}) == [
-        "zpool", "create", "-o", "ashift=12", "-O", "atime=off", "-m", "/m", "p", "mirror", "a", "b"
+        "zpool", "create", "-o", "cachefile=none", "-o", "ashift=12", "-O", "atime=off", "-m",
+        "/m", "p", "mirror", "a", "b"
     ]  # fmt: skip
+    # never the system's cache file, after an export either (the cold read's import)
+    assert commands.import_from("/d", "p", "/c/p.cache") == [
+        "zpool", "import", "-o", "cachefile=/c/p.cache", "-d", "/d", "p"
+    ]  # fmt: skip
+    assert commands.import_from("/d", "123") == [
+        "zpool", "import", "-o", "cachefile=none", "-d", "/d", "123"
+    ]  # fmt: skip
+    assert commands.zdb_cached_configs("/c/p.cache") == ["zdb", "-U", "/c/p.cache", "-C"]
+    assert commands.zdb_config("p", "none") == ["zdb", "-C", "p"]
     assert commands.labelclear("/dev/vdb1") == ["zpool", "labelclear", "-f", "/dev/vdb1"]
 
 
@@ -457,8 +467,8 @@ def test_operations_run_their_command_read_it_and_raise_its_typed_error() -> Non
     request = ops.PoolCreate("tank", ["mirror", "/dev/a", "/dev/b"], "/mnt/tank", {"ashift": 12})
     ops.create_pool(ok, request)
     assert ok.argvs[-1] == tuple(request.argv()) == (
-        "zpool", "create", "-o", "ashift=12", "-m", "/mnt/tank", "tank", "mirror", "/dev/a",
-        "/dev/b",
+        "zpool", "create", "-o", "cachefile=none", "-o", "ashift=12", "-m", "/mnt/tank", "tank",
+        "mirror", "/dev/a", "/dev/b",
     )  # fmt: skip
 
 

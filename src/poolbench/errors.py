@@ -17,7 +17,11 @@ EXIT_TRIALS_FAILED = 4  # the study finished, but K of its trials failed (stored
 EXIT_INPUT = 5
 EXIT_REFUSED = 6
 EXIT_UNSUPPORTED = 7  # what this machine lacks (zfs-fuse: dRAID, sync, ...); nothing created
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+# A stop signal: 128 + its number, as shells report a command a signal ended. Each takes the
+# Ctrl-C path (system/stopping.py): children stopped, everything torn down, the run kept.
+EXIT_HANGUP = 129  # SIGHUP: the terminal or SSH session closed
+EXIT_INTERRUPTED = 130  # SIGINT: Ctrl-C
+EXIT_TERMINATED = 143  # SIGTERM: kill, timeout, systemctl stop
 
 # (code, name, when): the table docs/cli.md shows, in this order.
 EXIT_CODES: tuple[tuple[int, str, str], ...] = (
@@ -42,8 +46,12 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
      "untar tarball), named as `poolbench doctor` names it and refused before anything was "
      "created; `poolbench doctor` itself exits 7 only when poolbench's core (fio, and a ZFS "
      "or a directory to bench) is missing"),
-    (EXIT_INTERRUPTED, "interrupted", "stopped by Ctrl-C (SIGINT); what was finished is "
-     "kept"),
+    (EXIT_HANGUP, "hangup", "stopped by SIGHUP (the terminal or SSH session closed): "
+     "torn down as for Ctrl-C, what was finished is kept, the run is resumable"),
+    (EXIT_INTERRUPTED, "interrupted", "stopped by Ctrl-C (SIGINT): everything created is torn "
+     "down, what was finished is kept, and the command that resumes the run is printed"),
+    (EXIT_TERMINATED, "terminated", "stopped by SIGTERM (kill, timeout, systemctl stop): torn "
+     "down as for Ctrl-C, what was finished is kept, the run is resumable"),
 )  # fmt: skip
 
 

@@ -23,6 +23,7 @@ from poolbench.cli.common import (
     open_store,
     pick,
     progress_bar,
+    say_bench_interrupted,
 )
 from poolbench.engine.bench_run import BenchResult, BenchRun
 from poolbench.engine.replicates import policy
@@ -268,13 +269,7 @@ def _measure(
         err.print("dry run: nothing was changed.")
         return
 
-    def interrupted(run_id: int, kept: int) -> None:
-        err.print(
-            f"Interrupted: {kept} finished measurement(s) kept in run {run_id} ({store.path}).",
-            markup=False,
-        )
-
-    done = bench_run.run(lambda: progress_bar(err), interrupted)
+    done = bench_run.run(lambda: progress_bar(err), say_bench_interrupted(store.path))
     if as_json:
         click.echo(
             json.dumps(

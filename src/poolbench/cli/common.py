@@ -296,3 +296,17 @@ def override_min_window(study: Study, seconds: float | None) -> Study:
         return study
     workloads = study.workloads.model_copy(update={"min_window": float(seconds)})
     return study.model_copy(update={"workloads": workloads})
+
+
+def say_bench_interrupted(store_path: Path) -> Callable[[int, int], None]:
+    """What `bench` (and `bench --hosts`) says when a stop signal ends its run: a bench run is
+    not resumed, it is run again. Through stopping.say: a terminal that hung up must not
+    stop the way out."""
+    from poolbench.system import stopping
+
+    def say(run_id: int, kept: int) -> None:
+        stopping.say(
+            f"Interrupted: {kept} finished measurement(s) kept in run {run_id} ({store_path})."
+        )
+
+    return say

@@ -7,10 +7,21 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from poolbench.cli.common import a_path, db_option, min_window_option, override_min_window
+from poolbench.cli.common import (
+    MAX_ID,
+    WholeNumber,
+    a_path,
+    db_option,
+    min_window_option,
+    open_store,
+    override_min_window,
+)
 from poolbench.cli.study_exec import execute_study
+from poolbench.engine import study_run
 from poolbench.engine.run_study import StudyRequest
 from poolbench.engine.zfs_daemon import zfs_available
+from poolbench.errors import UsageError
+from poolbench.store.db import resume_command
 from poolbench.study.model import parse
 from poolbench.system import throttle
 from poolbench.system.runner import LocalRunner
@@ -89,10 +100,21 @@ def demo_text(zfs: bool, capped: bool) -> str:
 @click.command()
 @click.option("--dry-run", is_flag=True, help="Print the plan and every command; change nothing.")
 @click.option("--scratch-dir", callback=a_path, default=None)
+@click.option(
+    "--resume",
+    type=WholeNumber(1, MAX_ID),
+    default=None,
+    metavar="RUN",
+    help="Finish an interrupted demo run: only its missing measurements, then its answer.",
+)
 @min_window_option
 @db_option
 def demo(
-    dry_run: bool, scratch_dir: Path | None, min_window: float | None, db: Path | None
+    dry_run: bool,
+    scratch_dir: Path | None,
+    resume: int | None,
+    min_window: float | None,
+    db: Path | None,
 ) -> None:
     """Run a short real study on sparse-file disks: the embedded default.
 
@@ -106,6 +128,11 @@ def demo(
     console = Console()
     runner = LocalRunner(dry_run=dry_run)
     no_cap = throttle.unavailable()
+    if resume is not None:  # zfs-fuse, if the demo measured it, is started by the engine
+        request = _resumed(resume, db, scratch_dir)
+        console.print(f"poolbench demo: {request.study.description}; resuming run {resume}.")
+        execute_study(request, dry_run=dry_run, console=console)
+        return
     with zfs_available(runner) as zfs:
         text = demo_text(zfs or dry_run, capped=not no_cap)
         study = override_min_window(parse(text, "demo"), min_window)
@@ -118,5 +145,21 @@ def demo(
                 markup=False,
                 highlight=False,
             )
-        request = StudyRequest(study, text, db, scratch_dir=scratch_dir)
+        request = StudyRequest(study, text, db, scratch_dir=scratch_dir, command="demo")
         execute_study(request, dry_run=dry_run, console=console)
+
+
+def _resumed(run_id: int, db: Path | None, scratch_dir: Path | None) -> StudyRequest:
+    """A stored demo run, to finish as `run --resume` would (its study, seed and window)."""
+    store = open_store(db, "read")
+    try:
+        study, text, seed = study_run.load_resume(store, run_id)
+        path = store.path
+    finally:
+        store.close()
+    if study.name not in ("demo-zfs", "demo-btrfs"):
+        raise UsageError(
+            f"Run {run_id} is not a demo run (its study is '{study.name}').",
+            f"Resume it with: {resume_command(path, run_id)}",
+        )
+    return StudyRequest(study, text, db, run_id, seed, scratch_dir, command="demo")

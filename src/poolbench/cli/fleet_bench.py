@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from poolbench.cli.common import check_replicates, cli_size, open_store
+from poolbench.cli.common import check_replicates, cli_size, open_store, say_bench_interrupted
 from poolbench.engine.replicates import policy
 from poolbench.errors import CommandLineError, UsageError
 from poolbench.fleet import hosts as hostlist
@@ -70,6 +70,7 @@ def bench_fleet(params: dict[str, Any]) -> None:
         default,
         options,
         lambda desc, n, total: err.print(f"[dim]{n}/{total}[/] {escape(desc)}", highlight=False),
+        on_interrupt=say_bench_interrupted(store.path),
     )
     _show(done, store.path, options, bool(params.get("as_json")))
     if done.failure is not None:

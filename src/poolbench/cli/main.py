@@ -1,8 +1,8 @@
 """The `poolbench` command: parse options, run, turn errors into exit codes.
 
 Exit codes are errors.EXIT_CODES (docs/cli.md): every PoolbenchError carries its own
-(`exit_code`), click's usage errors give 2, a bug 3, Ctrl-C 130. This is the one place that
-turns an error into an exit status.
+(`exit_code`), click's usage errors give 2, a bug 3, a stop signal 128 + its number (Ctrl-C
+130, SIGHUP 129, SIGTERM 143). This is the one place that turns an error into an exit status.
 """
 
 from __future__ import annotations
@@ -202,15 +202,28 @@ def _check_command_name(args: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # Every stop signal takes the Ctrl-C path from here on (system/stopping.py), before any
+    # command can create something.
+    from poolbench.system import stopping
+
+    restore = stopping.install()
+    try:
+        _main(argv)
+    finally:
+        # A caller in the same process (a test, argv given) gets its handlers back; the
+        # program keeps its own to its last instruction: a late second signal, with the
+        # default handler back, would kill it after its teardown with no exit code of ours.
+        if argv is not None:
+            restore()
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         _check_command_name(sys.argv[1:] if argv is None else argv)
         cli.main(args=argv, prog_name="poolbench", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("Interrupted.", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    except KeyboardInterrupt:
-        click.echo("Interrupted.", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        _stopped_at_the_end()
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+        _interrupted(exc)
     except click.ClickException as exc:
         exc.message = _shorten_words(exc.message)  # click quotes the value it refused
         exc.show()
@@ -219,10 +232,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_USAGE if isinstance(exc, click.UsageError) else EXIT_INPUT)
     except TrialsFailed as exc:  # not an error of the run: its other trials are all measured
         click.echo(exc.paragraph(), err=True)
-        sys.exit(exc.exit_code)
+        sys.exit(_or_signal(exc.exit_code))
     except PoolbenchError as exc:
         click.echo(f"error: {exc.paragraph()}", err=True)
-        sys.exit(exc.exit_code)
+        sys.exit(_or_signal(exc.exit_code))
     except SystemExit as exc:
         if exc.code == 1 and _stdout_is_devnull():
             sys.exit(EXIT_OK)  # rich's answer to a closed pipe (Console.on_broken_pipe)
@@ -232,6 +245,42 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         _report_unexpected(exc)
     sys.exit(EXIT_OK)
+
+
+def _interrupted(exc: BaseException) -> NoReturn:
+    """Ctrl-C, SIGTERM or SIGHUP (click turns one inside a prompt into Abort): everything
+    was torn down on the way here; exit 128 + the signal's number."""
+    from poolbench.system import stopping
+
+    sig = stopping.received()
+    if isinstance(exc, KeyboardInterrupt):
+        name, code = stopping.name_of(exc), stopping.exit_code(exc)
+    elif sig is not None:
+        name, code = stopping.signal_name(sig), 128 + sig
+    else:  # click's Abort without a signal: a prompt's input ended (EOF)
+        name, code = "SIGINT", EXIT_INTERRUPTED
+    stopping.say(f"Interrupted ({name}).")
+    sys.exit(code)
+
+
+def _or_signal(code: int) -> int:
+    """An error raised on the way out of a stop signal (a teardown that left something,
+    named in the error) still exits 128 + the signal's number: what stopped the run."""
+    from poolbench.system import stopping
+
+    sig = stopping.received()
+    return code if sig is None else 128 + sig
+
+
+def _stopped_at_the_end() -> None:
+    """A signal held until a teardown ended, after which nothing checked for it (the last
+    trial's): the command's work is done and shown; it still ends as the signal asked."""
+    from poolbench.system import stopping
+
+    sig = stopping.received()
+    if sig is not None:
+        stopping.say(f"Interrupted ({stopping.signal_name(sig)}) as the command ended.")
+        sys.exit(128 + sig)
 
 
 def _stdout_is_devnull() -> bool:

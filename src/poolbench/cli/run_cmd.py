@@ -186,8 +186,8 @@ def _iso_or_raw(value: object) -> str:
     "--json",
     "as_json",
     is_flag=True,
-    help="A JSON list instead: id, kind, name, status, started_at (ISO 8601 UTC), "
-    "measurements (docs/export.md).",
+    help="A JSON list instead: id, kind, name, status, stopped_by, started_at (ISO 8601 "
+    "UTC), measurements (docs/export.md).",
 )
 def runs(db: Path | None, as_json: bool) -> None:
     """List the runs in the result store.
@@ -204,6 +204,7 @@ def runs(db: Path | None, as_json: bool) -> None:
                 "kind": r["kind"],
                 "name": r["name"],
                 "status": r["status"],
+                "stopped_by": r["stopped_by"],
                 "started_at": r["started_at"],
                 "measurements": n,
             }
@@ -222,10 +223,11 @@ def runs(db: Path | None, as_json: bool) -> None:
             started = when.strftime("%Y-%m-%d %H:%M")
         except (ValueError, OverflowError, OSError):  # a time no calendar holds: show it raw
             started = str(i["started_at"])
+        status = f"{i['status']} ({i['stopped_by']})" if i["stopped_by"] else i["status"]
         t.add_row(  # text from the store is data, never markup
             *(
                 escape(str(v))
-                for v in (i["id"], i["kind"], i["name"], i["status"], started, i["measurements"])
+                for v in (i["id"], i["kind"], i["name"], status, started, i["measurements"])
             )
         )
     Console().print(t)
@@ -239,16 +241,28 @@ def cleanup(db: Path | None, dry_run: bool) -> None:
 
     Only things recorded in poolbench's journals are touched, and only if they are still what
     was recorded (a pool by name and GUID). Journals of a running poolbench are left alone.
+    Runs left "running" by a poolbench that is gone (kill -9, a crash, a reboot) are marked
+    interrupted, with the command that finishes each.
 
     Example: poolbench cleanup
     """
-    store = open_store(db, "dry")  # only its directory is needed (the journals)
+    store = open_store(db, "dry")  # its directory holds the journals
     runner = LocalRunner(dry_run=dry_run, echo=lambda s: click.echo(f"would run: {s}"))
     outcomes = cleanup_mod.cleanup(runner, study_run.default_paths(store).journals)
-    if not outcomes:
+    abandoned = cleanup_mod.abandoned_runs(store)
+    if abandoned and not dry_run:
+        store.close()
+        store = open_store(db, "write")
+        cleanup_mod.mark_interrupted(store, abandoned)
+    if not outcomes and not abandoned:
         click.echo("nothing to clean up")
     for o in outcomes:
         click.echo(
             f"{o.journal.name}: {o.undone} recorded item(s) undone"
             + (f"; left alone: {'; '.join(o.left)}" if o.left else "")
+        )
+    for a in abandoned:
+        click.echo(
+            f"run {a.run_id}{' would be' if dry_run else ''} marked interrupted: "
+            f"{cleanup_mod.ABANDONED}." + (f" Finish it with: {a.resume}" if a.resume else "")
         )

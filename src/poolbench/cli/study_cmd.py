@@ -170,6 +170,14 @@ def _replicate_aliases(opts: dict[str, Any]) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask before destroying overridden devices.")
 @no_screen_option
 @click.option(
+    "--resume",
+    type=WholeNumber(1, MAX_ID),
+    default=None,
+    metavar="RUN",
+    help="Finish an interrupted run of this study, as it was started: only the missing "
+    "measurements are made (as `poolbench run --resume RUN`), then its answer and notes.",
+)
+@click.option(
     "--files-from",
     "files_from",
     default=None,
@@ -192,6 +200,7 @@ def study(
     destroy_data_on: tuple[str, ...],
     yes: bool,
     no_screen: bool,
+    resume: int | None,
     files_from: str | None,
     db: Path | None,
     **opts: str | None,
@@ -206,6 +215,17 @@ def study(
     if list_ or not name:
         _list(console)
         return
+    if resume is not None:
+        from poolbench.cli import study_resume
+
+        here = click.get_current_context()
+        study_resume.refuse_changes(here, resume)
+        request, ctx = study_resume.request(
+            here.command, name, resume, db, scratch_dir, not no_screen
+        )
+        _announce(console, name, ctx, [f"resuming run {resume}: only its missing measurements"])
+        _measure_and_notes(console, request, ctx, name, dry_run, destroy_data_on, yes)
+        return
     _replicate_aliases(opts)
     # Context options are the raw text of each option (typed ones were checked by click).
     options = {k: str(v) for k, v in opts.items() if v is not None}
@@ -219,10 +239,23 @@ def study(
         return
     consistency.check_tarball(study_obj)  # refused at --dry-run already
     _announce(console, name, ctx, shape)
+    request = StudyRequest(study_obj, text, db, seed=seed, scratch_dir=scratch_dir,
+                           screen=not no_screen, command=f"study {name}")  # fmt: skip
+    _measure_and_notes(console, request, ctx, name, dry_run, destroy_data_on, yes)
+
+
+def _measure_and_notes(
+    console: Console,
+    request: StudyRequest,
+    ctx: Context,
+    name: str,
+    dry_run: bool,
+    destroy_data_on: tuple[str, ...],
+    yes: bool,
+) -> None:
+    """The study measured (or its dry run shown), then its answer and its own notes."""
     failed: TrialsFailed | None = None
     try:
-        request = StudyRequest(study_obj, text, db, seed=seed, scratch_dir=scratch_dir,
-                               screen=not no_screen)  # fmt: skip
         run_id = execute_study(
             request,
             dry_run=dry_run,
@@ -234,7 +267,7 @@ def study(
         failed, run_id = exc, exc.run_id
     if dry_run:
         return
-    for line in _notes(db, run_id, ctx, name):
+    for line in _notes(request.db, run_id, ctx, name):
         console.print(Text(line), soft_wrap=True)
     if failed is not None:
         raise failed

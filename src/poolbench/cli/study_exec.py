@@ -24,7 +24,6 @@ from poolbench.errors import TrialsFailed
 from poolbench.planner.performance import DiskSpeed
 from poolbench.report import terminal
 from poolbench.safety.claims import ClaimSet
-from poolbench.store.db import resume_command
 from poolbench.study import estimate, matrix, pilot
 from poolbench.study.model import Study
 from poolbench.system.probes import ram_bytes
@@ -154,13 +153,20 @@ class _CliHooks:
         return PlainProgress(lambda line: self.note(line)).trial_done
 
     def interrupted(self, run_id: int, kept: int, resume: str) -> None:
-        self.err.print(
+        from poolbench.system import stopping
+
+        stopping.say(
             f"Interrupted: everything created was torn down; {kept} measurement(s) kept in run "
             f"{run_id}. Finish it with: {resume}"
         )
 
 
-def _answer(outcome: run_study.StudyOutcome, console: Console, disk: DiskSpeed | None) -> int:
+def _answer(
+    outcome: run_study.StudyOutcome,
+    console: Console,
+    disk: DiskSpeed | None,
+    request: run_study.StudyRequest,
+) -> int:
     """The stored run's report, which ends with the answer: nothing is printed after it."""
     store, run_id, failed = outcome.store, outcome.run_id, outcome.failed
     console.print(f"stored as run {run_id} in {store.path}", markup=False)
@@ -169,7 +175,7 @@ def _answer(outcome: run_study.StudyOutcome, console: Console, disk: DiskSpeed |
         raise TrialsFailed(
             f"Study finished, {len(failed)} trial(s) failed (each torn down; the reasons are "
             f"in the table above and stored with run {run_id}).",
-            f"Measure them again with: {resume_command(store.path, run_id)}",
+            f"Measure them again with: {request.resume_command(store.path, run_id)}",
             run_id,
         )
     return run_id
@@ -193,7 +199,7 @@ def execute_study(
     log = DryRunLog()
     hooks = _CliHooks(err, log, destroy_data_on, yes)
     if not dry_run:
-        return _answer(run_study.run_study(request, hooks), console, disk)
+        return _answer(run_study.run_study(request, hooks), console, disk, request)
     try:
         with run_study.prepared(request, hooks, dry_run=True) as (sr, _):
             log.flush(err)  # what the probes would have run (real devices: the claims)

@@ -1,4 +1,5 @@
-"""Recovery after a crash: tear down what an earlier poolbench left behind.
+"""Recovery after a crash: tear down what an earlier poolbench left behind, and mark the runs
+it left "running" as interrupted.
 
 Each trial writes a journal file `run<R>-pid<P>-trial<N>.jsonl` (a scratch filesystem
 `scratch-pid<P>.jsonl`, the debugfs `record` mounts `record-pid<P>.jsonl`) before creating
@@ -6,7 +7,9 @@ anything and
 removes it after a complete teardown. A journal whose process is gone is stale: a crash or
 kill -9 happened. `poolbench cleanup` (also run automatically before a study) tears those
 down — through the journal, which never touches anything poolbench did not create. Journals
-of a poolbench that is still running are left alone.
+of a poolbench that is still running are left alone. A run whose process is gone (its owner,
+engine/lifecycle.py: boot id, pid and start time, so a reboot or a reused pid is seen) is
+marked interrupted; `--resume` finishes it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from poolbench.engine import lifecycle
 from poolbench.safety.journal import Journal
+from poolbench.store.db import Store, resume_command
+from poolbench.study.builtin import registry
 from poolbench.system.runner import Runner
 from poolbench.workloads.fio import kill_strays
 
@@ -76,3 +82,54 @@ def cleanup(runner: Runner, directory: Path) -> list[Outcome]:
         if not left and not runner.dry_run:
             path.unlink(missing_ok=True)
     return outcomes
+
+
+@dataclass
+class Abandoned:
+    run_id: int
+    resume: str  # the command that finishes it
+
+
+ABANDONED = (
+    "its poolbench process ended without finishing it (killed, crashed, or the machine "
+    "restarted); found by poolbench cleanup"
+)
+
+
+def abandoned_runs(store: Store) -> list[Abandoned]:
+    """Runs still 'running' whose process is gone. Runs from before owners were recorded
+    (owner NULL) are left as they are: nothing says whether they still run."""
+    found = []
+    for r in store.runs():
+        if r["status"] == "running" and r["owner"] and not lifecycle.owner_alive(r["owner"]):
+            resume = _resume_as(r["argv"], store, int(r["id"])) if r["kind"] == "study" else ""
+            found.append(Abandoned(int(r["id"]), resume))
+    return found
+
+
+def mark_interrupted(store: Store, runs: list[Abandoned]) -> None:
+    for a in runs:
+        store.finish_run(a.run_id, "interrupted", ABANDONED)
+
+
+def _resume_as(argv_json: str, store: Store, run_id: int) -> str:
+    """The command that finishes a study run, as it was started (`run`, `study NAME`,
+    `demo`), with the scratch directory it was given."""
+    import json
+    import shlex
+
+    argv = [str(a) for a in json.loads(argv_json)]
+    words = [a for a in argv[1:] if not a.startswith("-")]
+    name = next((w for w in words[1:] if w in registry.STUDIES), None)
+    command = "run"
+    if words[:1] == ["study"] and name is not None:
+        command = f"study {name}"
+    elif words[:1] == ["demo"]:
+        command = "demo"
+    line = resume_command(store.path, run_id, command)
+    for i, a in enumerate(argv):
+        if a == "--scratch-dir" and i + 1 < len(argv):
+            line += f" --scratch-dir {shlex.quote(argv[i + 1])}"
+        elif a.startswith("--scratch-dir="):
+            line += f" --scratch-dir {shlex.quote(a.split('=', 1)[1])}"
+    return line

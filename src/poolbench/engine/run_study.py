@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -28,8 +29,9 @@ from poolbench.safety.guarded import GuardedRunner
 from poolbench.store import queries
 from poolbench.store.db import Store, default_path, resume_command
 from poolbench.store.opening import Mode
-from poolbench.study import consistency, matrix
+from poolbench.study import consistency, estimate, matrix
 from poolbench.study.model import Study
+from poolbench.system import terminal
 from poolbench.system.runner import LocalRunner, Runner
 from poolbench.workloads.library import parse_list
 
@@ -69,6 +71,17 @@ class StudyRequest:
     argv: Sequence[str] = field(default_factory=lifecycle.command_line)
     # False (--no-screen): real disks are not screened before the study; the run says so
     screen: bool = True
+    # The command that resumes the run, as the user started it: "run", "study NAME", "demo"
+    command: str = "run"
+
+    def resume_command(self, store: Path, run_id: int) -> str:
+        """The command that finishes the run, with this invocation's scratch directory and
+        screen choice (a resume in another scratch directory would work, but not where the
+        user chose to put the sparse files)."""
+        line = resume_command(store, run_id, self.command)
+        if self.scratch_dir is not None:
+            line += f" --scratch-dir {shlex.quote(str(self.scratch_dir))}"
+        return line + ("" if self.screen else " --no-screen")
 
 
 @dataclass
@@ -139,6 +152,7 @@ def run_study(request: StudyRequest, hooks: StudyHooks) -> StudyOutcome:
     run still owes). Returns the run; failed trials are in `failed` (each torn down, the rest
     measured); Ctrl-C tears down what was made, keeps what was measured, and re-raises."""
     with prepared(request, hooks, dry_run=False) as (sr, availability):
+        _said_if_a_hangup_would_stop_it(sr, hooks, request.resume)
         sr.store.close()
         sr.store = _open(request.db, "write")
         if sr.claims is not None:  # real disks: each screened (or a recent screen reused)
@@ -150,6 +164,7 @@ def run_study(request: StudyRequest, hooks: StudyHooks) -> StudyOutcome:
         _start_or_reopen(sr, availability, request.resume)
         if sr.claims is not None:
             sr.claims.record_overrides(sr.store, sr.run_id)
+        sr.resume_command = lambda: request.resume_command(sr.store.path, sr.run_id)
         return _measure(sr, hooks)
 
 
@@ -157,7 +172,7 @@ def _measure(sr: study_run.StudyRun, hooks: StudyHooks) -> StudyOutcome:
     store, run_id = sr.store, sr.run_id
 
     def interrupted(kept: int) -> None:
-        hooks.interrupted(run_id, kept, resume_command(store.path, run_id))
+        hooks.interrupted(run_id, kept, sr.resume_line())
 
     try:
         with (
@@ -176,6 +191,32 @@ def _measure(sr: study_run.StudyRun, hooks: StudyHooks) -> StudyOutcome:
         with contextlib.suppress(OSError):
             sr.paths.scratch.rmdir()
     return StudyOutcome(run_id, store, failed)
+
+
+# A study estimated to last longer than this, started where a dropped connection would stop
+# it, says so before it starts (docs/long-runs.md).
+LONG_STUDY_S = 600.0
+
+
+def _said_if_a_hangup_would_stop_it(
+    sr: study_run.StudyRun, hooks: StudyHooks, resume: int | None
+) -> None:
+    """One line before a long study starts in an SSH terminal outside tmux or screen."""
+    why = terminal.hangup_risk()
+    if why is None:
+        return
+    planned = estimate.estimate(sr.study)
+    seconds = planned.planned_seconds
+    if resume is not None:  # what is left of it
+        cells = len(sr.configs) * sr.study.replicates * len(sr.workloads)
+        done = queries.measurement_count(sr.store, resume)
+        seconds *= max(0.0, 1 - done / cells) if cells else 1.0
+    if seconds > LONG_STUDY_S:
+        hooks.note(
+            f"note: this study should take about {estimate.fmt_duration(seconds)} and {why}: "
+            "if the connection drops, the hangup stops it (torn down, resumable). Start it "
+            "in tmux or screen, or see docs/long-runs.md (nohup, systemd-run)."
+        )
 
 
 def _start_or_reopen(

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from poolbench.backends import registry
 from poolbench.backends.base import Availability, Backend, Pool, unavailable
-from poolbench.engine import aging, arc_limit, pool_ops, replicates, slow_disk, trial
+from poolbench.engine import aging, arc_limit, lifecycle, pool_ops, replicates, slow_disk, trial
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.session import Session
@@ -44,7 +44,7 @@ from poolbench.store.opening import damaged
 from poolbench.study import matrix
 from poolbench.study.model import Study
 from poolbench.study.model import parse as parse_study
-from poolbench.system import probes
+from poolbench.system import probes, stopping
 from poolbench.system.runner import Runner
 from poolbench.units import parse_size
 from poolbench.workloads import fio
@@ -92,6 +92,8 @@ class StudyRun:
     argv: Sequence[str] = ()
     claims: ClaimSet | None = None  # real devices, claimed by the safety layer
     not_screened: str | None = None  # what --no-screen left out (screen_check.before_study)
+    # The command that finishes this run, as every message that stops the run prints it
+    resume_command: Callable[[], str] | None = None
 
     def __post_init__(self) -> None:
         if self.seed is None:
@@ -288,6 +290,7 @@ class StudyRun:
         """Build the configuration, check it is what was asked, measure it, tear it down
         (always: the journal undoes whatever was created, newest first). A trial failure
         (see the module docstring) is stored with its reason and the study goes on."""
+        stopping.check()  # a stop signal held by the last trial's teardown: none more
         tc = TrialConfig(cfg, replicate, index)
         name = self.pool_name(index)
         self.headline = ""
@@ -325,7 +328,7 @@ class StudyRun:
             f"{cause}Its teardown left these alone: " + "; ".join(left),
             "Fix the cause (is the storage service still running?), then run 'poolbench "
             f"cleanup{db_option(self.store.path)}', which retries what is poolbench's, and "
-            f"continue with '{resume_command(self.store.path, self.run_id)}'. Every "
+            f"continue with '{self.resume_line()}'. Every "
             "measurement finished so far is kept.",
         )
 
@@ -348,9 +351,13 @@ class StudyRun:
                 f"The last {len(self.failed_in_a_row)} trials all failed, so the study stops "
                 "instead of failing the rest one by one (every result measured so far is "
                 "kept). Their reasons: " + " | ".join(self.failed_in_a_row),
-                f"Fix the cause, then continue with "
-                f"'{resume_command(self.store.path, self.run_id)}'.",
+                f"Fix the cause, then continue with '{self.resume_line()}'.",
             )
+
+    def resume_line(self) -> str:
+        if self.resume_command is not None:
+            return self.resume_command()
+        return resume_command(self.store.path, self.run_id)
 
     def failed(self) -> list[queries.FailedTrial]:
         """The run's trials that failed and were not measured since."""
@@ -435,12 +442,36 @@ def family_owed(
 
 
 def load_resume(store: Store, run_id: int) -> tuple[Study, str, int]:
+    """The study, its text and seed, of a run to resume: the study as it was measured (a
+    --min-window given when it started is in the stored study, not in its text)."""
     row = store.run(run_id)
     if row["kind"] != "study":
         raise UsageError(f"Run {run_id} is a {row['kind']} run, not a study.", "")
+    owner = row["owner"]  # every store is migrated as it is opened: the column is there
+    if row["status"] == "running" and lifecycle.owner_alive(owner):
+        raise UsageError(
+            f"Run {run_id} is still running (process {str(owner).split(':')[1]}).",
+            "Stop it first (Ctrl-C or kill sends it down the way that tears everything down "
+            "and keeps what it measured), then resume it.",
+        )
     meta = json.loads(row["metadata"])  # valid JSON: Store.run checked it
     try:
         text, seed = str(meta["study_text"]), int(meta["seed"])
     except (KeyError, TypeError, ValueError):
         raise damaged(store.path, f"run {run_id} has no study text or seed to resume") from None
-    return parse_study(text, f"run {run_id}"), text, seed
+    study = parse_study(text, f"run {run_id}")
+    window = _stored_min_window(meta)
+    if window is not None and window != study.workloads.min_window:
+        workloads = study.workloads.model_copy(update={"min_window": float(window)})
+        study = study.model_copy(update={"workloads": workloads})
+    return study, text, seed
+
+
+def _stored_min_window(meta: object) -> float | None:
+    """[workloads] min_window of the study as the run measured it (metadata `study`)."""
+    stored = meta.get("study") if isinstance(meta, dict) else None
+    workloads = stored.get("workloads") if isinstance(stored, dict) else None
+    window = workloads.get("min_window") if isinstance(workloads, dict) else None
+    if isinstance(window, int | float) and not isinstance(window, bool) and 0 <= window <= 3600:
+        return float(window)
+    return None

@@ -37,7 +37,10 @@ def run_fleet(
     progress: Callable[[str, int, int], None],
     *,
     prober: Prober = probe.probe,
+    on_interrupt: Callable[[int, int], None] | None = None,
 ) -> FleetRun:
+    """Measure the fleet as a new run; `on_interrupt(run_id, kept)` on Ctrl-C, SIGTERM or
+    SIGHUP (the run is then interrupted, what was measured kept)."""
     metadata: JsonObject = {"machine": probes.machine()}
     name = "fleet:" + ",".join(h.label for h in fleet)
     run_id = lifecycle.start(store, "bench", name, metadata)
@@ -52,7 +55,8 @@ def run_fleet(
         store.update_metadata(run_id, metadata)
 
     failure: FleetHostFailed | None = None
-    with lifecycle.tracked(store, run_id, before_finish=record_hosts) as outcome:
+    said = (lambda kept: on_interrupt(run_id, kept)) if on_interrupt is not None else None
+    with lifecycle.tracked(store, run_id, on_interrupt=said, before_finish=record_hosts) as outcome:
         session.preflight()
         metadata["fleet"] = preflight_json(session)
         store.update_metadata(run_id, metadata)

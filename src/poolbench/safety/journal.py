@@ -24,7 +24,8 @@ from poolbench.emulate import process as emulated
 from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import mounts
 from poolbench.safety.creating import await_create
-from poolbench.system import modparams, pgserver, throttle
+from poolbench.safety.journal_words import describe
+from poolbench.system import modparams, pgserver, stopping, throttle
 from poolbench.system.runner import CommandError, Runner
 from poolbench.system.umount import umount
 from poolbench.zfs import ops, pools
@@ -235,18 +236,22 @@ class Journal:
         kept: list[str] = []
         chosen = [e for e in self.entries if only is None or only(e)]
         undone: list[Entry] = []
-        for entry in reversed(chosen):
-            try:
-                note = getattr(self, f"_undo_{entry['kind']}")(entry)
-            except (PoolbenchError, OSError) as exc:
-                # A failed undo stays in the journal for `poolbench cleanup` to retry, and so
-                # does everything older: what was made before it (loop devices, their files)
-                # is what it stands on, and must not be pulled from under it.
-                kept.append(f"{entry}: {exc}")
-                break
-            undone.append(entry)
-            if note:
-                kept.append(note)  # deliberately left alone (not ours any more): forget it
+        what = f"tearing down {describe(chosen)}"
+        if chosen and stopping.stopping():  # heard at once, whatever the teardown takes
+            stopping.say(f"stopping: {what}; a second signal is ignored until this is done")
+        with stopping.deferred(what):  # a stop signal never leaves it half done
+            for entry in reversed(chosen):
+                try:
+                    note = getattr(self, f"_undo_{entry['kind']}")(entry)
+                except (PoolbenchError, OSError) as exc:
+                    # A failed undo stays in the journal for `poolbench cleanup` to retry, and
+                    # so does everything older: what was made before it (loop devices, their
+                    # files) is what it stands on, and must not be pulled from under it.
+                    kept.append(f"{entry}: {exc}")
+                    break
+                undone.append(entry)
+                if note:
+                    kept.append(note)  # deliberately left alone (not ours any more): forget it
         self.entries = [e for e in self.entries if not any(e is u for u in undone)]
         if self.path is not None:
             if not self.entries:
@@ -270,7 +275,10 @@ class Journal:
         if self.runner.dry_run:
             pools.destroy(self.runner, name)
             return ""
+        destroyed = await_create(name, verb="destroy")  # a killed run's: let it end, not race it
         current = pools.pool_guid(self.runner, name)
+        if current is None and destroyed:  # our own destroy did it; its labels are left
+            return self._clear_labels(e, guid)
         import_dir = e.get("import_dir")
         if current is None and import_dir and Path(import_dir).is_dir():
             # Exported by a cache drop that never got to import it again: bring back exactly
@@ -280,11 +288,12 @@ class Journal:
         if current is None:
             return f"pool {name} (GUID {guid}) is not imported; left alone"
         if current != guid:
-            return (
-                f"pool {name} has GUID {current}, not the GUID {guid} poolbench created: "
-                "someone else's pool, never destroyed"
-            )
+            return (f"pool {name} has GUID {current}, not the GUID {guid} poolbench created: "
+                    "someone else's pool, never destroyed")  # fmt: skip
         pools.destroy(self.runner, name)
+        return self._clear_labels(e, guid)
+
+    def _clear_labels(self, e: Entry, guid: int) -> str:
         if e.get("clear_labels"):
             devices = [*e["members"], *e.get("spares", [])]
             self._clear_members(devices, guid, str(e.get("dialect") or ZFS_FUSE))

@@ -27,6 +27,7 @@ from poolbench.store import opening
 from poolbench.store.migrations import CLAT_COLUMNS as CLAT_COLUMNS
 from poolbench.store.migrations import MIGRATIONS as MIGRATIONS
 from poolbench.store.opening import Mode, StoreError
+from poolbench.system import stopping
 from poolbench.system.runner import CallRecord
 
 __all__ = ["MIGRATIONS", "Measurement", "Store", "StoreError", "default_path"]
@@ -50,9 +51,11 @@ def db_option(path: Path) -> str:
     return f" --db {shlex.quote(str(path))}"
 
 
-def resume_command(path: Path, run_id: int) -> str:
-    """The command that finishes (or re-measures the failed trials of) a stored run."""
-    return f"poolbench run --resume {run_id}{db_option(path)}"
+def resume_command(path: Path, run_id: int, command: str = "run") -> str:
+    """The command that finishes (or re-measures the failed trials of) a stored run:
+    `poolbench run --resume RUN` resumes any study; `command` may name the one the user
+    started it with ("study parity", "demo"), which resumes it the same way."""
+    return f"poolbench {command} --resume {run_id}{db_option(path)}"
 
 
 def _uid() -> str:
@@ -175,13 +178,16 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+        """One transaction, which a stop signal does not cut in two: a measurement that
+        is being stored when SIGTERM comes is stored, then poolbench stops."""
+        with stopping.deferred("storing a result"):
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
 
     def _migrate(self, done: set[str]) -> None:
         if done >= {name for name, _ in MIGRATIONS}:
@@ -226,12 +232,21 @@ class Store:
         with self.transaction() as c:
             c.execute("UPDATE runs SET metadata = ? WHERE id = ?", (json.dumps(metadata), run_id))
 
-    def finish_run(self, run_id: int, status: str, error: str | None = None) -> None:
+    def finish_run(
+        self, run_id: int, status: str, error: str | None = None, stopped_by: str | None = None
+    ) -> None:
+        """The run's status; `stopped_by` names the signal that stopped an interrupted run."""
         with self.transaction() as c:
             c.execute(
-                "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?",
-                (status, time.time(), error, run_id),
+                "UPDATE runs SET status = ?, finished_at = ?, error = ?, stopped_by = ? "
+                "WHERE id = ?",
+                (status, time.time(), error, stopped_by, run_id),
             )
+
+    def set_owner(self, run_id: int, owner: str | None) -> None:
+        """The process now running the run (engine/lifecycle.py owner_id)."""
+        with self.transaction() as c:
+            c.execute("UPDATE runs SET owner = ? WHERE id = ?", (owner, run_id))
 
     def run(self, run_id: int) -> sqlite3.Row:
         if not -(2**63) <= run_id < 2**63:  # SQLite's integers: such an id cannot exist

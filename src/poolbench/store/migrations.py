@@ -179,6 +179,19 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX disk_screens_serial ON disk_screens(serial);
         """,
     ),
+    (
+        # How a run was stopped and who runs it. `stopped_by`: the signal that stopped an
+        # interrupted run (SIGINT, SIGTERM, SIGHUP), NULL otherwise, and for runs stopped
+        # before it existed. `owner`: the process running it, as "BOOT_ID:PID:START" (the
+        # kernel's boot id, the pid, the process's start time in clock ticks), so that
+        # `poolbench cleanup` can tell a run whose process is gone (kill -9, a crash, a
+        # reboot) from one still running, and mark it interrupted; NULL for older runs.
+        "0008_run_stops",
+        """
+        ALTER TABLE runs ADD COLUMN stopped_by TEXT;
+        ALTER TABLE runs ADD COLUMN owner TEXT
+        """,
+    ),
 ]
 
 # The percentile columns of 0005_latency: column → the percentile it holds.

@@ -22,6 +22,7 @@ from typing import Protocol
 
 from poolbench.capabilities import install_hint
 from poolbench.errors import PoolbenchError, ToolMissingError
+from poolbench.system import stopping
 
 log = logging.getLogger("poolbench.runner")
 
@@ -137,6 +138,7 @@ class LocalRunner:
     ) -> CommandResult:
         """Run argv. `reap_group=False` for a command that starts a daemon on purpose."""
         args = _validate_argv(argv)
+        stopping.check()  # a stop signal held by a teardown or a transaction: no new command
         started = time.time()
         if self.dry_run and mutates:
             self.calls.append(CallRecord(args, started, 0.0, 0, dry_run=True))
@@ -186,22 +188,31 @@ def _spawn(
     # open and hang the read. Each command runs in its own process group, so that on
     # Ctrl-C, a timeout or a crash every process it started can be stopped together.
     with tempfile.TemporaryFile("w+") as out_f, tempfile.TemporaryFile("w+") as err_f:
-        proc = subprocess.Popen(
-            args,
-            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-            stdout=out_f,
-            stderr=err_f,
-            text=True,
-            env=env,
-            start_new_session=True,
-        )
+        # A stop signal while the child is being started is held (a child started but not
+        # yet known here could not be stopped) and raised inside the try, which stops it.
+        with stopping.deferred():
+            proc = subprocess.Popen(
+                args,
+                stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+                stdout=out_f,
+                stderr=err_f,
+                text=True,
+                env=env,
+                start_new_session=True,
+            )
         try:
+            stopping.check()
             if input_text is not None and proc.stdin is not None:
                 proc.stdin.write(input_text)
                 proc.stdin.close()
             proc.wait(timeout=timeout)
         except BaseException:
-            _terminate(proc)
+            # Its SIGTERM, 10 s to end, then SIGKILL, whole: a stop signal arriving meanwhile
+            # (the first, after a time limit ran out; or a second one) cannot cut it short.
+            with stopping.deferred(
+                f"waiting for {os.path.basename(args[0])} to end (SIGKILL after 10 s)"
+            ):
+                _terminate(proc)
             raise
         finally:
             if reap_group:

@@ -49,9 +49,15 @@ def create(
     pool_options: Mapping[str, object],
     fs_options: Mapping[str, object],
     force: bool = False,
+    cachefile: str = "none",
 ) -> list[str]:
-    """`zpool create [-f] -o ... -O ... -m MOUNTPOINT NAME VDEVS...`."""
-    argv = ["zpool", "create", *(["-f"] if force else [])]
+    """`zpool create [-f] -o cachefile=... -o ... -O ... -m MOUNTPOINT NAME VDEVS...`.
+
+    A benchmark pool never enters the system's cache file (/etc/zfs/zpool.cache, zfs-fuse's
+    /var/lib/zfs/zpool.cache), from which the machine imports pools at boot (and zfs-fuse
+    as it starts): `cachefile` is "none" or a file of poolbench's own. Both dialects have the
+    property (zfs-fuse's pool version 23 too)."""
+    argv = ["zpool", "create", *(["-f"] if force else []), "-o", f"cachefile={cachefile}"]
     for key, value in pool_options.items():
         argv += ["-o", f"{key}={value}"]
     for key, value in fs_options.items():
@@ -76,9 +82,10 @@ def export(name: str) -> list[str]:
     return ["zpool", "export", name]
 
 
-def import_from(directory: str, pool: str) -> list[str]:
-    """Import `pool` (a name or a GUID) looking only at the devices linked in `directory`."""
-    return ["zpool", "import", "-d", directory, pool]
+def import_from(directory: str, pool: str, cachefile: str = "none") -> list[str]:
+    """Import `pool` (a name or a GUID) looking only at the devices linked in `directory`;
+    the cache file is not kept by the pool across an export: it is given again (create)."""
+    return ["zpool", "import", "-o", f"cachefile={cachefile}", "-d", directory, pool]
 
 
 def offline(name: str, leaf: str) -> list[str]:
@@ -106,16 +113,21 @@ def labelclear(device: str) -> list[str]:
     return ["zpool", "labelclear", "-f", device]
 
 
-def zdb_config(name: str) -> list[str]:
+def _cache(cachefile: str | None) -> list[str]:
+    """zdb finds a pool through a cache file: the system's, or (-U) the pool's own."""
+    return ["-U", cachefile] if cachefile and cachefile != "none" else []
+
+
+def zdb_config(name: str, cachefile: str | None = None) -> list[str]:
     """The pool's configuration (vdev tree with ashift and leaf paths), read by opening the
     pool in zdb's own user-space copy of ZFS: over a second on zfs-fuse."""
-    return ["zdb", "-C", name]
+    return ["zdb", *_cache(cachefile), "-C", name]
 
 
-def zdb_cached_configs() -> list[str]:
+def zdb_cached_configs(cachefile: str | None = None) -> list[str]:
     """Every pool's configuration as the cache file holds it (zdb opens no pool: a tenth of
     a second); each pool's section starts with `NAME:` at the line's start."""
-    return ["zdb", "-C"]
+    return ["zdb", *_cache(cachefile), "-C"]
 
 
 def dataset_props(name: str, props: Sequence[str]) -> list[str]:

@@ -14,7 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from poolbench import is_digits
 from poolbench.errors import PoolbenchError
+from poolbench.system import stopping
 from poolbench.system.runner import Runner
 from poolbench.zfs import commands
 
@@ -38,11 +40,35 @@ def ensure_running(runner: Runner) -> int | None:
     pidfile = piddir / "pid"
     # zfs-fuse daemonizes itself: keep it out of the runner's process-group cleanup.
     runner.run(["zfs-fuse", "--pidfile", str(pidfile)], reap_group=False)
+    try:
+        return _await(runner, pidfile)
+    except BaseException:
+        # Ctrl-C or SIGTERM while it starts (or it never answered): the daemon started here
+        # is stopped here, since no caller has its pid yet.
+        pid = _await_pid(pidfile, 5.0)
+        if pid is not None:
+            stop(pid)
+        raise
+
+
+def _await_pid(pidfile: Path, seconds: float) -> int | None:
+    """The daemon's pid once it wrote its pid file (it does so after it forked)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        text = pidfile.read_text().strip() if pidfile.exists() else ""
+        if is_digits(text):
+            return int(text)
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.1)
+
+
+def _await(runner: Runner, pidfile: Path) -> int:
     deadline = time.monotonic() + 30
     pid: int | None = None
     while time.monotonic() < deadline:
-        if pid is None and pidfile.exists() and pidfile.read_text().strip():
-            pid = int(pidfile.read_text().strip())
+        if pid is None:
+            pid = _await_pid(pidfile, 0)
         if pid is not None and answers(runner):
             return pid
         time.sleep(0.2)
@@ -53,6 +79,12 @@ def ensure_running(runner: Runner) -> int | None:
 
 
 def stop(pid: int) -> None:
+    """Stop the daemon poolbench started; a stop signal waits until it has ended."""
+    with stopping.deferred("stopping the zfs-fuse daemon poolbench started"):
+        _stop(pid)
+
+
+def _stop(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:

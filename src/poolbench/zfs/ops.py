@@ -66,11 +66,14 @@ class PoolCreate:
     pool_options: Mapping[str, object] = field(default_factory=dict)
     fs_options: Mapping[str, object] = field(default_factory=dict)
     force: bool = False
+    # never the system's (commands.create): "none", or a file of poolbench's own, which
+    # zdb reads the pool's vdev tree from in a tenth of a second (`zdb -U FILE -C`)
+    cachefile: str = "none"
 
     def argv(self) -> list[str]:
         """The command line, for the record and the tests (create_pool runs it)."""
         return commands.create(self.name, self.vdev_words, self.mountpoint, self.pool_options,
-                               self.fs_options, self.force)  # fmt: skip
+                               self.fs_options, self.force, self.cachefile)  # fmt: skip
 
 
 def create_pool(runner: Runner, request: PoolCreate) -> None:
@@ -83,9 +86,10 @@ def create_volume(runner: Runner, name: str, volsize: int, props: Mapping[str, o
     pools.run(runner, commands.create_volume(name, volsize, props))
 
 
-def import_pool(runner: Runner, directory: str, pool: str) -> None:
-    """Import `pool` (a name or a GUID) from the device links in `directory` only."""
-    pools.run(runner, commands.import_from(directory, pool))
+def import_pool(runner: Runner, directory: str, pool: str, cachefile: str = "none") -> None:
+    """Import `pool` (a name or a GUID) from the device links in `directory` only, never
+    into the system's cache file (commands.create)."""
+    pools.run(runner, commands.import_from(directory, pool, cachefile))
 
 
 def try_import(runner: Runner, directory: str, pool: str) -> None:
@@ -176,21 +180,24 @@ class VdevConfig:
     paths: list[str]
 
 
-def vdev_config(runner: Runner, pool: str) -> VdevConfig:
-    """The pool's vdev tree from the cache file (`zdb -C`: written when the pool is created or
-    imported, so it is the pool as it stands here), else from the pool itself (`zdb -C POOL`,
-    ten times slower on zfs-fuse: a second per trial); a failure raises its typed error."""
-    cached = runner.run(commands.zdb_cached_configs(), check=False, mutates=False)
+def vdev_config(runner: Runner, pool: str, cachefile: str | None = None) -> VdevConfig:
+    """The pool's vdev tree from its cache file (`zdb [-U FILE] -C`: written when the pool is
+    created or imported, so it is the pool as it stands here), else from the pool itself
+    (`zdb -C POOL`, ten times slower on zfs-fuse: a second per trial); a failure raises its
+    typed error."""
+    cached = runner.run(commands.zdb_cached_configs(cachefile), check=False, mutates=False)
     out = parse.zdb_pool_section(cached.stdout, pool) if cached.returncode == 0 else None
     if out is None:
-        out = pools.read(runner, commands.zdb_config(pool)).stdout
+        out = pools.read(runner, commands.zdb_config(pool, cachefile)).stdout
     return VdevConfig(parse.parse_zdb_ashift(out), parse.parse_zdb_paths(out))
 
 
-def vdev_config_or_none(runner: Runner, pool: str) -> VdevConfig | None:
+def vdev_config_or_none(
+    runner: Runner, pool: str, cachefile: str | None = None
+) -> VdevConfig | None:
     """`zdb -C`, or None: it needs the pool's cache file, which not every setup keeps."""
     try:
-        return vdev_config(runner, pool)
+        return vdev_config(runner, pool, cachefile)
     except ZfsCommandError:
         return None
 

@@ -37,6 +37,8 @@ class ZfsBackend:
         self._avail: Availability | None = None
         # pool name → the vdev tree `zdb -C` gave at create(), for verify() right after
         self._created_config: dict[str, ops.VdevConfig | None] = {}
+        # pool name → its own cache file (never the system's: see cache_file)
+        self._cachefiles: dict[str, str] = {}
 
     # -- availability ------------------------------------------------------------------------
     def check(self) -> Availability:
@@ -56,6 +58,15 @@ class ZfsBackend:
     def paths(spec: PoolSpec) -> tuple[Path, Path]:
         """(mountpoint, directory of member links used for import)."""
         return spec.mount_root / spec.name, spec.mount_root / f"{spec.name}.members"
+
+    @staticmethod
+    def cache_file(spec: PoolSpec) -> Path:
+        """The pool's own cache file, beside its mountpoint: a benchmark pool is never in
+        the system's (which the machine imports at boot, and zfs-fuse as it starts), so a
+        crash or a power cut cannot bring it back; zdb still reads its vdev tree from it in
+        a tenth of a second (`zdb -U FILE -C`), where `cachefile=none` would cost a second
+        per trial on zfs-fuse (`zdb -e`, which reads the members' labels)."""
+        return spec.mount_root / f"{spec.name}.cache"
 
     def create_request(self, spec: PoolSpec) -> ops.PoolCreate:
         """What `zpool create` is asked for `spec` (validated): the data vdevs, then each
@@ -85,7 +96,7 @@ class ZfsBackend:
         }  # fmt: skip
         force = self._needs_force(vdevs, members, classes)
         return ops.PoolCreate(spec.name, words, str(mountpoint), spec.pool_options, fs_options,
-                              force)  # fmt: skip
+                              force, str(self.cache_file(spec)))  # fmt: skip
 
     def create_argv(self, spec: PoolSpec) -> list[str]:
         """The `zpool create` command line for `spec`, as the record and the tests show it."""
@@ -120,6 +131,8 @@ class ZfsBackend:
         journal.path_created(str(link_dir))
         if not dry:
             link_dir.mkdir(exist_ok=True)
+        journal.path_created(request.cachefile)  # ZFS writes it; removed after the pool
+        self._cachefiles[spec.name] = request.cachefile
         journal.dir_created(str(mountpoint))
         journal.pool_intent(spec.name, members, self.dialect)
         ops.create_pool(self.runner, request)
@@ -131,7 +144,7 @@ class ZfsBackend:
         # `zdb -C` takes over a second on zfs-fuse (two per trial were a fifth of a small
         # study's time): the vdev tree read here is the one verify() reads back, right after,
         # since nothing can change a pool's vdevs in between.
-        config = ops.vdev_config_or_none(self.runner, spec.name)
+        config = ops.vdev_config_or_none(self.runner, spec.name, request.cachefile)
         self._created_config[spec.name] = config
         pool.described = readback.describe(self.runner, spec.name, self.check(), config)
         # log devices too: `zpool import -d` of a pool missing its log refuses
@@ -156,7 +169,7 @@ class ZfsBackend:
     # -- read back ---------------------------------------------------------------------------
     def describe(self, name: str) -> JsonObject:
         """Everything the pool says about itself, for verify() and the record."""
-        return readback.describe(self.runner, name, self.check())
+        return readback.describe(self.runner, name, self.check(), None, self._cachefiles.get(name))
 
     def verify(self, pool: Pool) -> list[str]:
         if self.runner.dry_run:
@@ -164,7 +177,8 @@ class ZfsBackend:
         spec = pool.spec
         config = self._created_config.pop(spec.name, None)  # the vdev tree create() read
         try:
-            d = readback.describe(self.runner, spec.name, self.check(), config)
+            d = readback.describe(self.runner, spec.name, self.check(), config,
+                                  self._cachefiles.get(spec.name))  # fmt: skip
         except CommandError as exc:
             return [f"pool {spec.name} cannot be read back: {exc.problem}"]
         d["unused_devices"] = pool.described.get("unused_devices", [])
@@ -175,7 +189,8 @@ class ZfsBackend:
     def drop_cache(self, pool: Pool) -> JsonObject:
         """The ARC emptied by export/import through the member links (coldcache.py)."""
         _, link_dir = self.paths(pool.spec)
-        return coldcache.drop_cache(self.runner, pool, link_dir, self.mountinfo)
+        cachefile = str(self.cache_file(pool.spec))  # the import keeps it off the system's
+        return coldcache.drop_cache(self.runner, pool, link_dir, self.mountinfo, cachefile)
 
     # -- a zvol target (SupportsVolumes) -------------------------------------------------------
     def create_volume(self, pool: Pool, working_set: int) -> zvol.VolumeMade:

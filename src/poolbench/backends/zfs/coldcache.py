@@ -16,15 +16,19 @@ from poolbench.system.runner import Runner
 from poolbench.zfs import ops, pools
 
 
-def drop_cache(runner: Runner, pool: Pool, link_dir: Path, mountinfo: Path) -> JsonObject:
+def drop_cache(
+    runner: Runner, pool: Pool, link_dir: Path, mountinfo: Path, cachefile: str = "none"
+) -> JsonObject:
     """Export and import the pool (which evicts its ARC), and drop the page cache of its
-    member files/devices in between; verify each step. The ARC's data size is checked once
+    member files/devices in between; verify each step. The import gives the pool its own
+    `cachefile` again: an import without one would put it in the system's, from which the
+    machine imports pools at boot. The ARC's data size is checked once
     the pool is exported (OpenZFS; zfs-fuse where it publishes /zfs-kstat); where it
     cannot be seen the drop is never "verified" (None): the device byte check decides."""
     name = pool.spec.name
     if runner.dry_run:
         pools.export(runner, name)
-        ops.import_pool(runner, str(link_dir), name)
+        ops.import_pool(runner, str(link_dir), name, cachefile)
         return {"method": "export-import", "verified": False, "detail": "dry run"}
     t0 = time.monotonic()
     guid = pool.described.get("guid") or pools.pool_guid(runner, name)
@@ -40,7 +44,7 @@ def drop_cache(runner: Runner, pool: Pool, link_dir: Path, mountinfo: Path) -> J
         arc_exported, len(pools.imported(runner)) if arc_exported else 0
     )
     page = cache.drop(runner, backing)
-    ops.import_pool(runner, str(link_dir), name)
+    ops.import_pool(runner, str(link_dir), name, cachefile)
     now = pools.pool_guid(runner, name)
     mounted = wait_for(lambda: mount_at(pool.mountpoint, mountinfo) is not None)
     problems = _drop_problems(pool, exported, guid, now, mounted, page, arc_ok, arc_said)

@@ -55,16 +55,21 @@ def shape_text(shape: list[tuple[str, int]]) -> str:
 
 
 def describe(
-    runner: Runner, name: str, a: Availability, config: ops.VdevConfig | None = None
+    runner: Runner,
+    name: str,
+    a: Availability,
+    config: ops.VdevConfig | None = None,
+    cachefile: str | None = None,
 ) -> JsonObject:
     """Everything the pool says about itself, for verify() and the record. `config`: the
-    vdev tree `zdb -C` gave moments ago for this very pool (read again when None)."""
+    vdev tree `zdb -C` gave moments ago for this very pool (read again when None, from the
+    pool's own `cachefile`)."""
     status = ops.status(runner, name)
     props = ["recordsize", "compression", "atime", "primarycache", "mountpoint", "mounted"]
     props += ["compressratio", "used", "available", "logbias"]
     props += ["sync", "special_small_blocks"] if a.dialect == OPENZFS else []
     values = ops.dataset_props(runner, name, props)
-    config = config or ops.vdev_config_or_none(runner, name)
+    config = config or ops.vdev_config_or_none(runner, name, cachefile)
     ashifts = config.ashifts if config is not None else []
     pool_ashift = ops.pool_prop(runner, name, "ashift", a.dialect)
     used, avail = values.get("used", {}).get("value"), values.get("available", {}).get("value")
