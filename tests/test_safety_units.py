@@ -14,6 +14,7 @@ import pytest
 
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.safety import creating
+from poolbench.safety.blockdevice import ASHIFT_ADVICE, Inventory
 from poolbench.safety.claims import (
     Claim,
     ClaimRefused,
@@ -22,7 +23,7 @@ from poolbench.safety.claims import (
     claim_devices,
 )
 from poolbench.safety.guarded import GuardedRunner
-from poolbench.safety.inventory import ASHIFT_ADVICE, Inventory, Paths, scan
+from poolbench.safety.inventory import Paths, scan
 from poolbench.safety.journal import Journal
 from poolbench.store.db import Store
 from poolbench.system.runner import CommandResult, RecordingRunner

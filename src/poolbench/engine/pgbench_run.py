@@ -29,7 +29,7 @@ from poolbench.safety.journal import Journal
 from poolbench.system import pgserver
 from poolbench.system.runner import Runner
 from poolbench.workloads import pgbench
-from poolbench.workloads.library import Workload
+from poolbench.workloads.workload import Workload
 
 MiB = 1 << 20
 # Settings a study may set per configuration (factor levels) and their defaults here.

@@ -17,7 +17,7 @@ from poolbench.fleet.hosts import Host
 from poolbench.fleet.records import FleetHostFailed, FleetOptions
 from poolbench.system.runner import Runner
 from poolbench.workloads import fiojob
-from poolbench.workloads.library import Workload
+from poolbench.workloads.workload import Workload
 
 CLEANUP_TIMEOUT_S = 120
 

@@ -18,12 +18,14 @@ from poolbench import storepath
 from poolbench.guards.devices import MountInfo, mount_of, mounts
 
 # The records live in blockdevice.py; callers have always imported them from here.
-from poolbench.safety.blockdevice import ASHIFT_ADVICE as ASHIFT_ADVICE
-from poolbench.safety.blockdevice import PROTECTED as PROTECTED
-from poolbench.safety.blockdevice import BlockDevice as BlockDevice
-from poolbench.safety.blockdevice import Inventory as Inventory
-from poolbench.safety.blockdevice import Reason as Reason
-from poolbench.safety.blockdevice import natural_order
+from poolbench.safety.blockdevice import (
+    ASHIFT_ADVICE,
+    PROTECTED,
+    BlockDevice,
+    Inventory,
+    Reason,
+    natural_order,
+)
 from poolbench.system import probes
 from poolbench.system.runner import CommandError, Runner
 from poolbench.zfs import ops

@@ -29,8 +29,8 @@ from poolbench.system import modparams, pgserver, stopping, throttle
 from poolbench.system.runner import CommandError, Runner
 from poolbench.system.umount import umount
 from poolbench.zfs import ops, pools
+from poolbench.zfs.dialect import ZFS_FUSE
 from poolbench.zfs.labelclear import clear_member, partitions_of, wipe_partition_table
-from poolbench.zfs.ops import ZFS_FUSE
 
 # How long a held loop device may take to run down after a detach before we call it stuck.
 LOOP_RUNDOWN_SECONDS = 10.0

@@ -24,13 +24,10 @@ from poolbench import storepath
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
 from poolbench.store import opening
-from poolbench.store.migrations import CLAT_COLUMNS as CLAT_COLUMNS
-from poolbench.store.migrations import MIGRATIONS as MIGRATIONS
+from poolbench.store.migrations import CLAT_COLUMNS, MIGRATIONS
 from poolbench.store.opening import Mode, StoreError
 from poolbench.system import stopping
 from poolbench.system.runner import CallRecord
-
-__all__ = ["MIGRATIONS", "Measurement", "Store", "StoreError", "default_path"]
 
 
 def default_path() -> Path:

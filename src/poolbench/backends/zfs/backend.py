@@ -24,7 +24,7 @@ from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Entry, Journal
 from poolbench.system.runner import CommandError, Runner
 from poolbench.zfs import ops, pools
-from poolbench.zfs.ops import OPENZFS, ZFS_FUSE
+from poolbench.zfs.dialect import OPENZFS, ZFS_FUSE
 from poolbench.zfs.parse import IostatRow, ResilverStatus, ScrubStatus, TopVdev
 
 
