@@ -239,6 +239,13 @@ class Journal:
                 self._rewrite()
         return kept
 
+    def teardown_or_raise(self, left_alone: str, fix: str, only: Filter | None = None) -> None:
+        """`teardown`, and a PoolbenchError (`left_alone` + what was left, and `fix`) if
+        anything was left: the one ending of every scope that undoes what it made."""
+        left = self.teardown(only)
+        if left:
+            raise PoolbenchError(left_alone + "; ".join(left), fix)
+
     def _rewrite(self) -> None:
         assert self.path is not None
         tmp = self.path.with_name(self.path.name + ".tmp")
