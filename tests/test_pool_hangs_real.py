@@ -19,7 +19,10 @@ checked against the scaled rule, and the time from the hang to poolbench's exit 
 sum of the limits it had to wait out, plus MARGIN_S. The zfs-fuse daemon must be this test
 session's own: one test stops it, and a pool stuck in it is released by restarting it.
 
-The first is a campaign test (POOLBENCH_CAMPAIGN=1, docs/testing.md): zfs-fuse's way out of
+The first and the third are campaign tests (POOLBENCH_CAMPAIGN=1, docs/testing.md). The third,
+after the daemon's SIGCONT, once met zfs-fuse's "pool is busy" in cleanup's destroy within
+its scaled limits in a whole-suite run (and left the next test's destroy busy too): until
+that is understood it runs in the campaign tier. The first: zfs-fuse's way out of
 it varies from run to run (with room again the pool resumes, or stays "faulted in response
 to IO failures" until the daemon is restarted), and it took 12 s to 90 s here; the other two
 took 8 s and 18 s, and keep in the default tier a pool whose disks fail its writes, a failed
@@ -378,6 +381,7 @@ def test_disks_that_come_back_during_the_teardown(scene: Scene) -> None:
     # (a resume measuring the failed trial: test_fio_hangs_in_a_pool_whose_disks_stay_full)
 
 
+@pytest.mark.campaign  # its cleanup met zfs-fuse's 'pool is busy' once in a whole-suite run
 def test_a_zpool_command_hangs_on_a_stopped_daemon(scene: Scene, own_zfs_fuse: OwnDaemon) -> None:
     study = scene.study(2, '"seq-write", "seq-read"')
     stopped = scene.tmp / "stopped"
