@@ -32,7 +32,8 @@ from poolbench.errors import (
     UsageError,
 )
 from poolbench.store.db import Store
-from poolbench.study.model import MAX_STUDY_BYTES, Study, load, parse
+from poolbench.study.model import Study, load, parse
+from poolbench.study.reading import MAX_STUDY_BYTES
 
 GOOD = 'name = "s"\n[disks]\ncount = 3\nsize = "1G"\n[factors]\nlayout = ["raidz1"]\n'
 
@@ -529,7 +530,7 @@ def test_report_output_to_a_fifo_is_refused_without_blocking(tmp_path: Path) -> 
 
 
 def test_record_sizes_take_ascii_digits_only() -> None:
-    from poolbench.workloads.library import parse_record_size
+    from poolbench.workloads.workload import parse_record_size
 
     with pytest.raises(UsageError):
         parse_record_size("\u0661\u0662k")  # Arabic-Indic 12

@@ -165,7 +165,7 @@ def test_volblocksize_measures_zvols_and_geometry_adds_them_on_openzfs() -> None
     assert names == ["rand-read-4k", "rand-write-4k", "rand-mix70-4k", "rand-read-16k",
                      "rand-write-16k", "rand-mix70-16k"]  # fmt: skip
     # every workload can run on a block device
-    from poolbench.engine.session import block_device_refusal
+    from poolbench.engine.measure_checks import block_device_refusal
 
     assert block_device_refusal(parse_list(",".join(names))) is None
     with pytest.raises(PoolbenchError, match="zfs-fuse .* has no ZFS volumes"):
