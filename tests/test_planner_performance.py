@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from poolbench.planner.layout import VdevSpec, parse_layout
 from poolbench.planner.performance import (
     DiskSpeed,
+    fork_join_share,
+    members_per_read,
     parse_disk_speed,
     predict,
     predict_detailed,
@@ -179,6 +181,35 @@ def test_requests_in_flight_limit_random_iops() -> None:
     assert s.read_bps == predict(parse_layout("stripe:4x1T"), SSD).read_bps
     with pytest.raises(ValueError):
         queued_share(0, 4)
+
+
+def test_a_read_that_needs_several_spinning_members_waits_for_the_slowest() -> None:
+    # A 128K record on raidz1 of 4 (ashift 12) is 32 data sectors on its 3 data columns: one
+    # read needs 3 members and ends with the slowest. Service times spread evenly within ±2/3
+    # of their mean: the largest of 3 is the mean × (1 + (2/3)(2/4)) = 4/3, so at queue depth
+    # 1 the vdev gives 3/4 of one disk (emulated hdd-7200 disks under zfs-fuse: 0.84 of the
+    # single-disk pool at QD 1, the host's turnaround diluting it; docs/planner.md).
+    hdd = DiskSpeed(180e6, 180e6, 100, 100)
+    rz = parse_layout("raidz1:4x1T")
+    assert members_per_read(rz.vdevs[0], 128 * KiB, 12) == 3
+    assert members_per_read(rz.vdevs[0], 4 * KiB, 12) == 1  # a 4K block: one data sector
+    assert members_per_read(parse_layout("mirror:2x1T").vdevs[0], 128 * KiB, 12) == 1
+    assert fork_join_share(3, 1) == pytest.approx(3 / 4)
+    assert fork_join_share(1, 1) == 1.0
+    assert predict(rz, hdd, 128 * KiB, 12, outstanding=1).read_iops == pytest.approx(75)
+    # The loss falls as 1/Q: at 16 in flight, 1/(1 + 1/3/16) of the queued figure (the
+    # vdev's many-in-flight figure is about 4/3 disks: W over the data columns a read needs).
+    busy = predict(rz, hdd, 128 * KiB, 12).read_iops
+    queued = busy * queued_share(16, busy / 100)
+    assert predict(rz, hdd, 128 * KiB, 12, outstanding=16).read_iops == pytest.approx(
+        queued / (1 + 1 / 3 / 16)
+    )
+    # Mirrors and 4K raidz blocks need one member: queue depth 1 is one disk, not two.
+    assert predict(parse_layout("mirror:2x1T"), hdd, 4 * KiB, 12, 1).read_iops == 100
+    assert predict(rz, hdd, 4 * KiB, 12, 1).read_iops == pytest.approx(100)
+    # A transfer-bound device (SSD, a capped loop device) has no seek to wait for.
+    ssd = predict(rz, SSD, 128 * KiB, 12, outstanding=1).read_iops
+    assert ssd == pytest.approx(SSD.read_iops)
 
 
 def test_raidz_stream_read_is_marked_a_lower_bound_on_transfer_bound_disks() -> None:

@@ -218,7 +218,8 @@ def predict(
     outstanding: int | None = None,
 ) -> Speed:
     """The pool's figures. With `outstanding` (requests in flight: jobs × queue depth), random
-    reads are scaled for requests that queue on one member while another idles."""
+    reads are scaled for requests that queue on one member while another idles and, on a
+    spinning disk, for a read that waits for the slowest of the members it needs."""
     total = Speed(0.0, 0.0, 0.0, 0.0)
     for v in layout.vdevs:
         total = total + predict_vdev(v, disk, recordsize, ashift)
@@ -226,7 +227,14 @@ def predict(
         return total
     members = total.read_iops / disk.read_iops  # independent servers, in disks
     share = queued_share(outstanding, members)
-    return Speed(total.read_bps, total.write_bps, total.read_iops * share, total.write_iops)
+    reads = total.read_iops
+    if disk.medium == "media":
+        reads = sum(
+            predict_vdev(v, disk, recordsize, ashift).read_iops
+            * fork_join_share(members_per_read(v, recordsize, ashift), outstanding)
+            for v in layout.vdevs
+        )
+    return Speed(total.read_bps, total.write_bps, reads * share, total.write_iops)
 
 
 def queued_share(outstanding: int, members: float) -> float:
@@ -236,6 +244,37 @@ def queued_share(outstanding: int, members: float) -> float:
     if outstanding < 1:
         raise ValueError("outstanding must be at least 1")
     return outstanding / (outstanding + max(members, 1.0) - 1)
+
+
+# A spinning disk's random service time, a seek by distance plus a rotation of 0 to one
+# revolution, taken as spread evenly within ± this share of its mean. Fitted to nothing
+# measured: the disk emulator's own model (emulate/model.py) gives 0.66-0.70 for a 7200 rpm
+# disk over a small or a whole span and 0.56 for 5400 rpm with 9.5 ms seeks (the max of d
+# draws against d × the mean); docs/planner.md, "Random reads on disks that seek".
+SERVICE_SPREAD = 2 / 3
+
+
+def members_per_read(spec: VdevSpec, recordsize: int, ashift: int) -> int:
+    """How many members one random read of a whole block needs: raidz its data columns
+    (a block of s sectors has data on min(s, W − P) of them), dRAID its data children,
+    a mirror or a disk one."""
+    sectors = -(-recordsize // (1 << ashift))
+    if spec.kind == "raidz":
+        return min(sectors, spec.width - spec.parity)
+    if spec.kind == "draid":
+        return min(sectors, spec.draid_data)
+    return 1
+
+
+def fork_join_share(members: int, outstanding: int) -> float:
+    """The share of its random IOPS a vdev keeps when each read needs `members` disks at
+    once: with one read in flight it ends with the slowest of them, and the mean of the
+    largest of d service times spread evenly within ±a of their mean is the mean ×
+    (1 + a(d − 1)/(d + 1)). With Q reads in flight a member that finishes early takes up
+    the next read's part, so the loss is taken to fall as 1/Q (measured on emulated disks:
+    docs/planner.md)."""
+    d = members
+    return 1 / (1 + SERVICE_SPREAD * (d - 1) / (d + 1) / outstanding)
 
 
 @dataclass(frozen=True)
@@ -274,8 +313,9 @@ NOTES = (
     "on a small machine) stops below these figures.",
     "Reads are assumed to come from the disks: the ARC (ZFS's cache) is not modelled.",
     "Random IOPS assume many requests in flight; on disks with a service time (a seek), Q "
-    "requests on K members keep about Q/(Q + K - 1) of them busy (a model, not validated "
-    "here): at queue depth 1, one disk's IOPS whatever the layout.",
+    "requests on K members keep about Q/(Q + K - 1) of them busy: at queue depth 1, one "
+    "disk's IOPS whatever the layout, and less where a read needs several members at once "
+    "(raidz records: it waits for the slowest); checked on emulated seeking disks.",
 )
 COW_WRITES = (
     "not predicted: ZFS writes copy-on-write, so random writes leave as aggregated sequential "
@@ -309,9 +349,10 @@ def predict_detailed(
     rand = "model: OpenZFS dRAID documentation" if "draid" in kinds else VALIDATED
     if outstanding is not None and "draid" not in kinds:
         rand = (
-            "model: Q/(Q + K - 1) of K members busy with Q requests in flight, for disks "
-            "with a service time; it erred low by up to 1.39 x on rate-capped devices "
-            "(docs/planner.md, correction 4)"
+            "Q/(Q + K - 1) of K members busy with Q requests in flight, a read that needs "
+            "several members waiting for the slowest (spinning disks): checked on emulated "
+            "seeking disks under zfs-fuse (docs/planner.md); it erred low by up to 1.39 x on "
+            "rate-capped devices, whose requests do not queue behind a seek (correction 4)"
         )
     elif "draid" not in kinds:
         rand = (
