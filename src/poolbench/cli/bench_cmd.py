@@ -205,7 +205,9 @@ def bench(
 
     Working set ≥ 2× RAM by default, caches dropped and verified before cold reads,
     incompressible data, durable writes (fsync counted), device bytes checked against the
-    application's, repeated until the 95% confidence interval is within ±5%.
+    application's, repeated until the 95% confidence interval is within ±5%. Each run
+    records what it ran on: versions, the pool behind PATH with its layout and properties
+    as read back, its disks' serials and firmware, fill level (docs/history.md).
 
     Example: poolbench bench /tank/scratch --workloads seq-write,seq-read --size 8G
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from poolbench.engine import cold_read, replay_check, replicates
+from poolbench.engine import cold_read, fingerprint, replay_check, replicates
 from poolbench.engine import window as long_window
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.lifecycle import CommandLog
@@ -50,6 +50,7 @@ from poolbench.guards import cache, cpu, devices, geometry, workingset
 from poolbench.records.findings import CacheFinding, DataFinding, Findings, FioFinding
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
+from poolbench.store import fingerprints
 from poolbench.store.db import Store
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
@@ -175,6 +176,7 @@ class Session:
         if self.runner.dry_run:
             self._plan_only()
             return list(self.results.values())
+        self._fingerprint(None)
         self.workspace.create()
         try:
             self._loop()
@@ -187,6 +189,7 @@ class Session:
         """Trial mode: measure each workload once as `replicate` (a study repeats whole
         trials, each on a freshly built pool, instead of repeating inside one)."""
         assert self.working_set is not None, "preflight() first"
+        self._fingerprint(replicate)
         self.workspace.create()
         try:
             for res in self.results.values():
@@ -197,6 +200,15 @@ class Session:
             if not self.subject.disposable:  # else it goes with the pool, all at once
                 self.workspace.remove()
         return list(self.results.values())
+
+    def _fingerprint(self, replicate: int | None) -> None:
+        """What this run (None) or this trial's replicate runs on, stored before it starts,
+        with the fill level the measurement begins at."""
+        if self.runner.dry_run:
+            return
+        fp = fingerprint.take(self.runner, self.target, self.device_target, self.fio_version)
+        config = None if replicate is None else self.subject.config
+        fingerprints.add(self.store, self.run_id, fp, config, replicate)
 
     @property
     def round_orders(self) -> list[list[str]]:
