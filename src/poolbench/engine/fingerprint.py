@@ -23,7 +23,7 @@ from poolbench.backends.btrfs import parse_df
 from poolbench.backends.zfs.readback import shape_text
 from poolbench.guards.devices import MountInfo, Target, mount_of
 from poolbench.records.fingerprint import Disk, Fingerprint, Pool
-from poolbench.system import probes
+from poolbench.system import probes, throttle
 from poolbench.system.runner import CommandError, Runner
 from poolbench.zfs import ops, parse
 from poolbench.zfs.ops import OPENZFS, ZFS_FUSE
@@ -168,6 +168,7 @@ def _disks(devices: Target | None, notes: list[str]) -> tuple[Disk, ...]:
         notes.append(f"disks: no block device under the target ({why})")
         return ()
     out = []
+    caps = _caps(notes)
     for name in devices.devices:
         info = probes.device_info(name)
         note = ""
@@ -176,6 +177,22 @@ def _disks(devices: Target | None, notes: list[str]) -> tuple[Disk, ...]:
             note = f"loop device backed by {backing}: no serial or firmware"
         elif not info["serial"]:
             note = "the device reports no serial"
+        try:
+            cap = caps.get(throttle.device_number(name))
+        except OSError:
+            cap = None
         out.append(Disk(name, info["model"], info["serial"], probes.firmware(name),
-                        info["size_bytes"], note))  # fmt: skip
+                        info["size_bytes"], note, *(cap or (None, None))))  # fmt: skip
     return tuple(out)
+
+
+def _caps(notes: list[str]) -> dict[str, tuple[int | None, int | None]]:
+    """The blkio throttle rules in force, MAJ:MIN → (read, write) bytes/s (0: no rule)."""
+    if not throttle.BLKIO.is_dir():
+        return {}
+    try:
+        found = throttle.caps()
+    except OSError as exc:
+        notes.append(f"blkio caps: could not be read ({exc})")
+        return {}
+    return {k: (r or None, w or None) for k, (r, w) in found.items()}

@@ -48,6 +48,7 @@ from poolbench.engine.workspace import Workspace
 from poolbench.errors import UsageError
 from poolbench.guards import cache, cpu, devices, geometry, workingset
 from poolbench.records.findings import CacheFinding, DataFinding, Findings, FioFinding
+from poolbench.records.fingerprint import Fingerprint
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
 from poolbench.store import fingerprints
@@ -100,6 +101,7 @@ class Session:
         self._untar = Untar(runner, options.tarball) if options.tarball else None
         self._zfs: str | None = None  # "openzfs" / "zfs-fuse": whose ARC a cold read checks
         self.show_job: Callable[[str, str], None] | None = None  # --dry-run: (name, job text)
+        self.fingerprint: Fingerprint | None = None  # what it ran on, once measuring began
 
     # -- preflight -------------------------------------------------------------------------
     def preflight(self) -> JsonObject:
@@ -207,6 +209,7 @@ class Session:
         if self.runner.dry_run:
             return
         fp = fingerprint.take(self.runner, self.target, self.device_target, self.fio_version)
+        self.fingerprint = fp
         config = None if replicate is None else self.subject.config
         fingerprints.add(self.store, self.run_id, fp, config, replicate)
 

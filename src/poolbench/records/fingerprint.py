@@ -66,6 +66,10 @@ class Disk:
     firmware: str | None = None
     size_bytes: int | None = None
     note: str = ""  # why serial or firmware is missing ("loop device backed by …")
+    # A blkio throttle in force on the device (bytes/s, reads and writes; None: no rule): a
+    # cap changes its speed as surely as a new disk does.
+    cap_read_bps: int | None = None
+    cap_write_bps: int | None = None
 
     @property
     def ident(self) -> str:
@@ -75,7 +79,8 @@ class Disk:
     @classmethod
     def from_json(cls, d: Mapping[str, object]) -> Disk:
         return cls(_str(d, "name") or "?", _str(d, "model"), _str(d, "serial"),
-                   _str(d, "firmware"), _int(d, "size_bytes"), _str(d, "note") or "")  # fmt: skip
+                   _str(d, "firmware"), _int(d, "size_bytes"), _str(d, "note") or "",
+                   _int(d, "cap_read_bps"), _int(d, "cap_write_bps"))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -213,6 +213,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX fingerprints_run ON fingerprints(run_id);
         """,
     ),
+    (
+        # `bench PATH --record-as NAME`: the stable name of the series a run belongs to
+        # (store/history.py), NULL for a run without one (its series is its target).
+        "0010_series",
+        """
+        ALTER TABLE runs ADD COLUMN series TEXT
+        """,
+    ),
 ]
 
 # The percentile columns of 0005_latency: column → the percentile it holds.
