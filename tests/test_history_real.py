@@ -1,10 +1,15 @@
 """A real history on capped disks (docs/history.md): `bench` runs on two btrfs filesystems,
 each on its own loop device under a blkio rate cap. One device's cap is lowered once by 20%
-between the third and fourth runs: its history shows one step there, after/before with an
-interval that holds 0.8, named by the cap change its fingerprints recorded. The other
+between the third and fourth runs: its history shows one step there, named by the cap change
+its fingerprints recorded, a slowdown of more than 10% and at most the cap's 20%: each
+figure's window also holds time the cap does not govern (fio's start, the closing fsync:
+~55 ms of a 0.56 s window here) and the throttle lets a short burst through, so the figure
+falls by less than the cap. One run: −16.5% [−18.6%, −14.4%] for the cap's −20%. The other
 device's cap never changes: no step. Six short bench runs per series (seq-write, 3
 replicates of 24 MiB, no minimum window), the two series interleaved so that whatever else
-the machine does falls on both."""
+the machine does falls on both. A campaign test (POOLBENCH_CAMPAIGN=1): 38 s of bench runs;
+the default tier keeps the real fingerprint of a zfs-fuse pool on loop devices
+(tests/test_bench_zfs.py) and the planted series (tests/test_history.py)."""
 
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ def _bench(store: Store, fs: LoopFs) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.campaign  # 38 s of bench runs (module docstring)
 @pytest.mark.skipif(bool(throttle.unavailable()), reason="needs the cgroup v1 blkio throttle")
 def test_a_cap_lowered_once_is_one_step_named_and_a_steady_cap_none(
     make_loop_fs: MakeLoopFs, tmp_path: Path
@@ -67,7 +73,9 @@ def test_a_cap_lowered_once_is_one_step_named_and_a_steady_cap_none(
     print("\n".join(moved.lines() + flat.lines()))
     assert [r.n for r in moved.rows] == [3] * RUNS
     (step,) = moved.steps
-    assert step.index == CHANGE_AT and step.low <= 0.8 <= step.high, step
+    # Where the cap changed; slower by more than 10%, and by no more than the cap's 20% (an
+    # interval wholly below 0.8 would be a slowdown the cap cannot make).
+    assert step.index == CHANGE_AT and 0.8 <= step.high < 0.9, step
     lowered = f"{CAP / MiB:g} MiB/s → {LOWER / MiB:g} MiB/s"
     assert step.changed == (f"disk {changed.name} read cap {lowered}",
                             f"disk {changed.name} write cap {lowered}")  # fmt: skip
