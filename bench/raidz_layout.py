@@ -30,7 +30,8 @@ from typing import Any
 from validate_speed import ASHIFT, LAYOUTS, Env, MiB, capped_env, throttle
 
 from poolbench.planner.layout import parse_layout
-from poolbench.planner.performance import raidz_columns, vdev_multipliers
+from poolbench.planner.performance import vdev_multipliers
+from poolbench.planner.raidz_work import raidz_columns
 
 POOL = "pbdiag14"
 # zdb -ddddd prints each block pointer as "… L0 VDEV:OFFSET:ASIZE LSIZEL/PSIZEP …" (hex).

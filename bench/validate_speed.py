@@ -39,10 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from poolbench.planner.capacity import plan_pool, psize_to_asize
+from poolbench.planner.capacity import plan_pool
 from poolbench.planner.layout import parse_layout
 from poolbench.planner.performance import DiskSpeed, Prediction, predict_detailed
 from poolbench.planner.rules import V23
+from poolbench.planner.space import psize_to_asize
 from poolbench.system.runner import LocalRunner
 
 MiB = 1 << 20

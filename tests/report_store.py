@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from poolbench.records.findings import Findings
-from poolbench.store.db import Measurement, Store
+from poolbench.records.measurement import Measurement
+from poolbench.store.db import Store
 from poolbench.system.runner import CallRecord
 
 HOSTILE = "<img src=x onerror=document.title='pwned'>"

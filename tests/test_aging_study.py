@@ -15,9 +15,10 @@ from poolbench.backends import fragmentation as frag
 from poolbench.backends.base import Pool, PoolSpec
 from poolbench.engine import aging, trial
 from poolbench.engine.records import TrialConfig
-from poolbench.engine.session import Options
+from poolbench.engine.subject import Options
 from poolbench.errors import Unsupported, UsageError
-from poolbench.store.facts import FactRow, facts_from_records
+from poolbench.store.factrows import FactRow
+from poolbench.store.facts import facts_from_records
 from poolbench.study import matrix
 from poolbench.study.builtin import aging as study
 from poolbench.study.builtin import registry

@@ -32,7 +32,8 @@ from poolbench.errors import (
     UsageError,
 )
 from poolbench.store.db import Store
-from poolbench.study.model import MAX_STUDY_BYTES, Study, load, parse
+from poolbench.study.model import Study, load, parse
+from poolbench.study.reading import MAX_STUDY_BYTES
 
 GOOD = 'name = "s"\n[disks]\ncount = 3\nsize = "1G"\n[factors]\nlayout = ["raidz1"]\n'
 
@@ -464,6 +465,7 @@ def _dry_run_module() -> object:
     return module
 
 
+@pytest.mark.slow  # ten thousand trials planned and printed
 def test_a_10000_trial_dry_run_plans_every_trial(tmp_path: Path) -> None:
     # How long it takes is a benchmark (bench/dryrun_scale.py, docs/dryrun-scale.md), not a
     # test: a timed assertion on this shared machine fails on load, not on a regression.
@@ -528,7 +530,7 @@ def test_report_output_to_a_fifo_is_refused_without_blocking(tmp_path: Path) -> 
 
 
 def test_record_sizes_take_ascii_digits_only() -> None:
-    from poolbench.workloads.library import parse_record_size
+    from poolbench.workloads.workload import parse_record_size
 
     with pytest.raises(UsageError):
         parse_record_size("\u0661\u0662k")  # Arabic-Indic 12

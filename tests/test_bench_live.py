@@ -17,7 +17,7 @@ from tests.conftest import needs_fio
 
 from poolbench.engine.bench_run import BenchRun
 from poolbench.engine.replicates import policy
-from poolbench.engine.session import Options
+from poolbench.engine.subject import Options
 from poolbench.errors import UsageError
 from poolbench.store import fingerprints
 from poolbench.store.db import Store

@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from poolbench.stats.compare import NO_DIFFERENCE, compare_family, holm, ratio_ci, welch_df
+from poolbench.stats.compare import NO_DIFFERENCE, compare_family, holm, ratio_ci
+from poolbench.stats.welch import welch_df
 
 
 def test_zero_variance_baseline_reduces_to_a_t_interval_of_b() -> None:

@@ -18,8 +18,8 @@ from poolbench.records.findings import Findings
 from poolbench.records.measurement import Measurement
 from poolbench.report import export
 from poolbench.report.data import load_run
+from poolbench.report.layout import config_columns
 from poolbench.report.tables import Footnotes, choose_baseline, workload_table
-from poolbench.report.terminal import config_columns
 from poolbench.store.db import Store
 from poolbench.study import matrix
 from poolbench.study.builtin import registry

@@ -162,9 +162,30 @@ def _measure(
 
 
 CASES = [(t, lay, a) for t in TREES for lay in LAYOUTS for a in (9, 12)]
+# The default tier checks every layout at both ashifts once, each tree on two layouts and at
+# both ashifts (a Latin square: tiny, the tree the dnode ratio was read off, on the widest
+# raidz at ashift 9); the other twelve of the eighteen cases are a campaign
+# (POOLBENCH_CAMPAIGN=1, docs/testing.md): about 30 s instead of 90 s of the machine's chain.
+DEFAULT_CASES = {
+    ("tiny", "raidz2:6x512M", 9), ("tiny", "raidz1:3x512M", 12),
+    ("mixed", "raidz1:3x512M", 9), ("mixed", "mirror:2x512M", 12),
+    ("real", "mirror:2x512M", 9), ("real", "raidz2:6x512M", 12),
+}  # fmt: skip
+PARAMS = [
+    pytest.param(*c, id=f"{c[0]}-{c[1]}@{c[2]}",
+                 marks=() if c in DEFAULT_CASES else pytest.mark.campaign)
+    for c in CASES
+]  # fmt: skip
 
 
-@pytest.mark.parametrize("tree,layout,ashift", CASES, ids=[f"{t}-{lay}@{a}" for t, lay, a in CASES])
+def test_the_default_cases_cover_every_layout_at_both_ashifts() -> None:
+    assert {(lay, a) for _, lay, a in DEFAULT_CASES} == {(x, a) for x in LAYOUTS for a in (9, 12)}
+    for tree in TREES:
+        mine = [(lay, a) for t, lay, a in DEFAULT_CASES if t == tree]
+        assert len({lay for lay, _ in mine}) == 2 and {a for _, a in mine} == {9, 12}
+
+
+@pytest.mark.parametrize("tree,layout,ashift", PARAMS)
 def test_prediction_matches_used(
     tree: str, layout: str, ashift: int, runner: LocalRunner,
     trees: dict[str, tuple[Path, FileSizes]],

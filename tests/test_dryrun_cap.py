@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.test_badinput import _dry_run_module
 
 from poolbench.study import estimate
@@ -16,6 +17,7 @@ def _bench() -> Any:
     return _dry_run_module()
 
 
+@pytest.mark.slow  # two dry runs of a study at thousands of replicates
 def test_a_dry_run_at_a_cap_of_thousands_costs_what_one_at_3_does(tmp_path: Path) -> None:
     # CPU time of the whole command (a new interpreter each), as a ratio: the machine is
     # shared, and wall time follows its load. Before the fix the ratio was about 70.

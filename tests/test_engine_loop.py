@@ -15,8 +15,8 @@ from poolbench import __version__
 from poolbench.engine import replicates
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.loop import MeasureLoop, keep, summarise
-from poolbench.engine.session import Options, Session, Subject
-from poolbench.engine.subject import WorkloadResult
+from poolbench.engine.session import Session
+from poolbench.engine.subject import Options, Subject, WorkloadResult
 from poolbench.guards.devices import mount_of
 from poolbench.records.findings import Findings
 from poolbench.records.measurement import Measurement

@@ -20,7 +20,8 @@ from poolbench.engine import fingerprint
 from poolbench.guards.devices import MountInfo, Target
 from poolbench.records.fingerprint import VERSION, Disk, Fingerprint, FingerprintError, Pool
 from poolbench.store import fingerprints, merge
-from poolbench.store.db import Store, StoreError
+from poolbench.store.db import Store
+from poolbench.store.opening import StoreError
 from poolbench.system import probes
 from poolbench.system.runner import CommandResult, RecordingRunner
 from poolbench.zfs import parse

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from poolbench.records.latency import Latency
 from poolbench.workloads.fioparse import (
     FioJobFailed,
     FioOutputError,
-    Latency,
     extract_json,
     parse,
     percentile_from_bins,

@@ -22,7 +22,7 @@ from tests.plugins.machine import LoopFs, MakeLoopFs
 
 from poolbench.engine.bench_run import BenchRun
 from poolbench.engine.replicates import policy
-from poolbench.engine.session import Options
+from poolbench.engine.subject import Options
 from poolbench.report import history as hist
 from poolbench.store.db import Store
 from poolbench.store.history import load

@@ -12,8 +12,11 @@ from click.testing import CliRunner
 
 from poolbench.cli.import_cmd import import_
 from poolbench.records.findings import Findings
-from poolbench.store.db import MIGRATIONS, Measurement, Store, StoreError
+from poolbench.records.measurement import Measurement
+from poolbench.store.db import Store
 from poolbench.store.merge import import_store
+from poolbench.store.migrations import MIGRATIONS
+from poolbench.store.opening import StoreError
 from poolbench.system.runner import CallRecord
 
 

@@ -18,7 +18,8 @@ from poolbench.engine import slow_members
 from poolbench.engine.measure_checks import latency_findings
 from poolbench.guards import member_latency as ml
 from poolbench.records.findings import Findings
-from poolbench.store.facts import FactRow, facts_from_records
+from poolbench.store.factrows import FactRow
+from poolbench.store.facts import facts_from_records
 from poolbench.study.builtin import registry, slow_guard
 from poolbench.study.builtin import slow_disk as study
 from poolbench.study.builtin.context import Context

@@ -250,8 +250,9 @@ def test_the_reports_name_a_member_only_across_replicates(tmp_path: Path) -> Non
     configuration is named there, one slow in 1 of 3 of another is not."""
     from poolbench.engine import slow_members as rule
     from poolbench.records.findings import Findings
+    from poolbench.records.measurement import Measurement
     from poolbench.report.data import load_run
-    from poolbench.store.db import Measurement, Store
+    from poolbench.store.db import Store
 
     store = Store(tmp_path / "r.db")
     run_id = store.start_run("study", "s", ["poolbench"], {})

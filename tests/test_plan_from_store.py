@@ -9,7 +9,8 @@ from tests.conftest import poolbench
 
 from poolbench.errors import EXIT_INPUT
 from poolbench.records.findings import Findings
-from poolbench.store.db import Measurement, Store
+from poolbench.records.measurement import Measurement
+from poolbench.store.db import Store
 
 MiB = 1024 * 1024
 

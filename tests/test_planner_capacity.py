@@ -11,15 +11,7 @@ from __future__ import annotations
 import pytest
 
 from poolbench.errors import UsageError
-from poolbench.planner import capacity as cap
-from poolbench.planner.capacity import (
-    metaslab_shift,
-    nicenum,
-    plan_pool,
-    psize_to_asize,
-    slop_space,
-    whole_disk_partition_bytes,
-)
+from poolbench.planner.capacity import nicenum, plan_pool
 from poolbench.planner.layout import VdevSpec, parse_layout
 from poolbench.planner.rules import (
     OZ_08,
@@ -31,24 +23,35 @@ from poolbench.planner.rules import (
     ZOL_07,
     parse_zfs_version,
 )
+from poolbench.planner.space import (
+    VDEV_LABEL_END_SIZE,
+    VDEV_LABEL_SIZE,
+    VDEV_LABEL_START_SIZE,
+    deflate_ratio,
+    leaf_asize,
+    metaslab_shift,
+    psize_to_asize,
+    slop_space,
+    whole_disk_partition_bytes,
+)
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 
 
 def test_label_constants() -> None:
     # include/sys/vdev_impl.h: vdev_label_t = 8K + 8K + 112K + 128K; boot area 7 << 19.
-    assert 256 * KiB == cap.VDEV_LABEL_SIZE
-    assert 4 * MiB == cap.VDEV_LABEL_START_SIZE
-    assert 512 * KiB == cap.VDEV_LABEL_END_SIZE
+    assert 256 * KiB == VDEV_LABEL_SIZE
+    assert 4 * MiB == VDEV_LABEL_START_SIZE
+    assert 512 * KiB == VDEV_LABEL_END_SIZE
 
 
 def test_leaf_asize_rounds_to_label_size_and_removes_labels() -> None:
     # vdev_open(): osize = P2ALIGN(3 GiB + 777, 256K) = 3 GiB; asize = 3 GiB - 4.5 MiB.
-    assert cap.leaf_asize(3 * GiB + 777) == 3 * GiB - 4 * MiB - 512 * KiB
+    assert leaf_asize(3 * GiB + 777) == 3 * GiB - 4 * MiB - 512 * KiB
     # Exactly 64 MiB is allowed (SPA_MINDEVSIZE), one label-unit less is not.
-    assert cap.leaf_asize(64 * MiB) == 64 * MiB - 4608 * KiB
+    assert leaf_asize(64 * MiB) == 64 * MiB - 4608 * KiB
     with pytest.raises(UsageError, match="64 MiB"):
-        cap.leaf_asize(64 * MiB - 1)
+        leaf_asize(64 * MiB - 1)
 
 
 def test_whole_disk_partition_4t() -> None:
@@ -286,12 +289,12 @@ def test_psize_to_asize_examples() -> None:
 
 def test_deflate_ratio_raidz_examples() -> None:
     # raidz1 of 5 at ashift 12: 128K = 32 + 8 = 40 sectors (even) → 160K → 131072/320 = 409
-    assert cap.deflate_ratio(VdevSpec("raidz", (1,) * 5, parity=1), 12) == 409
+    assert deflate_ratio(VdevSpec("raidz", (1,) * 5, parity=1), 12) == 409
     # ashift 9: 256 + 64 = 320 sectors (even) = 160K → the same 409
-    assert cap.deflate_ratio(VdevSpec("raidz", (1,) * 5, parity=1), 9) == 409
+    assert deflate_ratio(VdevSpec("raidz", (1,) * 5, parity=1), 9) == 409
     # raidz2 of 5 at ashift 12: 32 + 2 × 11 = 54 → roundup 3 = 54 → 216K → 131072/432 = 303
-    assert cap.deflate_ratio(VdevSpec("raidz", (1,) * 5, parity=2), 12) == 303
-    assert cap.deflate_ratio(VdevSpec("mirror", (1, 1)), 12) == 512
+    assert deflate_ratio(VdevSpec("raidz", (1,) * 5, parity=2), 12) == 303
+    assert deflate_ratio(VdevSpec("mirror", (1, 1)), 12) == 512
 
 
 def test_mixed_member_sizes_use_the_smallest() -> None:

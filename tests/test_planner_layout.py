@@ -8,15 +8,8 @@ from hypothesis import strategies as st
 
 from poolbench.backends.base import Vdev, parse_topology
 from poolbench.errors import UsageError
-from poolbench.planner.layout import (
-    ClassVdev,
-    Layout,
-    VdevSpec,
-    check_widths,
-    format_size,
-    parse_layout,
-    parse_size,
-)
+from poolbench.planner.layout import ClassVdev, Layout, VdevSpec, check_widths, parse_layout
+from poolbench.units import format_size, parse_size
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 

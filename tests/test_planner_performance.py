@@ -11,19 +11,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from poolbench.planner.capacity import psize_to_asize
 from poolbench.planner.layout import VdevSpec, parse_layout
 from poolbench.planner.performance import (
     DiskSpeed,
-    first_column_step,
     parse_disk_speed,
     predict,
     predict_detailed,
     queued_share,
-    raidz_mixed,
-    raidz_work,
     vdev_multipliers,
 )
+from poolbench.planner.raidz_work import first_column_step, raidz_mixed, raidz_work
+from poolbench.planner.space import psize_to_asize
 
 KiB, MiB = 1 << 10, 1 << 20
 SSD = DiskSpeed(100 * MiB, 100 * MiB, 1000, 1000, "test", "transfer")

@@ -5,15 +5,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from poolbench.planner.capacity import (
+from poolbench.planner.capacity import plan_pool
+from poolbench.planner.layout import Layout, VdevSpec
+from poolbench.planner.rules import RULE_SETS
+from poolbench.planner.space import (
     deflate_ratio,
     leaf_asize,
-    plan_pool,
     psize_to_asize,
     whole_disk_partition_bytes,
 )
-from poolbench.planner.layout import Layout, VdevSpec
-from poolbench.planner.rules import RULE_SETS
 
 MiB, GiB, TiB = 1 << 20, 1 << 30, 1 << 40
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from poolbench.planner.capacity import plan_pool, psize_to_asize
+from poolbench.planner.capacity import plan_pool
 from poolbench.planner.layout import VdevSpec, parse_layout
 from poolbench.planner.rules import parse_zfs_version
+from poolbench.planner.space import psize_to_asize
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 TB = 10**12
@@ -75,7 +76,7 @@ def test_draid_pool_of_openzfs_issue_13727() -> None:
 
 
 def test_whole_disk_partition_of_openzfs_issue_13727() -> None:
-    from poolbench.planner.capacity import whole_disk_partition_bytes
+    from poolbench.planner.space import whole_disk_partition_bytes
 
     # lsblk -b in the issue: sdc 18000207937536, sdc1 18000197451776, sdc9 8388608.
     assert whole_disk_partition_bytes(18_000_207_937_536) == 18_000_197_451_776

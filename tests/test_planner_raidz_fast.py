@@ -10,16 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from poolbench.planner.layout import VdevSpec
-from poolbench.planner.performance import (
+from poolbench.planner.performance import DiskSpeed, Speed, predict_vdev, vdev_multipliers
+from poolbench.planner.raidz_work import (
     ColumnWork,
-    DiskSpeed,
-    Speed,
     first_column_step,
-    predict_vdev,
     raidz_columns,
     raidz_mixed,
     raidz_work,
-    vdev_multipliers,
 )
 
 
@@ -96,6 +93,7 @@ def test_any_layout_matches_the_reference(
     assert fast == raidz_work_reference(width, parity, ashift, psize, start)
 
 
+@pytest.mark.slow  # the reference walks every start offset of vdevs up to 123 wide
 @settings(max_examples=20, deadline=None)
 @given(
     parity=st.integers(1, 3),

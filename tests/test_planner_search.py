@@ -7,12 +7,13 @@ import math
 import pytest
 
 from poolbench.errors import UsageError
-from poolbench.planner.capacity import plan_pool, whole_disk_partition_bytes
+from poolbench.planner.capacity import plan_pool
 from poolbench.planner.layout import parse_devices, parse_layout
 from poolbench.planner.performance import DEFAULT_SPEEDS, DiskSpeed, parse_disk_speed, predict
 from poolbench.planner.resilience import RiskInputs, binomial_tail, pool_risk, resilver_hours
 from poolbench.planner.rules import OZ_21, V23
 from poolbench.planner.search import search
+from poolbench.planner.space import whole_disk_partition_bytes
 
 MiB, TB = 1 << 20, 10**12
 DISK = DiskSpeed(100e6, 100e6, 100, 100, "test")

@@ -20,11 +20,12 @@ from poolbench.cli.main import cli, main
 from poolbench.errors import UsageError
 from poolbench.records.findings import Findings
 from poolbench.records.latency import Latency
+from poolbench.records.measurement import Measurement
 from poolbench.report import export, html, terminal
 from poolbench.report.data import load_run
 from poolbench.report.metrics import LATENCY, parse_metrics
 from poolbench.report.tables import Footnotes, choose_baseline, tables
-from poolbench.store.db import Measurement, Store
+from poolbench.store.db import Store
 from report_store import SEQ_WRITE, _machine, _study
 
 RAND = {

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from poolbench.records.findings import Findings
+from poolbench.records.measurement import Measurement
 from poolbench.report.data import load_run
 from poolbench.report.header import lines
-from poolbench.store.db import Measurement, Store
+from poolbench.store.db import Store
 
 
 def _run(tmp_path: Path, pools: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:

@@ -8,9 +8,10 @@ from poolbench.planner.capacity import plan_pool, predicted_usable
 from poolbench.planner.layout import parse_layout
 from poolbench.planner.rules import V23, parse_zfs_version, rules_for_reported
 from poolbench.records.findings import Findings
+from poolbench.records.measurement import Measurement
 from poolbench.report.data import load_run
 from poolbench.report.html import render
-from poolbench.store.db import Measurement, Store
+from poolbench.store.db import Store
 
 MiB = 1024 * 1024
 

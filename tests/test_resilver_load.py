@@ -19,19 +19,20 @@ from poolbench.study.builtin.resilver_load import load_notes
 from poolbench.system.runner import CommandResult, RecordingRunner
 from poolbench.workloads import fioparse, histlog
 from poolbench.workloads.fiojob import JobParams
+from poolbench.workloads.library import parse_load
 
 FIO = (Path(__file__).parent / "data" / "fio-rand-read-4k.jsonplus.json").read_text()
 MiB = 1 << 20
 
 
 def test_a_load_is_a_timed_fio_workload_at_a_stated_rate_or_flat_out() -> None:
-    w, rate = rl.parse_load("seq-read")
+    w, rate = parse_load("seq-read")
     assert w.name == "seq-read" and w.time_based and rate is None
-    w, rate = rl.parse_load("rand-write-4k@2M")
+    w, rate = parse_load("rand-write-4k@2M")
     assert w.direction == "write" and rate == 2 * MiB
     for bad in ("seq-write", "meta-create-seq", "capacity"):
         with pytest.raises(UsageError, match="cannot run for as long as the pool resilvers"):
-            rl.parse_load(bad)
+            parse_load(bad)
 
 
 def test_the_resilver_study_gains_an_idle_and_a_loaded_configuration() -> None:
@@ -157,7 +158,7 @@ def test_the_foreground_is_one_fio_run_stopped_by_its_trigger_then_alone(
 ) -> None:
     jobs = tmp_path / "jobs"
     jobs.mkdir()
-    w, rate = rl.parse_load("rand-read-4k@4M")
+    w, rate = parse_load("rand-read-4k@4M")
     params = JobParams(directory=str(tmp_path), size_bytes=64 * MiB, runtime_s=30, randseed=7)
     runner = _runner()
     fg = rl.Foreground(runner, w, params, rate)
@@ -189,7 +190,7 @@ def test_the_foreground_is_one_fio_run_stopped_by_its_trigger_then_alone(
 
 def test_a_foreground_that_fails_says_so_when_stopped(tmp_path: Path) -> None:
     (tmp_path / "jobs").mkdir()
-    w, _ = rl.parse_load("seq-read")
+    w, _ = parse_load("seq-read")
     fg = rl.Foreground(_runner(fail=True), w, JobParams(str(tmp_path), 8 * MiB), None)
     fg.start()
     fg.stop(quiet=True)  # the caller's own error goes first
@@ -289,7 +290,7 @@ def test_the_foreground_runs_until_its_trigger_also_when_the_resilver_failed(
 
     # start() waits for fio's job processes (none here): the fake counts as started at once
     monkeypatch.setattr(rl.fio, "jobs_started", lambda job: True)
-    w, _ = rl.parse_load("rand-read-4k")
+    w, _ = parse_load("rand-read-4k")
     for quiet in (False, True):
         fg = rl.Foreground(RecordingRunner({"fio": fio_until_triggered}), w,
                            JobParams(str(tmp_path), 8 * MiB), None)  # fmt: skip

@@ -14,6 +14,7 @@ import pytest
 
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.safety import creating
+from poolbench.safety.blockdevice import ASHIFT_ADVICE, Inventory
 from poolbench.safety.claims import (
     Claim,
     ClaimRefused,
@@ -22,7 +23,7 @@ from poolbench.safety.claims import (
     claim_devices,
 )
 from poolbench.safety.guarded import GuardedRunner
-from poolbench.safety.inventory import ASHIFT_ADVICE, Inventory, Paths, scan
+from poolbench.safety.inventory import Paths, scan
 from poolbench.safety.journal import Journal
 from poolbench.store.db import Store
 from poolbench.system.runner import CommandResult, RecordingRunner
@@ -510,3 +511,32 @@ def test_cleanup_sees_a_zpool_create_still_running(tmp_path: Path) -> None:
     threading.Timer(0.3, lambda: (tmp_path / "12" / "cmdline").write_bytes(b"")).start()
     assert creating.await_create("pb3t0", tmp_path, timeout=10, verb="destroy")
     assert not creating.zpool_creating("pb3t0", tmp_path, verb="destroy")
+
+
+def test_teardown_or_raise_names_what_was_left_and_keeps_it(tmp_path: Path) -> None:
+    """The one ending of a scope that undoes what it made: nothing left, no error; something
+    left, a PoolbenchError that names it after the caller's words, with the caller's fix."""
+    path = tmp_path / "j.jsonl"
+    j = Journal(RecordingRunner(), path)
+    empty, full = tmp_path / "empty", tmp_path / "full"
+    empty.mkdir()
+    full.mkdir()
+    (full / "a file").write_text("x")
+    j.dir_created(str(full))
+    j.dir_created(str(empty))
+    with pytest.raises(PoolbenchError) as caught:
+        j.teardown_or_raise("The scope left: ", "Run cleanup.")
+    assert caught.value.problem == f"The scope left: {full} is not empty; left alone"
+    assert caught.value.fix == "Run cleanup."
+    assert not empty.exists() and full.is_dir()
+    # a note ("left alone") forgets the entry, as teardown does; the journal file is gone
+    assert j.entries == [] and not path.exists()
+    # only= selects: the other entry is neither undone nor reported
+    other = tmp_path / "other"
+    other.mkdir()
+    j.dir_created(str(other))
+    j.dir_created(str(empty))
+    empty.mkdir()
+    j.teardown_or_raise("unused: ", "unused", only=lambda e: e["path"] == str(empty))
+    assert not empty.exists() and other.is_dir()
+    assert [e["path"] for e in j.entries] == [str(other)]

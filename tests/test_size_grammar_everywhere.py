@@ -12,7 +12,7 @@ from poolbench.planner.layout import parse_devices, parse_layout
 from poolbench.report.html_charts import _size_bytes
 from poolbench.study.model import parse as parse_study
 from poolbench.units import parse_size
-from poolbench.workloads.library import parse_record_size
+from poolbench.workloads.workload import parse_record_size
 
 # (text, bytes): binary units, decimal units, fractions that come out whole
 SIZES = [

@@ -14,7 +14,8 @@ from poolbench.backends import sources
 from poolbench.engine import slow_disk
 from poolbench.errors import Unsupported, UsageError
 from poolbench.safety.journal import Journal
-from poolbench.store.facts import FactRow, facts_from_records
+from poolbench.store.factrows import FactRow
+from poolbench.store.facts import facts_from_records
 from poolbench.study import matrix
 from poolbench.study.builtin import registry
 from poolbench.study.builtin import slow_disk as study

@@ -15,12 +15,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from changepoint_sim import LEVEL, drift_cell, flat_cell, points, step_cell
 from poolbench.stats.changepoint import null, penalised
 from poolbench.stats.changepoint import points as cp_points
 
+pytestmark = pytest.mark.slow  # simulations (thousands of series); the whole suite runs them
 TAIL = 0.001
 
 

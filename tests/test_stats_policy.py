@@ -70,6 +70,7 @@ FAMILY_CELLS = [
 ]
 
 
+@pytest.mark.slow  # a simulation of thousands of studies (the whole suite runs it)
 @pytest.mark.parametrize(("dist", "cv", "target", "disturbed", "drift"), FAMILY_CELLS)
 def test_familywise_false_positives_through_more_family(
     dist: str, cv: float, target: float, disturbed: float, drift: float
@@ -83,6 +84,7 @@ def test_familywise_false_positives_through_more_family(
         assert 0.935 <= cell.coverage <= (1.0 if disturbed else 0.965), cell
 
 
+@pytest.mark.slow  # a simulation of thousands of studies (the whole suite runs it)
 def test_a_quiet_baseline_against_noisy_configurations_keeps_the_family_rate() -> None:
     """Issue 12's hard case, n = 3 at CV 2% against CV 15%: within blocks only the
     differences' spread matters, whatever each side's."""
@@ -94,6 +96,7 @@ def test_a_quiet_baseline_against_noisy_configurations_keeps_the_family_rate() -
     assert cell.fwer <= 0.055, cell
 
 
+@pytest.mark.slow  # a simulation of thousands of studies (the whole suite runs it)
 @pytest.mark.parametrize(("configs", "least"), [(1, 0.80), (4, 0.70)])
 def test_power_for_a_true_ten_percent_at_cv_5(configs: int, least: float) -> None:
     """Issue 28: 63% alone and 30% in a family of 4 with the stage-one variance."""
@@ -273,6 +276,7 @@ def test_detectable_difference_by_hand() -> None:
     assert stats.nct.sf(tc10, 9, lam10) == pytest.approx(0.8, abs=1e-4)
 
 
+@pytest.mark.slow  # a simulation of thousands of studies (the whole suite runs it)
 @pytest.mark.parametrize(("family_size", "sims"), [(1, 1_000), (4, 400)])
 def test_the_planned_change_is_found_by_the_family_rule(family_size: int, sims: int) -> None:
     """At the change the dry run prints (`detectable`, CV 5%, 3 … 10 runs), the family rule

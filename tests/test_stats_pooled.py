@@ -63,6 +63,7 @@ def _true_p99(mu: float, s: float, tau: float) -> float:
     return math.exp(optimize.brentq(f, mu - 10, mu + 20))
 
 
+@pytest.mark.slow  # a simulation of thousands of studies (the whole suite runs it)
 @pytest.mark.parametrize("n", [3, 10])
 def test_the_interval_covers_the_p99_of_all_io(n: int) -> None:
     rng = np.random.default_rng(90 + n)
@@ -91,6 +92,7 @@ def _woodruff_alone(runs: list[dict[int, int]]) -> tuple[float, float]:
     return low, high
 
 
+@pytest.mark.slow  # a simulation of thousands of studies (the whole suite runs it)
 def test_the_interval_covers_when_runs_differ_by_30_percent() -> None:
     """τ = 0.3 (a run's p99 ±30%), 10 runs: Woodruff's interval alone covered ~90%; the
     union with the log jackknife must cover ≥ 93.5% (full size: docs/statistics.md §7a)."""

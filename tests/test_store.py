@@ -4,7 +4,9 @@ from pathlib import Path
 import pytest
 
 from poolbench.records.findings import Findings
-from poolbench.store.db import Measurement, Store, StoreError
+from poolbench.records.measurement import Measurement
+from poolbench.store.db import Store
+from poolbench.store.opening import StoreError
 from poolbench.system.runner import CallRecord
 
 

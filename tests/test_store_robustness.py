@@ -22,8 +22,10 @@ import pytest
 from poolbench.cli.main import main
 from poolbench.errors import EXIT_INPUT
 from poolbench.records.findings import Findings
+from poolbench.records.measurement import Measurement
 from poolbench.store import opening
-from poolbench.store.db import MIGRATIONS, Measurement, Store
+from poolbench.store.db import Store
+from poolbench.store.migrations import MIGRATIONS
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

@@ -164,6 +164,7 @@ def test_working_set_line_says_the_size_and_why_against_ram() -> None:
     )
 
 
+@pytest.mark.slow  # the sequential boundaries at every replicate count searched, to the last
 def test_replicates_for_ten_percent_is_the_fewest_that_detect_it() -> None:
     p = ReplicatePolicy(0.05, 3, 6)
     n = estimate.replicates_for(p, 0.05, 0.10, 2)

@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from poolbench.planner.capacity import predicted_usable
 from poolbench.records.findings import Findings
-from poolbench.store.db import Measurement, Store
+from poolbench.records.measurement import Measurement
+from poolbench.store.db import Store
 from poolbench.store.facts import (
     MEMBER_DISKS,
     ConfigFacts,

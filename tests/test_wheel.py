@@ -18,10 +18,9 @@ from tests.wheelkit import (
     CHECKOUTS,
     ROOT,
     Installed,
-    build_wheel,
-    install,
     installed_package_dir,
     run,
+    shared_install,
     without_checkout,
 )
 
@@ -37,9 +36,7 @@ pytestmark = pytest.mark.slow  # a build and an install, on no disk of the machi
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Installed]:
-    tmp = tmp_path_factory.mktemp("wheel")
-    wheel = build_wheel(tmp)
-    return wheel, install(wheel, tmp)
+    return shared_install(tmp_path_factory)
 
 
 def test_the_wheel_holds_every_module_and_the_type_marker(

@@ -173,7 +173,8 @@ def test_min_window_is_a_study_setting_with_a_cli_override() -> None:
 def test_a_session_repeats_a_short_write_and_stores_the_window(tmp_path: Path) -> None:
     import json
 
-    from poolbench.engine.session import Options, Session, Subject
+    from poolbench.engine.session import Session
+    from poolbench.engine.subject import Options, Subject
     from poolbench.store.db import Store
     from poolbench.system.runner import LocalRunner
     from poolbench.workloads.library import parse_list

@@ -4,13 +4,9 @@ import pytest
 
 from poolbench.errors import UsageError
 from poolbench.workloads import fiojob
-from poolbench.workloads.library import (
-    IOZONE_TESTS,
-    catalogue,
-    get,
-    parse_list,
-    parse_record_size,
-)
+from poolbench.workloads.iozone import IOZONE_TESTS
+from poolbench.workloads.library import catalogue, get, parse_list
+from poolbench.workloads.workload import parse_record_size
 
 PARAMS = fiojob.JobParams(directory="/mnt/x", size_bytes=64 * 2**20)
 

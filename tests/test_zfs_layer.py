@@ -15,6 +15,7 @@ from poolbench.safety.journal import Journal
 from poolbench.system.runner import CommandError, CommandResult, LocalRunner, RecordingRunner
 from poolbench.zfs import commands, errors, labelclear, ops, parse, pools
 from poolbench.zfs import label as zfslabel
+from poolbench.zfs.dialect import OPENZFS, ZFS_FUSE
 from test_safety_units import write_zfs_label  # tests/ is on sys.path (no __init__.py)
 
 DATA = Path(__file__).parent / "data" / "zfs"
@@ -145,14 +146,14 @@ def test_pool_list_in_both_dialects() -> None:
 
 def test_pool_properties_in_both_dialects() -> None:
     fuse = data("zfsfuse-zpool-get.txt")
-    assert parse.parse_pool_get(fuse, "zlrec", "version", commands.ZFS_FUSE) == "23"
-    assert parse.parse_pool_get(fuse, "zlrec", "ashift", commands.ZFS_FUSE) == "0"
-    assert parse.parse_pool_get(fuse, "other", "ashift", commands.ZFS_FUSE) is None
-    assert parse.parse_pool_get("12\n", "tank", "ashift", commands.OPENZFS) == "12"
-    assert commands.pool_prop("t", "ashift", commands.OPENZFS) == [
+    assert parse.parse_pool_get(fuse, "zlrec", "version", ZFS_FUSE) == "23"
+    assert parse.parse_pool_get(fuse, "zlrec", "ashift", ZFS_FUSE) == "0"
+    assert parse.parse_pool_get(fuse, "other", "ashift", ZFS_FUSE) is None
+    assert parse.parse_pool_get("12\n", "tank", "ashift", OPENZFS) == "12"
+    assert commands.pool_prop("t", "ashift", OPENZFS) == [
         "zpool", "get", "-Hp", "-o", "value", "ashift", "t"
     ]  # fmt: skip
-    assert commands.pool_prop("t", "ashift", commands.ZFS_FUSE) == ["zpool", "get", "ashift", "t"]
+    assert commands.pool_prop("t", "ashift", ZFS_FUSE) == ["zpool", "get", "ashift", "t"]
 
 
 def test_dataset_properties_and_zdb_config_recorded_from_zfs_fuse() -> None:
@@ -186,10 +187,10 @@ def test_the_vdev_tree_comes_from_the_cache_file_and_from_the_pool_only_if_not_t
 
 
 def test_command_lines_differ_only_where_the_dialects_do() -> None:
-    assert commands.status("p", commands.OPENZFS, full_paths=True) == [
+    assert commands.status("p", OPENZFS, full_paths=True) == [
         "zpool", "status", "-P", "p"
     ]  # fmt: skip
-    assert commands.status("p", commands.ZFS_FUSE, full_paths=True) == ["zpool", "status", "p"]
+    assert commands.status("p", ZFS_FUSE, full_paths=True) == ["zpool", "status", "p"]
     assert commands.create("p", ["mirror", "a", "b"], "/m", {"ashift": 12}, {"atime": "off"}) == [
         "zpool", "create", "-o", "cachefile=none", "-o", "ashift=12", "-O", "atime=off", "-m",
         "/m", "p", "mirror", "a", "b"
@@ -311,7 +312,7 @@ def test_labels_and_the_gpt_of_our_pool_are_cleared_on_zfs_fuse(tmp_path: Path) 
     disk = _disk(tmp_path, "sdb", {"sdb1": 77, "sdb9": None})
     part = tmp_path / "dev" / "sdb1"
     assert zfslabel.read_labels(part) is not None
-    done = labelclear.clear_member(LocalRunner(), str(disk), 77, commands.ZFS_FUSE,
+    done = labelclear.clear_member(LocalRunner(), str(disk), 77, ZFS_FUSE,
                                    tmp_path / "sys")  # fmt: skip
     assert done.labels == [str(part)] and done.partition_table
     assert zfslabel.read_labels(part) is None  # all four labels zeroed, for real
@@ -320,7 +321,7 @@ def test_labels_and_the_gpt_of_our_pool_are_cleared_on_zfs_fuse(tmp_path: Path) 
 def test_openzfs_uses_labelclear_then_wipes_partitions_then_the_disk(tmp_path: Path) -> None:
     disk = _disk(tmp_path, "vdb", {"vdb1": 77, "vdb9": None})
     rec = RecordingRunner()
-    labelclear.clear_member(rec, str(disk), 77, commands.OPENZFS, tmp_path / "sys")
+    labelclear.clear_member(rec, str(disk), 77, OPENZFS, tmp_path / "sys")
     d = tmp_path / "dev"
     assert rec.argvs == [
         ("zpool", "labelclear", "-f", str(d / "vdb1")),
@@ -334,7 +335,7 @@ def test_openzfs_uses_labelclear_then_wipes_partitions_then_the_disk(tmp_path: P
 def test_another_pools_labels_and_partition_table_are_left_alone(tmp_path: Path) -> None:
     disk = _disk(tmp_path, "sdc", {"sdc1": 99, "sdc9": None})
     rec = RecordingRunner()
-    done = labelclear.clear_member(rec, str(disk), 77, commands.OPENZFS, tmp_path / "sys")
+    done = labelclear.clear_member(rec, str(disk), 77, OPENZFS, tmp_path / "sys")
     assert rec.argvs == [] and done.labels == [] and not done.partition_table
     assert zfslabel.read_labels(tmp_path / "dev" / "sdc1") is not None
 
@@ -348,7 +349,7 @@ def test_journal_teardown_clears_members_and_spares_of_its_own_pool_only(tmp_pat
     rec = RecordingRunner(responses={"zpool": lambda argv: CommandResult(
         argv, 0, "pbx\t5\n" if argv[1] == "list" else "", "", 0.0)})  # fmt: skip
     j = Journal(rec, sys_block=tmp_path / "sys")
-    j.pool_created("pbx", [str(a), str(other)], dialect=commands.OPENZFS, spares=[str(spare)])
+    j.pool_created("pbx", [str(a), str(other)], dialect=OPENZFS, spares=[str(spare)])
     assert j.teardown() == []
     cleared = [x[-1] for x in rec.argvs if x[:2] == ("zpool", "labelclear")]
     assert cleared == [str(a), str(tmp_path / "dev" / "sdd1")]
@@ -451,8 +452,8 @@ def test_operations_run_their_command_read_it_and_raise_its_typed_error() -> Non
         ops.offline(rec, "tank", "/dev/sdb")
     assert rec.argvs[-1] == ("zpool", "offline", "tank", "/dev/sdb")
     assert ops.dataset_value(rec, "tank", "compression") is None
-    assert ops.pool_prop(rec, "tank", "allocated", commands.OPENZFS) is None
-    assert ops.class_alloc(rec, "tank", commands.OPENZFS, []) == ({}, {})
+    assert ops.pool_prop(rec, "tank", "allocated", OPENZFS) is None
+    assert ops.class_alloc(rec, "tank", OPENZFS, []) == ({}, {})
     with pytest.raises(errors.NoSuchPool):
         ops.dataset_props(rec, "tank", ["used"])
     ok = RecordingRunner(responses={

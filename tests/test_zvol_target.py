@@ -17,7 +17,9 @@ import pytest
 from tests.conftest import poolbench
 
 from poolbench.backends import zvol
-from poolbench.engine.session import BlockDevice, Options, Session, Subject, block_device_refusal
+from poolbench.engine.measure_checks import block_device_refusal
+from poolbench.engine.session import Session
+from poolbench.engine.subject import BlockDevice, Options, Subject
 from poolbench.engine.trial import spec_for
 from poolbench.errors import EXIT_UNSUPPORTED, Unsupported, UsageError
 from poolbench.guards import amplification

@@ -8,6 +8,8 @@ Shared by tests/test_wheel.py and the guest tier's user path
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -140,6 +142,28 @@ def install(wheel: Path, tmp: Path) -> Installed:
         "POOLBENCH_MIN_WINDOW": os.environ.get("POOLBENCH_MIN_WINDOW", "0"),
     }
     return Installed(venv, cwd, env)
+
+
+def shared_install(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Installed]:
+    """The wheel built and installed once per test session. In parallel both workers ask for
+    it: the first builds it (about a minute) under a lock in the session's shared temporary
+    directory, the other waits and takes the same one, so the machine's chain (its dry run
+    from the wheel) never builds a second copy of what the other worker already made."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    tmp, done = shared / "wheel-shared", shared / "wheel-shared.json"
+    with open(shared / "wheel-shared.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            tmp.mkdir()
+            wheel = build_wheel(tmp)
+            inst = install(wheel, tmp)
+            made = {"wheel": str(wheel), "venv": str(inst.venv), "cwd": str(inst.cwd),
+                    "env": inst.env}  # fmt: skip
+            done.write_text(json.dumps(made))
+        made = json.loads(done.read_text())
+    inst = Installed(Path(made["venv"]), Path(made["cwd"]), dict(made["env"]))
+    return Path(made["wheel"]), inst
 
 
 def installed_package_dir(inst: Installed) -> Path:

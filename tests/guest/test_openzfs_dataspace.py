@@ -42,7 +42,7 @@ from poolbench.planner.zdbstats import parse_zdb
 from poolbench.system.datascan import scan_tree
 from poolbench.system.runner import LocalRunner
 from poolbench.zfs import ops
-from poolbench.zfs.commands import OPENZFS
+from poolbench.zfs.dialect import OPENZFS
 
 pytestmark = pytest.mark.openzfs
 

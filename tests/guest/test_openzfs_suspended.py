@@ -26,7 +26,8 @@ import pytest
 
 from poolbench.system import watchdog
 from poolbench.system.runner import LocalRunner
-from poolbench.zfs import commands, health, suspended
+from poolbench.zfs import health, suspended
+from poolbench.zfs.dialect import OPENZFS
 
 pytestmark = pytest.mark.openzfs
 NAME = "pbozsusp"
@@ -93,10 +94,10 @@ def test_a_suspended_pool_is_named_and_released_once_its_disk_is_back(dying_disk
                                "conv=fsync"], stderr=subprocess.DEVNULL)  # fmt: skip
     runner = LocalRunner()
     deadline = time.monotonic() + 120
-    found = health.probe(runner, NAME, commands.OPENZFS)
+    found = health.probe(runner, NAME, OPENZFS)
     while not found.suspended and time.monotonic() < deadline:
         time.sleep(0.5)
-        found = health.probe(runner, NAME, commands.OPENZFS)
+        found = health.probe(runner, NAME, OPENZFS)
     status = sh("zpool", "status", NAME).stdout
     (Path(os.environ.get("OZVM_OUT", "/tmp")) / "openzfs-suspended-status.txt").write_text(status)
     print(f"zpool status of the suspended pool:\n{status}")
@@ -108,7 +109,7 @@ def test_a_suspended_pool_is_named_and_released_once_its_disk_is_back(dying_disk
     # The teardown: every step bounded, then the pool named with the way out.
     t0 = time.monotonic()
     with pytest.raises(suspended.PoolStuck) as info:
-        suspended.destroy(runner, NAME, [disk], commands.OPENZFS, _mounts(NAME))
+        suspended.destroy(runner, NAME, [disk], OPENZFS, _mounts(NAME))
     took = time.monotonic() - t0
     steps = (suspended.CLEAR_S, suspended.FORCE_S, suspended.FORCE_S, 4 * health.PROBE_S)
     graces = 3 * (watchdog.TERM_GRACE_S + watchdog.KILL_GRACE_S)
@@ -121,6 +122,6 @@ def test_a_suspended_pool_is_named_and_released_once_its_disk_is_back(dying_disk
 
     # The disk comes back: `zpool clear` resumes the pool, which is then destroyed.
     Path(f"/sys/block/{dying_disk}/device/state").write_text("running\n")
-    suspended.destroy(runner, NAME, [disk], commands.OPENZFS, _mounts(NAME))
+    suspended.destroy(runner, NAME, [disk], OPENZFS, _mounts(NAME))
     assert sh("zpool", "list", NAME).returncode != 0
     writer.wait(timeout=120)  # released with its pool

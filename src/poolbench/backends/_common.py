@@ -12,6 +12,7 @@ from poolbench.guards import cache
 from poolbench.guards.blockdev import counter_devices
 from poolbench.guards.devices import MountInfo, block_name_of, mounts
 from poolbench.records.jsontypes import JsonObject
+from poolbench.system.probes import resident_bytes
 from poolbench.system.runner import Runner
 from poolbench.system.umount import umount
 from poolbench.zfs import pools
@@ -149,10 +150,10 @@ def remount_cold(
         return {"method": "umount-mount", "verified": False, "detail": "dry run"}
     t0 = time.monotonic()
     files = files_under(mountpoint)
-    before = cache.resident_bytes(runner, files)
+    before = resident_bytes(runner, files)
     cycle = (runner, mountpoint, mount_argv, mountinfo, while_unmounted)
     unmounted, page, below, mounted = _umount_drop_mount(*cycle)
-    after = cache.resident_bytes(runner, files)
+    after = resident_bytes(runner, files)
     total = sum(f.stat().st_size for f in files if f.exists())
     # That check opened and stat'ed every file, loading its inode and dentry (and on btrfs the
     # metadata leaves that hold them), which a cold metadata read (stat, open) would then find

@@ -18,8 +18,10 @@ from poolbench import capabilities
 from poolbench.errors import Unsupported, UsageError
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
-from poolbench.zfs.parse import IostatRow
-from poolbench.zfs.parse import TopVdev as TopVdev  # the vdev record capabilities speak of
+from poolbench.zfs.parse import (
+    IostatRow,
+    TopVdev,  # the vdev record capabilities speak of
+)
 
 if TYPE_CHECKING:
     from poolbench.backends.zvol import VolumeMade

@@ -18,7 +18,7 @@ from pathlib import Path
 from poolbench.backends import fragmentation
 from poolbench.backends._common import block_names, is_block, mount_at, remount_cold
 from poolbench.backends.base import Availability, Pool, PoolSpec, unavailable
-from poolbench.errors import PoolbenchError, UsageError
+from poolbench.errors import UsageError
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Entry, Journal
 from poolbench.system.runner import CommandError, Runner
@@ -252,12 +252,11 @@ class BtrfsBackend:
                 e.get("mountpoint") == mountpoint or e.get("path") == mountpoint
             )
 
-        left = journal.teardown(only=owned)
-        if left:
-            raise PoolbenchError(
-                f"btrfs {pool.spec.name} was not fully torn down: " + "; ".join(left),
-                "Inspect it with `findmnt`; `poolbench cleanup` retries.",
-            )
+        journal.teardown_or_raise(
+            f"btrfs {pool.spec.name} was not fully torn down: ",
+            "Inspect it with `findmnt`; `poolbench cleanup` retries.",
+            only=owned,
+        )
         # The kernel remembers the members of every btrfs it has seen; forget ours, so a
         # later filesystem on a re-used loop device is not confused with this one.
         for dev in pool.spec.devices:

@@ -333,13 +333,14 @@ class MdBackend:
                 or (kind == "md" and e.get("device") == dev)
             )
 
-        left = journal.teardown(only=owned)
-        self._settle()
-        if left:
-            raise PoolbenchError(
-                f"md array {dev} was not fully torn down: " + "; ".join(left),
+        try:
+            journal.teardown_or_raise(
+                f"md array {dev} was not fully torn down: ",
                 "Inspect it with `cat /proc/mdstat`; `poolbench cleanup` retries.",
+                only=owned,
             )
+        finally:
+            self._settle()  # after the teardown, whether or not it left something
 
 
 STRIPE_CACHE_MIN = 17  # md refuses a stripe_cache_size of 16 or less

@@ -28,7 +28,7 @@ from poolbench.cli.common import (
 )
 from poolbench.engine.bench_run import BenchResult, BenchRun
 from poolbench.engine.replicates import policy
-from poolbench.engine.session import Options
+from poolbench.engine.subject import Options
 from poolbench.errors import CommandLineError, UsageError
 from poolbench.report import bench_table
 from poolbench.report.metrics import Metric, parse_metrics

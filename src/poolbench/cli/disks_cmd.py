@@ -15,8 +15,9 @@ from rich.text import Text
 
 from poolbench.engine.screen_jobs import ScreenOptions
 from poolbench.errors import CommandLineError
+from poolbench.safety.blockdevice import BlockDevice
 from poolbench.safety.claims import claim_devices
-from poolbench.safety.inventory import BlockDevice, protected_paths, scan
+from poolbench.safety.inventory import protected_paths, scan
 from poolbench.system.runner import LocalRunner
 from poolbench.units import parse_size
 

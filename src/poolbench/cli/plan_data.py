@@ -207,7 +207,7 @@ def save_if_asked(h: FileSizes, name: str | None, db: Path | None) -> None:
 
 
 def _inputs(data: dict[str, Any], rules: RuleSet, db: Path | None) -> tuple[FileSizes, WriteModel]:
-    from poolbench.workloads.library import parse_record_size
+    from poolbench.workloads.workload import parse_record_size
 
     m = write_model(
         parse_record_size(data["recordsize_text"]),

@@ -8,13 +8,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from poolbench.workloads.library import (
-    DEFAULT_BENCH,
-    SPECIAL,
-    catalogue,
-    get,
-    parse_record_size,
-)
+from poolbench.workloads.library import DEFAULT_BENCH, SPECIAL, catalogue, get
+from poolbench.workloads.workload import parse_record_size
 
 
 @click.command()

@@ -74,12 +74,11 @@ def tracing(
         yield root / "trace_pipe"
     finally:
         ours = {id(e) for e in journal.entries[mark:]}
-        left = journal.teardown(only=lambda e: id(e) in ours)
-        if left:
-            raise PoolbenchError(
-                "After the recording, the blk tracer's settings were left: " + "; ".join(left),
-                "Inspect them; `poolbench cleanup` retries.",
-            )
+        journal.teardown_or_raise(
+            "After the recording, the blk tracer's settings were left: ",
+            "Inspect them; `poolbench cleanup` retries.",
+            only=lambda e: id(e) in ours,
+        )
 
 
 def enabled(device: str) -> str | None:

@@ -25,7 +25,7 @@ from poolbench.store.db import Store, resume_command
 from poolbench.study.builtin import registry
 from poolbench.system.runner import Runner
 from poolbench.workloads.fio import kill_strays
-from poolbench.zfs.ops import ZFS_FUSE
+from poolbench.zfs.dialect import ZFS_FUSE
 
 # pgbench-pid<P>: a PostgreSQL server (system/pgserver.py); its name sorts before the
 # trial's and the scratch filesystem's, so the server stops before its pool goes.

@@ -26,7 +26,7 @@ from poolbench.records.fingerprint import Disk, Fingerprint, Pool
 from poolbench.system import probes, throttle
 from poolbench.system.runner import CommandError, Runner
 from poolbench.zfs import ops, parse
-from poolbench.zfs.ops import OPENZFS, ZFS_FUSE
+from poolbench.zfs.dialect import OPENZFS, ZFS_FUSE
 
 SYS_MODULE_ZFS = Path("/sys/module/zfs/version")
 # A settable property's source; read-only statistics (free, used, guid, …) have "-".

@@ -9,7 +9,7 @@ from typing import Protocol
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.latency import Latency
 from poolbench.workloads.fiojob import JobParams
-from poolbench.workloads.library import Workload
+from poolbench.workloads.workload import Workload
 
 
 @dataclass

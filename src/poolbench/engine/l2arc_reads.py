@@ -23,7 +23,8 @@ from poolbench.system import modparams
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
 from poolbench.workloads.library import L2ARC_INTERVALS as INTERVALS
-from poolbench.workloads.library import Workload, l2arc_interval_s, random_io
+from poolbench.workloads.library import l2arc_interval_s, random_io
+from poolbench.workloads.workload import Workload
 
 TUNABLES = ("l2arc_write_max", "l2arc_write_boost", "l2arc_noprefetch", "l2arc_headroom")
 

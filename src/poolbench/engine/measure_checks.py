@@ -16,7 +16,7 @@ from poolbench.guards import fsyncs, member_latency, reread
 from poolbench.records.findings import CacheFinding, Findings
 from poolbench.workloads import fiodepth
 from poolbench.workloads.fioparse import FioResult
-from poolbench.workloads.library import Workload
+from poolbench.workloads.workload import Workload
 
 MiB = 1024 * 1024
 

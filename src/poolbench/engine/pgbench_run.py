@@ -29,7 +29,7 @@ from poolbench.safety.journal import Journal
 from poolbench.system import pgserver, watchdog
 from poolbench.system.runner import Runner
 from poolbench.workloads import pgbench
-from poolbench.workloads.library import Workload
+from poolbench.workloads.workload import Workload
 
 MiB = 1 << 20
 # Settings a study may set per configuration (factor levels) and their defaults here.
@@ -113,13 +113,10 @@ class Pgbench:
             pgserver.start(self.runner, cluster)
             return self._loaded_and_run(w, req, cluster, findings)
         finally:
-            left = journal.teardown()
-            if left:
-                raise PoolbenchError(
-                    "The PostgreSQL server could not be stopped or its cluster removed: "
-                    + "; ".join(left),
-                    "Run 'poolbench cleanup', which retries.",
-                )
+            journal.teardown_or_raise(
+                "The PostgreSQL server could not be stopped or its cluster removed: ",
+                "Run 'poolbench cleanup', which retries.",
+            )
 
     def _loaded_and_run(
         self, w: Workload, req: PgRequest, c: pgserver.Cluster, findings: Findings

@@ -18,7 +18,6 @@ from poolbench.backends.base import (
     SupportsCompressionReadBack,
     SupportsDiskReplace,
     SupportsExpansion,
-    TopVdev,
     capability,
     require,
 )
@@ -28,7 +27,9 @@ from poolbench.errors import PoolbenchError, UsageError
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 from poolbench.workloads.fiojob import JobParams
-from poolbench.workloads.library import Workload
+from poolbench.workloads.library import parse_load
+from poolbench.workloads.workload import Workload
+from poolbench.zfs.parse import TopVdev
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -208,7 +209,7 @@ class PoolHooks:
         """The load started on a cold cache, or None (an idle resilver)."""
         if self.load is None or self.load == "none":
             return None
-        w, rate = resilver_load.parse_load(self.load)
+        w, rate = parse_load(self.load)
         self.backend.drop_cache(self.pool)
         # the import names the members by their links now: the offline one too
         self.offline_top, self.offline_leaf = self._member_to_offline(self._replacing())

@@ -41,8 +41,9 @@ from poolbench.backends.base import (
 )
 from poolbench.backends.zfs import expansion_supported, show_trial_operation
 from poolbench.engine import pgbench_run
+from poolbench.engine.measure_checks import block_device_refusal
 from poolbench.engine.pool_hooks import PoolHooks, usable_bytes
-from poolbench.engine.session import BlockDevice, Subject, block_device_refusal
+from poolbench.engine.subject import BlockDevice, Subject
 from poolbench.errors import UsageError
 from poolbench.guards import geometry
 from poolbench.guards.devices import MountInfo, Target, mount_of
@@ -52,7 +53,8 @@ from poolbench.study.model import Disks, Workloads
 from poolbench.system.runner import Runner
 from poolbench.units import parse_size
 from poolbench.workloads import fio, fiojob
-from poolbench.workloads.library import L2ARC_INTERVALS, Workload, streaming
+from poolbench.workloads.library import L2ARC_INTERVALS, streaming
+from poolbench.workloads.workload import Workload
 
 # full_page_writes: a PostgreSQL setting the pgbench workloads apply (engine/pgbench_run.py).
 TRIAL_FACTORS = (

@@ -108,12 +108,10 @@ def journaled(runner: Runner, journal_dir: Path, mountinfo: Path = MOUNTINFO) ->
     try:
         yield journal
     finally:
-        left = journal.teardown()
-        if left:
-            raise PoolbenchError(
-                "After the recording, these were left alone: " + "; ".join(left),
-                "Inspect them; `poolbench cleanup` retries.",
-            )
+        journal.teardown_or_raise(
+            "After the recording, these were left alone: ",
+            "Inspect them; `poolbench cleanup` retries.",
+        )
 
 
 def mounted(runner: Runner, journal: Journal, fstype: str, where: Path) -> tuple[str, str]:

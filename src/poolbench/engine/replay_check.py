@@ -14,8 +14,8 @@ from poolbench.errors import ToolMissingError
 from poolbench.records.findings import Findings
 from poolbench.system.runner import Runner
 from poolbench.workloads import fidelity, fio, replay, tracefile
-from poolbench.workloads.library import Workload
 from poolbench.workloads.tracestats import summarize
+from poolbench.workloads.workload import Workload
 
 LOG_SUFFIX = "_lat.1.log"  # fio's name for the first job's total-latency log
 MIN_FIO = (3, 31)  # the first fio that reads a v3 iolog (timestamps on every line)

@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from poolbench.stats.policy import ReplicatePolicy
 
-__all__ = ["ReplicatePolicy", "interleave", "policy", "round_order"]
+__all__ = ["interleave", "policy", "round_order"]
 
 T = TypeVar("T")
 Progress = Callable[[str, int, int], None]  # (description, done, total)

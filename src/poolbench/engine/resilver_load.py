@@ -31,9 +31,9 @@ from poolbench.system import watchdog
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob, histlog
 from poolbench.workloads.fioparse import FioResult, percentile_from_bins
-from poolbench.workloads.library import Workload, parse_load
+from poolbench.workloads.workload import Workload
 
-__all__ = ["Foreground", "finish", "parse_load"]
+__all__ = ["Foreground", "finish"]
 
 LOG_MS = 250  # fio's histogram log interval
 MIN_INTERVALS = 4  # a window the log covers for less than this many intervals: no figure

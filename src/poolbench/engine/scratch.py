@@ -58,12 +58,9 @@ def ext4_on_loop(
         runner.run(["mount", "-t", "ext4", dev, str(mnt)])
         yield mnt
     finally:
-        left = journal.teardown()
-        if left:
-            raise PoolbenchError(
-                "Scratch teardown left these alone: " + "; ".join(left),
-                "Inspect them; 'poolbench cleanup' retries.",
-            )
+        journal.teardown_or_raise(
+            "Scratch teardown left these alone: ", "Inspect them; 'poolbench cleanup' retries."
+        )
 
 
 DRY_RUN_MOUNTPOINT = Path("/var/tmp/poolbench-scratch-DRYRUN/mnt")

@@ -36,8 +36,6 @@ from poolbench.engine.measure_checks import (
 )
 from poolbench.engine.pgbench_run import Pgbench, PgRequest, check_installed, dry_commands
 from poolbench.engine.subject import (
-    BlockDevice,
-    CacheDefeat,
     Options,
     Subject,
     Timed,
@@ -55,16 +53,13 @@ from poolbench.store import fingerprints
 from poolbench.store.db import Store
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
-from poolbench.workloads.library import Workload
+from poolbench.workloads.workload import Workload
 
 MiB = 1024 * 1024
 Progress = replicates.Progress
 # Re-exported: the session's records and the figure are imported from here by bench, studies
 # and the fleet.
-__all__ = [
-    "BlockDevice", "CacheDefeat", "Options", "Session", "Subject", "Timed", "WorkloadResult",
-    "block_device_refusal", "figure",
-]  # fmt: skip
+__all__ = ["Session"]
 
 
 class Session:

@@ -48,12 +48,12 @@ from poolbench.errors import PoolbenchError, ToolMissingError, UsageError
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.claims import ClaimRefused, ClaimSet, DeviceChanged
 from poolbench.safety.journal import Journal
+from poolbench.stats.policy import ReplicatePolicy
 from poolbench.store import queries
-from poolbench.store.db import Store, StoreError, db_option, resume_command
-from poolbench.store.opening import damaged
-from poolbench.study import matrix
+from poolbench.store.db import Store, db_option, resume_command
+from poolbench.store.opening import StoreError, damaged
+from poolbench.study import matrix, model
 from poolbench.study.model import Study
-from poolbench.study.model import parse as parse_study
 from poolbench.system import probes, stopping, watchdog
 from poolbench.system.runner import Runner
 from poolbench.units import parse_size
@@ -235,7 +235,7 @@ class StudyRun:
         if self.progress:
             self.progress("done", done, total)
 
-    def policy(self) -> replicates.ReplicatePolicy:
+    def policy(self) -> ReplicatePolicy:
         return replicates.policy(
             self.study.replicates, self.study.max_replicates, self.study.ci_target / 100
         )
@@ -264,7 +264,7 @@ class StudyRun:
             last = order[-1] if order else last
         return total, done
 
-    def _owed(self, rule: replicates.ReplicatePolicy, replicate: int) -> list[matrix.Config]:
+    def _owed(self, rule: ReplicatePolicy, replicate: int) -> list[matrix.Config]:
         """The configurations a round `replicate` must hold: those whose own interval
         Stein's rule still owes a replicate (`_planned`), and, for every workload, those
         whose comparison with the workload's best configuration is still undecided by the
@@ -284,7 +284,7 @@ class StudyRun:
         if self.on_trial:
             self.on_trial(done, total, _describe(t), self.headline)
 
-    def _planned(self, cfg: matrix.Config, rule: replicates.ReplicatePolicy) -> int:
+    def _planned(self, cfg: matrix.Config, rule: ReplicatePolicy) -> int:
         """The total Stein's rule fixed from stage one: the most any of the configuration's
         workloads needs (a trial measures them all)."""
         per = queries.values_by_workload(self.store, self.run_id, cfg.key)
@@ -443,7 +443,7 @@ def _describe(t: matrix.Trial) -> str:
 
 
 def family_owed(
-    values: Mapping[str, Mapping[int, float]], rule: replicates.ReplicatePolicy, unit: str
+    values: Mapping[str, Mapping[int, float]], rule: ReplicatePolicy, unit: str
 ) -> set[str]:
     """The configurations one workload's comparisons still need another block of. `values`
     holds each configuration's figures keyed by round (block); the rule pairs values by
@@ -482,7 +482,7 @@ def load_resume(store: Store, run_id: int) -> tuple[Study, str, int]:
         text, seed = str(meta["study_text"]), int(meta["seed"])
     except (KeyError, TypeError, ValueError):
         raise damaged(store.path, f"run {run_id} has no study text or seed to resume") from None
-    study = parse_study(text, f"run {run_id}")
+    study = model.parse(text, f"run {run_id}")
     window = _stored_min_window(meta)
     if window is not None and window != study.workloads.min_window:
         workloads = study.workloads.model_copy(update={"min_window": float(window)})

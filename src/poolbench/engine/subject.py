@@ -17,7 +17,7 @@ from poolbench.records.findings import Findings
 from poolbench.records.jsontypes import JsonObject
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.workloads.fioparse import FioResult
-from poolbench.workloads.library import Workload
+from poolbench.workloads.workload import Workload
 
 
 @dataclass(frozen=True)

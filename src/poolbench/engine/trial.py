@@ -9,7 +9,7 @@ from pathlib import Path
 from poolbench.backends.base import Backend, Pool, PoolSpec
 from poolbench.engine import aging, pool_ops
 from poolbench.engine.records import TrialConfig
-from poolbench.engine.session import Options
+from poolbench.engine.subject import Options
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.records.findings import Findings
 from poolbench.store.facts import MEMBER_DISKS
@@ -17,7 +17,7 @@ from poolbench.study import matrix
 from poolbench.study.model import Study
 from poolbench.system import probes
 from poolbench.system.runner import Runner
-from poolbench.workloads.library import Workload
+from poolbench.workloads.workload import Workload
 
 ZFS_POOL_OPTIONS = ("ashift",)
 ZFS_FS_OPTIONS = (

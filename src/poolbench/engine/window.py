@@ -32,7 +32,7 @@ from typing import NotRequired, TypedDict
 from poolbench.stats import steady
 from poolbench.workloads.fiojob import STEADY_ROUNDS
 from poolbench.workloads.fioparse import FioResult
-from poolbench.workloads.library import Workload
+from poolbench.workloads.workload import Workload
 
 MiB = 1024 * 1024
 HEADROOM = 1.5  # aim past the minimum: passes vary, and the window must still reach it

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
-from poolbench.workloads.library import Workload, metadata, smallfile
+from poolbench.workloads.library import metadata, smallfile
+from poolbench.workloads.workload import Workload
 
 
 class Workspace:

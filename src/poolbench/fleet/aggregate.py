@@ -10,7 +10,7 @@ from typing import TypedDict
 from poolbench.fleet.clientout import HostFigures
 from poolbench.records.findings import Findings
 from poolbench.records.measurement import Measurement
-from poolbench.workloads.library import Workload
+from poolbench.workloads.workload import Workload
 
 MiB = 1024 * 1024
 SUM = "fleet:sum"

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 from poolbench.fleet.hosts import Host
 from poolbench.records.jsontypes import JsonObject
-from poolbench.workloads.fioparse import Latency, latency
+from poolbench.records.latency import Latency
+from poolbench.workloads.fioparse import latency
 
 ALL_CLIENTS = "All clients"
 

@@ -18,7 +18,7 @@ from poolbench.fleet.records import FleetHostFailed, FleetOptions
 from poolbench.system.runner import Runner
 from poolbench.system.watchdog import scaled
 from poolbench.workloads import fiojob, fiolimit
-from poolbench.workloads.library import Workload
+from poolbench.workloads.workload import Workload
 
 CLEANUP_TIMEOUT_S = 120
 

@@ -23,7 +23,7 @@ from poolbench.records.findings import (
     Findings,
     FioFinding,
 )
-from poolbench.workloads.library import Workload
+from poolbench.workloads.workload import Workload
 
 CACHE_NOTE = (
     "cache drop not verified: fio's invalidate=1 (posix_fadvise) is all that runs on a fio "

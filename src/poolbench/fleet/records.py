@@ -11,7 +11,7 @@ from poolbench.engine import replicates
 from poolbench.engine.subject import WorkloadResult
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.stats.policy import ReplicatePolicy
-from poolbench.workloads.library import Workload
+from poolbench.workloads.workload import Workload
 
 
 class FleetHostFailed(PoolbenchError):
@@ -26,7 +26,7 @@ class FleetOptions:
     runtime_s: int = 30
     iodepth: int = 1
     numjobs: int = 1
-    stop: replicates.ReplicatePolicy = field(default_factory=replicates.policy)
+    stop: ReplicatePolicy = field(default_factory=replicates.policy)
     # Seeds the workload order of each round (as `bench --seed`); None = drawn and recorded.
     seed: int | None = None
 

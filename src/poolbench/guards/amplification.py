@@ -34,8 +34,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from poolbench.planner.capacity import psize_to_asize
 from poolbench.planner.layout import VdevSpec
+from poolbench.planner.space import psize_to_asize
 from poolbench.units import format_size
 
 # A write whose members absorbed less than (1 − SHORT) × the least the layout must write is

@@ -28,9 +28,15 @@ from poolbench.system.probes import resident_bytes
 from poolbench.system.runner import Runner
 
 __all__ = [
-    "ArcRead", "ArcWindow", "CacheDrop", "arc_after_export", "arc_read", "drop", "read_arcstats",
-    "resident_bytes", "zfs_flavour",
-]  # fmt: skip
+    "ArcRead",
+    "ArcWindow",
+    "CacheDrop",
+    "arc_after_export",
+    "arc_read",
+    "drop",
+    "read_arcstats",
+    "zfs_flavour",
+]
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 MAX_RESIDENT_FRACTION = 0.01

@@ -9,7 +9,7 @@ from pathlib import Path
 from poolbench.errors import UsageError
 from poolbench.system.probes import arc_max_bytes, ram_bytes
 
-__all__ = ["WorkingSet", "arc_max_bytes", "choose", "ram_bytes"]
+__all__ = ["WorkingSet", "choose"]
 
 MiB = 1024 * 1024
 COLD_FACTOR = 2  # working set ≥ 2× RAM by default (DESIGN.md §3 rule 1)

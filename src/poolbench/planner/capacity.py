@@ -44,49 +44,21 @@ from poolbench import is_digits
 from poolbench.errors import UsageError
 from poolbench.planner.layout import ALLOC_CLASSES, Layout, VdevSpec
 from poolbench.planner.rules import RuleSet
-from poolbench.planner.space import ASHIFT_MAX as ASHIFT_MAX
-from poolbench.planner.space import ASHIFT_MIN as ASHIFT_MIN
-from poolbench.planner.space import BLOCK_SIZES as BLOCK_SIZES
-from poolbench.planner.space import EFI_GPE_SIZE as EFI_GPE_SIZE
-from poolbench.planner.space import EFI_MIN_ARRAY_SIZE as EFI_MIN_ARRAY_SIZE
-from poolbench.planner.space import EFI_MIN_RESV_SIZE as EFI_MIN_RESV_SIZE
-from poolbench.planner.space import EFI_NUMPAR as EFI_NUMPAR
-from poolbench.planner.space import METASLABS_PER_VDEV as METASLABS_PER_VDEV
-from poolbench.planner.space import NEW_START_BLOCK as NEW_START_BLOCK
-from poolbench.planner.space import PARTITION_END_ALIGNMENT as PARTITION_END_ALIGNMENT
-from poolbench.planner.space import SPA_MAX_SLOP as SPA_MAX_SLOP
-from poolbench.planner.space import SPA_MIN_SLOP as SPA_MIN_SLOP
-from poolbench.planner.space import SPA_MINBLOCKSHIFT as SPA_MINBLOCKSHIFT
-from poolbench.planner.space import SPA_MINDEVSIZE as SPA_MINDEVSIZE
-from poolbench.planner.space import SPA_SLOP_SHIFT as SPA_SLOP_SHIFT
-from poolbench.planner.space import VDEV_BOOT_SIZE as VDEV_BOOT_SIZE
-from poolbench.planner.space import VDEV_DRAID_REFLOW_RESERVE as VDEV_DRAID_REFLOW_RESERVE
-from poolbench.planner.space import VDEV_DRAID_ROWHEIGHT as VDEV_DRAID_ROWHEIGHT
-from poolbench.planner.space import VDEV_LABEL_END_SIZE as VDEV_LABEL_END_SIZE
-from poolbench.planner.space import VDEV_LABEL_SIZE as VDEV_LABEL_SIZE
-from poolbench.planner.space import VDEV_LABEL_START_SIZE as VDEV_LABEL_START_SIZE
-from poolbench.planner.space import ZFS_EMBEDDED_SLOG_MIN_MS as ZFS_EMBEDDED_SLOG_MIN_MS
-from poolbench.planner.space import ZFS_VDEV_DEFAULT_MS_COUNT as ZFS_VDEV_DEFAULT_MS_COUNT
-from poolbench.planner.space import ZFS_VDEV_DEFAULT_MS_SHIFT as ZFS_VDEV_DEFAULT_MS_SHIFT
-from poolbench.planner.space import ZFS_VDEV_MAX_MS_SHIFT as ZFS_VDEV_MAX_MS_SHIFT
-from poolbench.planner.space import ZFS_VDEV_MIN_MS_COUNT as ZFS_VDEV_MIN_MS_COUNT
-from poolbench.planner.space import ZFS_VDEV_MS_COUNT_LIMIT as ZFS_VDEV_MS_COUNT_LIMIT
-from poolbench.planner.space import GiB as GiB
-from poolbench.planner.space import KiB as KiB
-from poolbench.planner.space import MiB as MiB
-from poolbench.planner.space import deflate_ratio as deflate_ratio
-from poolbench.planner.space import deflated as deflated
-from poolbench.planner.space import device_osize as device_osize
-from poolbench.planner.space import highbit64 as highbit64
-from poolbench.planner.space import leaf_asize as leaf_asize
-from poolbench.planner.space import metaslab_shift as metaslab_shift
-from poolbench.planner.space import metaslab_totals as metaslab_totals
-from poolbench.planner.space import p2align as p2align
-from poolbench.planner.space import p2roundup as p2roundup
-from poolbench.planner.space import psize_to_asize as psize_to_asize
-from poolbench.planner.space import slop_space as slop_space
-from poolbench.planner.space import top_asize as top_asize
-from poolbench.planner.space import whole_disk_partition_bytes as whole_disk_partition_bytes
+from poolbench.planner.space import (
+    ASHIFT_MAX,
+    ASHIFT_MIN,
+    BLOCK_SIZES,
+    ZFS_EMBEDDED_SLOG_MIN_MS,
+    deflate_ratio,
+    deflated,
+    device_osize,
+    leaf_asize,
+    metaslab_shift,
+    metaslab_totals,
+    psize_to_asize,
+    slop_space,
+    top_asize,
+)
 from poolbench.units import format_size
 
 

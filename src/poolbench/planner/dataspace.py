@@ -34,8 +34,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from poolbench.planner.capacity import PoolPlan, VdevPlan, deflated, psize_to_asize
+from poolbench.planner.capacity import PoolPlan, VdevPlan
 from poolbench.planner.filesizes import UNIT, FileSizes
+from poolbench.planner.space import deflated, psize_to_asize
 
 KiB = 1024
 SMALL_FILE = 16 * KiB  # "files under 16K": where raidz padding hurts most

@@ -26,9 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from poolbench.errors import UsageError
-from poolbench.planner.capacity import (
+from poolbench.planner.capacity import PoolPlan
+from poolbench.planner.layout import VdevSpec
+from poolbench.planner.space import (
     ZFS_EMBEDDED_SLOG_MIN_MS,
-    PoolPlan,
     deflate_ratio,
     deflated,
     device_osize,
@@ -36,7 +37,6 @@ from poolbench.planner.capacity import (
     psize_to_asize,
     slop_space,
 )
-from poolbench.planner.layout import VdevSpec
 
 RECORD = 1 << 17  # the 128 KiB block the deflate ratio is defined by
 

@@ -47,7 +47,7 @@ from typing import Literal
 
 from poolbench import is_digits
 from poolbench.errors import UsageError
-from poolbench.units import format_size, format_sizes, parse_size, parse_sizes
+from poolbench.units import format_sizes, parse_sizes
 
 __all__ = [
     "ClassVdev",
@@ -55,10 +55,8 @@ __all__ = [
     "VdevSpec",
     "draid_shape",
     "format_devices",
-    "format_size",
     "parse_devices",
     "parse_layout",
-    "parse_size",
 ]
 
 VdevKind = Literal["disk", "mirror", "raidz", "draid"]

@@ -39,13 +39,12 @@ from functools import lru_cache
 from typing import Literal
 
 from poolbench.errors import UsageError
-from poolbench.planner.layout import Layout, VdevKind, VdevSpec, parse_size
-from poolbench.planner.raidz_work import ColumnWork as ColumnWork
-from poolbench.planner.raidz_work import RaidzBlock as RaidzBlock
-from poolbench.planner.raidz_work import first_column_step as first_column_step
-from poolbench.planner.raidz_work import raidz_columns as raidz_columns
-from poolbench.planner.raidz_work import raidz_mixed as raidz_mixed
-from poolbench.planner.raidz_work import raidz_work as raidz_work
+from poolbench.planner.layout import Layout, VdevKind, VdevSpec
+from poolbench.planner.raidz_work import (
+    raidz_mixed,
+    raidz_work,
+)
+from poolbench.units import parse_size
 
 DiskClass = Literal["hdd", "ssd", "nvme"]
 # What limits a disk's streaming rate: the medium passing under the head (a spinning disk:

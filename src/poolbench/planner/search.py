@@ -27,10 +27,11 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from poolbench.errors import UsageError
-from poolbench.planner.capacity import MiB, plan_pool, whole_disk_partition_bytes
+from poolbench.planner.capacity import plan_pool
 from poolbench.planner.layout import ClassVdev, Layout, VdevSpec
 from poolbench.planner.performance import DiskSpeed, Speed, predict
 from poolbench.planner.rules import RuleSet
+from poolbench.planner.space import MiB, whole_disk_partition_bytes
 
 Objective = Literal["space", "speed", "balanced"]
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from poolbench.planner.capacity import PoolPlan, psize_to_asize
+from poolbench.planner.capacity import PoolPlan
 from poolbench.planner.dataspace import WriteModel, alloc_on_data_vdevs, blocks_of, metadata_blocks
 from poolbench.planner.filesizes import FileSizes
 from poolbench.planner.layout import VdevSpec
+from poolbench.planner.space import psize_to_asize
 
 KiB = 1024
 LEVELS = (0, 4 * KiB, 8 * KiB, 16 * KiB, 32 * KiB, 64 * KiB, 128 * KiB)

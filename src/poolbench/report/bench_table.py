@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from poolbench.engine.session import WorkloadResult
+from poolbench.engine.subject import WorkloadResult
 from poolbench.records.jsontypes import JsonObject
 from poolbench.report.layout import Column, print_fitted
 from poolbench.report.metrics import (

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 
 from poolbench.errors import Refused, UsageError
 from poolbench.records.jsontypes import JsonObject
-from poolbench.safety.inventory import PROTECTED, BlockDevice, Inventory, Paths, Reason, scan
+from poolbench.safety.blockdevice import PROTECTED, BlockDevice, Inventory, Reason
+from poolbench.safety.inventory import Paths, scan
 from poolbench.system.runner import Runner
 
 if TYPE_CHECKING:

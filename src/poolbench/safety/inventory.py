@@ -14,15 +14,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from poolbench import storepath
 from poolbench.guards.devices import MountInfo, mount_of, mounts
 
 # The records live in blockdevice.py; callers have always imported them from here.
-from poolbench.safety.blockdevice import ASHIFT_ADVICE as ASHIFT_ADVICE
-from poolbench.safety.blockdevice import PROTECTED as PROTECTED
-from poolbench.safety.blockdevice import BlockDevice as BlockDevice
-from poolbench.safety.blockdevice import Inventory as Inventory
-from poolbench.safety.blockdevice import Reason as Reason
-from poolbench.safety.blockdevice import natural_order
+from poolbench.safety.blockdevice import (
+    ASHIFT_ADVICE,
+    PROTECTED,
+    BlockDevice,
+    Inventory,
+    Reason,
+    natural_order,
+)
 from poolbench.system import probes
 from poolbench.system.runner import CommandError, Runner
 from poolbench.zfs import ops
@@ -84,9 +87,7 @@ class Paths:
 
 def protected_paths(db: Path | None, scratch_dir: Path | None) -> dict[str, Path]:
     """What no override may touch, by what it is: the store's and the scratch directory."""
-    from poolbench.store.db import default_path
-
-    out = {"holds poolbench's result store": (db or default_path())}
+    out = {"holds poolbench's result store": (db or storepath.default_store())}
     out["holds poolbench's scratch directory"] = scratch_dir or Path("/var/tmp")
     return out
 

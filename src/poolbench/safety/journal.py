@@ -31,8 +31,8 @@ from poolbench.system.runner import Runner
 from poolbench.system.umount import umount
 from poolbench.system.watchdog import narrated
 from poolbench.zfs import ops, pools, suspended
+from poolbench.zfs.dialect import ZFS_FUSE
 from poolbench.zfs.labelclear import clear_member, partitions_of, wipe_partition_table
-from poolbench.zfs.ops import ZFS_FUSE
 
 
 class Entry(TypedDict, total=False):
@@ -238,6 +238,13 @@ class Journal:
             else:
                 self._rewrite()
         return kept
+
+    def teardown_or_raise(self, left_alone: str, fix: str, only: Filter | None = None) -> None:
+        """`teardown`, and a PoolbenchError (`left_alone` + what was left, and `fix`) if
+        anything was left: the one ending of every scope that undoes what it made."""
+        left = self.teardown(only)
+        if left:
+            raise PoolbenchError(left_alone + "; ".join(left), fix)
 
     def _rewrite(self) -> None:
         assert self.path is not None

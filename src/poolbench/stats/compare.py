@@ -56,11 +56,9 @@ from dataclasses import dataclass
 from poolbench.stats import power as power_mod
 from poolbench.stats import safemath, tdist
 from poolbench.stats.replicates import stage
-from poolbench.stats.welch import HSU_BELOW_DF, HSU_RATIO, null_df, welch_df
+from poolbench.stats.welch import null_df
 
 __all__ = [
-    "HSU_BELOW_DF",
-    "HSU_RATIO",
     "IDENTICAL",
     "NO_DIFFERENCE",
     "Ratio",
@@ -68,9 +66,7 @@ __all__ = [
     "constant",
     "exact_ratio",
     "holm",
-    "null_df",
     "ratio_ci",
-    "welch_df",
 ]
 
 NO_DIFFERENCE = power_mod.NO_DIFFERENCE

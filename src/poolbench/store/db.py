@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import shlex
 import sqlite3
 import time
@@ -21,35 +20,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
+from poolbench import storepath
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
 from poolbench.store import opening
-from poolbench.store.migrations import CLAT_COLUMNS as CLAT_COLUMNS
-from poolbench.store.migrations import MIGRATIONS as MIGRATIONS
+from poolbench.store.migrations import CLAT_COLUMNS, MIGRATIONS
 from poolbench.store.opening import Mode, StoreError
 from poolbench.system import stopping
 from poolbench.system.runner import CallRecord
 
-__all__ = ["MIGRATIONS", "Measurement", "Store", "StoreError", "default_path"]
-
 
 def default_path() -> Path:
-    """$POOLBENCH_DB, else the XDG data directory (~/.local/share/poolbench/results.db).
-
-    A set but empty POOLBENCH_DB is refused (it is almost always a broken script), not taken
-    as "the default store"."""
-    env = os.environ.get("POOLBENCH_DB")
-    if env is not None:
-        if not env.strip():
-            raise StoreError(
-                'POOLBENCH_DB is set but empty (POOLBENCH_DB="").',
-                "Set it to the path of a result store, or unset it to use the default "
-                f"{Path(platformdirs.user_data_dir('poolbench')) / 'results.db'}.",
-            )
-        return Path(env)
-    return Path(platformdirs.user_data_dir("poolbench")) / "results.db"
+    """The store a command opens without --db (`storepath.default_store`: $POOLBENCH_DB, else
+    the XDG data directory; a set but empty POOLBENCH_DB is refused)."""
+    return storepath.default_store()
 
 
 def db_option(path: Path) -> str:
@@ -59,7 +43,7 @@ def db_option(path: Path) -> str:
     try:
         if path.resolve() == default_path().resolve():
             return ""
-    except StoreError:  # POOLBENCH_DB set but empty: the command needs --db
+    except storepath.EmptyStorePath:  # POOLBENCH_DB set but empty: the command needs --db
         pass
     return f" --db {shlex.quote(str(path))}"
 

@@ -16,10 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
-from poolbench.store.factrows import Age as Age
-from poolbench.store.factrows import FactRow as FactRow
-from poolbench.store.factrows import SlowMember as SlowMember
-from poolbench.store.factrows import section, study_extras
+from poolbench.store.factrows import Age, FactRow, SlowMember, section, study_extras
 
 if TYPE_CHECKING:
     from poolbench.store.db import Store

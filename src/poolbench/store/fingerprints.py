@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from poolbench.records.fingerprint import Fingerprint, FingerprintError
 from poolbench.store import opening
-from poolbench.store.db import Store, StoreError
+from poolbench.store.db import Store
+from poolbench.store.opening import StoreError
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,9 @@ from pathlib import Path
 
 from poolbench.records.jsontypes import JsonObject
 from poolbench.store import opening
-from poolbench.store.db import MIGRATIONS, Store, StoreError, checked_rows
+from poolbench.store.db import Store, checked_rows
+from poolbench.store.migrations import MIGRATIONS
+from poolbench.store.opening import StoreError
 
 
 @dataclass

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from poolbench import capabilities, is_digits
 from poolbench.errors import UsageError
-from poolbench.planner.capacity import SPA_MINDEVSIZE, predicted_usable
+from poolbench.planner.capacity import predicted_usable
+from poolbench.planner.space import SPA_MINDEVSIZE
 from poolbench.units import parse_size
 
 if TYPE_CHECKING:

@@ -20,7 +20,8 @@ from poolbench.study import matrix
 from poolbench.study.model import Study
 from poolbench.units import parse_size
 from poolbench.workloads import pgbench
-from poolbench.workloads.library import L2ARC_INTERVALS, Workload, l2arc_interval_s, parse_list
+from poolbench.workloads.library import L2ARC_INTERVALS, l2arc_interval_s, parse_list
+from poolbench.workloads.workload import Workload
 
 MiB = 1 << 20
 ASSUMED_MIB_S = 150.0  # streaming rate of the pool (a few spinning disks, or files)

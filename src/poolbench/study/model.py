@@ -59,7 +59,6 @@ from poolbench.study import consistency
 from poolbench.study.problems import located, problems
 
 # MAX_STUDY_BYTES: re-exported, the limit callers name beside load()
-from poolbench.study.reading import MAX_STUDY_BYTES as MAX_STUDY_BYTES
 from poolbench.study.reading import read_text
 from poolbench.units import MiB, parse_size
 from poolbench.workloads.library import parse_list, parse_load

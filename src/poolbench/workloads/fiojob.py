@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from poolbench.workloads import replay
-from poolbench.workloads.library import Workload
+from poolbench.workloads.workload import Workload
 
 # Completion-latency percentiles every measurement asks fio for (fio's default list, written
 # out so a fio with another default still reports p50/p90/p99/p99.9; at most 20 entries).

@@ -19,8 +19,7 @@ from poolbench.errors import PoolbenchError
 from poolbench.records.jsontypes import JsonObject
 
 # The latency record is the stored measurement's (records/); fio's parser fills it.
-from poolbench.records.latency import Latency as Latency
-from poolbench.records.latency import percentile_key as percentile_key
+from poolbench.records.latency import Latency, percentile_key
 
 
 class FioOutputError(PoolbenchError):

@@ -17,17 +17,14 @@ from typing import Literal
 from poolbench.errors import UsageError
 from poolbench.units import parse_size
 from poolbench.workloads import pgbench
-from poolbench.workloads.iozone import IOZONE_TESTS as IOZONE_TESTS
-from poolbench.workloads.iozone import iozone as iozone
-from poolbench.workloads.workload import DEFAULT_METADATA_FILES as DEFAULT_METADATA_FILES
-from poolbench.workloads.workload import IOZONE_STRIDE_RECORDS as IOZONE_STRIDE_RECORDS
-from poolbench.workloads.workload import Direction as Direction
-from poolbench.workloads.workload import Kind as Kind
-from poolbench.workloads.workload import MiB as MiB
-from poolbench.workloads.workload import Unit as Unit
-from poolbench.workloads.workload import Workload as Workload
-from poolbench.workloads.workload import format_size as format_size
-from poolbench.workloads.workload import parse_record_size as parse_record_size
+from poolbench.workloads.iozone import IOZONE_TESTS, iozone
+from poolbench.workloads.workload import (
+    DEFAULT_METADATA_FILES,
+    MiB,
+    Workload,
+    format_size,
+    parse_record_size,
+)
 
 
 def streaming(direction: Literal["read", "write"]) -> Workload:

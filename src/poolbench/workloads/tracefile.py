@@ -4,7 +4,7 @@
 taken), `blkparse.txt` (its text), `trace.iolog` (the I/Os as fio replays them) and
 `summary.json` (the figures, `tracestats.TraceSummary`, with the device and how it was
 recorded). A workload names a trace as `trace:NAME` (looked up in the traces directory of
-the default store: $POOLBENCH_DB's directory, else the XDG data directory) or
+the default store: storepath.default_store's directory) or
 `trace:PATH` (a trace directory anywhere, e.g. one recorded with --db).
 """
 
@@ -15,8 +15,7 @@ import os
 import re
 from pathlib import Path
 
-import platformdirs
-
+from poolbench import storepath
 from poolbench.errors import UsageError
 from poolbench.records.jsontypes import JsonObject
 from poolbench.workloads import replay
@@ -28,12 +27,9 @@ SUMMARY = "summary.json"
 
 
 def traces_dir(db: Path | None = None) -> Path:
-    """`traces/` beside the store: the store's own rule (store.db.default_path: the
-    $POOLBENCH_DB path, else the XDG data directory), which this layer may not import."""
-    if db is None:
-        env = os.environ.get("POOLBENCH_DB", "").strip()
-        db = Path(env) if env else Path(platformdirs.user_data_dir("poolbench")) / "results.db"
-    return db.parent / "traces"
+    """`traces/` beside the store: `db`, else the default store (`storepath.default_store`,
+    the store's own rule: a set but empty POOLBENCH_DB is refused here too)."""
+    return (db if db is not None else storepath.default_store()).parent / "traces"
 
 
 def check_name(name: str) -> str:

@@ -12,7 +12,8 @@
   command line or reads its output;
 * `label` reads ZFS labels straight from a device; `labelclear` removes what a pool poolbench
   created left on its members (labels, and the GPT `zpool create` wrote on whole disks);
-* `fusedaemon` starts and stops the zfs-fuse daemon.
+* `fusedaemon` starts and stops the zfs-fuse daemon; `dialect` names the two dialects
+  (OPENZFS, ZFS_FUSE) for callers outside this package.
 
 It imports only `poolbench.system` (the Runner) and `poolbench.errors`.
 """

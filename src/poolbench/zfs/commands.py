@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-OPENZFS = "openzfs"
-ZFS_FUSE = "zfs-fuse"
+from poolbench.zfs.dialect import OPENZFS, ZFS_FUSE
 
 
 def version() -> list[str]:

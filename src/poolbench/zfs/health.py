@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from poolbench.system.runner import Runner
 from poolbench.system.watchdog import CommandTimedOut, scaled, secs
 from poolbench.zfs import commands
+from poolbench.zfs.dialect import ZFS_FUSE
 
 PROBE_S = 15.0  # `zpool status` answers from memory: seconds mean ZFS itself is stuck
 SUSPENDED = re.compile(
@@ -65,7 +66,7 @@ def _quote(status: str, lines: int = 12) -> str:
     return " | ".join(kept) or "(nothing)"
 
 
-def probe(runner: Runner, name: str, dialect: str = commands.ZFS_FUSE) -> PoolHealth:
+def probe(runner: Runner, name: str, dialect: str = ZFS_FUSE) -> PoolHealth:
     """The pool's health, each question bounded by PROBE_S (scaled)."""
     limit = scaled(PROBE_S)
     try:

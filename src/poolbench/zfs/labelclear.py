@@ -21,6 +21,7 @@ from pathlib import Path
 
 from poolbench.system.runner import Runner
 from poolbench.zfs import commands
+from poolbench.zfs.dialect import OPENZFS
 from poolbench.zfs.label import LABEL_SIZE, label_offsets, read_labels
 from poolbench.zfs.pools import run
 
@@ -75,7 +76,7 @@ def zero_labels(runner: Runner, dev: str) -> None:
 
 def clear_labels(runner: Runner, dev: str, dialect: str) -> None:
     """Remove the ZFS labels of `dev`, the way its dialect can."""
-    if dialect == commands.OPENZFS:
+    if dialect == OPENZFS:
         run(runner, commands.labelclear(dev))
     else:
         zero_labels(runner, dev)

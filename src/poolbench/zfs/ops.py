@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 
 from poolbench.system.runner import Runner
 from poolbench.zfs import commands, parse, pools
-from poolbench.zfs.commands import OPENZFS, ZFS_FUSE
+from poolbench.zfs.dialect import OPENZFS, ZFS_FUSE
 from poolbench.zfs.errors import ZfsCommandError
 from poolbench.zfs.parse import IostatRow, PoolStatus, ResilverStatus, ScrubStatus
 
-__all__ = ["OPENZFS", "ZFS_FUSE", "PoolCreate", "VdevConfig"]
+__all__ = ["PoolCreate", "VdevConfig"]
 
 
 # -- what is installed --------------------------------------------------------------------------

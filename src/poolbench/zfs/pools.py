@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from poolbench.errors import PoolbenchError
 from poolbench.system.runner import CommandResult, Runner
 from poolbench.zfs import commands, parse
+from poolbench.zfs.dialect import ZFS_FUSE
 from poolbench.zfs.errors import TRANSIENT, error_for, error_type
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ def pool_guid(runner: Runner, name: str) -> int | None:
     return imported(runner).get(name)
 
 
-def status_text(runner: Runner, name: str, dialect: str = commands.ZFS_FUSE,
+def status_text(runner: Runner, name: str, dialect: str = ZFS_FUSE,
                 full_paths: bool = False) -> str:  # fmt: skip
     """`zpool status POOL` output; NoSuchPool if no such pool is imported."""
     return read(runner, commands.status(name, dialect, full_paths)).stdout

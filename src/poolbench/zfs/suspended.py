@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from poolbench.errors import PoolbenchError
 from poolbench.system.runner import Runner
 from poolbench.system.watchdog import CommandTimedOut, announce, scaled
-from poolbench.zfs import commands, pools
+from poolbench.zfs import pools
+from poolbench.zfs.dialect import ZFS_FUSE
 from poolbench.zfs.health import PoolHealth, probe
 
 CLEAR_S = 30.0
@@ -110,7 +111,7 @@ def release(
 
 
 def release_hint(name: str, dialect: str) -> str:
-    if dialect == commands.ZFS_FUSE:
+    if dialect == ZFS_FUSE:
         return (
             "Make its disks take writes again (free the space their files sit on, reconnect "
             "the disk): the pool resumes, a process asleep in it ends, and `poolbench "

@@ -19,12 +19,11 @@ from poolbench.backends.base import (
 )
 from poolbench.backends.zfs import coldcache, operations, readback
 from poolbench.backends.zfs.validate import member_count, validate
-from poolbench.errors import PoolbenchError
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Entry, Journal
 from poolbench.system.runner import CommandError, Runner
 from poolbench.zfs import ops, pools
-from poolbench.zfs.ops import OPENZFS, ZFS_FUSE
+from poolbench.zfs.dialect import OPENZFS, ZFS_FUSE
 from poolbench.zfs.parse import IostatRow, ResilverStatus, ScrubStatus, TopVdev
 
 
@@ -309,12 +308,11 @@ class ZfsBackend:
                 return bool(e.get("name") == pool.spec.name)
             return e.get("kind") in ("path", "dir") and e.get("path") in mine
 
-        left = journal.teardown(only=owned)
-        if left:
-            raise PoolbenchError(
-                f"Pool {pool.spec.name} was not fully torn down: " + "; ".join(left),
-                "Inspect it with `zpool status`; `poolbench cleanup` retries.",
-            )
+        journal.teardown_or_raise(
+            f"Pool {pool.spec.name} was not fully torn down: ",
+            "Inspect it with `zpool status`; `poolbench cleanup` retries.",
+            only=owned,
+        )
 
 
 def _probe(r: Runner) -> Availability:

@@ -17,8 +17,8 @@ from poolbench.system import modparams
 from poolbench.system.distro import DPKG_STATUS
 from poolbench.system.runner import Runner
 from poolbench.zfs import host
+from poolbench.zfs.dialect import OPENZFS, ZFS_FUSE
 from poolbench.zfs.host import SYS_MODULE, HostZfs
-from poolbench.zfs.ops import OPENZFS, ZFS_FUSE
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from poolbench.errors import PoolbenchError
 from poolbench.system import watchdog
 from poolbench.system.runner import Runner
 from poolbench.zfs import ops
-from poolbench.zfs.ops import OPENZFS
+from poolbench.zfs.dialect import OPENZFS
 from poolbench.zfs.parse import IostatRow, ResilverStatus, ScrubStatus, TopVdev
 
 

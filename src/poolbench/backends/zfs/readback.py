@@ -17,7 +17,7 @@ from poolbench.backends.zfs.validate import parse_size
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 from poolbench.zfs import ops, pools
-from poolbench.zfs.ops import OPENZFS
+from poolbench.zfs.dialect import OPENZFS
 
 # `zpool status` section header of each class word
 _SECTION = {"log": "logs", "spare": "spares", "cache": "cache", "special": "special",

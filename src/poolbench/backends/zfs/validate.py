@@ -19,7 +19,7 @@ from poolbench.backends.base import (
     unavailable,
 )
 from poolbench.errors import UsageError
-from poolbench.zfs.ops import OPENZFS, ZFS_FUSE
+from poolbench.zfs.dialect import OPENZFS, ZFS_FUSE
 from poolbench.zfs.parse import version_tuple
 
 POOL_OPTIONS = ("ashift",)

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from poolbench import capabilities
 from poolbench.errors import UsageError
-from poolbench.study.builtin.context import Context, parse_size
+from poolbench.study.builtin.context import Context
+from poolbench.units import parse_size
 
 if TYPE_CHECKING:
     from poolbench.store.facts import StudyFacts

@@ -14,7 +14,7 @@ from poolbench import is_digits, units
 from poolbench.errors import UsageError
 from poolbench.units import parse_size
 
-__all__ = ["Context", "parse_disks", "parse_size"]
+__all__ = ["Context", "parse_disks"]
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from poolbench.study.builtin.base import (
 )
 from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.headline import compared, mean
-from poolbench.workloads.library import parse_record_size
+from poolbench.workloads.workload import parse_record_size
 
 if TYPE_CHECKING:
     from poolbench.store.facts import ConfigFacts, StudyFacts

@@ -24,9 +24,10 @@ from poolbench.study.builtin.base import (
     study_file,
     working_set,
 )
-from poolbench.study.builtin.context import Context, parse_size
+from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.headline import figure
-from poolbench.workloads.library import format_size, parse_record_size
+from poolbench.units import parse_size
+from poolbench.workloads.workload import format_size, parse_record_size
 
 if TYPE_CHECKING:
     from poolbench.planner.capacity import BlockCost

@@ -23,9 +23,10 @@ from poolbench.study.builtin.base import (
     refuse_on_zfs_fuse,
     study_file,
 )
-from poolbench.study.builtin.context import Context, parse_size
+from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.l2arc_notes import notes
-from poolbench.workloads.library import format_size, parse_record_size
+from poolbench.units import parse_size
+from poolbench.workloads.workload import format_size, parse_record_size
 
 ARC_MAX = "128M"
 WS_PER_ARC = 3  # the working set's default size, in ARC ceilings

@@ -13,7 +13,8 @@ from poolbench.study.builtin.base import (
     working_set,
 )
 from poolbench.study.builtin.context import Context
-from poolbench.workloads.library import IOZONE_TESTS, parse_record_size
+from poolbench.workloads.iozone import IOZONE_TESTS
+from poolbench.workloads.workload import parse_record_size
 
 RECORDS = ["64k", "128k", "256k", "512k", "1m", "2m", "4m", "8m"]
 

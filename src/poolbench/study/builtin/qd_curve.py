@@ -24,7 +24,7 @@ from poolbench.study.builtin.base import (
 from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.headline import Figure, figure, littles_law_ms, load
 from poolbench.workloads.fiodepth import BLOCKING_SUBMIT
-from poolbench.workloads.library import format_size, parse_record_size
+from poolbench.workloads.workload import format_size, parse_record_size
 
 if TYPE_CHECKING:
     from poolbench.store.facts import ConfigFacts, StudyFacts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from poolbench.study.builtin.base import Builtin, StudyDict, need, study_file, working_set
 from poolbench.study.builtin.context import Context
-from poolbench.workloads.library import parse_record_size
+from poolbench.workloads.workload import parse_record_size
 
 ZFS_FUSE_RECORDSIZES = ["8K", "32K", "128K"]  # zfs-fuse: at most 128K
 OPENZFS_RECORDSIZES = ["16K", "128K", "1M"]

@@ -17,7 +17,7 @@ from poolbench.errors import Unsupported, UsageError
 from poolbench.study.builtin.base import Builtin, StudyDict, need, study_file, working_set
 from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.headline import Figure, compared, figure, p99_compared
-from poolbench.workloads.library import format_size, parse_record_size
+from poolbench.workloads.workload import format_size, parse_record_size
 
 if TYPE_CHECKING:
     from poolbench.store.facts import ConfigFacts, StudyFacts

@@ -36,7 +36,7 @@ from poolbench.study.builtin.geometry import (
     ranked_lines,
     zvol_space_line,
 )
-from poolbench.workloads.library import format_size, parse_record_size
+from poolbench.workloads.workload import format_size, parse_record_size
 
 if TYPE_CHECKING:
     from poolbench.store.facts import StudyFacts
