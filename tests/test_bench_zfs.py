@@ -4,6 +4,7 @@ devices and catches a read served by the ARC (which drop_caches does not empty).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import pytest
 from tests.conftest import poolbench, sh
 
 from poolbench.guards import cache
+from poolbench.store import fingerprints
+from poolbench.store.db import Store
 from poolbench.system.runner import LocalRunner
 from poolbench.zfs.pools import destroy as destroy_pool
 
@@ -40,6 +43,9 @@ def test_zfs_members_are_counted_and_an_arc_read_is_flagged(
 ) -> None:
     mnt, members = zfs_mount
     db = tmp_path / "r.db"
+    # Data of the user's beside the bench: the fill level it runs at is part of its record.
+    sh("dd", "if=/dev/urandom", f"of={mnt}/user-data", "bs=1M", "count=48", "conv=fsync")
+    before = os.statvfs(mnt)
     p = poolbench("bench", str(mnt), "--size", "32M", "--workloads", "seq-write,seq-read",
                   "--min-runs", "2", "--max-runs", "2", "--json", "--db", str(db))  # fmt: skip
     assert p.returncode == 0, p.stderr
@@ -73,6 +79,26 @@ def test_zfs_members_are_counted_and_an_arc_read_is_flagged(
     # CPU cost: fio's and the zfs-fuse daemon's, per GiB written and read
     for name in ("seq-write", "seq-read"):
         assert by[name]["cpu_s_per_gib"] is not None and by[name]["cpu_s_per_gib"] > 0
+    # The pool behind the path, as read back: its layout, its disks (loop devices, said so),
+    # its properties as zfs-fuse reports them, and how full it was.
+    (stored,) = fingerprints.of_run(Store(db, mode="read"), 1)
+    fp = stored.fingerprint
+    assert (fp.pool.stack, fp.pool.name, fp.pool.dataset) == ("zfs", "pbbenchzfs", "pbbenchzfs")
+    assert fp.pool.layout == "stripe:2" and fp.zfs == "zfs-fuse (pool version 23)"
+    assert sorted(d.name for d in fp.disks) == sorted(members)
+    for d in fp.disks:
+        assert d.serial is None and d.firmware is None and d.size_bytes == 300 << 20
+        assert d.note.startswith("loop device backed by") and "/d" in d.note
+    assert fp.pool.properties["version"] == "23" and "guid" not in fp.pool.properties
+    assert fp.pool.dataset_properties["mountpoint"] == str(mnt)
+    assert (
+        fp.pool.dataset_properties["compression"]
+        == sh("zfs", "get", "-Hp", "-o", "value", "compression", "pbbenchzfs").stdout.strip()
+    )
+    fill = 1 - before.f_bfree / before.f_blocks  # 48 MiB of ~550 MiB
+    assert fp.pool.size_bytes == pytest.approx(before.f_blocks * before.f_frsize, rel=0.02)
+    assert fill > 0.07 and fp.fill == pytest.approx(fill, abs=0.01)
+    assert fp.pool.fragmentation is None and any("fragmentation" in n for n in fp.notes)
 
 
 def bench_cpu(mnt: Path, db: Path) -> tuple[float, list[dict[str, object]]]:

@@ -87,6 +87,7 @@ RUNS: dict[str, list[tuple[list[str], str]]] = {
     "record": [(["record", "--list", "--db", "{db}"], TABLE)],
     "doctor": [(["doctor"], TEXT), (["doctor", "--json"], JSON)],
     "import": [(["import", "{db}", "--json", "--db", "{other}"], JSON)],
+    "history": [(["history", "--db", "{db}"], TEXT), (["history", "--json", "--db", "{db}"], JSON)],
     **{name: [] for name in ("demo", "bench", "run", "disks", "hosts")},
 }  # fmt: skip
 
@@ -116,7 +117,7 @@ def test_each_command_fits_80_columns_and_exits_0(name: str, db: Path, tmp_path:
 SECTIONS = {
     "runs": "# Every other `--json`", "workloads": "# Every other `--json`",
     "plan": "# Every other `--json`", "import": "# Every other `--json`",
-    "doctor": "# Every other `--json`",
+    "doctor": "# Every other `--json`", "history": "# Every other `--json`",
     "report": "# `poolbench report RUN --json`",
     "compare": "# `poolbench compare RUN_A RUN_B --json`",
     "export": "# `poolbench export`",
@@ -124,7 +125,7 @@ SECTIONS = {
 SUBSECTIONS = {
     "runs": "## `poolbench runs --json`", "workloads": "## `poolbench workloads --json`",
     "plan": "## `poolbench plan ... --json`", "import": "## `poolbench import OTHER.db --json`",
-    "doctor": "## `poolbench doctor --json`",
+    "doctor": "## `poolbench doctor --json`", "history": "## `poolbench history ... --json`",
 }  # fmt: skip
 
 
@@ -171,6 +172,10 @@ def test_a_search_and_one_layout_have_the_documented_plan_keys(db: Path) -> None
         (["report", "99"], "input", "No run 99"),
         (["export", "99", "--csv"], "input", "No run 99"),
         (["compare", "1", "99"], "input", "No run 99"),
+        (["history", "/nope"], "input", "No series in the store"),
+        (["history", "x", "--fail-on-regression", "200%"], "usage", "--fail-on-regression"),
+        (["history", "--fail-on-regression", "10%"], "usage", "needs the NAME"),
+        (["bench", "--record-as", "my series", "/tmp"], "usage", "--record-as 'my series'"),
         (["report", "1", "--html", "/nonexistent/r.html"], "input", "does not exist"),
     ],
 )

@@ -11,15 +11,19 @@ from pathlib import Path
 
 import pytest
 
+from poolbench import __version__
 from poolbench.engine import replicates
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.loop import MeasureLoop, keep, summarise
 from poolbench.engine.session import Session
 from poolbench.engine.subject import Options, Subject, WorkloadResult
+from poolbench.guards.devices import mount_of
 from poolbench.records.findings import Findings
 from poolbench.records.measurement import Measurement
 from poolbench.stats import outliers
+from poolbench.store import fingerprints
 from poolbench.store.db import Store
+from poolbench.system import probes
 from poolbench.system.runner import LocalRunner, RecordingRunner
 from poolbench.workloads.library import parse_list
 
@@ -104,3 +108,12 @@ def test_benchs_session_runs_on_the_loop(tmp_path: Path) -> None:
         said = rule.summarize(mine).warning()  # the interval's own warning, if it has one
         assert not said or said in res.warnings
     assert list(target.iterdir()) == []  # the workspace is gone
+    # What it ran on, in its own table: one fingerprint for the run, of the filesystem that
+    # holds the target, taken before the first measurement.
+    (fp,) = fingerprints.of_run(store, run_id)
+    mount = mount_of(target)
+    assert (fp.config, fp.replicate) == (None, None) and fp.created_at <= rows[0]["created_at"]
+    got = fp.fingerprint
+    assert (got.path, got.pool.stack, got.pool.name) == (str(target), mount.fstype, mount.source)
+    assert got.fio == session.fio_version and got.poolbench == __version__
+    assert got.ram_bytes == probes.ram_bytes() and got.pool.size_bytes

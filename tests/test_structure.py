@@ -50,6 +50,7 @@ JSON_ALIAS_USERS: dict[str, str] = {
     "backends/sources.py": "the run's metadata: how its disks were made",
     "fleet/probe.py": "`hosts --json`; a fleet run's metadata `hosts`",
     "report/bench_table.py": "`bench --json`",
+    "report/history.py": "`history --json`: the series, its points and steps",
     "fleet/table.py": "`bench --hosts --json`",
     "report/compare_runs.py": "the two runs' metadata (`runs.metadata` JSON), compared key by key",
     "report/header.py": "the run's metadata (`runs.metadata` JSON): its disks and devices",

@@ -24,6 +24,7 @@ from poolbench.engine import run_study
 from poolbench.guards import cache
 from poolbench.safety.claims import ClaimSet
 from poolbench.safety.journal import Journal
+from poolbench.store import fingerprints
 from poolbench.store.db import Store
 from poolbench.study import matrix
 from poolbench.study.model import parse
@@ -175,6 +176,13 @@ def test_the_study_stores_each_recorded_figure_in_seeded_interleaved_rounds(lab:
         assert sorted(c for c, _ in in_round) == keys and {r for _, r in in_round} == {rep}
     assert all(a[0] != b[0] for a, b in zip(trials, trials[1:], strict=False))
     assert [r["workload"] for r in rows] == WORKLOADS * TRIALS
+    # Each trial's fingerprint, taken on its configuration's directory before it measured.
+    fps = fingerprints.of_run(out.store, out.run_id)
+    assert [(f.config, f.replicate) for f in fps] == trials
+    paths = {c: {f.fingerprint.path for f in fps if f.config == c} for c, _ in trials}
+    assert sorted(len(p) for p in paths.values()) == [1] * CONFIGS
+    assert {p for ps in paths.values() for p in ps} == {str(lab.tmp / f"fs{i}")
+                                                        for i in range(CONFIGS)}  # fmt: skip
     # Seeded: the plan of this seed is the order that ran, and another seed orders otherwise.
     plan = matrix.plan(parse(lab.text), SEED)
     assert trials == [(t.config.key, t.replicate) for t in plan]

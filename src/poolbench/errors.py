@@ -17,6 +17,7 @@ EXIT_TRIALS_FAILED = 4  # the study finished, but K of its trials failed (stored
 EXIT_INPUT = 5
 EXIT_REFUSED = 6
 EXIT_UNSUPPORTED = 7  # what this machine lacks (zfs-fuse: dRAID, sync, ...); nothing created
+EXIT_REGRESSION = 8  # `history --fail-on-regression`: the newest level fell by at least that
 # A stop signal: 128 + its number, as shells report a command a signal ended. Each takes the
 # Ctrl-C path (system/stopping.py): children stopped, everything torn down, the run kept.
 EXIT_HANGUP = 129  # SIGHUP: the terminal or SSH session closed
@@ -46,6 +47,9 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
      "untar tarball), named as `poolbench doctor` names it and refused before anything was "
      "created; `poolbench doctor` itself exits 7 only when poolbench's core (fio, and a ZFS "
      "or a directory to bench) is missing"),
+    (EXIT_REGRESSION, "regression", "`poolbench history --fail-on-regression PCT` found a "
+     "series whose newest level is lower than the level before it by PCT or more (a step "
+     "down, found with its interval: docs/history.md); the history is printed in full first"),
     (EXIT_HANGUP, "hangup", "stopped by SIGHUP (the terminal or SSH session closed): "
      "torn down as for Ctrl-C, what was finished is kept, the run is resumable"),
     (EXIT_INTERRUPTED, "interrupted", "stopped by Ctrl-C (SIGINT): everything created is torn "
@@ -116,3 +120,9 @@ class TrialsFailed(PoolbenchError):
     def __init__(self, problem: str, fix: str = "", run_id: int = 0) -> None:
         super().__init__(problem, fix)
         self.run_id = run_id
+
+
+class Regression(PoolbenchError):
+    """`history --fail-on-regression`: a series fell by at least the given percent."""
+
+    exit_code = EXIT_REGRESSION

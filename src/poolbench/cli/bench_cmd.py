@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -177,6 +178,14 @@ def _check_args(
     "`fio --server=ADDRESS`: fio's server has no authentication, so bind it to a management "
     "address, never a wildcard (docs/fleet.md).",
 )
+@click.option(
+    "--record-as",
+    "record_as",
+    default=None,
+    metavar="NAME",
+    help="Record the run in the series NAME (letters, digits, . _ - : / @ +), a stable name "
+    "for `poolbench history NAME` whatever the path; for scheduled checks (docs/history.md).",
+)
 @db_option
 def bench(
     path: Path | None,
@@ -199,13 +208,15 @@ def bench(
     as_json: bool,
     dry_run: bool,
     hosts_spec: str | None,
+    record_as: str | None,
     db: Path | None,
 ) -> None:
     """Benchmark the filesystem mounted at PATH, honestly.
 
     Working set ≥ 2× RAM by default, caches dropped and verified before cold reads,
     incompressible data, durable writes (fsync counted), device bytes checked against the
-    application's, repeated until the 95% confidence interval is within ±5%.
+    application's, repeated until the 95% confidence interval is within ±5%; what it ran on
+    (versions, the pool behind PATH, its disks, fill) recorded: docs/history.md.
 
     Example: poolbench bench /tank/scratch --workloads seq-write,seq-read --size 8G
 
@@ -213,6 +224,7 @@ def bench(
     """
     least = int(pick(("--replicates", min_runs), ("--min-runs", old_min_runs), 3))
     most = int(pick(("--max-replicates", max_runs), ("--max-runs", old_max_runs), 10))
+    _check_series_name(record_as, hosts_spec)
     if hosts_spec is not None:
         from poolbench.cli.fleet_bench import bench_fleet
 
@@ -233,7 +245,29 @@ def bench(
         stop=policy(least, most, ci_target / 100),
         seed=seed,
     )
-    _measure(path, scratch_size, options, dry_run=dry_run, as_json=as_json, db=db, metrics=metrics)
+    _measure(path, scratch_size, options, dry_run=dry_run, as_json=as_json, db=db, metrics=metrics,
+             record_as=record_as)  # fmt: skip
+
+
+SERIES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}$")
+
+
+def _check_series_name(name: str | None, hosts_spec: str | None) -> None:
+    """--record-as: a name a series can keep, for one target (not a fleet run)."""
+    if name is None:
+        return
+    if hosts_spec is not None:
+        raise CommandLineError(
+            "--record-as names the series of one target; a fleet run (--hosts) is not a series.",
+            "Record each host's bench on that host, then bring the stores together with "
+            "`poolbench import` (docs/history.md).",
+        )
+    if not SERIES_NAME.match(name):
+        raise CommandLineError(
+            f"--record-as {name!r} is not a series name.",
+            "Use 1–100 letters, digits and . _ - : / @ +, starting with a letter or digit, "
+            "e.g. --record-as tank-nightly.",
+        )
 
 
 def _job_text(name: str, text: str) -> str:
@@ -251,6 +285,7 @@ def _measure(
     as_json: bool,
     db: Path | None,
     metrics: list[Metric] | None = None,
+    record_as: str | None = None,
 ) -> None:
     err = Console(stderr=True)
     runner = LocalRunner(
@@ -258,7 +293,7 @@ def _measure(
     )
     store = open_store(db, "dry" if dry_run else "write")
     scratch_bytes = cli_size(scratch_size, "--scratch") if scratch_size is not None else None
-    bench_run = BenchRun(runner, store, path, options, scratch_bytes, scratch_size)
+    bench_run = BenchRun(runner, store, path, options, scratch_bytes, scratch_size, record_as)
     if dry_run:
         # Each job file right under the command that would run it (the help promises both).
         bench_run.dry_run(
@@ -269,7 +304,8 @@ def _measure(
         err.print("dry run: nothing was changed.")
         return
 
-    done = bench_run.run(lambda: progress_bar(err), say_bench_interrupted(store.path))
+    done = bench_run.run(lambda: progress_bar(err), say_bench_interrupted(store.path),
+                         lambda text: err.print(f"space: {text}", markup=False))  # fmt: skip
     if as_json:
         click.echo(
             json.dumps(
@@ -277,6 +313,10 @@ def _measure(
                     "run_id": done.run_id,
                     "db": str(store.path),
                     "results": bench_table.as_json(done.results),
+                    "fill": fp.fill if (fp := done.session.fingerprint) else None,
+                    "space": done.session.working_set.as_dict()
+                    if done.session.working_set
+                    else None,
                 },
                 indent=2,
             )
@@ -315,7 +355,9 @@ def _render(
         f"data {options.compressibility}% compressible (fresh random buffers); "
         f"writes include fsync; {stop.min_runs}–{stop.max_runs} runs "
         f"to a 95% CI within ±{stop.ci_target:.0%}; fio {session.fio_version}"
-    )
+        + (f"; filesystem {fill * 100:.1f}% full at the start"
+           if session.fingerprint and (fill := session.fingerprint.fill) is not None else "")
+    )  # fmt: skip
     console = Console(width=None if sys.stdout.isatty() else 110)
     bench_table.render(console, done.results, head, metrics)
     if ws.below_cold_rule:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -310,3 +311,30 @@ def say_bench_interrupted(store_path: Path) -> Callable[[int, int], None]:
         )
 
     return say
+
+
+def check_writable(path: Path) -> None:
+    """Refuse an output file that cannot be written before any work is done or anything is
+    printed (`report 1 --html /nonexistent/r.html` printed the whole report first). Only
+    checked, nothing created: a new or regular file only (a FIFO would block until some
+    reader opened it, a device would receive a report), in a directory that exists and is
+    writable."""
+    if path.exists() and not path.is_file():
+        raise UsageError(
+            f"Cannot write {path}: it exists and is not a regular file (a directory, FIFO or "
+            "device).",
+            "Give the path of a new or regular file.",
+        )
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(
+            f"Cannot write {path}: the directory {parent} does not exist.",
+            "Create it first, or give a path in an existing directory.",
+        )
+    target = path if path.exists() else parent
+    if not os.access(target, os.W_OK):
+        raise UsageError(
+            f"Cannot write {path}: {'it' if target == path else f'the directory {parent}'} "
+            "is not writable.",
+            "Choose a writable path.",
+        )

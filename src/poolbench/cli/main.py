@@ -70,6 +70,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "poolbench.cli.disks_cmd:disks",
         "List every block device and whether poolbench may use it.",
     ),
+    "history": (
+        "poolbench.cli.history_cmd:history",
+        "The same measurement over time: steps and drifts, and what changed when they happened.",
+    ),
     "report": (
         "poolbench.cli.report_cmd:report",
         "Tables of a run: each configuration's mean ± 95% CI and its change against a "

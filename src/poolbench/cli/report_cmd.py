@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import click
 from rich.console import Console
 
-from poolbench.cli.common import db_option, disk_speed_option, open_store
+from poolbench.cli.common import check_writable, db_option, disk_speed_option, open_store
 from poolbench.errors import CommandLineError, UsageError
 from poolbench.report import (
     compare_json,
@@ -30,33 +29,6 @@ METRIC_HELP = (
     "workload's own figure (MiB/s, IOPS, ops/s; default); pNN = completion-latency "
     "percentile, the geometric mean of the runs' percentiles with its 95% CI, in µs."
 )
-
-
-def check_writable(path: Path) -> None:
-    """Refuse an output file that cannot be written before any work is done or anything is
-    printed (`report 1 --html /nonexistent/r.html` printed the whole report first). Only
-    checked, nothing created: a new or regular file only (a FIFO would block until some
-    reader opened it, a device would receive a report), in a directory that exists and is
-    writable."""
-    if path.exists() and not path.is_file():
-        raise UsageError(
-            f"Cannot write {path}: it exists and is not a regular file (a directory, FIFO or "
-            "device).",
-            "Give the path of a new or regular file.",
-        )
-    parent = path.parent
-    if not parent.is_dir():
-        raise UsageError(
-            f"Cannot write {path}: the directory {parent} does not exist.",
-            "Create it first, or give a path in an existing directory.",
-        )
-    target = path if path.exists() else parent
-    if not os.access(target, os.W_OK):
-        raise UsageError(
-            f"Cannot write {path}: {'it' if target == path else f'the directory {parent}'} "
-            "is not writable.",
-            "Choose a writable path.",
-        )
 
 
 def _write(path: Path, text: str) -> None:

@@ -15,6 +15,7 @@ from poolbench.engine.subject import Options, Subject, WorkloadResult
 from poolbench.guards.devices import MountInfo, Target
 from poolbench.guards.workingset import WorkingSet
 from poolbench.records.jsontypes import JsonObject
+from poolbench.store import history
 from poolbench.store.db import Store
 from poolbench.system import probes, watchdog
 from poolbench.system.runner import Runner
@@ -38,6 +39,7 @@ class BenchRun:
     options: Options
     scratch_bytes: int | None = None
     scratch_size: str | None = None  # as the user wrote it, for the record
+    record_as: str | None = None  # the series' stable name (`--record-as`), else the target
 
     def __post_init__(self) -> None:
         if self.scratch_bytes is not None and self.options.size is None:
@@ -66,20 +68,29 @@ class BenchRun:
             session.run()
 
     def run(
-        self, progress_bar: ProgressBar, on_interrupt: Callable[[int, int], None]
+        self,
+        progress_bar: ProgressBar,
+        on_interrupt: Callable[[int, int], None],
+        announce: Callable[[str], None] | None = None,
     ) -> BenchResult:
-        """Measure and store as a new run; `on_interrupt(run_id, kept)` on Ctrl-C."""
+        """Measure and store as a new run; `on_interrupt(run_id, kept)` on Ctrl-C;
+        `announce` is told the free space the run needs and where it writes, before it
+        writes anything (refused before that when the space is not there)."""
         with ExitStack() as stack:
             path = self._target(stack)
             metadata: JsonObject = {"machine": probes.machine(), **watchdog.run_metadata()}
             name = str(path if self.scratch_bytes is None else "scratch")
             run_id = lifecycle.start(self.store, "bench", name, metadata)
+            if self.record_as is not None:
+                history.set_series(self.store, run_id, self.record_as)
             subject = Subject.directory(path)
             session = Session(self.runner, self.store, run_id, subject, self.options)
             with lifecycle.tracked(
                 self.store, run_id, on_interrupt=lambda kept: on_interrupt(run_id, kept)
             ):
                 metadata.update(session.preflight())
+                if announce is not None and session.working_set is not None:
+                    announce(session.working_set.space_text(session.workspace.root))
                 metadata["scratch"] = self.scratch_size
                 self.store.update_metadata(run_id, metadata)
                 with progress_bar() as update:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from poolbench.engine import cold_read, replay_check, replicates
+from poolbench.engine import cold_read, fingerprint, replay_check, replicates
 from poolbench.engine import window as long_window
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.lifecycle import CommandLog
@@ -46,8 +46,10 @@ from poolbench.engine.workspace import Workspace
 from poolbench.errors import UsageError
 from poolbench.guards import cache, cpu, devices, geometry, workingset
 from poolbench.records.findings import CacheFinding, DataFinding, Findings, FioFinding
+from poolbench.records.fingerprint import Fingerprint
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
+from poolbench.store import fingerprints
 from poolbench.store.db import Store
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
@@ -94,6 +96,7 @@ class Session:
         self._untar = Untar(runner, options.tarball) if options.tarball else None
         self._zfs: str | None = None  # "openzfs" / "zfs-fuse": whose ARC a cold read checks
         self.show_job: Callable[[str, str], None] | None = None  # --dry-run: (name, job text)
+        self.fingerprint: Fingerprint | None = None  # what it ran on, once measuring began
 
     # -- preflight -------------------------------------------------------------------------
     def preflight(self) -> JsonObject:
@@ -170,6 +173,7 @@ class Session:
         if self.runner.dry_run:
             self._plan_only()
             return list(self.results.values())
+        self._fingerprint(None)
         self.workspace.create()
         try:
             self._loop()
@@ -182,6 +186,7 @@ class Session:
         """Trial mode: measure each workload once as `replicate` (a study repeats whole
         trials, each on a freshly built pool, instead of repeating inside one)."""
         assert self.working_set is not None, "preflight() first"
+        self._fingerprint(replicate)
         self.workspace.create()
         try:
             for res in self.results.values():
@@ -192,6 +197,16 @@ class Session:
             if not self.subject.disposable:  # else it goes with the pool, all at once
                 self.workspace.remove()
         return list(self.results.values())
+
+    def _fingerprint(self, replicate: int | None) -> None:
+        """What this run (None) or this trial's replicate runs on, stored before it starts,
+        with the fill level the measurement begins at."""
+        if self.runner.dry_run:
+            return
+        fp = fingerprint.take(self.runner, self.target, self.device_target, self.fio_version)
+        self.fingerprint = fp
+        config = None if replicate is None else self.subject.config
+        fingerprints.add(self.store, self.run_id, fp, config, replicate)
 
     @property
     def round_orders(self) -> list[list[str]]:

@@ -35,6 +35,7 @@ class MountInfo:
     fstype: str
     source: str
     major_minor: str
+    options: str = ""  # the mount's options, then the filesystem's own (mountinfo fields 6, 11)
 
     @property
     def is_zfs(self) -> bool:
@@ -79,7 +80,8 @@ def mounts(mountinfo: Path = Path("/proc/self/mountinfo")) -> list[MountInfo]:
         lf, rf = left.split(), right.split()
         if len(lf) < 5 or len(rf) < 2:
             continue
-        result.append(MountInfo(_unescape(lf[4]), rf[0], _unescape(rf[1]), lf[2]))
+        options = lf[5] + ("," + rf[2] if len(rf) > 2 else "")
+        result.append(MountInfo(_unescape(lf[4]), rf[0], _unescape(rf[1]), lf[2], options))
     return result
 
 

@@ -26,6 +26,16 @@ class WorkingSet:
     free_bytes: int
     default_rule: bool  # chosen by the ≥ 2× RAM rule, not by --size
     ratio_to_ram: float
+    needed_bytes: int = 0  # free space the run needs: its files plus FREE_MARGIN
+
+    def space_text(self, directory: Path) -> str:
+        """What a bench of a filesystem that holds data must be told before it writes."""
+        return (
+            f"needs {self.needed_bytes / MiB:,.0f} MiB free (working set "
+            f"{self.size_bytes / MiB:,.0f} MiB + {FREE_MARGIN:.0%} headroom), "
+            f"{self.free_bytes / MiB:,.0f} MiB free; writes only in {directory}, removed "
+            "afterwards"
+        )
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -56,4 +66,4 @@ def choose(
             "Free space there, or pass a smaller --size (reads stay cold because poolbench "
             "drops and verifies the caches, but a working set below 2× RAM is noted).",
         )
-    return WorkingSet(size, ram, arc, free, requested is None, size / cache)
+    return WorkingSet(size, ram, arc, free, requested is None, size / cache, needed)

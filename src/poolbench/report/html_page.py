@@ -63,7 +63,12 @@ SCRIPT = """
 
 
 def page(run: RunData, body: list[Safe]) -> Safe:
-    """The self-contained page: a CSP that allows only the page's own script, by hash."""
+    """The self-contained page of a run's report."""
+    return document(f"poolbench — {header.title(run)}", body)
+
+
+def document(title: str, body: list[Safe]) -> Safe:
+    """A self-contained page: a CSP that allows only the page's own script, by hash."""
     digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
     csp = (
         f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
@@ -74,7 +79,7 @@ def page(run: RunData, body: list[Safe]) -> Safe:
             Safe('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'),
             fmt('<meta http-equiv="Content-Security-Policy" content="{}">', csp),
             Safe('<meta name="viewport" content="width=device-width, initial-scale=1">'),
-            fmt("<title>{}</title>", f"poolbench — {header.title(run)}"),
+            fmt("<title>{}</title>", title),
             fmt("<style>{}</style>", Safe(CSS)),
             Safe(f"<script>{SCRIPT}</script>"),
             Safe("</head><body>"),

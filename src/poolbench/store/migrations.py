@@ -192,6 +192,35 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE runs ADD COLUMN owner TEXT
         """,
     ),
+    (
+        # What each measurement ran on (records/fingerprint.py): versions, the pool and its
+        # properties as read back, each disk's serial and firmware, fill and fragmentation,
+        # RAM and ARC. A table of its own, not keys in runs.metadata: one row per bench run
+        # (config and replicate NULL) or per study trial (its configuration and replicate),
+        # the record as versioned JSON decoded once by Fingerprint.from_text. Stores from
+        # before it read as runs without fingerprints.
+        "0009_fingerprints",
+        """
+        CREATE TABLE fingerprints (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            config TEXT,                      -- a study trial's configuration, NULL for bench
+            replicate INTEGER,                -- its replicate, NULL for bench
+            version INTEGER NOT NULL,         -- Fingerprint.version
+            record TEXT NOT NULL,             -- JSON: the Fingerprint
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX fingerprints_run ON fingerprints(run_id);
+        """,
+    ),
+    (
+        # `bench PATH --record-as NAME`: the stable name of the series a run belongs to
+        # (store/history.py), NULL for a run without one (its series is its target).
+        "0010_series",
+        """
+        ALTER TABLE runs ADD COLUMN series TEXT
+        """,
+    ),
 ]
 
 # The percentile columns of 0005_latency: column → the percentile it holds.

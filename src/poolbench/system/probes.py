@@ -101,16 +101,31 @@ def ram_bytes(meminfo: Path = Path("/proc/meminfo")) -> int:
     raise RuntimeError("MemTotal missing from /proc/meminfo")
 
 
-def arc_max_bytes(arcstats: Path = Path("/proc/spl/kstat/zfs/arcstats")) -> int | None:
+ARCSTATS = Path("/proc/spl/kstat/zfs/arcstats")
+
+
+def arc_max_bytes(arcstats: Path = ARCSTATS) -> int | None:
     """OpenZFS ARC's ceiling (c_max), if OpenZFS is loaded."""
+    return arcstat("c_max", arcstats)
+
+
+def arcstat(name: str, arcstats: Path = ARCSTATS) -> int | None:
+    """One figure of OpenZFS's arcstats (c_max, size, …), or None where there are none."""
     try:
         for line in arcstats.read_text().splitlines():
             parts = line.split()
-            if parts and parts[0] == "c_max":
+            if len(parts) >= 3 and parts[0] == name and is_digits(parts[2]):
                 return int(parts[2])
     except OSError:
         return None
     return None
+
+
+def firmware(name: str, sys_block: Path = SYS_BLOCK) -> str | None:
+    """A disk's firmware revision (NVMe `firmware_rev`, SCSI/SATA `rev`), or None."""
+    node = sys_block / name
+    disk = node.resolve().parent if (node / "partition").exists() else node.resolve()
+    return _read(disk / "device" / "firmware_rev") or _read(disk / "device" / "rev")
 
 
 def resident_bytes(runner: Runner, files: Sequence[Path]) -> int | None:

@@ -145,6 +145,14 @@ def iostat_members(name: str) -> list[str]:
     return ["zpool", "iostat", "-Hvlp", name]
 
 
+def pool_props_all(name: str, dialect: str) -> list[str]:
+    """Every pool property with its source: OpenZFS scripted and exact; zfs-fuse a table with
+    a header (both read by `parse.parse_pool_get_all`)."""
+    if dialect == OPENZFS:
+        return ["zpool", "get", "-Hp", "-o", "property,value,source", "all", name]
+    return ["zpool", "get", "all", name]
+
+
 def pool_prop(name: str, prop: str, dialect: str) -> list[str]:
     """One pool property: OpenZFS prints the exact value alone; zfs-fuse a table with a
     header (read by `parse.parse_pool_get`)."""

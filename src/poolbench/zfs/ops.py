@@ -223,6 +223,12 @@ def pool_prop(runner: Runner, pool: str, prop: str, dialect: str) -> str | None:
     return parse.parse_pool_get(res.stdout, pool, prop, dialect)
 
 
+def pool_props_all(runner: Runner, pool: str, dialect: str) -> dict[str, dict[str, str]]:
+    """property -> {value, source} of every pool property, or {} if they cannot be read."""
+    res = runner.run(commands.pool_props_all(pool, dialect), check=False, mutates=False)
+    return parse.parse_pool_get_all(res.stdout, pool, dialect) if res.returncode == 0 else {}
+
+
 def iostat_members(runner: Runner, pool: str) -> list[IostatRow] | None:
     """OpenZFS: every vdev's `zpool iostat -Hvlp` figures since import, or None if unread."""
     res = runner.run(commands.iostat_members(pool), check=False, mutates=False)

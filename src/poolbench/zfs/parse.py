@@ -177,6 +177,18 @@ def parse_pool_get(text: str, pool: str, prop: str, dialect: str) -> str | None:
     return None
 
 
+def parse_pool_get_all(text: str, pool: str, dialect: str) -> dict[str, dict[str, str]]:
+    """property -> {value, source} from `commands.pool_props_all`, in either dialect."""
+    if dialect == "openzfs":
+        return parse_zfs_get(text)
+    values: dict[str, dict[str, str]] = {}
+    for line in text.splitlines()[1:]:  # zfs-fuse: NAME PROPERTY VALUE SOURCE
+        words = line.split()
+        if len(words) >= 4 and words[0] == pool:
+            values[words[1]] = {"value": " ".join(words[2:-1]), "source": words[-1]}
+    return values
+
+
 def zdb_pool_section(text: str, pool: str) -> str | None:
     """`pool`'s section of `zdb -C` without a pool name (the cache file: `NAME:` at the
     line's start, its configuration indented under it), or None if the pool is not there."""
