@@ -6,6 +6,9 @@ Each figure is the whole command as a user runs it (a new interpreter, imports i
 its output going to pipes as a user's `> plan.txt` would. Only the backend's availability probe
 is replaced by a fixed answer (no zfs daemon is needed: the figure is poolbench's own work).
 
+Issue 39: a dry run takes as long whatever max_replicates is (`cap_figures`: the same small
+study at a cap of 3 and of 1,000; it used to take 196 s at 1,000).
+
 Run: PYTHONPATH=src python bench/dryrun_scale.py [--json]
 """
 
@@ -73,6 +76,26 @@ def time_dry_run(text: str, tmp: Path) -> tuple[float, float, int]:
     return seconds, cpu, trials
 
 
+def cap_study_text(max_replicates: int) -> str:
+    """Two configurations, 3 replicates each at stage one, up to `max_replicates`."""
+    return (
+        f'name = "cap"\nseed = 1\nreplicates = 3\nmax_replicates = {max_replicates}\n'
+        '[disks]\ncount = 3\nsize = "1G"\n'
+        '[factors]\nbackend = ["zfs"]\nlayout = ["raidz1", "mirror"]\n'
+        '[workloads]\nnames = ["seq-write"]\nsize = "64M"\n'
+    )
+
+
+def cap_figures(caps: tuple[int, ...] = (3, 1000)) -> list[dict[str, float]]:
+    """Wall and CPU seconds of the dry run of the same study at each cap."""
+    rows = []
+    for cap in caps:
+        with tempfile.TemporaryDirectory() as tmp:
+            wall, cpu, _ = time_dry_run(cap_study_text(cap), Path(tmp))
+        rows.append({"max_replicates": cap, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2)})
+    return rows
+
+
 def main_bench() -> list[dict[str, float]]:
     """The figures for docs/dryrun-scale.md."""
     rows = []
@@ -92,9 +115,15 @@ def main_bench() -> list[dict[str, float]]:
 
 if __name__ == "__main__":
     results = main_bench()
+    caps = cap_figures()
     if "--json" in sys.argv:
-        print(json.dumps(results, indent=2))
+        print(json.dumps({"scale": results, "caps": caps}, indent=2))
     else:
+        for c in caps:
+            print(
+                f"max_replicates {c['max_replicates']:>5}: {c['wall_s']:.2f} s wall, "
+                f"{c['cpu_s']:.2f} s CPU"
+            )
         for r in results:
             print(
                 f"{r['trials']:>6} trials ({r['configurations']} configurations): "

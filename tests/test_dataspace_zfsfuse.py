@@ -95,13 +95,18 @@ def runner(zfs_fuse: None) -> LocalRunner:
     return r
 
 
-def _destroy(runner: LocalRunner, pool: str) -> None:
-    """zfs-fuse answers 'pool is busy' for a moment after a copy into its datasets."""
+def _while_busy(runner: LocalRunner, argv: list[str]) -> None:
+    """zfs-fuse answers 'pool is busy' for a moment after a copy into its datasets (an
+    export or a destroy right after it): tried again each second for 30 s."""
     for _ in range(30):
-        if runner.run(["zpool", "destroy", "-f", pool], check=False).returncode == 0:
+        if runner.run(argv, check=False).returncode == 0:
             return
         time.sleep(1)
-    runner.run(["zpool", "destroy", "-f", pool])
+    runner.run(argv)
+
+
+def _destroy(runner: LocalRunner, pool: str) -> None:
+    _while_busy(runner, ["zpool", "destroy", "-f", pool])
 
 
 def _used(runner: LocalRunner, ds: str) -> int:
@@ -111,7 +116,7 @@ def _used(runner: LocalRunner, ds: str) -> int:
 
 def _settle(runner: LocalRunner, pool: str, workdir: str) -> None:
     """Every pending transaction group on disk: export, then import again."""
-    runner.run(["zpool", "export", pool])
+    _while_busy(runner, ["zpool", "export", pool])
     runner.run(["zpool", "import", "-d", workdir, pool])
 
 

@@ -40,7 +40,7 @@ def test_rounds_keep_and_store_every_figure_until_the_rule_is_met(tmp_path: Path
     figures = {"seq-write": [10.0, 12.0, 11.0], "seq-read": [20.0, 20.0, 20.0]}
 
     def measure(res: WorkloadResult, rep: int) -> None:
-        runner.run(["fio", f"{res.workload.name}.{rep}.fio"])
+        runner.run(["fio", f"{res.workload.name}.{rep}.fio"], timeout=60)
         loop.record(res, _m(res, rep, figures[res.workload.name][rep], ["same note"]))
 
     ticks: list[tuple[str, int, int]] = []

@@ -42,6 +42,16 @@ def sh(*argv: str, check: bool = True, input_text: str | None = None) -> str:
     return res.stdout
 
 
+def _destroy_while_busy(pool: str) -> None:
+    """zfs-fuse answers 'pool is busy' for a moment after a pool was made or used: tried
+    again each second for 30 s."""
+    for _ in range(30):
+        if subprocess.run(["zpool", "destroy", pool], capture_output=True).returncode == 0:
+            return
+        time.sleep(1)
+    sh("zpool", "destroy", pool)
+
+
 def mkfs_ext4(dev: str) -> None:
     """ext4 without lazy init: its background inode-table zeroing (ext4lazyinit) changes a
     mounted device's bytes minutes later, whatever poolbench does, and the tests compare
@@ -446,7 +456,7 @@ def test_teardown_never_destroys_a_pool_of_the_same_name_it_did_not_create(
     journal = Journal(LocalRunner())
     journal.pool_created(name, [a])
     # Our pool goes away; someone else creates one with the same name on another device.
-    sh("zpool", "destroy", name)
+    _destroy_while_busy(name)
     sh("zpool", "create", name, b)
     kept = journal.teardown()
     assert len(kept) == 1 and "never destroyed" in kept[0], kept

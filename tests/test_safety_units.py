@@ -434,7 +434,7 @@ def test_journal_detach_that_races_the_kernels_rundown_is_not_a_failure(
     j.loop_intent(img)
     assert j.teardown() == [] and j.entries == []
 
-    monkeypatch.setattr("poolbench.safety.journal.LOOP_RUNDOWN_SECONDS", 0.3)
+    monkeypatch.setattr("poolbench.safety.loopdetach.LOOP_RUNDOWN_SECONDS", 0.3)
     backing.write_text(img + "\n")
     stuck = RecordingRunner(responses={"losetup": lambda a: CommandResult(a, 1, "", "busy", 0)})
     j = Journal(stuck, sys_block=sysb)

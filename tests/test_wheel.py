@@ -119,6 +119,10 @@ def test_a_study_dry_run_from_the_wheel(zfs_fuse: None, installed: tuple[Path, I
     # raidz1 and raidz2 over the 4 disks (raidz3 needs 5), 3 replicates each at stage one
     assert "6 trials, 2 configurations × 3 replicates" in p.stdout, p.stdout
     assert "replicate 1: backend=zfs layout=raidz1:4 ashift=12" in p.stdout
-    assert "zpool create -o ashift=12" in p.stdout + p.stderr
+    # the pool's own cache file in its scratch directory, never the system's (docs/long-runs.md)
+    create = re.search(r"would run: zpool create (.*)", p.stdout + p.stderr)
+    assert create is not None, p.stdout + p.stderr
+    assert "-o ashift=12" in create[1], create[1]
+    assert re.search(rf"-o cachefile={re.escape(str(scratch))}/pb\w+/pb\w+\.cache ", create[1])
     assert "dry run: nothing was changed" in p.stderr
     assert not scratch.exists() and list(inst.cwd.iterdir()) == []

@@ -21,7 +21,8 @@ export OZVM_DISK_SIZE=${OZVM_DISK_SIZE:-2G,2G,2G,2G,2G,2G,3G,5G,300M,300M,300M,3
 BOOT_TIMEOUT=${OZVM_BOOT_TIMEOUT:-600}
 # The CI subset (docs/openzfs-tier.md, "CI" says why these): the backend and planner checks,
 # md fs-compare through the CLI, a built-in study end to end on whole disks twice in a row
-# with no override, and the user's whole path from the wheel (doctor, disks, study, report).
+# with no override, the user's whole path from the wheel (doctor, disks, study, report), and
+# a pool suspended by a disk that died (30 s in the guest).
 # The rest of `-m openzfs` (md through the backend, the five-disk parity study, the capacity
 # study on the small disks) runs by hand: under emulation it would not fit CI's time.
 CI_TESTS=(
@@ -30,6 +31,7 @@ CI_TESTS=(
   tests/guest/test_md_guest.py::test_md_fs_compare_through_the_cli[ci]
   tests/guest/test_openzfs_studies.py::test_a_study_follows_a_study_on_the_same_disks
   tests/guest/test_openzfs_user_path.py
+  tests/guest/test_openzfs_suspended.py
 )
 if [[ ${1:-} == --ci ]]; then
   shift

@@ -1,6 +1,6 @@
 """poolbench: build each candidate pool layout, measure it honestly with fio, compare."""
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 
 def is_digits(text: str) -> bool:

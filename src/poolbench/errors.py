@@ -38,8 +38,8 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
      "that is not valid, a run or store that does not exist or is damaged, a device, "
      "workload or target that does not exist, a path that cannot be written"),
     (EXIT_REFUSED, "refused", "refused for safety before anything was changed: a device in "
-     "use, one that changed between planning and its first write, or a destruction not "
-     "confirmed"),
+     "use, one that changed between planning and its first write, a destruction not "
+     "confirmed, or a zfs-fuse pool of an earlier run that could not be destroyed"),
     (EXIT_UNSUPPORTED, "unsupported", "this machine lacks what the command asks: its ZFS "
      "or kernel cannot run what the study asks (dRAID, sync on zfs-fuse, a disk cap or slow "
      "member without a blkio throttle, ...) or a part it needs is missing (PostgreSQL, the "

@@ -104,6 +104,8 @@ CI_SUBSET = [
     "tests/guest/test_openzfs_planner.py",
     "tests/guest/test_md_guest.py::test_md_fs_compare_through_the_cli[ci]",
     "tests/guest/test_openzfs_studies.py::test_a_study_follows_a_study_on_the_same_disks",
+    "tests/guest/test_openzfs_user_path.py",
+    "tests/guest/test_openzfs_suspended.py",
 ]
 
 

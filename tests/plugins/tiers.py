@@ -10,7 +10,9 @@ renaming one cannot move it to another tier.
 Markers a test or module sets itself: `slow` (long, but on no disk of the machine: a browser,
 the type checker, a simulation), `root` (needs root for something no machine fixture makes),
 `untimed` (a machine test whose figures are bytes, counts and outcomes, not speeds: it runs
-early in the chain). `machine` is set here only, from the fixtures.
+early in the chain), `campaign` (skipped unless POOLBENCH_CAMPAIGN=1: a costly scenario
+beside a cheaper real one the default tier keeps). `machine` is set here only, from the
+fixtures.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ from tests.plugins import lock
 
 IS_ROOT = os.geteuid() == 0
 ROOT_REASON = "needs root (loop devices, mounts, pools, caps, daemons): run the suite as root"
+CAMPAIGN_ENV = "POOLBENCH_CAMPAIGN"
+CAMPAIGN_REASON = (
+    "a campaign test (costly or long; the default tier keeps a cheaper real one of its "
+    f"kind): set {CAMPAIGN_ENV}=1 to run it (docs/testing.md)"
+)
 BUSY_REASON = (
     "the machine is busy: another test session holds its lock (fast tier: not waited for; "
     "the whole suite waits and runs this)"
@@ -98,7 +105,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if getattr(config, "workerinput", {}).get("poolbench_dist") == "loadgroup":
         config.option.loadgroup = True  # read by pytest-xdist's worker right after this hook
     skip_root = pytest.mark.skip(reason=ROOT_REASON)
+    campaign = os.environ.get(CAMPAIGN_ENV) == "1"
     for item in items:
+        if item.get_closest_marker("campaign") and not campaign:
+            item.add_marker(pytest.mark.skip(reason=CAMPAIGN_REASON))
         tier = tier_of(item)
         if tier is not None:
             item.add_marker(pytest.mark.machine)

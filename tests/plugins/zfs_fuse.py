@@ -4,13 +4,15 @@ only if this session started it (someone else's daemon is never stopped)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,15 +22,20 @@ from tests.plugins.tiers import machine_fixture
 
 
 def zpool_answers() -> bool:
-    return _sh("zpool", "list", "-H", check=False).returncode == 0
+    """The daemon answers (within 30 s: one stopped or stuck in a pool never does)."""
+    try:
+        r = subprocess.run(["zpool", "list", "-H"], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        return False
+    return r.returncode == 0
 
 
-def _stop_daemon(pid: int) -> None:
+def _stop_daemon(pid: int, grace: float = 30) -> None:
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return  # it died earlier: a crash that the zfs_fuse fixture recovered from
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         try:
             with open(f"/proc/{pid}/stat") as fh:
@@ -133,22 +140,63 @@ def zfs_fuse(_zfs_fuse_session: _Daemons, tmp_path_factory: pytest.TempPathFacto
 
 @dataclass
 class OwnDaemon:
+    """The session's own zfs-fuse daemon, lent to one test that stops, kills or hangs it."""
+
     pid: int
-    restart: Callable[[], None]
+    _session: _Daemons
+
+    def restart(self) -> None:
+        """What a user does when the daemon died or holds what nothing else releases: stop
+        it (SIGCONT first, if it was stopped; SIGTERM, then SIGKILL after 30 s), detach its
+        dead FUSE mounts, start it again (it imports its cached pools). `pid` follows."""
+        if _alive(self.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGCONT)
+            _stop_daemon(self.pid, grace=10)  # one holding a stuck pool never exits by itself
+            if _alive(self.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGKILL)
+                _wait_exit(self.pid, 10)
+        _unmount_dead_fuse()
+        # A daemon killed while it waited in its own pool's I/O goes only once its mounts
+        # are detached; a new one started before that finds its socket taken and exits 1.
+        _wait_exit(self.pid, 30)
+        self.pid = _start_daemon(self._session.piddir)
+        self._session.started.append(self.pid)
+
+
+def _alive(pid: int) -> bool:
+    """Running or stopped (not gone, not a zombie waiting for its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+def _wait_exit(pid: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 @machine_fixture(slow=True)
 def own_zfs_fuse(zfs_fuse: None, _zfs_fuse_session: _Daemons) -> Iterator[OwnDaemon]:
-    """The zfs-fuse daemon this test session started, for a test that kills it on purpose;
-    a daemon someone else started is never killed, so such a test is skipped then."""
+    """The zfs-fuse daemon this test session started, for a test that stops or kills it; a
+    daemon someone else started is never touched, so such a test is skipped then. Whatever
+    the test did, the session's daemon is given back answering: continued if it was left
+    stopped, restarted if it died or does not answer."""
     started = _zfs_fuse_session.started
-    if not started or not Path(f"/proc/{started[-1]}").exists():
+    if not started or not _alive(started[-1]):
         pytest.skip("the running zfs-fuse was not started by this test session")
-
-    def restart() -> None:
-        started.append(_start_daemon(_zfs_fuse_session.piddir))
-
-    yield OwnDaemon(started[-1], restart)
+    own = OwnDaemon(started[-1], _zfs_fuse_session)
+    try:
+        yield own
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(own.pid, signal.SIGCONT)  # harmless if it runs
+        if not zpool_answers():
+            own.restart()
 
 
 class ZfsFuseCrashed(UserWarning):

@@ -190,6 +190,9 @@ def cli(verbose: int) -> None:
     is tight) and compares them with statistics.
     """
     _log_level(verbose)
+    from poolbench.system import watchdog  # light: the standard library only
+
+    watchdog.scale()  # a POOLBENCH_TIME_LIMIT_SCALE that is not a number is refused first
 
 
 def _check_command_name(args: list[str]) -> None:

@@ -15,7 +15,7 @@ from poolbench.guards.devices import MountInfo, Target
 from poolbench.guards.workingset import WorkingSet
 from poolbench.records.jsontypes import JsonObject
 from poolbench.store.db import Store
-from poolbench.system import probes
+from poolbench.system import probes, watchdog
 from poolbench.system.runner import Runner
 
 MiB = 1024 * 1024
@@ -70,7 +70,7 @@ class BenchRun:
         """Measure and store as a new run; `on_interrupt(run_id, kept)` on Ctrl-C."""
         with ExitStack() as stack:
             path = self._target(stack)
-            metadata: JsonObject = {"machine": probes.machine()}
+            metadata: JsonObject = {"machine": probes.machine(), **watchdog.run_metadata()}
             name = str(path if self.scratch_bytes is None else "scratch")
             run_id = lifecycle.start(self.store, "bench", name, metadata)
             subject = Subject.directory(path)

@@ -15,15 +15,17 @@ marked interrupted; `--resume` finishes it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from poolbench.engine import lifecycle
+from poolbench.errors import Refused
 from poolbench.safety.journal import Journal
 from poolbench.store.db import Store, resume_command
 from poolbench.study.builtin import registry
 from poolbench.system.runner import Runner
 from poolbench.workloads.fio import kill_strays
+from poolbench.zfs.ops import ZFS_FUSE
 
 # pgbench-pid<P>: a PostgreSQL server (system/pgserver.py); its name sorts before the
 # trial's and the scratch filesystem's, so the server stops before its pool goes.
@@ -48,6 +50,10 @@ class Outcome:
     journal: Path
     undone: int
     left: list[str]
+    # zfs-fuse pools it could not destroy: while one stays (a pool that stopped answering,
+    # or one still "busy" after it resumed), zfs-fuse was seen not to answer the file system
+    # of any pool made after it, so no study may start (`refuse_stuck`)
+    stuck: list[str] = field(default_factory=list)
 
 
 def stale_journals(directory: Path) -> list[Path]:
@@ -78,10 +84,24 @@ def cleanup(runner: Runner, directory: Path) -> list[Outcome]:
             _kill_orphaned_fio(journal)
         n = len(journal.entries)
         left = journal.teardown()
-        outcomes.append(Outcome(path, n, left))
+        stuck = [why for dialect, why in journal.stuck if dialect == ZFS_FUSE]
+        outcomes.append(Outcome(path, n, left, stuck))
         if not left and not runner.dry_run:
             path.unlink(missing_ok=True)
     return outcomes
+
+
+def refuse_stuck(outcome: Outcome, cleanup_command: str) -> Refused:
+    """A study must not start while a zfs-fuse pool of an earlier run is still there: the
+    new pools' file systems could then wait for ever (inside poolbench's own process, where
+    no time limit reaches)."""
+    return Refused(
+        f"A zfs-fuse pool an earlier run left could not be destroyed ({outcome.journal.name}),"
+        " and while it is there zfs-fuse may not answer the file systems of new pools: a "
+        f"study started now could wait on them for ever. {outcome.stuck[0]}",
+        f"Release it as said, check that '{cleanup_command}' leaves nothing, then run the "
+        "study again (`--resume` continues a run).",
+    )
 
 
 @dataclass

@@ -26,7 +26,7 @@ from poolbench.guards.workingset import COLD_FACTOR, WorkingSet
 from poolbench.records.findings import Findings
 from poolbench.records.latency import Latency
 from poolbench.safety.journal import Journal
-from poolbench.system import pgserver
+from poolbench.system import pgserver, watchdog
 from poolbench.system.runner import Runner
 from poolbench.workloads import pgbench
 from poolbench.workloads.library import Workload
@@ -76,6 +76,14 @@ class PgRequest:
     runtime_s: int
     levels: dict[str, str]  # the configuration's factor levels (full_page_writes, ...)
     journals: Path  # where the server's journal goes (engine/cleanup.py finds it)
+    # the filesystem is destroyed after the trial: its data directory is left to go with it
+    disposable: bool = False
+
+
+def load_limit(scale: int) -> float:
+    """`pgbench -i`'s time limit: its tables written twice (the rows, then the vacuum and
+    the keys' indexes) at the watchdog's floor rate."""
+    return watchdog.work_limit(moved=2 * scale * pgbench.BYTES_PER_SCALE)
 
 
 def settings(levels: dict[str, str]) -> dict[str, str]:
@@ -98,7 +106,8 @@ class Pgbench:
             req.journals.mkdir(parents=True, exist_ok=True)
         name = f"pgbench-pid{os.getpid()}.jsonl"  # engine/cleanup.py knows the name
         journal = Journal(self.runner, None if dry else req.journals / name)
-        journal.postgres_intent(str(cluster.datadir), str(sockdir), str(bindir))
+        journal.postgres_intent(str(cluster.datadir), str(sockdir), str(bindir),
+                                keep_datadir=req.disposable)  # fmt: skip
         try:
             pgserver.init(self.runner, cluster, settings(req.levels))
             pgserver.start(self.runner, cluster)
@@ -118,14 +127,15 @@ class Pgbench:
         scale = pgbench.scale_for(req.working_set.size_bytes)
         before = pgserver.data_bytes(c.datadir)
         t0 = time.monotonic()
-        self.runner.run(pgserver.client(c, "pgbench", "-i", "-q", "-s", str(scale), pgserver.DB))
+        self.runner.run(pgserver.client(c, "pgbench", "-i", "-q", "-s", str(scale), pgserver.DB),
+                        timeout=load_limit(scale))  # fmt: skip
         load_s = time.monotonic() - t0
         loaded = pgserver.data_bytes(c.datadir) - before
         self._checkpoint(c)  # the load's dirty pages are written before the window opens
         argv = run_argv(self.runner, w, req.clients, req.runtime_s, c)
         window = DeviceWindow(req.target)
         try:
-            out = self.runner.run(argv).stdout
+            out = self.runner.run(argv, timeout=watchdog.work_limit(req.runtime_s)).stdout
             t1 = time.monotonic()
             self._checkpoint(c)
             checkpoint_s = time.monotonic() - t1

@@ -369,6 +369,7 @@ def subject_for(
         cache_defeat=lambda _files: backend.drop_cache(pool),
         hooks=PoolHooks(runner, backend, pool, (levels or {}).get("load")),
         findings=findings,
+        disposable=spec.backend != "directory",  # a directory outlives the trial
         write_model=geometry.for_pool(
             spec.backend,
             spec.layout,

@@ -28,6 +28,7 @@ from poolbench.engine import blkftrace
 from poolbench.errors import CommandLineError, PoolbenchError, Refused, UsageError
 from poolbench.guards.devices import mounts
 from poolbench.safety.journal import Journal
+from poolbench.system import watchdog
 from poolbench.system.runner import Runner
 from poolbench.workloads import blkparse, blktracebin, replay, tracefile
 from poolbench.workloads.tracestats import TraceIO, TraceSummary, summarize
@@ -142,7 +143,7 @@ def _blktrace(runner: Runner, dev: Path, root: str, seconds: int, target: Path) 
     blktrace.log), or the recording is refused with what blktrace said."""
     res = runner.run(
         ["blktrace", "-d", str(dev), "-r", root, "-w", str(seconds), "-D", str(target),
-         "-o", "trace"], mutates=False, timeout=seconds + 120, check=False,
+         "-o", "trace"], mutates=False, timeout=seconds + watchdog.scaled(120), check=False,
     )  # fmt: skip
     said = (res.stdout + res.stderr).strip()
     (target / "blktrace.log").write_text(said + "\n")
@@ -190,7 +191,12 @@ def _parse(runner: Runner, method: str, target: Path) -> tuple[list[TraceIO], st
         ios = blkparse.parse(text, source=str(target / "ftrace.txt"))
         return ios, "none: the blk tracer writes text only (no binary files to compare)"
     out = target / "blkparse.txt"
-    runner.run(["blkparse", "-i", "trace", "-D", str(target), "-o", str(out)], mutates=False)
+    traced = sum(p.stat().st_size for p in target.glob("trace.blktrace.*"))
+    runner.run(
+        ["blkparse", "-i", "trace", "-D", str(target), "-o", str(out)],
+        mutates=False,
+        timeout=watchdog.work_limit(moved=8 * traced),
+    )  # text about 8 times the binary
     ios = blkparse.parse(out.read_text(errors="replace"), source=str(out))
     # The same I/Os read from blktrace's binary files directly: a parser that misread
     # blkparse's text would show here, not in a replay's fidelity.

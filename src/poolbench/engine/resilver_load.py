@@ -25,7 +25,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from poolbench.errors import PoolbenchError
 from poolbench.records.jsontypes import JsonObject
+from poolbench.system import watchdog
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob, histlog
 from poolbench.workloads.fioparse import FioResult, percentile_from_bins
@@ -108,7 +110,14 @@ class Foreground:
         self._thread.join(STOP_WAIT_S)
         if self._thread.is_alive():
             fio.kill_strays(self.jobs / "load-during.fio")
-            self._thread.join()
+            self._thread.join(watchdog.KILL_GRACE_S)
+        if self._thread.is_alive():  # killed, yet asleep in the kernel (a pool that hangs)
+            raise PoolbenchError(
+                f"The foreground fio ({self.jobs / 'load-during.fio'}) did not stop "
+                f"{STOP_WAIT_S:.0f} s after its trigger, nor when killed: it waits in the "
+                "kernel for I/O that does not return, and was left behind.",
+                "See whether the pool still answers (`zpool status -x`).",
+            )
         with contextlib.suppress(FileNotFoundError):
             self.trigger.unlink()
         if self._error is not None and not quiet:

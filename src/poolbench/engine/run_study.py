@@ -27,11 +27,11 @@ from poolbench.engine.zfs_daemon import zfs_available
 from poolbench.safety.claims import ClaimSet
 from poolbench.safety.guarded import GuardedRunner
 from poolbench.store import queries
-from poolbench.store.db import Store, default_path, resume_command
+from poolbench.store.db import Store, db_option, default_path, resume_command
 from poolbench.store.opening import Mode
 from poolbench.study import consistency, estimate, matrix
 from poolbench.study.model import Study
-from poolbench.system import terminal
+from poolbench.system import terminal, watchdog
 from poolbench.system.runner import LocalRunner, Runner
 from poolbench.workloads.library import parse_list
 
@@ -133,6 +133,9 @@ def prepared(
         if not dry_run:  # the server's user must reach the clusters under the scratch dir
             pgbench_run.check_installed(parse_list(",".join(study.workloads.names)), paths.scratch)
             for outcome in cleanup_mod.cleanup(runner, paths.journals):
+                if outcome.stuck:  # nothing of this study made yet
+                    command = f"poolbench cleanup{db_option(store.path)}"
+                    raise cleanup_mod.refuse_stuck(outcome, command)
                 hooks.note(f"cleaned up after an earlier crash: {outcome.journal.name}")
         sr = study_run.StudyRun(
             runner,
@@ -229,7 +232,9 @@ def _start_or_reopen(
         return
     sr.run_id = lifecycle.reopen(sr.store, resume)
     meta = json.loads(sr.store.run(resume)["metadata"])
-    meta["pool_tokens"] = [*meta.get("pool_tokens", []), sr.pool_token]
+    earlier = meta.get("pool_tokens", [])
+    meta.update(watchdog.run_metadata(meta.get("time_limit_scales"), len(earlier)))
+    meta["pool_tokens"] = [*earlier, sr.pool_token]
     if sr.not_screened:  # this invocation's trials ran on disks nobody screened
         meta["screen"] = sr.not_screened
     sr.store.update_metadata(resume, meta)

@@ -21,6 +21,7 @@ from poolbench.engine.screen_records import DiskScreen, Figure
 from poolbench.guards.members import Sampler
 from poolbench.system.diskqueue import SYS_ROOT, disk_facts
 from poolbench.system.runner import Runner
+from poolbench.workloads import fiolimit
 from poolbench.workloads.fioparse import FioResult, parse
 
 MiB = 1024 * 1024
@@ -55,7 +56,8 @@ def _figure(test: ScreenTest, res: FioResult) -> float:
 
 def run_fio(runner: Runner, test: ScreenTest, device: str, seconds: float) -> FioResult:
     # A read test does not mutate: it runs without a claim (and with fio's --readonly).
-    res = runner.run(fio_argv(test, device, seconds), mutates=test.writes)
+    argv = fio_argv(test, device, seconds)
+    res = runner.run(argv, mutates=test.writes, timeout=fiolimit.limit_s("", argv[1:]))
     return parse(res.stdout, "write" if test.writes else "read")
 
 

@@ -194,7 +194,8 @@ class Session:
                     self._measure_once(res, replicate)
         finally:
             self.commands.flush()
-            self.workspace.remove()
+            if not self.subject.disposable:  # else it goes with the pool, all at once
+                self.workspace.remove()
         return list(self.results.values())
 
     @property
@@ -442,7 +443,8 @@ class Session:
         journals = self.store.path.parent / "journals"  # engine/study_run.default_paths
         return PgRequest(self.workspace.root, self.device_target, self.working_set,
                          w.jobs or self.options.numjobs, self.options.runtime_s,
-                         dict(self.subject.levels), journals)  # fmt: skip
+                         dict(self.subject.levels), journals,
+                         self.subject.disposable)  # fmt: skip
 
     def _defeat_cache(self, files: list[Path], warnings: list[str]) -> CacheFinding:
         if self.subject.cache_defeat is not None:

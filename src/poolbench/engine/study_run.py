@@ -15,7 +15,8 @@ measures or destroys its pool. The trial is torn down, stored in `failed_trials`
 reason, and the study goes on. Not trial failures, because every later trial would meet them
 too or they mean poolbench itself is wrong: bad input (UsageError), a missing tool, a
 safety refusal (a claimed device changed), a store that cannot be written, a teardown that
-left something behind, Ctrl-C, and any other exception (a bug).
+left something behind (a pool that stopped answering: the trial's failure is stored first,
+so `--resume` measures it), Ctrl-C, and any other exception (a bug).
 """
 
 from __future__ import annotations
@@ -30,7 +31,16 @@ from pathlib import Path
 
 from poolbench.backends import registry
 from poolbench.backends.base import Availability, Backend, Pool, unavailable
-from poolbench.engine import aging, arc_limit, lifecycle, pool_ops, replicates, slow_disk, trial
+from poolbench.engine import (
+    aging,
+    arc_limit,
+    lifecycle,
+    pool_ops,
+    replicates,
+    slow_disk,
+    stalled,
+    trial,
+)
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.session import Session
@@ -44,7 +54,7 @@ from poolbench.store.opening import damaged
 from poolbench.study import matrix
 from poolbench.study.model import Study
 from poolbench.study.model import parse as parse_study
-from poolbench.system import probes, stopping
+from poolbench.system import probes, stopping, watchdog
 from poolbench.system.runner import Runner
 from poolbench.units import parse_size
 from poolbench.workloads import fio
@@ -175,6 +185,7 @@ class StudyRun:
             "pool_tokens": [self.pool_token],  # one per invocation (--resume adds one)
             "claims": self.claims.as_dict() if self.claims else None,
             **({"screen": self.not_screened} if self.not_screened else {}),
+            **watchdog.run_metadata(),  # POOLBENCH_TIME_LIMIT_SCALE, when not 1
             "backends": {k: vars(v) for k, v in availability.items()},
             "planned_trials": [
                 {"index": t.index, "replicate": t.replicate, "config": t.config.key}
@@ -312,24 +323,23 @@ class StudyRun:
             left = journal.teardown()
             self.commands.flush()
             if left:
+                if failure is not None:  # stored first: `--resume` measures it again
+                    self._store_failure(tc, index, name, failure)
                 raise self._teardown_failed(tc, index, failure, left)
         self._record(tc, index, name, failure)
         if failure is not None:
             self.headline = f"failed: {failure}"
 
-    def _teardown_failed(
-        self, tc: TrialConfig, index: int, failure: PoolbenchError | None, left: list[str]
-    ) -> PoolbenchError:
-        """The study stops: a trial whose pool or disks could not be removed would leave the
-        next trials short of loop devices and names. The trial's own failure comes first, as
-        it is usually the cause (a ZFS service that died takes the teardown with it)."""
+    def _teardown_failed(self, tc: TrialConfig, index: int, failure: PoolbenchError | None,
+                         left: list[str]) -> PoolbenchError:  # fmt: skip
+        """The study stops: a trial whose pool or disks stayed would leave the next trials
+        short of loop devices and names. Its own failure, usually the cause, comes first."""
         cause = f"Trial {index} ({tc.key}) failed: {failure} " if failure is not None else ""
         return PoolbenchError(
             f"{cause}Its teardown left these alone: " + "; ".join(left),
             "Fix the cause (is the storage service still running?), then run 'poolbench "
             f"cleanup{db_option(self.store.path)}', which retries what is poolbench's, and "
-            f"continue with '{self.resume_line()}'. Every "
-            "measurement finished so far is kept.",
+            f"continue with '{self.resume_line()}'. Every measurement finished so far is kept.",
         )
 
     def _record(self, tc: TrialConfig, index: int, name: str, failure: Exception | None) -> None:
@@ -339,12 +349,8 @@ class StudyRun:
             queries.resolve_failed_trials(self.store, self.run_id, tc.key, tc.replicate)
             self.failed_in_a_row.clear()
             return
-        reason = str(failure)
+        reason = self._store_failure(tc, index, name, failure)
         log.warning("trial %d (%s) failed and was torn down: %s", index, tc.key, reason)
-        queries.add_failed_trial(
-            self.store, self.run_id,
-            queries.FailedTrial(tc.key, tc.replicate, index, name, reason),
-        )  # fmt: skip
         self.failed_in_a_row.append(f"{tc.key}: {reason}")
         if len(self.failed_in_a_row) >= MAX_FAILED_IN_A_ROW:
             raise TrialsKeepFailing(
@@ -353,6 +359,11 @@ class StudyRun:
                 "kept). Their reasons: " + " | ".join(self.failed_in_a_row),
                 f"Fix the cause, then continue with '{self.resume_line()}'.",
             )
+
+    def _store_failure(self, tc: TrialConfig, index: int, name: str, failure: Exception) -> str:
+        failed = queries.FailedTrial(tc.key, tc.replicate, index, name, str(failure))
+        queries.add_failed_trial(self.store, self.run_id, failed)
+        return failed.reason
 
     def resume_line(self) -> str:
         if self.resume_command is not None:
@@ -372,6 +383,19 @@ class StudyRun:
         devices = sources.make_disks(self.runner, journal, disks, base, claims=self.claims)
         slow = slow_disk.throttle(journal, disks, devices, tc.levels)  # lifted at teardown
         pool = backend.create(trial.spec_for(tc.config, devices, name, base), journal)
+        try:
+            self._use(tc, backend, pool, journal, slow)
+        except PoolbenchError as exc:  # named with the pool when it stopped answering
+            named = stalled.explain(self.runner, pool, backend.check().dialect, exc)
+            if named is exc:
+                raise
+            raise named from exc
+        backend.destroy(pool, journal)
+
+    def _use(
+        self, tc: TrialConfig, backend: Backend, pool: Pool, journal: Journal,
+        slow: slow_disk.SlowRecord | None,
+    ) -> None:  # fmt: skip
         if self.runner.dry_run:
             pool_ops.make_volume(backend, pool, parse_size(self.study.workloads.size))
             pool_ops.dry_commands(self.runner, pool, tc.levels, self.workloads,
@@ -384,7 +408,6 @@ class StudyRun:
             if arc:
                 extra["arc_limit"] = arc
             self._measure(tc, backend, pool, extra)
-        backend.destroy(pool, journal)
 
     def _measure(self, tc: TrialConfig, backend: Backend, pool: Pool, extra: JsonObject) -> None:
         # The study's seed seeds fio's offsets too, so `run --seed N` replays them.

@@ -119,6 +119,10 @@ class Subject:
     write_model: geometry.Found | None = None
     # Measured instead of files under `path` (which still holds the job files); None: files.
     block_device: BlockDevice | None = None
+    # The filesystem is destroyed with its pool after the session (a study's trial): what
+    # the session wrote there is not removed file by file, which on a pool that stopped
+    # answering would hang the teardown in unlink() (issue 39).
+    disposable: bool = False
 
     @classmethod
     def directory(cls, path: Path) -> Subject:

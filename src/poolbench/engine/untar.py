@@ -13,6 +13,7 @@ from poolbench.engine.hooks import OpResult
 from poolbench.guards.devices import Target
 from poolbench.guards.geometry import Found
 from poolbench.records.findings import Findings
+from poolbench.system import watchdog
 from poolbench.system.runner import Runner
 
 MiB = 1024 * 1024
@@ -63,7 +64,8 @@ class Untar:
         t0 = time.monotonic()
         try:
             self.runner.run(["tar", "-x", "--no-same-owner", "-f", str(self.tarball), "-C",
-                             str(dest)])  # fmt: skip
+                             str(dest)], timeout=watchdog.work_limit(moved=app_bytes,
+                                                                     files=files))  # fmt: skip
             self.runner.run(["sync", "--file-system", str(dest)])
         except BaseException:
             window.abandon()

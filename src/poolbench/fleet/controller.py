@@ -16,7 +16,8 @@ from poolbench.fleet import clientout
 from poolbench.fleet.hosts import Host
 from poolbench.fleet.records import FleetHostFailed, FleetOptions
 from poolbench.system.runner import Runner
-from poolbench.workloads import fiojob
+from poolbench.system.watchdog import scaled
+from poolbench.workloads import fiojob, fiolimit
 from poolbench.workloads.library import Workload
 
 CLEANUP_TIMEOUT_S = 120
@@ -84,6 +85,8 @@ class Controller:
             path = self.jobs_dir / f"{name}.host{i}.fio"
             path.write_text(texts[h.label])
             argv += [f"--client={h.connect}", str(path)]
+        if timeout is None:  # size-bound: the limit its jobs imply (workloads/fiolimit.py)
+            timeout = max(fiolimit.limit_s(t) for t in texts.values())
         res = self.runner.run(argv, check=False, timeout=timeout)
         return clientout.parse(res.stdout, res.stderr, hosts, direction)
 
@@ -125,7 +128,7 @@ class Controller:
             return notes
         texts = {label: self._removal_job(label) for label in live}
         try:
-            out = self.run("cleanup", texts, "read", CLEANUP_TIMEOUT_S)
+            out = self.run("cleanup", texts, "read", scaled(CLEANUP_TIMEOUT_S))
         except Exception as exc:  # never mask the run's own outcome
             return [*notes, f"could not remove the data files on the hosts: {exc}"]
         for label, err in out.errors.items():

@@ -19,7 +19,6 @@ unknown; a working set that does not fit fails at its first write with ENOSPC, n
 from __future__ import annotations
 
 import re
-import subprocess
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -30,6 +29,7 @@ from poolbench.fleet import clientout
 from poolbench.fleet.hosts import Host
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
+from poolbench.system.watchdog import CommandTimedOut, scaled
 
 PROBE_TIMEOUT_S = 30.0
 SKEW_WARN_S = 2.0
@@ -113,10 +113,11 @@ def probe(runner: Runner, host: Host, default_target: str | None) -> HostInfo:
         job.write_text(probe_job(target, logs / "probe"))
         argv = ["fio", "--output-format=normal,json", f"--client={host.connect}", str(job)]
         before = time.time()
+        limit = scaled(PROBE_TIMEOUT_S)
         try:
-            res = runner.run(argv, check=False, mutates=False, timeout=PROBE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            info.error = f"host {host.label} did not answer within {PROBE_TIMEOUT_S:.0f} s"
+            res = runner.run(argv, check=False, mutates=False, timeout=limit)
+        except CommandTimedOut:
+            info.error = f"host {host.label} did not answer within {limit:.0f} s"
             return info
         after = time.time()
         reply = parse_probe_reply(res.stdout)

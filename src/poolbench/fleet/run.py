@@ -15,7 +15,7 @@ from poolbench.fleet.records import FleetHostFailed, FleetOptions, FleetWorkload
 from poolbench.fleet.session import FleetSession, Prober
 from poolbench.records.jsontypes import JsonObject
 from poolbench.store.db import Store
-from poolbench.system import probes
+from poolbench.system import probes, watchdog
 from poolbench.system.runner import Runner
 
 
@@ -41,7 +41,7 @@ def run_fleet(
 ) -> FleetRun:
     """Measure the fleet as a new run; `on_interrupt(run_id, kept)` on Ctrl-C, SIGTERM or
     SIGHUP (the run is then interrupted, what was measured kept)."""
-    metadata: JsonObject = {"machine": probes.machine()}
+    metadata: JsonObject = {"machine": probes.machine(), **watchdog.run_metadata()}
     name = "fleet:" + ",".join(h.label for h in fleet)
     run_id = lifecycle.start(store, "bench", name, metadata)
     session = FleetSession(runner, store, run_id, fleet, default_path, options, prober=prober)

@@ -37,6 +37,7 @@ from poolbench.records.measurement import Measurement
 from poolbench.store import queries
 from poolbench.store.db import Store
 from poolbench.system.runner import Runner
+from poolbench.system.watchdog import scaled
 from poolbench.workloads import fio
 
 TIME_SLACK_S = 300  # beyond runtime, for setup, end_fsync and the network
@@ -136,7 +137,7 @@ class FleetSession:
         ctl = self.controller
         ctl.prepare(w, rep)
         texts = ctl.job_texts(w)
-        timeout = self.options.runtime_s + TIME_SLACK_S if w.time_based else None
+        timeout = self.options.runtime_s + scaled(TIME_SLACK_S) if w.time_based else None
         if w.cached_by_design:
             warm = ctl.run(f"warm-{w.name}.{rep}", texts, w.direction, timeout)
             ctl.fail(warm.errors, f"warming the cache for {w.name}")

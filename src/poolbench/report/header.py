@@ -75,6 +75,10 @@ def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
         )
     if run.error:
         out.append(("error", str(run.error)))
+    scales = run.metadata.get("time_limit_scales")  # system/watchdog.py, when not all 1
+    if isinstance(scales, list) and scales:
+        each = ", ".join(f"× {x:g}" for x in scales if isinstance(x, int | float))
+        out.append(("time limits", f"{each} (POOLBENCH_TIME_LIMIT_SCALE, one per invocation)"))
     return out
 
 

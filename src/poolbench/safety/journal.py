@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,48 +24,15 @@ from poolbench.errors import PoolbenchError
 from poolbench.guards.devices import mounts
 from poolbench.safety.creating import await_create
 from poolbench.safety.journal_words import describe
+from poolbench.safety.loopdetach import detach as _detach
+from poolbench.safety.loopdetach import loops_backing as _loops_backing
 from poolbench.system import modparams, pgserver, stopping, throttle
-from poolbench.system.runner import CommandError, Runner
+from poolbench.system.runner import Runner
 from poolbench.system.umount import umount
-from poolbench.zfs import ops, pools
+from poolbench.system.watchdog import narrated
+from poolbench.zfs import ops, pools, suspended
 from poolbench.zfs.labelclear import clear_member, partitions_of, wipe_partition_table
 from poolbench.zfs.ops import ZFS_FUSE
-
-# How long a held loop device may take to run down after a detach before we call it stuck.
-LOOP_RUNDOWN_SECONDS = 10.0
-
-
-def _still_backs(sys_block: Path, name: str, backing: str) -> bool:
-    """Whether loop device `name` backs the file `backing` (also if the file was deleted)."""
-    try:
-        now = (sys_block / name / "loop" / "backing_file").read_text().strip()
-    except OSError:
-        return False
-    return os.path.realpath(now.removesuffix(" (deleted)")) == os.path.realpath(backing)
-
-
-def _loops_backing(sys_block: Path, backing: str) -> list[str]:
-    """Loop devices (kernel names) whose backing file is `backing` (also if deleted since)."""
-    return [
-        n.name for n in sorted(sys_block.glob("loop*")) if _still_backs(sys_block, n.name, backing)
-    ]
-
-
-def _detach(runner: Runner, sys_block: Path, name: str, backing: str) -> None:
-    """Detach loop device `name` from `backing`. A device still held open (by zfs-fuse, an
-    orphaned `zpool`) is detached lazily by the kernel when its last user closes it, and while
-    it runs down a second detach answers ENXIO although sysfs still names the file: that
-    failure is success as soon as the device no longer backs the file."""
-    result = runner.run(["losetup", "--detach", f"/dev/{name}"], check=False)
-    if result.returncode == 0:
-        return
-    deadline = time.monotonic() + LOOP_RUNDOWN_SECONDS
-    while _still_backs(sys_block, name, backing):
-        if time.monotonic() > deadline:
-            raise CommandError(
-                result, "Close whatever still holds the device and run cleanup again."
-            )
-        time.sleep(0.1)
 
 
 class Entry(TypedDict, total=False):
@@ -91,6 +57,7 @@ class Entry(TypedDict, total=False):
     partition: str
     path: str
     datadir: str  # a PostgreSQL cluster's data directory, its socket directory, its programs
+    keep_datadir: bool  # the data directory goes with its pool: not removed file by file
     sockdir: str
     bindir: str
     original: int  # a module parameter's value before poolbench set it
@@ -110,6 +77,7 @@ class Journal:
     entries: list[Entry] = field(default_factory=list)
     sys_block: Path = Path("/sys/class/block")
     mountinfo: Path = Path("/proc/self/mountinfo")
+    stuck: list[tuple[str, str]] = field(default_factory=list)  # pools not undone: dialect, why
 
     @classmethod
     def load(cls, runner: Runner, path: Path) -> Journal:
@@ -213,11 +181,18 @@ class Journal:
         """A file or a directory tree poolbench made (removed with everything in it)."""
         self._add({"kind": "path", "path": path})
 
-    def postgres_intent(self, datadir: str, sockdir: str, bindir: str) -> None:
+    def postgres_intent(self, datadir: str, sockdir: str, bindir: str,
+                        keep_datadir: bool = False) -> None:  # fmt: skip
         """Record, *before* `initdb`, a PostgreSQL cluster (system/pgserver.py); teardown
-        stops a server still running on `datadir` and removes both directories."""
-        self._add({"kind": "postgres", "datadir": datadir, "sockdir": sockdir,
-                   "bindir": bindir})  # fmt: skip
+        stops a server still running on `datadir` and removes both directories, or only the
+        socket directory with `keep_datadir` (a data directory in a pool about to be
+        destroyed goes with it: removed file by file it would hang in a pool that stopped
+        answering)."""
+        entry: Entry = {"kind": "postgres", "datadir": datadir, "sockdir": sockdir,
+                        "bindir": bindir}  # fmt: skip
+        if keep_datadir:
+            entry["keep_datadir"] = True
+        self._add(entry)
 
     def setting_changed(self, path: str, before: str, after: str) -> None:
         """Record, *before* it is written, a kernel setting (a sysfs or tracefs file, e.g. the
@@ -241,13 +216,17 @@ class Journal:
             stopping.say(f"stopping: {what}; a second signal is ignored until this is done")
         with stopping.deferred(what):  # a stop signal never leaves it half done
             for entry in reversed(chosen):
-                try:
-                    note = getattr(self, f"_undo_{entry['kind']}")(entry)
+                step = entry.get("name") or entry.get("mountpoint") or entry.get("device") or ""
+                try:  # a step quiet for more than 2 s says what it waits for
+                    with narrated(f"teardown: undoing {entry['kind']} {step or entry}"):
+                        note = getattr(self, f"_undo_{entry['kind']}")(entry)
                 except (PoolbenchError, OSError) as exc:
                     # A failed undo stays in the journal for `poolbench cleanup` to retry, and
                     # so does everything older: what was made before it (loop devices, their
                     # files) is what it stands on, and must not be pulled from under it.
                     kept.append(f"{entry}: {exc}")
+                    if entry["kind"] in ("pool", "pool_intent"):
+                        self.stuck.append((str(entry.get("dialect") or ZFS_FUSE), str(exc)))
                     break
                 undone.append(entry)
                 if note:
@@ -275,8 +254,9 @@ class Journal:
         if self.runner.dry_run:
             pools.destroy(self.runner, name)
             return ""
+        members, dialect = [str(m) for m in e["members"]], str(e.get("dialect") or ZFS_FUSE)
         destroyed = await_create(name, verb="destroy")  # a killed run's: let it end, not race it
-        current = pools.pool_guid(self.runner, name)
+        current = suspended.guid(self.runner, name, members, dialect)  # PoolStuck: no answer
         if current is None and destroyed:  # our own destroy did it; its labels are left
             return self._clear_labels(e, guid)
         import_dir = e.get("import_dir")
@@ -290,14 +270,19 @@ class Journal:
         if current != guid:
             return (f"pool {name} has GUID {current}, not the GUID {guid} poolbench created: "
                     "someone else's pool, never destroyed")  # fmt: skip
-        pools.destroy(self.runner, name)
+        self._destroy(name, members, dialect)
         return self._clear_labels(e, guid)
 
     def _clear_labels(self, e: Entry, guid: int) -> str:
+        members, dialect = [str(m) for m in e["members"]], str(e.get("dialect") or ZFS_FUSE)
         if e.get("clear_labels"):
-            devices = [*e["members"], *e.get("spares", [])]
-            self._clear_members(devices, guid, str(e.get("dialect") or ZFS_FUSE))
+            self._clear_members([*members, *e.get("spares", [])], guid, dialect)
         return ""
+
+    def _destroy(self, name: str, members: list[str], dialect: str) -> None:
+        """`zpool destroy`, or the path that can finish on a pool that stopped answering."""
+        table = [suspended.Mount(m.mountpoint, m.source) for m in mounts(self.mountinfo)]
+        suspended.destroy(self.runner, name, members, dialect, table)
 
     def _clear_members(self, members: list[str], guid: int, dialect: str) -> None:
         """Return each member as found: no label of this pool (GUID-checked) and no partition
@@ -385,7 +370,7 @@ class Journal:
         # The pool on exactly our members is the one our `zpool create` made: its GUID, read
         # now, is what its labels carry.
         guid = pools.pool_guid(self.runner, name)
-        pools.destroy(self.runner, name)
+        self._destroy(name, [str(m) for m in e["members"]], str(e.get("dialect") or ZFS_FUSE))
         if guid is not None:
             self._clear_members(e["members"], guid, str(e.get("dialect") or ZFS_FUSE))
         return ""
@@ -452,7 +437,8 @@ class Journal:
     def _undo_postgres(self, e: Entry) -> str:
         if not self.runner.dry_run:
             dirs = (Path(str(e["datadir"])), Path(str(e["sockdir"])))
-            pgserver.stop(self.runner, Path(str(e["bindir"])), *dirs)
+            pgserver.stop(self.runner, Path(str(e["bindir"])), *dirs,
+                          remove_datadir=not e.get("keep_datadir"))  # fmt: skip
         return ""
 
     def _undo_setting(self, e: Entry) -> str:

@@ -196,12 +196,23 @@ def _pgbench_text(workloads: list[Workload], ws: int, ram: int) -> str:
     )  # fmt: skip
 
 
+# The dry run computes the family rule's boundaries for at most this many rounds. Their cost
+# grows with the square of the cap (a seeded simulation of every look, stats/sequential.py):
+# about 0.5 s of CPU for every figure of the detectable line at 20 or 30 rounds, 5 s at 100,
+# and 160 s at 1,000, where a dry run used to print nothing for minutes (docs/dryrun-scale.md).
+DRY_RUN_ROUNDS = 30
+
+
 def detectable_text(study: Study, cv: float | None, pilot_run: int | None = None) -> str:
     """The smallest change between two configurations the family rule finds (80% power, 95%
     confidence, Holm over the comparisons of one workload, up to max_replicates blocks:
     ReplicatePolicy.detectable), at the
-    run-to-run CV of a pilot run on this machine, else at ASSUMED_CV, saying which."""
-    p = ReplicatePolicy(study.ci_target / 100, study.replicates, study.max_replicates)
+    run-to-run CV of a pilot run on this machine, else at ASSUMED_CV, saying which. A cap
+    above DRY_RUN_ROUNDS is said as such and the figures are those of a cap of
+    DRY_RUN_ROUNDS, so a dry run takes as long whatever the cap."""
+    cap = study.max_replicates
+    rounds = min(cap, max(DRY_RUN_ROUNDS, study.replicates))
+    p = ReplicatePolicy(study.ci_target / 100, study.replicates, rounds)
     used = ASSUMED_CV if cv is None else cv
     family = max(1, len(matrix.configs(study)) - 1)
     d = p.detectable(used, family=family)
@@ -218,8 +229,16 @@ def detectable_text(study: Study, cv: float | None, pilot_run: int | None = None
         if need is not None
         else f"no count up to {MAX_SEARCHED:,} replicates detects {TARGET_CHANGE:.0%}"
     )
+    capped = (
+        f"max_replicates = {cap} is more rounds than a dry run computes the family rule's "
+        f"boundaries for ({DRY_RUN_ROUNDS}: their cost grows with the square of the rounds, "
+        "minutes at a thousand, which the run itself spends after stage one); the "
+        f"figures here are those of max_replicates = {rounds}; "
+        if rounds < cap
+        else ""
+    )
     return (
-        f"detectable difference: with {source}, up to {study.max_replicates} rounds can detect "
+        f"detectable difference: {capped}with {source}, up to {rounds} rounds can detect "
         f"{found} "
         f"between two configurations (80% power, 95% confidence, {family} comparison(s) per "
         f"workload, Holm-adjusted); {need_text} (replicates = N in the study file, "

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from poolbench import capabilities, is_digits
 from poolbench.errors import UsageError
+from poolbench.system import watchdog
 from poolbench.system.runner import Runner
 
 USER = "postgres"
@@ -162,10 +163,13 @@ def postmaster_pid(datadir: Path) -> int | None:
     return None
 
 
-def stop(runner: Runner, bindir_: Path, datadir: Path, sockdir: Path) -> None:
-    """Stop the server running on `datadir` (if any) and remove the cluster and its socket
-    directory. pg_ctl's immediate mode ends every backend at once (the cluster is thrown
-    away); a server pg_ctl could not stop gets SIGQUIT, then SIGKILL."""
+def stop(runner: Runner, bindir_: Path, datadir: Path, sockdir: Path,
+         remove_datadir: bool = True) -> None:  # fmt: skip
+    """Stop the server running on `datadir` (if any) and remove its socket directory, and
+    the cluster unless `remove_datadir` is False (it goes with its pool). pg_ctl's immediate
+    mode ends every backend at once (the cluster is thrown away); a server pg_ctl could not
+    stop gets SIGQUIT, then SIGKILL. Every step is bounded: a server asleep in a pool that
+    stopped answering is named and left (its pool's teardown says what releases it)."""
     pid = postmaster_pid(datadir)
     if pid is not None:
         runner.run([*as_owner(), str(bindir_ / "pg_ctl"), "-D", str(datadir), "-m",
@@ -174,8 +178,14 @@ def stop(runner: Runner, bindir_: Path, datadir: Path, sockdir: Path) -> None:
         for sig in (signal.SIGQUIT, signal.SIGKILL):
             if not _wait_gone(pid):
                 _signal(pid, sig)
-        _wait_gone(pid)
-    shutil.rmtree(datadir, ignore_errors=True)
+        if not _wait_gone(pid):
+            stuck = watchdog.describe_process(pid)
+            watchdog.announce(
+                "the PostgreSQL server could not be killed and was left behind: "
+                + (stuck.describe() if stuck else f"pid {pid}")
+            )
+    if remove_datadir:  # a bench's own file system; a study's pool takes it with it
+        shutil.rmtree(datadir, ignore_errors=True)
     shutil.rmtree(sockdir, ignore_errors=True)
 
 

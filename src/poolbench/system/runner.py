@@ -3,7 +3,8 @@
 Every program poolbench starts (fio, zpool, mkfs, losetup, ...) goes through a `Runner`:
 argument lists only (never a shell string), each call logged with its duration and exit code,
 a dry-run mode that records what would run, and a recording runner for tests. The call log is
-what the store saves as "every command run" for reproducibility.
+what the store saves as "every command run" for reproducibility. Every command runs under a
+time limit (system/watchdog.py): the caller's `timeout`, else its program's default.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from typing import Protocol
 
 from poolbench.capabilities import install_hint
 from poolbench.errors import PoolbenchError, ToolMissingError
-from poolbench.system import stopping
+from poolbench.system import stopping, watchdog
+from poolbench.system.watchdog import CommandTimedOut, Limit, Stuck
 
 log = logging.getLogger("poolbench.runner")
 
@@ -80,7 +82,10 @@ def format_argv(argv: Sequence[str]) -> str:
 
 
 class Runner(Protocol):
-    """What every runner offers. `check=True` raises CommandError on a non-zero exit."""
+    """What every runner offers. `check=True` raises CommandError on a non-zero exit.
+    `timeout`: the command's time limit in seconds; None takes its program's default
+    (watchdog.limit_for), and a program without one (fio, pgbench, tar, ...) must be given
+    one. A command past its limit raises CommandTimedOut."""
 
     dry_run: bool
     calls: list[CallRecord]
@@ -145,6 +150,7 @@ class LocalRunner:
             if self.echo:
                 self.echo(format_argv(args))
             return CommandResult(args, 0, "", "", 0.0, dry_run=True)
+        limit = watchdog.limit_for(args, timeout)  # MissingLimit: a call site forgot it
         _check_installed(args[0])
         full_env = None
         if env is not None:
@@ -152,7 +158,7 @@ class LocalRunner:
             full_env.update(env)
         t0 = time.monotonic()
         try:
-            returncode, out, err = _spawn(args, input_text, full_env, timeout, reap_group)
+            returncode, out, err = _spawn(args, input_text, full_env, limit, reap_group)
         except BaseException:
             # Ctrl-C or a timeout: the command was stopped (fio keeps writing otherwise).
             duration = time.monotonic() - t0
@@ -178,11 +184,11 @@ def _spawn(
     args: tuple[str, ...],
     input_text: str | None,
     env: dict[str, str] | None,
-    timeout: float | None,
+    limit: Limit,
     reap_group: bool,
 ) -> tuple[int, str, str]:
     """Run one command to its end: (return code, stdout, stderr). On any exception (Ctrl-C,
-    a timeout) the command is stopped before the exception goes on."""
+    the limit running out) the command is stopped before the exception goes on."""
     # Output goes to temporary files, not pipes: a program whose main process dies while
     # its children live on (fio forks one process per job) would otherwise hold the pipe
     # open and hang the read. Each command runs in its own process group, so that on
@@ -200,19 +206,27 @@ def _spawn(
                 env=env,
                 start_new_session=True,
             )
+        t0 = time.monotonic()
         try:
             stopping.check()
-            if input_text is not None and proc.stdin is not None:
-                proc.stdin.write(input_text)
-                proc.stdin.close()
-            proc.wait(timeout=timeout)
+            # communicate, not a write then wait: a child that never reads its input (hung
+            # in a pool) must not block the write past the limit either
+            proc.communicate(input_text, timeout=limit.seconds)
+        except subprocess.TimeoutExpired:
+            # Its SIGTERM, then SIGKILL, each grace bounded, whole: a stop signal arriving
+            # meanwhile cannot cut it short.
+            with stopping.deferred(f"waiting for {os.path.basename(args[0])} to end"):
+                stuck = _stop(proc)
+            raise CommandTimedOut(args, limit, time.monotonic() - t0, stuck) from None
         except BaseException:
-            # Its SIGTERM, 10 s to end, then SIGKILL, whole: a stop signal arriving meanwhile
-            # (the first, after a time limit ran out; or a second one) cannot cut it short.
+            # Its SIGTERM, then SIGKILL, whole: a stop signal arriving meanwhile (a second
+            # one) cannot cut it short; each grace is bounded (watchdog.TERM/KILL_GRACE_S).
             with stopping.deferred(
-                f"waiting for {os.path.basename(args[0])} to end (SIGKILL after 10 s)"
+                f"waiting for {os.path.basename(args[0])} to end (SIGKILL after "
+                f"{watchdog.secs(watchdog.scaled(watchdog.TERM_GRACE_S))} s)"
             ):
-                _terminate(proc)
+                for s in _stop(proc):
+                    watchdog.announce(f"left behind, it could not be killed: {s.describe()}")
             raise
         finally:
             if reap_group:
@@ -228,19 +242,31 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _terminate(proc: subprocess.Popen[str]) -> None:
-    """SIGTERM the command's process group (fio then stops its jobs cleanly), then SIGKILL."""
+# Commands that could not be killed (asleep in the kernel): kept so that Python neither
+# waits for them nor warns that they still run; the kernel reaps them if their I/O returns.
+_ABANDONED: list[subprocess.Popen[str]] = []
+
+
+def _stop(proc: subprocess.Popen[str]) -> list[Stuck]:
+    """SIGTERM the command's process group (fio then stops its jobs cleanly), then SIGKILL;
+    never waits more than TERM_GRACE_S + KILL_GRACE_S (each scaled). Returns the processes
+    of the group still there after SIGKILL (stuck in uninterruptible sleep), left behind."""
     if proc.poll() is not None:
-        return
+        return []
     try:
         os.killpg(proc.pid, signal.SIGTERM)
     except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        proc.wait()
+        return []
+    graces = (watchdog.scaled(watchdog.TERM_GRACE_S), watchdog.scaled(watchdog.KILL_GRACE_S))
+    for sig, grace in zip((None, signal.SIGKILL), graces, strict=True):
+        if sig is not None:
+            _kill_group(proc.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+            return []
+    _ABANDONED.append(proc)
+    members = watchdog.group_members(proc.pid) or [proc.pid]
+    return [s for pid in members if (s := watchdog.describe_process(pid)) is not None]
 
 
 @dataclass
@@ -277,6 +303,8 @@ class RecordingRunner:
         reap_group: bool = True,
     ) -> CommandResult:
         args = _validate_argv(argv)
+        if not (self.dry_run and mutates):  # what a real run would start: the same rule
+            watchdog.limit_for(args, timeout)
         self.calls.append(CallRecord(args, time.time(), 0.0, 0, dry_run=self.dry_run))
         spec = self.responses.get(args, self.responses.get(args[0]))
         if callable(spec):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from poolbench import is_digits
 from poolbench.system.runner import CommandError, Runner
+from poolbench.workloads import fiolimit
 from poolbench.workloads.fioparse import FioJobFailed, FioResult, parse
 
 # The oldest fio that runs every workload poolbench ships, and why (fio's git history):
@@ -102,10 +103,12 @@ def run_job(
 ) -> FioResult:
     """Write the job file, run fio on it, parse its JSON; fio's own error is shown on failure.
     json+ is fio's JSON plus the completion-latency histogram bins (kept in the store).
-    `extra_args`: fio's command-line options (before the job file)."""
+    `extra_args`: fio's command-line options (before the job file). fio runs under the
+    limit its job implies (workloads/fiolimit.py)."""
     job_path.write_text(job_text)
     try:
-        res = runner.run(["fio", "--output-format=json+", *extra_args, str(job_path)])
+        res = runner.run(["fio", "--output-format=json+", *extra_args, str(job_path)],
+                         timeout=fiolimit.limit_s(job_text, extra_args))  # fmt: skip
     except BaseException as exc:
         if not runner.dry_run:
             kill_strays(job_path)

@@ -106,9 +106,10 @@ def replace(runner: Runner, pool: str, old: str, new: str, sequential: bool = Fa
     pools.run(runner, commands.replace(pool, old, new, sequential))
 
 
-def attach_wait(runner: Runner, pool: str, vdev: str, new: str) -> None:
-    """RAIDZ expansion: attach `new` to `vdev`, returning when the reflow is done."""
-    pools.run(runner, commands.attach_wait(pool, vdev, new))
+def attach_wait(runner: Runner, pool: str, vdev: str, new: str, timeout: float) -> None:
+    """RAIDZ expansion: attach `new` to `vdev`, returning when the reflow is done (within
+    `timeout` seconds: the reflow rewrites what the pool holds)."""
+    pools.run(runner, commands.attach_wait(pool, vdev, new), timeout=timeout)
 
 
 def sync(runner: Runner, pool: str) -> None:

@@ -35,10 +35,12 @@ def busy_seconds() -> float:
 
 
 def run(
-    runner: Runner, argv: Sequence[str], *, mutates: bool = True, fix: str = ""
-) -> CommandResult:
-    """Run argv; a failure raises the typed error (a CommandError) its stderr names."""
-    res = runner.run(argv, check=False, mutates=mutates)
+    runner: Runner, argv: Sequence[str], *, mutates: bool = True, fix: str = "",
+    timeout: float | None = None,
+) -> CommandResult:  # fmt: skip
+    """Run argv; a failure raises the typed error (a CommandError) its stderr names.
+    `timeout`: its limit, when its program's default (system/watchdog.py) is not it."""
+    res = runner.run(argv, check=False, mutates=mutates, timeout=timeout)
     if res.returncode != 0:
         raise error_for(res, fix)
     return res

@@ -9,6 +9,7 @@ import time
 from poolbench import is_digits
 from poolbench.backends.base import Pool
 from poolbench.errors import PoolbenchError
+from poolbench.system import watchdog
 from poolbench.system.runner import Runner
 from poolbench.zfs import ops
 from poolbench.zfs.ops import OPENZFS
@@ -32,8 +33,10 @@ def data_vdevs(runner: Runner, pool: Pool) -> list[TopVdev]:
 def attach(runner: Runner, pool: Pool, vdev: str, new: str) -> float:
     """Attach `new` to the raidz vdev `vdev`; the seconds `zpool attach -w` took (it returns
     when the reflow is done)."""
+    allocated = ops.pool_prop(runner, pool.spec.name, "allocated", OPENZFS)
+    moved = int(allocated) if allocated is not None and is_digits(allocated) else 0
     t0 = time.monotonic()
-    ops.attach_wait(runner, pool.spec.name, vdev, new)
+    ops.attach_wait(runner, pool.spec.name, vdev, new, watchdog.work_limit(moved=moved))
     return max(time.monotonic() - t0, 1e-3)
 
 
