@@ -86,6 +86,24 @@ def test_symlinked_members_are_found_and_an_arc_read_flagged(
         "SELECT guards FROM measurements WHERE workload='seq-write'").fetchone()[0])  # fmt: skip
     assert sorted(g["members"]) == sorted(loops)
     assert all(m["write_bytes"] >= 32 * MiB for m in g["members"].values())
+    # The run's fingerprint as OpenZFS gives it (zpool get -Hp ... all, fragmentation, the
+    # ARC's ceiling from arcstats): what zfs-fuse's path never reads.
+    from poolbench.records.fingerprint import Fingerprint
+
+    (text,) = sqlite3.connect(db).execute("SELECT record FROM fingerprints").fetchone()
+    fp = Fingerprint.from_text(text)
+    version = sh("zfs", "version").splitlines()[0].strip()
+    assert fp.zfs is not None and version in fp.zfs, (fp.zfs, version)
+    assert (fp.pool.stack, fp.pool.name, fp.pool.layout) == ("zfs", "pbozdev", "mirror:2")
+    assert fp.pool.properties["ashift"] == sh("zpool", "get", "-Hpo", "value", "ashift",
+                                              "pbozdev").strip()  # fmt: skip
+    assert fp.pool.fragmentation is not None and 0 <= fp.pool.fragmentation <= 100
+    arc_max = next(int(line.split()[2]) for line in
+                   Path("/proc/spl/kstat/zfs/arcstats").read_text().splitlines()
+                   if line.startswith("c_max "))  # fmt: skip
+    assert fp.arc_max_bytes == arc_max and fp.ram_bytes and fp.ram_bytes > arc_max
+    assert sorted(d.name for d in fp.disks) == sorted(loops)
+    assert all(d.serial is None and "loop" in d.note for d in fp.disks), fp.disks
 
 
 def test_zpool_iostat_snapshot_after_a_measurement(linked_pool: tuple[Path, list[str]]) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from poolbench.engine import cold_read, fingerprint, replay_check, replicates
+from poolbench.engine import cold_read, fingerprint, quanta, replay_check, replicates
 from poolbench.engine import window as long_window
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.lifecycle import CommandLog
@@ -367,9 +367,11 @@ class Session:
             job = fiojob.render(w, params)
             self.workspace.lay_out(w, params)
             timed = self._timed(w, job, f"{w.name}.{replicate}.loops.fio", block_size)
+        moves_in = None if self.runner.dry_run else quanta.of(self._zfs)
         findings.other["window"], timed.warnings = long_window.finding(
-            w, timed.result, timed.seconds, minimum, first_pass_s=first_pass, loops=loops
-        )
+            w, timed.result, timed.seconds, minimum, first_pass_s=first_pass, loops=loops,
+            quanta=moves_in,
+        )  # fmt: skip
         return timed, job
 
     def _cold_files(self, w: Workload, params: fiojob.JobParams) -> tuple[list[Path], int]:

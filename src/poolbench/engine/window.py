@@ -20,8 +20,11 @@ least `min_window` seconds:
   asks of the page cache). Its window stays as long as the working set makes it, and a short
   one is flagged with the working set that would fill it.
 
-Each window also records whether it reached steady state (stats/steady.py, on fio's
-one-second samples), and a window that never steadied is flagged.
+Each window also records whether it reached steady state (stats/steady.py: the SNIA rule on
+fio's one-second samples, in rounds long enough for the filesystem's quanta, engine/quanta.py;
+a write's closing fsync left out of the rounds, never out of the figure). A window that never
+steadied is flagged, and so is one too short for the rule to judge while the minimum window
+is on: "not judged" is no verdict, and a demo or a study must not pass by it.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from __future__ import annotations
 import math
 from typing import NotRequired, TypedDict
 
+from poolbench.engine.quanta import Quanta
 from poolbench.stats import steady
-from poolbench.workloads.fiojob import STEADY_ROUNDS
+from poolbench.workloads.fiojob import STEADY_RING_S
 from poolbench.workloads.fioparse import FioResult
 from poolbench.workloads.workload import Workload
 
@@ -88,9 +92,11 @@ def finding(
     *,
     first_pass_s: float | None = None,
     loops: int = 1,
+    quanta: Quanta | None = None,
 ) -> tuple[WindowFinding, list[str]]:
     """The `window` section of a measurement's findings, and its warnings. `first_pass_s`
-    and `loops`: a repeated write's discarded first pass, and the passes its window made."""
+    and `loops`: a repeated write's discarded first pass, and the passes its window made;
+    `quanta`: what the filesystem moves a stream in (None: write by write)."""
     out: WindowFinding = {"seconds": round(seconds, 3), "min_s": min_window_s,
                            "reached": seconds >= min_window_s}  # fmt: skip
     if first_pass_s is not None:
@@ -101,19 +107,50 @@ def finding(
     if seconds < min_window_s:
         warnings.append(_short(w, result, seconds, min_window_s, out))
     if result.steady_bw:
-        judged = steady.judge(result.steady_bw, STEADY_ROUNDS)
-        out["steady_state"] = judged.as_dict()
-        if len(result.steady_bw) >= STEADY_ROUNDS:  # fio judges only a full ring
-            out["steady_state"]["fio_slope"] = result.steady_criterion
-        if judged.steady is False:
-            out["steady_state"]["why_not"] = judged.why_not()
-            warnings.append(
-                "the window never reached steady state (SNIA PTS rule: over its last "
-                f"one-second rounds, range within {steady.MAX_RANGE:.0%} and slope within "
-                f"{steady.MAX_SLOPE:.0%} of the mean): the figure averages a transient; a "
-                "longer min_window (--min-window) gives it time to settle"
-            )
+        # Not judged is said only where the minimum window is on and was met (a short
+        # window already says so).
+        unjudged = 0 < min_window_s <= seconds
+        out["steady_state"], said = _steady(w, result, quanta, unjudged)
+        warnings += said
     return out, warnings
+
+
+def _steady(
+    w: Workload, result: FioResult, quanta: Quanta | None, warn_unjudged: bool
+) -> tuple[dict[str, object], list[str]]:
+    """The steady-state section and its warning: never steady, or (with the minimum window
+    on) too short to judge."""
+    streaming = not w.fio.get("rw", "").startswith("rand")
+    quantum = quanta.of(w.direction, streaming) if quanta else None
+    unknown = quanta is not None and not quanta.known and w.direction != "meta"
+    judged = steady.judge(result.steady_bw, quantum_bytes=quantum, moved_bytes=result.io_bytes)
+    out = judged.as_dict()
+    if quanta is not None and (quantum or unknown):
+        out["quanta"] = quanta.as_dict()
+    if unknown:  # a filesystem with quanta of unknown size: no round length to judge by
+        out["steady"], out["not_judged"] = None, quanta.basis if quanta else ""
+    out["samples_mib_s"] = [round(x / MiB, 2) for x in result.steady_bw]
+    if len(result.steady_bw) >= STEADY_RING_S:  # fio judges only a full ring
+        out["fio_slope"] = result.steady_criterion
+    longer = "a larger working set" if w.direction == "read" else (
+        "a longer --min-window or a larger working set")  # fmt: skip
+    if out["steady"] is False:
+        out["why_not"] = judged.why_not()
+        return out, [
+            f"the window never reached steady state (SNIA PTS rule: over its last rounds, "
+            f"range within {steady.MAX_RANGE:.0%} and slope within {steady.MAX_SLOPE:.0%} of "
+            "the mean; each round at least a second and long enough for "
+            f"{steady.QUANTA_PER_ROUND} of the filesystem's quanta): the figure averages a "
+            f"transient or a rate that swings from round to round; {longer} shows which"
+        ]
+    if out["steady"] is None and warn_unjudged and not unknown:  # unknown: said in the record
+        return out, [
+            "the window was too short to judge steady state (the SNIA PTS rule needs "
+            f"{steady.MIN_ROUNDS} rounds, each at least a second and long enough for "
+            f"{steady.QUANTA_PER_ROUND} of the filesystem's quanta): whether the figure is a "
+            f"steady rate is not known; {longer} would let it be judged"
+        ]
+    return out, []
 
 
 def _short(

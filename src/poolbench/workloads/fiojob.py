@@ -45,13 +45,15 @@ class JobParams:
 
 
 # fio samples the group's bandwidth and IOPS once a second for its steady-state check and
-# reports the last `steadystate_duration` of them (`steadystate.data` in its JSON): the rounds
-# poolbench judges by the SNIA rule (stats/steady.py). The criterion's limit is 0, which fio
-# can never attain (it stops when the criterion falls strictly below the limit): fio must
-# observe, never cut a window short, because a stop when the cache fills steadily would end a
-# write before its data reached the disks.
-STEADY_ROUNDS = 5
-STEADY_OPTIONS = {"steadystate": "bw_slope:0%", "steadystate_duration": f"{STEADY_ROUNDS}s"}
+# reports the last `steadystate_duration` of them (`steadystate.data` in its JSON). poolbench
+# judges them by the SNIA rule in rounds of one or more seconds (stats/steady.py), so the ring
+# holds every second of any window up to STEADY_RING_S (of a longer one, the last
+# STEADY_RING_S). The criterion's limit is 0, which fio can never attain (it stops when the
+# criterion falls strictly below the limit): fio must observe, never cut a window short,
+# because a stop when the cache fills steadily would end a write before its data reached the
+# disks. (fio 3.33 samples once a second only; `steadystate_check_interval` came later.)
+STEADY_RING_S = 600
+STEADY_OPTIONS = {"steadystate": "bw_slope:0%", "steadystate_duration": f"{STEADY_RING_S}s"}
 
 
 def data_pattern(compressibility: int) -> dict[str, str]:
