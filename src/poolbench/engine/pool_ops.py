@@ -5,8 +5,8 @@
   `[workloads] compressibility`), `fill` (pre-fills the pool before the workloads run),
   `arc_max` (the ARC's ceiling for the trial: engine/arc_limit.py), `load` (the foreground
   workload a resilver runs under: engine/resilver_load.py), `aging` and `frag_target`
-  (engine/aging.py: the pool aged to the fill level instead), `slow_member` (one member
-  throttled to a share of its peers' speed: engine/slow_disk.py).
+  (engine/aging.py: the pool aged to the fill level instead); the factors of factors/
+  (factors/registry.py) besides.
 * **Generic layouts** (`parity1`, `parity2`): one single/double-parity array over all the
   disks, in each backend's own terms (ZFS raidz1/raidz2, btrfs and md raid5/raid6), so one
   study can compare stacks on the same disks.
@@ -66,7 +66,6 @@ TRIAL_FACTORS = (
     "load",
     "aging",
     "frag_target",
-    "slow_member",
 )
 MiB = 1 << 20
 

@@ -37,7 +37,6 @@ from poolbench.engine import (
     lifecycle,
     pool_ops,
     replicates,
-    slow_disk,
     stalled,
     trial,
 )
@@ -45,6 +44,7 @@ from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.session import Session
 from poolbench.errors import PoolbenchError, ToolMissingError, UsageError
+from poolbench.factors import registry as factors
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.claims import ClaimRefused, ClaimSet, DeviceChanged
 from poolbench.safety.journal import Journal
@@ -135,7 +135,7 @@ class StudyRun:
         from poolbench.backends import sources
 
         sources.check_emulation(self.study.disks, self.runner.dry_run)
-        slow_disk.check_throttle(self.study.disks, [dict(c.levels) for c in self.configs])
+        factors.check_study(self.study.disks, [dict(c.levels) for c in self.configs])
         found: dict[str, Availability] = {}
         dummy = [f"/dev/disk{i}" for i in range(n)]
         for cfg in self.configs:
@@ -154,8 +154,8 @@ class StudyRun:
             spec = trial.spec_for(cfg, dummy, "pbcheck", self.paths.scratch)
             self.backends[name].validate(spec)
             pool_ops.disks_for(self.study.disks, dict(cfg.levels))
-            slow_disk.check(self.study.disks, dict(cfg.levels))
             avail = found.get(name) or self.backends[name].check()
+            factors.check(self.study.disks, dict(cfg.levels), name, avail.dialect)
             arc_limit.check(dict(cfg.levels), avail.dialect)
             aging.check(name, avail.dialect, dict(cfg.levels))
             pool_ops.check_pool_workloads(name, spec.layout, n, self.workloads, avail.version)
@@ -381,10 +381,10 @@ class StudyRun:
         base = self.paths.scratch / name
         disks = pool_ops.disks_for(self.study.disks, tc.levels)
         devices = sources.make_disks(self.runner, journal, disks, base, claims=self.claims)
-        slow = slow_disk.throttle(journal, disks, devices, tc.levels)  # lifted at teardown
+        made = factors.before_pool(journal, disks, devices, tc.levels)  # undone at teardown
         pool = backend.create(trial.spec_for(tc.config, devices, name, base), journal)
         try:
-            self._use(tc, backend, pool, journal, slow)
+            self._use(tc, backend, pool, journal, made)
         except PoolbenchError as exc:  # named with the pool when it stopped answering
             named = stalled.explain(self.runner, pool, backend.check().dialect, exc)
             if named is exc:
@@ -394,7 +394,7 @@ class StudyRun:
 
     def _use(
         self, tc: TrialConfig, backend: Backend, pool: Pool, journal: Journal,
-        slow: slow_disk.SlowRecord | None,
+        made: JsonObject,
     ) -> None:  # fmt: skip
         if self.runner.dry_run:
             pool_ops.make_volume(backend, pool, parse_size(self.study.workloads.size))
@@ -402,7 +402,7 @@ class StudyRun:
                                   self.study.workloads)  # fmt: skip
         else:
             trial.refuse_if_not_as_asked(tc, backend.verify(pool))
-            extra: JsonObject = {"slow_member": dict(slow)} if slow else {}
+            extra = dict(made)
             # journaled, so the trial's teardown restores it whatever happens next
             arc = arc_limit.apply(journal, tc.levels)
             if arc:

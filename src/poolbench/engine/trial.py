@@ -11,6 +11,7 @@ from poolbench.engine import aging, pool_ops
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.subject import Options
 from poolbench.errors import PoolbenchError, UsageError
+from poolbench.factors import registry as factors
 from poolbench.records.findings import Findings
 from poolbench.store.facts import MEMBER_DISKS
 from poolbench.study import matrix
@@ -58,7 +59,11 @@ def spec_for(cfg: matrix.Config, devices: Sequence[str], name: str, mount_root: 
     pool_opts, fs_opts, volume = _options_by_backend(backend, levels)
     # Applied by the trial loop itself; and `fs = <backend>` names a stack's own filesystem
     # (fs-compare's matrix: fs=zfs, fs=btrfs beside md's fs=ext3/ext4/xfs).
-    consumed = set(pool_ops.TRIAL_FACTORS) | ({"fs"} if levels.get("fs") == backend else set())
+    consumed = (
+        set(pool_ops.TRIAL_FACTORS)
+        | set(factors.KEYS)
+        | ({"fs"} if levels.get("fs") == backend else set())
+    )
     unused = (
         set(levels) - {"backend", "layout"} - set(pool_opts) - set(fs_opts) - set(volume)
         - consumed
