@@ -3,7 +3,7 @@
 * **Trial factors** (`TRIAL_FACTORS`): factors the trial loop applies itself, not a backend —
   `vdev_source` (overrides `[disks] vdev_source`), `compressibility` (overrides
   `[workloads] compressibility`), `fill` (pre-fills the pool before the workloads run),
-  `arc_max` (the ARC's ceiling for the trial: engine/arc_limit.py), `load` (the foreground
+  `load` (the foreground
   workload a resilver runs under: engine/resilver_load.py), `aging` and `frag_target`
   (engine/aging.py: the pool aged to the fill level instead); the factors of factors/
   (factors/registry.py) besides.
@@ -62,7 +62,6 @@ TRIAL_FACTORS = (
     "compressibility",
     "fill",
     "full_page_writes",
-    "arc_max",
     "load",
     "aging",
     "frag_target",

@@ -33,7 +33,6 @@ from poolbench.backends import registry
 from poolbench.backends.base import Availability, Backend, Pool, unavailable
 from poolbench.engine import (
     aging,
-    arc_limit,
     lifecycle,
     pool_ops,
     replicates,
@@ -156,7 +155,6 @@ class StudyRun:
             pool_ops.disks_for(self.study.disks, dict(cfg.levels))
             avail = found.get(name) or self.backends[name].check()
             factors.check(self.study.disks, dict(cfg.levels), name, avail.dialect)
-            arc_limit.check(dict(cfg.levels), avail.dialect)
             aging.check(name, avail.dialect, dict(cfg.levels))
             pool_ops.check_pool_workloads(name, spec.layout, n, self.workloads, avail.version)
             pool_ops.check_volume(spec, self.workloads, self.study.workloads.size)
@@ -402,20 +400,17 @@ class StudyRun:
                                   self.study.workloads)  # fmt: skip
         else:
             trial.refuse_if_not_as_asked(tc, backend.verify(pool))
-            extra = dict(made)
-            # journaled, so the trial's teardown restores it whatever happens next
-            arc = arc_limit.apply(journal, tc.levels)
-            if arc:
-                extra["arc_limit"] = arc
-            self._measure(tc, backend, pool, extra)
+            self._measure(tc, backend, pool, journal, made)
 
-    def _measure(self, tc: TrialConfig, backend: Backend, pool: Pool, extra: JsonObject) -> None:
+    def _measure(
+        self, tc: TrialConfig, backend: Backend, pool: Pool, journal: Journal, made: JsonObject
+    ) -> None:
         # The study's seed seeds fio's offsets too, so `run --seed N` replays them.
         options = replace(
             trial.options_for(self.study, self.workloads, tc, self.untar_source), seed=self.seed
         )
-        findings = trial.findings_for(self.runner, backend, pool, tc, options)
-        findings.other.update(extra)
+        findings = trial.findings_for(self.runner, journal, backend, pool, tc, options)
+        findings.other.update(made)
         subject = pool_ops.subject_for(
             self.runner,
             backend,

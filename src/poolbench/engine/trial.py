@@ -12,7 +12,9 @@ from poolbench.engine.records import TrialConfig
 from poolbench.engine.subject import Options
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.factors import registry as factors
+from poolbench.factors.base import AfterPool
 from poolbench.records.findings import Findings
+from poolbench.safety.journal import Journal
 from poolbench.store.facts import MEMBER_DISKS
 from poolbench.study import matrix
 from poolbench.study.model import Study
@@ -117,14 +119,20 @@ def options_for(
 
 
 def findings_for(
-    runner: Runner, backend: Backend, pool: Pool, tc: TrialConfig, options: Options
-) -> Findings:
+    runner: Runner, journal: Journal, backend: Backend, pool: Pool, tc: TrialConfig,
+    options: Options,
+) -> Findings:  # fmt: skip
     """What every measurement of the trial records: the pool, the replicate, and the pool's
     fill or age (done here, before any workload, when the configuration has a `fill` or an
     `aging` level)."""
     other: dict[str, object] = {"replicate": tc.replicate}
     # The disks the pool really sits on (sector sizes for the ashift study's 512e note).
     other[MEMBER_DISKS] = [probes.device_info(Path(d).name) for d in pool.block_devices]
+    # The pool's factors, in order (journaled: the trial's teardown undoes what they set)
+    streams = max((w.streams for w in options.workloads), default=1)
+    at = AfterPool(runner, journal, backend, pool, tc.levels, options.size, streams,
+                   options.seed or 0)  # fmt: skip
+    other.update(factors.after_pool(at))
     if "aging" in tc.levels:  # aged to its fill level instead of filled in one pass
         assert options.size is not None
         other["aging"] = aging.age_pool(backend, pool, tc.levels, options.size, options.seed or 0)

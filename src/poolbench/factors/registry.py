@@ -6,14 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from poolbench.factors import slow_member
+from poolbench.factors import arc_max, slow_member
 from poolbench.factors.base import AfterPool, BeforePool, Factor, Levels, Preflight
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
 from poolbench.study.model import Disks
 from poolbench.system.runner import Runner
 
-FACTORS: dict[str, Factor] = {f.keys[0]: f for f in (slow_member.FACTOR,)}
+# In the order a trial applies them: the ARC's ceiling before the pool's data is laid down.
+FACTORS: dict[str, Factor] = {
+    f.keys[0]: f
+    for f in (
+        arc_max.FACTOR,
+        slow_member.FACTOR,
+    )
+}
 # Every level key a factor owns: what the backends are not asked to take.
 KEYS: tuple[str, ...] = tuple(k for f in FACTORS.values() for k in f.keys)
 
