@@ -13,10 +13,11 @@ import pytest
 
 from poolbench.backends import fragmentation as frag
 from poolbench.backends.base import Pool, PoolSpec
-from poolbench.engine import aging, trial
+from poolbench.engine import trial
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.subject import Options
 from poolbench.errors import Unsupported, UsageError
+from poolbench.factors import aging
 from poolbench.safety.journal import Journal
 from poolbench.store.factrows import FactRow
 from poolbench.store.facts import facts_from_records

@@ -58,6 +58,8 @@ JSON_ALIAS_USERS: dict[str, str] = {
     "engine/pool_hooks.py": "the sections a trial adds to the `guards` JSON (Findings.other)",
     "factors/base.py": "a factor's section of the guards JSON (Findings.other)",
     "factors/registry.py": "the factors' sections of the guards JSON (Findings.other)",
+    "factors/aging.py": "the `aging` section of the guards JSON (Findings.other)",
+    "factors/fill.py": "the `fill` section of the guards JSON (Findings.other)",
     "factors/arc_max.py": "the `arc_limit` section of the guards JSON (Findings.other)",
     "factors/slow_member.py": "the `slow_member` section of the guards JSON (Findings.other)",
     "engine/l2arc_reads.py": "the `l2arc` section of the guards JSON (Findings.other)",

@@ -31,14 +31,7 @@ from pathlib import Path
 
 from poolbench.backends import registry
 from poolbench.backends.base import Availability, Backend, Pool, unavailable
-from poolbench.engine import (
-    aging,
-    lifecycle,
-    pool_ops,
-    replicates,
-    stalled,
-    trial,
-)
+from poolbench.engine import lifecycle, pool_ops, replicates, stalled, trial
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.session import Session
@@ -155,7 +148,6 @@ class StudyRun:
             pool_ops.disks_for(self.study.disks, dict(cfg.levels))
             avail = found.get(name) or self.backends[name].check()
             factors.check(self.study.disks, dict(cfg.levels), name, avail.dialect)
-            aging.check(name, avail.dialect, dict(cfg.levels))
             pool_ops.check_pool_workloads(name, spec.layout, n, self.workloads, avail.version)
             pool_ops.check_volume(spec, self.workloads, self.study.workloads.size)
         if not self.configs:

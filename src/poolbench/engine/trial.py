@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from poolbench.backends.base import Backend, Pool, PoolSpec
-from poolbench.engine import aging, pool_ops
+from poolbench.engine import pool_ops
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.subject import Options
 from poolbench.errors import PoolbenchError, UsageError
@@ -122,9 +122,8 @@ def findings_for(
     runner: Runner, journal: Journal, backend: Backend, pool: Pool, tc: TrialConfig,
     options: Options,
 ) -> Findings:  # fmt: skip
-    """What every measurement of the trial records: the pool, the replicate, and the pool's
-    fill or age (done here, before any workload, when the configuration has a `fill` or an
-    `aging` level)."""
+    """What every measurement of the trial records: the pool, the replicate, and what the
+    pool's factors did (done here, before any workload: the ARC's ceiling, the fill or age)."""
     other: dict[str, object] = {"replicate": tc.replicate}
     # The disks the pool really sits on (sector sizes for the ashift study's 512e note).
     other[MEMBER_DISKS] = [probes.device_info(Path(d).name) for d in pool.block_devices]
@@ -133,13 +132,4 @@ def findings_for(
     at = AfterPool(runner, journal, backend, pool, tc.levels, options.size, streams,
                    options.seed or 0)  # fmt: skip
     other.update(factors.after_pool(at))
-    if "aging" in tc.levels:  # aged to its fill level instead of filled in one pass
-        assert options.size is not None
-        other["aging"] = aging.age_pool(backend, pool, tc.levels, options.size, options.seed or 0)
-    elif "fill" in tc.levels:
-        assert options.size is not None
-        streams = max(w.streams for w in options.workloads)
-        other["fill"] = pool_ops.prefill(
-            runner, pool, int(tc.levels["fill"]), options.size, streams
-        )
     return Findings(pool=pool.described, other=other)

@@ -67,6 +67,8 @@ class Factor(Protocol):
 
     keys: tuple[str, ...]
     section: str
+    # Factors whose `after_pool` this one does instead when both are active (aging: fill)
+    replaces: tuple[str, ...] = ()
 
     def check_study(self, disks: Disks, configs: Sequence[Levels]) -> None:
         """Refuse, before anything is built, a study no configuration of which can run."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from poolbench.factors import arc_max, slow_member
+from poolbench.factors import aging, arc_max, fill, slow_member
 from poolbench.factors.base import AfterPool, BeforePool, Factor, Levels, Preflight
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
@@ -18,6 +18,8 @@ FACTORS: dict[str, Factor] = {
     f.keys[0]: f
     for f in (
         arc_max.FACTOR,
+        fill.FACTOR,
+        aging.FACTOR,
         slow_member.FACTOR,
     )
 }
@@ -59,8 +61,11 @@ def before_pool(
 
 
 def after_pool(at: AfterPool) -> JsonObject:
-    """Every active factor's act on the built pool, in order; their sections by name."""
-    return _sections((f.section, f.after_pool(at)) for f in active(at.levels))
+    """Every active factor's act on the built pool, in order (one that another active
+    factor `replaces` left to it); their sections by name."""
+    now = active(at.levels)
+    replaced = {name for f in now for name in f.replaces}
+    return _sections((f.section, f.after_pool(at)) for f in now if f.keys[0] not in replaced)
 
 
 def dry_run(runner: Runner, levels: Levels) -> None:
