@@ -1,8 +1,7 @@
 """What the trial loop does beyond build → measure → destroy, for the built-in studies.
 
 * **Trial factors** (`TRIAL_FACTORS`): factors the trial loop applies itself, not a backend —
-  `vdev_source` (overrides `[disks] vdev_source`), `compressibility` (overrides
-  `[workloads] compressibility`), `load` (the foreground workload a resilver runs under:
+  `load` (the foreground workload a resilver runs under:
   engine/resilver_load.py); the factors of factors/ (factors/registry.py) besides.
 * **Generic layouts** (`parity1`, `parity2`): one single/double-parity array over all the
   disks, in each backend's own terms (ZFS raidz1/raidz2, btrfs and md raid5/raid6), so one
@@ -55,8 +54,6 @@ from poolbench.workloads.workload import Workload
 
 # full_page_writes: a PostgreSQL setting the pgbench workloads apply (engine/pgbench_run.py).
 TRIAL_FACTORS = (
-    "vdev_source",
-    "compressibility",
     "full_page_writes",
     "load",
 )
@@ -99,23 +96,6 @@ def check_loop_scratch(
             "RAM (losetup --direct-io refuses them, or the figures would measure memory).",
             "Give --scratch-dir on a disk-backed filesystem, e.g. /var/tmp/poolbench.",
         )
-
-
-def disks_for(disks: Disks, levels: Mapping[str, str]) -> Disks:
-    """[disks] with the configuration's `vdev_source` level applied."""
-    source = levels.get("vdev_source")
-    if source is None or source == disks.vdev_source:
-        return disks
-    if source != "whole" and disks.source == "files":
-        raise UsageError(
-            f"vdev_source={source} needs block devices, but [disks] source is 'files'.",
-            'Use source = "loop" (loop devices over sparse files) or real devices.',
-        )
-    if source == "slice" and not disks.slice_size:
-        raise UsageError(
-            "vdev_source=slice needs [disks] slice_size.", 'Add e.g. slice_size = "256M".'
-        )
-    return disks.model_copy(update={"vdev_source": source})
 
 
 def _check_expand(backend: str, layout: str, n_disks: int, version: str) -> None:

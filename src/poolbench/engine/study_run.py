@@ -145,7 +145,6 @@ class StudyRun:
                 found[name] = avail
             spec = trial.spec_for(cfg, dummy, "pbcheck", self.paths.scratch)
             self.backends[name].validate(spec)
-            pool_ops.disks_for(self.study.disks, dict(cfg.levels))
             avail = found.get(name) or self.backends[name].check()
             factors.check(self.study.disks, dict(cfg.levels), name, avail.dialect)
             pool_ops.check_pool_workloads(name, spec.layout, n, self.workloads, avail.version)
@@ -369,7 +368,7 @@ class StudyRun:
 
         backend = self.backends[tc.backend]
         base = self.paths.scratch / name
-        disks = pool_ops.disks_for(self.study.disks, tc.levels)
+        disks = factors.disks_for(self.study.disks, tc.levels)
         devices = sources.make_disks(self.runner, journal, disks, base, claims=self.claims)
         made = factors.before_pool(journal, disks, devices, tc.levels)  # undone at teardown
         pool = backend.create(trial.spec_for(tc.config, devices, name, base), journal)

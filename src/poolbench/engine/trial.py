@@ -101,14 +101,14 @@ def refuse_if_not_as_asked(tc: TrialConfig, problems: Sequence[str]) -> None:
 def options_for(
     study: Study, workloads: list[Workload], tc: TrialConfig, tarball: Path | None
 ) -> Options:
-    """The session's options: the study's [workloads], with the trial's compressibility."""
+    """The session's options: the study's [workloads], as the trial's factors set them."""
     from poolbench.units import parse_size
 
-    wl = study.workloads
+    wl = factors.workloads_for(study.workloads, tc.levels)
     return Options(
         workloads=workloads,
         size=parse_size(wl.size),
-        compressibility=int(tc.levels.get("compressibility", wl.compressibility)),
+        compressibility=wl.compressibility,
         runtime_s=wl.runtime,
         min_window_s=wl.min_window,
         iodepth=wl.iodepth,

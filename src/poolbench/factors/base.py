@@ -1,13 +1,13 @@
 """The trial factor protocol: what one factor does at each stage of a trial.
 
 A trial is: the study checked (`check_study`, `check`) → its disks made (`disks`: the
-configuration's [disks]) → `before_pool` (the disks made, no pool yet) → the pool built and
-verified → `after_pool` (before any workload: the system around the pool, the pool's data)
-→ the workloads → teardown. A factor acts only where it has something to do; every other
-stage is the protocol's default, which does nothing. Whatever a factor changes outside its
-pool is journaled before it is changed, so the trial's teardown undoes it (on error, Ctrl-C
-and in `poolbench cleanup` too). What a factor did is its section of every measurement of
-the trial (Findings.other, under `section`).
+configuration's [disks]; `workloads`: its [workloads]) → `before_pool` (the disks made, no
+pool yet) → the pool built and verified → `after_pool` (before any workload: the system
+around the pool, the pool's data) → the workloads → teardown. A factor acts only where it
+has something to do; every other stage is the protocol's default, which does nothing.
+Whatever a factor changes outside its pool is journaled before it is changed, so the trial's
+teardown undoes it (on error, Ctrl-C and in `poolbench cleanup` too). What a factor did is
+its section of every measurement of the trial (Findings.other, under `section`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Protocol
 from poolbench.backends.base import Backend, Pool
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
-from poolbench.study.model import Disks
+from poolbench.study.model import Disks, Workloads
 from poolbench.system.runner import Runner
 
 Levels = Mapping[str, str]
@@ -81,6 +81,10 @@ class Factor(Protocol):
     def disks(self, disks: Disks, levels: Levels) -> Disks:
         """The study's [disks] as this configuration makes them."""
         return disks
+
+    def workloads(self, workloads: Workloads, levels: Levels) -> Workloads:
+        """The study's [workloads] as this configuration measures them."""
+        return workloads
 
     def before_pool(self, at: BeforePool) -> JsonObject | None:
         """Act on the trial's disks before the pool is built; its section, or None."""

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from poolbench.factors import aging, arc_max, fill, slow_member
+from poolbench.factors import aging, arc_max, compressibility, fill, slow_member, vdev_source
 from poolbench.factors.base import AfterPool, BeforePool, Factor, Levels, Preflight
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
-from poolbench.study.model import Disks
+from poolbench.study.model import Disks, Workloads
 from poolbench.system.runner import Runner
 
 # In the order a trial applies them: the ARC's ceiling before the pool's data is laid down.
 FACTORS: dict[str, Factor] = {
     f.keys[0]: f
     for f in (
+        vdev_source.FACTOR,
+        compressibility.FACTOR,
         arc_max.FACTOR,
         fill.FACTOR,
         aging.FACTOR,
@@ -49,6 +51,13 @@ def disks_for(disks: Disks, levels: Levels) -> Disks:
     for f in active(levels):
         disks = f.disks(disks, levels)
     return disks
+
+
+def workloads_for(workloads: Workloads, levels: Levels) -> Workloads:
+    """The study's [workloads] as this configuration measures them."""
+    for f in active(levels):
+        workloads = f.workloads(workloads, levels)
+    return workloads
 
 
 def before_pool(
