@@ -1,4 +1,4 @@
-"""The aging recipe (engine/aging.py): deterministic for a seed, stops at its fill target,
+"""The aging recipe (factors/aging.py): deterministic for a seed, stops at its fill target,
 goes past the asked rounds only for a fragmentation target, and records what it reached.
 Run on a directory in tmp with tiny sizes: no pool, no root."""
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from poolbench.engine import aging
-from poolbench.engine.aging import Op, Plan, Recipe
+from poolbench.factors import aging
+from poolbench.factors.aging import Op, Plan, Recipe
 
 MiB = 1 << 20
 

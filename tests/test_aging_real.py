@@ -1,6 +1,6 @@
 """The aging recipe on real pools, small and in-process: a zfs-fuse mirror and a btrfs raid1,
 each on 2 × 128 MiB loop disks (btrfs's smallest), built by their backends, aged one round
-to 30% by engine/aging.age_pool (the step a study's trial runs before its workloads), torn
+to 30% by factors/aging.age_pool (the step a study's trial runs before its workloads), torn
 down by the journal. The recorded age is checked against what the recipe must reach: the
 rounds asked, its own live bytes exactly the fill level of the room statfs offered, and the
 room the files took by statfs within a few percent of it (the stack's metadata on top).
@@ -19,7 +19,7 @@ import pytest
 
 from poolbench.backends import registry, sources
 from poolbench.backends.base import PoolSpec
-from poolbench.engine import aging
+from poolbench.factors import aging
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import LocalRunner
 

@@ -13,10 +13,12 @@ import pytest
 
 from poolbench.backends import fragmentation as frag
 from poolbench.backends.base import Pool, PoolSpec
-from poolbench.engine import aging, trial
+from poolbench.engine import trial
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.subject import Options
 from poolbench.errors import Unsupported, UsageError
+from poolbench.factors import aging
+from poolbench.safety.journal import Journal
 from poolbench.store.factrows import FactRow
 from poolbench.store.facts import facts_from_records
 from poolbench.study import matrix
@@ -112,8 +114,9 @@ def test_the_trial_ages_its_pool_instead_of_prefilling_and_records_it(
                          ("fill", "50")))  # fmt: skip
     options = Options(workloads=parse_list("seq-write"), size=1 * MiB, seed=42)
     backend = _Backend()
-    findings = trial.findings_for(RecordingRunner(), backend, pool, TrialConfig(cfg, 0, 0),
-                                  options)  # type: ignore[arg-type]  # fmt: skip
+    runner = RecordingRunner()
+    findings = trial.findings_for(runner, Journal(runner, None), backend, pool,
+                                  TrialConfig(cfg, 0, 0), options)  # type: ignore[arg-type]  # fmt: skip
     rec = findings.other["aging"]
     assert "fill" not in findings.other  # aged to the level, not filled in one pass
     assert (rec["rounds"], rec["seed"], rec["fill_percent_asked"]) == (2, 42, 50)

@@ -124,7 +124,7 @@ def test_every_refusal_names_a_capability_of_the_list() -> None:
     assert bare == [
         "capabilities.py",
         "cli/doctor_cmd.py",
-        "engine/arc_limit.py",
+        "factors/arc_max.py",
         "study/builtin/sync_slog.py",
     ]
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from poolbench.engine import arc_limit, cleanup
+from poolbench.engine import cleanup
 from poolbench.engine import offers as offers_mod
 from poolbench.errors import EXIT_UNSUPPORTED, PoolbenchError, Unsupported, UsageError
+from poolbench.factors import arc_max as arc_limit
 from poolbench.guards import l2arc
 from poolbench.guards.cache import read_arcstats
 from poolbench.safety.journal import Journal

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from poolbench.backends import sources
-from poolbench.engine import slow_disk
 from poolbench.errors import Unsupported, UsageError
+from poolbench.factors import slow_member as slow_disk
 from poolbench.safety.journal import Journal
 from poolbench.store.factrows import FactRow
 from poolbench.store.facts import facts_from_records

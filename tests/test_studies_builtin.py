@@ -27,9 +27,10 @@ from poolbench.backends.md import MdBackend
 from poolbench.cli.main import main
 from poolbench.cli.study_cmd import study as study_command
 from poolbench.engine.pool_hooks import distributed_spare
-from poolbench.engine.pool_ops import backend_layout, check_pool_workloads, disks_for
+from poolbench.engine.pool_ops import backend_layout, check_pool_workloads
 from poolbench.engine.trial import spec_for
 from poolbench.errors import EXIT_INPUT, EXIT_UNSUPPORTED, PoolbenchError, UsageError
+from poolbench.factors.vdev_source import disks_for
 from poolbench.report import export
 from poolbench.report.data import load_run
 from poolbench.store.db import Store

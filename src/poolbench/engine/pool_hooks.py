@@ -24,6 +24,7 @@ from poolbench.backends.base import (
 from poolbench.engine import l2arc_reads, resilver_load
 from poolbench.engine.hooks import OpResult
 from poolbench.errors import PoolbenchError, UsageError
+from poolbench.factors.fill import usable_bytes
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 from poolbench.workloads.fiojob import JobParams
@@ -33,15 +34,6 @@ from poolbench.zfs.parse import TopVdev
 
 GiB = 1 << 30
 MiB = 1 << 20
-
-
-def usable_bytes(pool: Pool) -> int:
-    """The pool's usable space as it reports it (ZFS: USED + AVAIL), else statvfs."""
-    usable = pool.described.get("usable_bytes")
-    if isinstance(usable, int) and usable > 0:
-        return usable
-    st = os.statvfs(pool.mountpoint)
-    return st.f_blocks * st.f_frsize
 
 
 # -- hooks ------------------------------------------------------------------------------------

@@ -1,12 +1,8 @@
 """What the trial loop does beyond build → measure → destroy, for the built-in studies.
 
 * **Trial factors** (`TRIAL_FACTORS`): factors the trial loop applies itself, not a backend —
-  `vdev_source` (overrides `[disks] vdev_source`), `compressibility` (overrides
-  `[workloads] compressibility`), `fill` (pre-fills the pool before the workloads run),
-  `arc_max` (the ARC's ceiling for the trial: engine/arc_limit.py), `load` (the foreground
-  workload a resilver runs under: engine/resilver_load.py), `aging` and `frag_target`
-  (engine/aging.py: the pool aged to the fill level instead), `slow_member` (one member
-  throttled to a share of its peers' speed: engine/slow_disk.py).
+  `load` (the foreground workload a resilver runs under:
+  engine/resilver_load.py); the factors of factors/ (factors/registry.py) besides.
 * **Generic layouts** (`parity1`, `parity2`): one single/double-parity array over all the
   disks, in each backend's own terms (ZFS raidz1/raidz2, btrfs and md raid5/raid6), so one
   study can compare stacks on the same disks.
@@ -24,10 +20,9 @@ import gzip
 import lzma
 import os
 import shutil
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, TypedDict
+from typing import IO
 
 from poolbench import capabilities
 from poolbench.backends import zvol
@@ -42,9 +37,10 @@ from poolbench.backends.base import (
 from poolbench.backends.zfs import expansion_supported, show_trial_operation
 from poolbench.engine import pgbench_run
 from poolbench.engine.measure_checks import block_device_refusal
-from poolbench.engine.pool_hooks import PoolHooks, usable_bytes
+from poolbench.engine.pool_hooks import PoolHooks
 from poolbench.engine.subject import BlockDevice, Subject
 from poolbench.errors import UsageError
+from poolbench.factors import registry as factors
 from poolbench.guards import geometry
 from poolbench.guards.devices import MountInfo, Target, mount_of
 from poolbench.records.findings import Findings
@@ -52,21 +48,14 @@ from poolbench.safety.journal import Journal
 from poolbench.study.model import Disks, Workloads
 from poolbench.system.runner import Runner
 from poolbench.units import parse_size
-from poolbench.workloads import fio, fiojob
-from poolbench.workloads.library import L2ARC_INTERVALS, streaming
+from poolbench.workloads import fiojob
+from poolbench.workloads.library import L2ARC_INTERVALS
 from poolbench.workloads.workload import Workload
 
 # full_page_writes: a PostgreSQL setting the pgbench workloads apply (engine/pgbench_run.py).
 TRIAL_FACTORS = (
-    "vdev_source",
-    "compressibility",
-    "fill",
     "full_page_writes",
-    "arc_max",
     "load",
-    "aging",
-    "frag_target",
-    "slow_member",
 )
 MiB = 1 << 20
 
@@ -107,23 +96,6 @@ def check_loop_scratch(
             "RAM (losetup --direct-io refuses them, or the figures would measure memory).",
             "Give --scratch-dir on a disk-backed filesystem, e.g. /var/tmp/poolbench.",
         )
-
-
-def disks_for(disks: Disks, levels: Mapping[str, str]) -> Disks:
-    """[disks] with the configuration's `vdev_source` level applied."""
-    source = levels.get("vdev_source")
-    if source is None or source == disks.vdev_source:
-        return disks
-    if source != "whole" and disks.source == "files":
-        raise UsageError(
-            f"vdev_source={source} needs block devices, but [disks] source is 'files'.",
-            'Use source = "loop" (loop devices over sparse files) or real devices.',
-        )
-    if source == "slice" and not disks.slice_size:
-        raise UsageError(
-            "vdev_source=slice needs [disks] slice_size.", 'Add e.g. slice_size = "256M".'
-        )
-    return disks.model_copy(update={"vdev_source": source})
 
 
 def _check_expand(backend: str, layout: str, n_disks: int, version: str) -> None:
@@ -209,79 +181,13 @@ def make_volume(backend: Backend, pool: Pool, working_set: int | None) -> BlockD
     return BlockDevice(Path(made["path"]), int(made["volsize"]), int(block))
 
 
-# -- fill -------------------------------------------------------------------------------------
-class FillRecord(TypedDict, total=False):
-    """The `fill` section of every measurement of a filled pool (store/facts.py reads it)."""
-
-    asked_percent: int
-    usable_bytes: int
-    filler_bytes: int
-    used_bytes_after: int
-    achieved_percent: float | None
-    data: str  # what the filler was
-    seconds: float
-
-
-def check_room(name: str, usable: int, percent: int, working_set: int) -> None:
-    """Refuse (before writing) a fill level that leaves too little room for the working set."""
-    filler = usable * percent // 100
-    need = working_set * 3 // 2 + 16 * MiB  # the working set, rewritten copy-on-write
-    if filler + need > usable * 98 // 100:
-        raise UsageError(
-            f"Filling {name} to {percent}% leaves {(usable - filler) >> 20} MiB, too "
-            f"little for a {working_set >> 20} MiB working set.",
-            "Use a smaller working set (--size) or larger disks.",
-        )
-
-
-def prefill(
-    runner: Runner, pool: Pool, percent: int, working_set: int, streams: int = 1
-) -> FillRecord:
-    """Fill the pool to `percent` of its usable space with incompressible data (fio, fsync'd,
-    untimed) before the workloads run; returns what was done, for every measurement's guards.
-
-    Refuses (before writing) when the working set would not fit on top of the filler."""
-    usable = usable_bytes(pool)
-    filler = usable * percent // 100
-    check_room(pool.spec.name, usable, percent, working_set)
-    directory = pool.mountpoint / ".poolbench-fill"
-    record = FillRecord(asked_percent=percent, usable_bytes=usable)
-    if runner.dry_run:
-        runner.run(["fio", "--output-format=json", "fill.fio"])
-        return record
-    directory.mkdir(exist_ok=True)
-    t0 = time.monotonic()
-    chunk = 1 << 30  # one file per GiB: no single huge file, fio's sizes stay exact
-    left, i = filler - filler % MiB, 0
-    while left > 0:
-        size = min(chunk, left)
-        params = fiojob.JobParams(str(directory), size, file_prefix=f"fill{i}")
-        job = fiojob.render(streaming("write"), params)
-        fio.run_job(runner, job, directory / f"fill{i}.fio", "write")
-        left -= size
-        i += 1
-    st = os.statvfs(pool.mountpoint)
-    used = usable - st.f_bavail * st.f_frsize
-    record.update(
-        {
-            "filler_bytes": filler - filler % MiB,
-            "used_bytes_after": used,
-            "achieved_percent": round(100 * used / usable, 1) if usable else None,
-            "data": "incompressible (fio refill_buffers), fsync'd, not timed",
-            "seconds": round(time.monotonic() - t0, 2),
-        }
-    )
-    return record
-
-
 def dry_commands(
     runner: Runner, pool: Pool, levels: Mapping[str, str], workloads: Sequence[Workload],
     wl: Workloads | None = None,
 ) -> None:  # fmt: skip
     """--dry-run: what one trial would run after the pool is built, in order (`wl`: the
     study's [workloads], for the pgbench commands' sizes)."""
-    if "fill" in levels:
-        runner.run(["fio", "--output-format=json", f"fill-{levels['fill']}pct.fio"])
+    factors.dry_run(runner, levels)
     name = pool.spec.name
     offline = False
     last_write: Workload | None = None

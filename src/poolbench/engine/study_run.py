@@ -31,20 +31,12 @@ from pathlib import Path
 
 from poolbench.backends import registry
 from poolbench.backends.base import Availability, Backend, Pool, unavailable
-from poolbench.engine import (
-    aging,
-    arc_limit,
-    lifecycle,
-    pool_ops,
-    replicates,
-    slow_disk,
-    stalled,
-    trial,
-)
+from poolbench.engine import lifecycle, pool_ops, replicates, stalled, trial
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.session import Session
 from poolbench.errors import PoolbenchError, ToolMissingError, UsageError
+from poolbench.factors import registry as factors
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.claims import ClaimRefused, ClaimSet, DeviceChanged
 from poolbench.safety.journal import Journal
@@ -135,7 +127,7 @@ class StudyRun:
         from poolbench.backends import sources
 
         sources.check_emulation(self.study.disks, self.runner.dry_run)
-        slow_disk.check_throttle(self.study.disks, [dict(c.levels) for c in self.configs])
+        factors.check_study(self.study.disks, [dict(c.levels) for c in self.configs])
         found: dict[str, Availability] = {}
         dummy = [f"/dev/disk{i}" for i in range(n)]
         for cfg in self.configs:
@@ -153,11 +145,8 @@ class StudyRun:
                 found[name] = avail
             spec = trial.spec_for(cfg, dummy, "pbcheck", self.paths.scratch)
             self.backends[name].validate(spec)
-            pool_ops.disks_for(self.study.disks, dict(cfg.levels))
-            slow_disk.check(self.study.disks, dict(cfg.levels))
             avail = found.get(name) or self.backends[name].check()
-            arc_limit.check(dict(cfg.levels), avail.dialect)
-            aging.check(name, avail.dialect, dict(cfg.levels))
+            factors.check(self.study.disks, dict(cfg.levels), name, avail.dialect)
             pool_ops.check_pool_workloads(name, spec.layout, n, self.workloads, avail.version)
             pool_ops.check_volume(spec, self.workloads, self.study.workloads.size)
         if not self.configs:
@@ -379,12 +368,12 @@ class StudyRun:
 
         backend = self.backends[tc.backend]
         base = self.paths.scratch / name
-        disks = pool_ops.disks_for(self.study.disks, tc.levels)
+        disks = factors.disks_for(self.study.disks, tc.levels)
         devices = sources.make_disks(self.runner, journal, disks, base, claims=self.claims)
-        slow = slow_disk.throttle(journal, disks, devices, tc.levels)  # lifted at teardown
+        made = factors.before_pool(journal, disks, devices, tc.levels)  # undone at teardown
         pool = backend.create(trial.spec_for(tc.config, devices, name, base), journal)
         try:
-            self._use(tc, backend, pool, journal, slow)
+            self._use(tc, backend, pool, journal, made)
         except PoolbenchError as exc:  # named with the pool when it stopped answering
             named = stalled.explain(self.runner, pool, backend.check().dialect, exc)
             if named is exc:
@@ -394,7 +383,7 @@ class StudyRun:
 
     def _use(
         self, tc: TrialConfig, backend: Backend, pool: Pool, journal: Journal,
-        slow: slow_disk.SlowRecord | None,
+        made: JsonObject,
     ) -> None:  # fmt: skip
         if self.runner.dry_run:
             pool_ops.make_volume(backend, pool, parse_size(self.study.workloads.size))
@@ -402,20 +391,17 @@ class StudyRun:
                                   self.study.workloads)  # fmt: skip
         else:
             trial.refuse_if_not_as_asked(tc, backend.verify(pool))
-            extra: JsonObject = {"slow_member": dict(slow)} if slow else {}
-            # journaled, so the trial's teardown restores it whatever happens next
-            arc = arc_limit.apply(journal, tc.levels)
-            if arc:
-                extra["arc_limit"] = arc
-            self._measure(tc, backend, pool, extra)
+            self._measure(tc, backend, pool, journal, made)
 
-    def _measure(self, tc: TrialConfig, backend: Backend, pool: Pool, extra: JsonObject) -> None:
+    def _measure(
+        self, tc: TrialConfig, backend: Backend, pool: Pool, journal: Journal, made: JsonObject
+    ) -> None:
         # The study's seed seeds fio's offsets too, so `run --seed N` replays them.
         options = replace(
             trial.options_for(self.study, self.workloads, tc, self.untar_source), seed=self.seed
         )
-        findings = trial.findings_for(self.runner, backend, pool, tc, options)
-        findings.other.update(extra)
+        findings = trial.findings_for(self.runner, journal, backend, pool, tc, options)
+        findings.other.update(made)
         subject = pool_ops.subject_for(
             self.runner,
             backend,

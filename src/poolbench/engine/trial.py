@@ -7,11 +7,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from poolbench.backends.base import Backend, Pool, PoolSpec
-from poolbench.engine import aging, pool_ops
+from poolbench.engine import pool_ops
 from poolbench.engine.records import TrialConfig
 from poolbench.engine.subject import Options
 from poolbench.errors import PoolbenchError, UsageError
+from poolbench.factors import registry as factors
+from poolbench.factors.base import AfterPool
 from poolbench.records.findings import Findings
+from poolbench.safety.journal import Journal
 from poolbench.store.facts import MEMBER_DISKS
 from poolbench.study import matrix
 from poolbench.study.model import Study
@@ -58,7 +61,11 @@ def spec_for(cfg: matrix.Config, devices: Sequence[str], name: str, mount_root: 
     pool_opts, fs_opts, volume = _options_by_backend(backend, levels)
     # Applied by the trial loop itself; and `fs = <backend>` names a stack's own filesystem
     # (fs-compare's matrix: fs=zfs, fs=btrfs beside md's fs=ext3/ext4/xfs).
-    consumed = set(pool_ops.TRIAL_FACTORS) | ({"fs"} if levels.get("fs") == backend else set())
+    consumed = (
+        set(pool_ops.TRIAL_FACTORS)
+        | set(factors.KEYS)
+        | ({"fs"} if levels.get("fs") == backend else set())
+    )
     unused = (
         set(levels) - {"backend", "layout"} - set(pool_opts) - set(fs_opts) - set(volume)
         - consumed
@@ -94,14 +101,14 @@ def refuse_if_not_as_asked(tc: TrialConfig, problems: Sequence[str]) -> None:
 def options_for(
     study: Study, workloads: list[Workload], tc: TrialConfig, tarball: Path | None
 ) -> Options:
-    """The session's options: the study's [workloads], with the trial's compressibility."""
+    """The session's options: the study's [workloads], as the trial's factors set them."""
     from poolbench.units import parse_size
 
-    wl = study.workloads
+    wl = factors.workloads_for(study.workloads, tc.levels)
     return Options(
         workloads=workloads,
         size=parse_size(wl.size),
-        compressibility=int(tc.levels.get("compressibility", wl.compressibility)),
+        compressibility=wl.compressibility,
         runtime_s=wl.runtime,
         min_window_s=wl.min_window,
         iodepth=wl.iodepth,
@@ -112,21 +119,17 @@ def options_for(
 
 
 def findings_for(
-    runner: Runner, backend: Backend, pool: Pool, tc: TrialConfig, options: Options
-) -> Findings:
-    """What every measurement of the trial records: the pool, the replicate, and the pool's
-    fill or age (done here, before any workload, when the configuration has a `fill` or an
-    `aging` level)."""
+    runner: Runner, journal: Journal, backend: Backend, pool: Pool, tc: TrialConfig,
+    options: Options,
+) -> Findings:  # fmt: skip
+    """What every measurement of the trial records: the pool, the replicate, and what the
+    pool's factors did (done here, before any workload: the ARC's ceiling, the fill or age)."""
     other: dict[str, object] = {"replicate": tc.replicate}
     # The disks the pool really sits on (sector sizes for the ashift study's 512e note).
     other[MEMBER_DISKS] = [probes.device_info(Path(d).name) for d in pool.block_devices]
-    if "aging" in tc.levels:  # aged to its fill level instead of filled in one pass
-        assert options.size is not None
-        other["aging"] = aging.age_pool(backend, pool, tc.levels, options.size, options.seed or 0)
-    elif "fill" in tc.levels:
-        assert options.size is not None
-        streams = max(w.streams for w in options.workloads)
-        other["fill"] = pool_ops.prefill(
-            runner, pool, int(tc.levels["fill"]), options.size, streams
-        )
+    # The pool's factors, in order (journaled: the trial's teardown undoes what they set)
+    streams = max((w.streams for w in options.workloads), default=1)
+    at = AfterPool(runner, journal, backend, pool, tc.levels, options.size, streams,
+                   options.seed or 0)  # fmt: skip
+    other.update(factors.after_pool(at))
     return Findings(pool=pool.described, other=other)

@@ -26,7 +26,7 @@ class FactRow(TypedDict):
 
 @dataclass(frozen=True)
 class Age:
-    """How one trial's pool was aged (engine/aging.py's record): rounds done of those asked,
+    """How one trial's pool was aged (factors/aging.py's record): rounds done of those asked,
     the fill asked and reached (statfs), and the stack's own free-space fragmentation."""
 
     replicate: int

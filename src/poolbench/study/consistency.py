@@ -93,7 +93,7 @@ def _fits(study: Study) -> None:
     if d.source == "devices" or d.count == 0:
         return  # device sizes are known only after probing them
     ws = parse_size(study.workloads.size)
-    # aging fills to its fill level, 80% without one (engine/aging.py DEFAULT_FILL)
+    # aging fills to its fill level, 80% without one (factors/aging.py DEFAULT_FILL)
     default = [80] if "aging" in study.factors else [0]
     fill = max((int(x) for x in study.factors.get("fill", default)), default=0)
     ashifts = [int(a) for a in study.factors.get("ashift", [12]) if is_digits(str(a))] or [12]

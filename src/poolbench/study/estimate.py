@@ -127,7 +127,7 @@ def estimate(study: Study) -> Estimate:
     fill_extra = 0.0
     for c in configs:
         level = c.get("fill", "80" if c.get("aging") is not None else None)
-        # aging refills the deleted share (engine/aging.py DELETE_SHARE) and overwrites part
+        # aging refills the deleted share (factors/aging.py DELETE_SHARE) and overwrites part
         # of the rest each round: about 0.4 of the fill level per round, on top of the fill
         rewrites = 1 + 0.4 * int(c.get("aging") or 0)
         if level is not None:  # the pre-fill: a share of the pool's raw space, untimed

@@ -1,7 +1,7 @@
 """aging: how does each layout fall at 0 / 1 / 3 aging rounds at 80% fill, and does the
 ranking change?
 
-Each trial's pool is aged before the workloads by engine/aging.py's recipe (files of a size
+Each trial's pool is aged before the workloads by factors/aging.py's recipe (files of a size
 distribution created, overwritten in part and deleted, round by round, back to the fill
 level each time), seeded by the run's seed so every layout goes through the same operations.
 `aging = 0` is the same recipe's first fill alone: files created one after another, nothing
@@ -74,7 +74,7 @@ def build(ctx: Context) -> StudyDict:
     fill = _fill(ctx)
     layouts = ctx.opt_list("layouts", [default_pairs(ctx), "raidz1"])
     # The working set must fit on top of the fill (the smallest default layout: mirror pairs
-    # hold half the disks' space), rewritten copy-on-write (engine/pool_ops.check_room).
+    # hold half the disks' space), rewritten copy-on-write (factors/fill.check_room).
     usable = ctx.disk_bytes * (ctx.n // 2) * 0.9
     room = (usable * (0.97 - fill / 100) - 16 * MiB) / 2.5
     ws = f"{max(8, min(1024, int(room) // MiB))}M"
@@ -196,7 +196,7 @@ def notes(ctx: Context, facts: StudyFacts) -> list[str]:
     if not aged:
         return []
     hows = sorted({a.frag_how for c in aged for a in c.ages if a.frag_how})
-    out = ["aging: each pool aged before measuring (engine/aging.py; the run's seed, so the "
+    out = ["aging: each pool aged before measuring (factors/aging.py; the run's seed, so the "
            "same operations on every layout; untimed); fragmentation: "
            + ("; ".join(hows) or "not read"), *(_age_line(c) for c in aged)]  # fmt: skip
     for w in WORKLOADS + sorted({w for c in facts.configs for w in c.figures} - set(WORKLOADS)):

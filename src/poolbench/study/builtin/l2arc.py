@@ -1,7 +1,7 @@
 """l2arc: does a cache device (L2ARC) pay for a working set larger than the ARC?
 
 The pool alone beside the same pool `+ cache 1`, with the ARC's ceiling lowered for every
-trial (the `arc_max` trial factor: engine/arc_limit.py, journaled and put back afterwards)
+trial (the `arc_max` trial factor: factors/arc_max.py, journaled and put back afterwards)
 so that a working set of a few hundred MiB is several times the ARC. Random reads run in
 consecutive intervals with the ARC's and L2ARC's counters read between them
 (engine/l2arc_reads.py), so the notes show the cache device warming up, its steady hit

@@ -1,5 +1,5 @@
-"""The aging recipe: a pool made old on purpose, by a recorded, repeatable sequence of file
-creations, overwrites and deletions, before the workloads run.
+"""The `aging` (and `frag_target`) trial factor: a pool made old on purpose, by a recorded,
+repeatable sequence of file creations, overwrites and deletions, before the workloads run.
 
 A fresh pool filled sequentially (the `fill` factor) has its free space in a few large runs;
 a pool that lived has it in many small holes between surviving files, and a layout that wins
@@ -35,7 +35,12 @@ from typing import TypedDict
 from poolbench import capabilities
 from poolbench.backends.base import Backend, Pool, SupportsFragmentation, capability
 from poolbench.errors import PoolbenchError
+from poolbench.factors import fill
+from poolbench.factors.base import AfterPool, Factor, Preflight
+from poolbench.records.jsontypes import JsonObject
 
+KEY = "aging"
+FRAG_KEY = "frag_target"
 KiB = 1 << 10
 MiB = 1 << 20
 # (size, weight by count): the mean file is ~340 KiB, and 5% of the files hold ~60% of the
@@ -277,23 +282,23 @@ EXTRA_ROUNDS = 10  # at most this many rounds past the asked ones, chasing a fra
 def recipe_for(levels: Mapping[str, str], seed: int) -> Recipe:
     """The recipe a configuration's levels ask for: `aging` rounds, to its `fill` level,
     with its `frag_target` if any; the run's seed, so every layout is aged alike."""
-    rounds = int(levels["aging"])
-    frag = levels.get("frag_target")
-    return Recipe(seed, int(levels.get("fill", DEFAULT_FILL)), rounds,
+    rounds = int(levels[KEY])
+    frag = levels.get(FRAG_KEY)
+    return Recipe(seed, int(levels.get(fill.KEY, DEFAULT_FILL)), rounds,
                   int(frag) if frag is not None else None, rounds + EXTRA_ROUNDS)  # fmt: skip
 
 
 def check(backend: str, dialect: str, levels: Mapping[str, str]) -> None:
     """A fragmentation target where the stack has no fragmentation figure to reach it by,
     refused before anything is built."""
-    if "frag_target" not in levels:
+    if FRAG_KEY not in levels:
         return
     if backend == "zfs" and dialect == "openzfs":
         return
     what = "zfs-fuse (pool version 23)" if backend == "zfs" else f"the {backend} backend"
     raise capabilities.unsupported(
         "fragmentation",
-        f"frag_target={levels['frag_target']} needs the pool's free-space fragmentation "
+        f"frag_target={levels[FRAG_KEY]} needs the pool's free-space fragmentation "
         f"figure, which {what} does not report; nothing was created.",
         "Remove frag_target (the aging rounds and fill are still recorded), or run on "
         "OpenZFS 2.x (the guest tier: vm/run-openzfs-tier.sh).",
@@ -305,14 +310,12 @@ def age_pool(
 ) -> AgeRecord:
     """Age the trial's pool before its workloads (refused first when the working set would
     not fit on top of the fill level)."""
-    from poolbench.engine.pool_ops import check_room
-
     recipe = recipe_for(levels, seed)
     # The room a fresh filesystem offers for files, by statfs, the same figure for every
     # stack: a small btrfs holds back a large share of its size for metadata chunks and its
     # global reserve, which a fill of `f_blocks` would count as filled by the recipe.
     usable = available(pool.mountpoint)
-    check_room(pool.spec.name, usable, recipe.fill_percent, working_set)
+    fill.check_room(pool.spec.name, usable, recipe.fill_percent, working_set)
     reads = capability(backend, SupportsFragmentation)
 
     def frag() -> tuple[float | None, str]:
@@ -321,3 +324,23 @@ def age_pool(
         return reads.free_fragmentation(pool)
 
     return age(pool.mountpoint, usable, recipe, frag)
+
+
+class Aging(Factor):
+    """The pool aged to its fill level before its workloads, instead of filled in one pass."""
+
+    keys = (KEY, FRAG_KEY)
+    section = KEY
+    replaces = (fill.KEY,)
+
+    def check(self, at: Preflight) -> None:
+        check(at.backend, at.dialect, at.levels)
+
+    def after_pool(self, at: AfterPool) -> JsonObject | None:
+        if KEY not in at.levels:  # a frag_target alone: study/consistency.py refuses it
+            return None
+        assert at.working_set is not None
+        return dict(age_pool(at.backend, at.pool, at.levels, at.working_set, at.seed))
+
+
+FACTOR = Aging()

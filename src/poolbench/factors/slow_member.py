@@ -1,6 +1,6 @@
-"""One member made slow on purpose (the `slow_member` factor): the first disk of the trial's
-pool throttled to a share of its peers' speed, to measure what one slow disk costs a layout
-and whether the slow-member guard (guards/members.py, engine/slow_members.py) names it.
+"""The `slow_member` trial factor: one member made slow on purpose, the first disk of the
+trial's pool throttled to a share of its peers' speed, to measure what one slow disk costs a
+layout and whether the slow-member guard (guards/members.py, engine/slow_members.py) names it.
 
 The throttle is the cgroup v1 blkio cap of system/throttle.py, set only on a loop device the
 study made itself, whose peers run at the study's `[disks] cap`: "half as fast as its peers"
@@ -18,11 +18,14 @@ from typing import TypedDict
 
 from poolbench import capabilities
 from poolbench.errors import UsageError
+from poolbench.factors.base import BeforePool, Factor, Levels, Preflight
+from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
 from poolbench.study.model import Disks
 from poolbench.system import throttle as blkio
 
 MiB = 1 << 20
+KEY = "slow_member"
 NONE = 100  # the level at which no member is slow
 POSITION = 0  # the member made slow: the first disk in the pool's order
 
@@ -40,7 +43,7 @@ class SlowRecord(TypedDict):
 
 def check(disks: Disks, levels: Mapping[str, str]) -> None:
     """Refuse, before anything is made, a slow member whose peers' speed is not known."""
-    level = levels.get("slow_member")
+    level = levels.get(KEY)
     if level is None or int(level) >= NONE:
         return
     if disks.source != "loop" or not disks.cap:
@@ -62,7 +65,7 @@ def check_throttle(disks: Disks, configs: Sequence[Mapping[str, str]], why: str 
     why = why or blkio.unavailable()
     if not disks.cap or not why:
         return
-    slowed = any(int(c.get("slow_member", NONE)) < NONE for c in configs)
+    slowed = any(int(c.get(KEY, NONE)) < NONE for c in configs)
     if not slowed:
         raise capabilities.unsupported(
             "blkio-throttle",
@@ -96,7 +99,7 @@ def throttle(
     None when the configuration has no slow member."""
     from poolbench.backends.sources import cap_devices
 
-    level = levels.get("slow_member")
+    level = levels.get(KEY)
     if level is None or int(level) >= NONE or not devices:
         return None
     check(disks, levels)
@@ -114,3 +117,23 @@ def throttle(
         how="cgroup v1 blkio throttle (root cgroup, reads and writes), journaled and lifted "
         "at teardown",
     )
+
+
+class SlowMember(Factor):
+    """The first member capped before the pool is built; lifted at teardown."""
+
+    keys = (KEY,)
+    section = KEY
+
+    def check_study(self, disks: Disks, configs: Sequence[Levels]) -> None:
+        check_throttle(disks, configs)
+
+    def check(self, at: Preflight) -> None:
+        check(at.disks, at.levels)
+
+    def before_pool(self, at: BeforePool) -> JsonObject | None:
+        slow = throttle(at.journal, at.disks, at.devices, at.levels)
+        return dict(slow) if slow else None
+
+
+FACTOR = SlowMember()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from poolbench import capabilities
 from poolbench.errors import PoolbenchError, Unsupported
+from poolbench.factors.base import AfterPool, Factor, Preflight
 from poolbench.guards.cache import ARCSTATS, read_arcstats
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
@@ -24,13 +25,15 @@ from poolbench.system import modparams
 from poolbench.units import parse_size
 
 MiB = 1 << 20
+KEY = "arc_max"
+SECTION = "arc_limit"  # its section in Findings.other
 MIN_ARC_MAX = 64 * MiB  # OpenZFS ignores a smaller zfs_arc_max
 MIN_ARC_MIN = 32 * MiB  # and a smaller zfs_arc_min (2 × the largest block, 16 MiB)
 
 
 def wanted(levels: Mapping[str, str]) -> int | None:
     """The ceiling the trial asks for, in bytes, or None (no `arc_max` factor)."""
-    return parse_size(levels["arc_max"]) if "arc_max" in levels else None
+    return parse_size(levels[KEY]) if KEY in levels else None
 
 
 def check(levels: Mapping[str, str], dialect: str = "openzfs") -> None:
@@ -107,3 +110,19 @@ def _set(journal: Journal, name: str, value: int, effective: int, root: Path) ->
             "Run as root on OpenZFS; OpenZFS refuses a zfs_arc_max below 64 MiB, at or "
             "below the ARC's floor, or above the memory.",
         ) from exc
+
+
+class ArcMax(Factor):
+    """The ARC's ceiling lowered after the pool is built, before its workloads."""
+
+    keys = (KEY,)
+    section = SECTION
+
+    def check(self, at: Preflight) -> None:
+        check(at.levels, at.dialect)
+
+    def after_pool(self, at: AfterPool) -> JsonObject | None:
+        return apply(at.journal, at.levels) or None
+
+
+FACTOR = ArcMax()

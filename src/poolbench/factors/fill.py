@@ -1,0 +1,111 @@
+"""The `fill` trial factor: the pool filled to a share of its usable space with
+incompressible data (fio, fsync'd, untimed) after it is built and before the workloads run,
+so a layout is measured as full as it will be used. A configuration with `aging` is aged to
+its fill level instead (factors/aging.py), not filled in one pass."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TypedDict
+
+from poolbench.backends.base import Pool
+from poolbench.errors import UsageError
+from poolbench.factors.base import AfterPool, Factor, Levels
+from poolbench.records.jsontypes import JsonObject
+from poolbench.system.runner import Runner
+from poolbench.workloads import fio, fiojob
+from poolbench.workloads.library import streaming
+
+KEY = "fill"
+MiB = 1 << 20
+
+
+def usable_bytes(pool: Pool) -> int:
+    """The pool's usable space as it reports it (ZFS: USED + AVAIL), else statvfs."""
+    usable = pool.described.get("usable_bytes")
+    if isinstance(usable, int) and usable > 0:
+        return usable
+    st = os.statvfs(pool.mountpoint)
+    return st.f_blocks * st.f_frsize
+
+
+class FillRecord(TypedDict, total=False):
+    """The `fill` section of every measurement of a filled pool (store/facts.py reads it)."""
+
+    asked_percent: int
+    usable_bytes: int
+    filler_bytes: int
+    used_bytes_after: int
+    achieved_percent: float | None
+    data: str  # what the filler was
+    seconds: float
+
+
+def check_room(name: str, usable: int, percent: int, working_set: int) -> None:
+    """Refuse (before writing) a fill level that leaves too little room for the working set."""
+    filler = usable * percent // 100
+    need = working_set * 3 // 2 + 16 * MiB  # the working set, rewritten copy-on-write
+    if filler + need > usable * 98 // 100:
+        raise UsageError(
+            f"Filling {name} to {percent}% leaves {(usable - filler) >> 20} MiB, too "
+            f"little for a {working_set >> 20} MiB working set.",
+            "Use a smaller working set (--size) or larger disks.",
+        )
+
+
+def prefill(
+    runner: Runner, pool: Pool, percent: int, working_set: int, streams: int = 1
+) -> FillRecord:
+    """Fill the pool to `percent` of its usable space with incompressible data (fio, fsync'd,
+    untimed) before the workloads run; returns what was done, for every measurement's guards.
+
+    Refuses (before writing) when the working set would not fit on top of the filler."""
+    usable = usable_bytes(pool)
+    filler = usable * percent // 100
+    check_room(pool.spec.name, usable, percent, working_set)
+    directory = pool.mountpoint / ".poolbench-fill"
+    record = FillRecord(asked_percent=percent, usable_bytes=usable)
+    if runner.dry_run:
+        runner.run(["fio", "--output-format=json", "fill.fio"])
+        return record
+    directory.mkdir(exist_ok=True)
+    t0 = time.monotonic()
+    chunk = 1 << 30  # one file per GiB: no single huge file, fio's sizes stay exact
+    left, i = filler - filler % MiB, 0
+    while left > 0:
+        size = min(chunk, left)
+        params = fiojob.JobParams(str(directory), size, file_prefix=f"fill{i}")
+        job = fiojob.render(streaming("write"), params)
+        fio.run_job(runner, job, directory / f"fill{i}.fio", "write")
+        left -= size
+        i += 1
+    st = os.statvfs(pool.mountpoint)
+    used = usable - st.f_bavail * st.f_frsize
+    record.update(
+        {
+            "filler_bytes": filler - filler % MiB,
+            "used_bytes_after": used,
+            "achieved_percent": round(100 * used / usable, 1) if usable else None,
+            "data": "incompressible (fio refill_buffers), fsync'd, not timed",
+            "seconds": round(time.monotonic() - t0, 2),
+        }
+    )
+    return record
+
+
+class Fill(Factor):
+    """The pool filled before its workloads (unless a factor that `replaces` it is active)."""
+
+    keys = (KEY,)
+    section = KEY
+
+    def after_pool(self, at: AfterPool) -> JsonObject | None:
+        assert at.working_set is not None
+        return dict(prefill(at.runner, at.pool, int(at.levels[KEY]), at.working_set, at.streams))
+
+    def dry_run(self, runner: Runner, levels: Levels) -> None:
+        runner.run(["fio", "--output-format=json", f"fill-{levels[KEY]}pct.fio"])
+
+
+FACTOR = Fill()

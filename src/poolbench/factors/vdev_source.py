@@ -1,0 +1,44 @@
+"""The `vdev_source` trial factor: what each member of the pool is made of for one
+configuration (a whole disk, a partition, a slice), overriding the study's `[disks]
+vdev_source`. It acts where the trial makes its disks (backends/sources.py)."""
+
+from __future__ import annotations
+
+from poolbench.errors import UsageError
+from poolbench.factors.base import Factor, Levels, Preflight
+from poolbench.study.model import Disks
+
+KEY = "vdev_source"
+
+
+def disks_for(disks: Disks, levels: Levels) -> Disks:
+    """[disks] with the configuration's `vdev_source` level applied."""
+    source = levels.get(KEY)
+    if source is None or source == disks.vdev_source:
+        return disks
+    if source != "whole" and disks.source == "files":
+        raise UsageError(
+            f"vdev_source={source} needs block devices, but [disks] source is 'files'.",
+            'Use source = "loop" (loop devices over sparse files) or real devices.',
+        )
+    if source == "slice" and not disks.slice_size:
+        raise UsageError(
+            "vdev_source=slice needs [disks] slice_size.", 'Add e.g. slice_size = "256M".'
+        )
+    return disks.model_copy(update={"vdev_source": source})
+
+
+class VdevSource(Factor):
+    """The configuration's [disks] with its vdev source."""
+
+    keys = (KEY,)
+    section = ""
+
+    def check(self, at: Preflight) -> None:
+        disks_for(at.disks, at.levels)
+
+    def disks(self, disks: Disks, levels: Levels) -> Disks:
+        return disks_for(disks, levels)
+
+
+FACTOR = VdevSource()
