@@ -474,6 +474,7 @@ def test_a_10000_trial_dry_run_plans_every_trial(tmp_path: Path) -> None:
     assert trials == 10000
 
 
+@pytest.mark.slow  # a dry run of 220 configurations
 def test_dry_run_keeps_store_and_prints_paths_literally(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -97,6 +97,7 @@ def test_interval_excludes_one_exactly_when_welch_test_rejects() -> None:
         assert r.significant == (r.p_value < 0.05)
 
 
+@pytest.mark.slow  # a simulation of thousands of comparisons
 def test_false_significance_rate_with_unequal_sizes_and_spreads() -> None:
     """pyperf's pitfall: unequal sample sizes must not inflate "significant". With equal
     means, 3 noisy replicates against 10 quiet ones, about 5% of comparisons may be

@@ -255,6 +255,7 @@ def test_the_text_report_names_each_capability_with_its_id(tmp_path: Path) -> No
     assert "ZFS in use: openzfs (zfs-2.3.2-2~bpo12+2); OpenZFS is installed" in text
 
 
+@pytest.mark.slow  # apt's own solver, once for every install doctor suggests
 @pytest.mark.skipif(shutil.which("apt-get") is None, reason="needs apt-get (Debian, Ubuntu)")
 def test_every_suggested_install_removes_nothing_on_an_openzfs_host(tmp_path: Path) -> None:
     """apt's own simulation against the OpenZFS host's dpkg status: each package doctor

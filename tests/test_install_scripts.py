@@ -34,10 +34,13 @@ def _zfs_fuse_has_a_candidate() -> bool:
     return "Candidate:" in out.stdout and "Candidate: (none)" not in out.stdout
 
 
-pytestmark = pytest.mark.skipif(
-    not _zfs_fuse_has_a_candidate(),
-    reason="needs apt with Debian's package lists (apt-cache policy zfs-fuse has a candidate)",
-)
+pytestmark = [
+    pytest.mark.slow,  # apt's own solver, run once or more per case
+    pytest.mark.skipif(
+        not _zfs_fuse_has_a_candidate(),
+        reason="needs apt with Debian's package lists (apt-cache policy zfs-fuse has a candidate)",
+    ),
+]
 
 
 def _no_zfs_status() -> str:

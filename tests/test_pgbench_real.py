@@ -143,6 +143,7 @@ runtime = 60
 """
 
 
+@pytest.mark.slow  # a PostgreSQL server started and killed
 @pytest.mark.usefixtures("machine")  # starts PostgreSQL, kills it with poolbench
 def test_kill_mid_trial_then_cleanup_stops_the_server(tmp_path: Path) -> None:
     base = _open_dir()

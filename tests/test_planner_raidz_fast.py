@@ -62,6 +62,7 @@ PSIZES = [512, 1536, 4096, 12288, 65536, 131072, 1 << 20]
 GRID = [4096, 12288, 131072, 1 << 20]
 
 
+@pytest.mark.slow  # the reference, every width to 18 at four ashifts (hypothesis samples the rest)
 @pytest.mark.parametrize("parity", [1, 2, 3])
 @pytest.mark.parametrize("ashift", [9, 12, 13, 16])
 def test_every_small_width_matches_the_reference(parity: int, ashift: int) -> None:

@@ -531,6 +531,7 @@ def test_a_study_stopped_between_trials_resumes_with_exactly_what_is_missing(
     assert json.loads(out.store.run(1)["metadata"])["seed"] == 3
 
 
+@pytest.mark.slow  # a real study under a pseudo-terminal, hung up
 @pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
 def test_a_terminal_that_hangs_up_stops_the_study_as_ctrl_c_would(tmp_path: Path) -> None:
     """poolbench on a terminal of its own (its session's controlling terminal, a progress bar

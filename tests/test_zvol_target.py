@@ -134,6 +134,7 @@ def test_a_study_refuses_a_zvol_with_file_workloads_before_building(tmp_path: Pa
     pool_ops.check_volume(spec, parse_list("rand-read-4k"), "16M")
 
 
+@pytest.mark.slow  # fio on a block device, its bytes counted (16 s)
 @pytest.mark.usefixtures("machine")  # a loop device made here
 def test_a_session_on_a_block_device_counts_its_bytes_exactly(tmp_path: Path) -> None:
     """fio on a raw loop device (made here): the jobs name the device, writes are counted
