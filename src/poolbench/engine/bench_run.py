@@ -3,8 +3,9 @@ makes for the purpose) under the run lifecycle, and keep what the header needs t
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager, ExitStack
+import os
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from poolbench.engine.subject import Options, Subject, WorkloadResult
 from poolbench.guards.devices import MountInfo, Target
 from poolbench.guards.workingset import WorkingSet
 from poolbench.records.jsontypes import JsonObject
+from poolbench.safety.journal import Journal
 from poolbench.store import history
 from poolbench.store.db import Store
 from poolbench.system import probes, watchdog
@@ -93,10 +95,30 @@ class BenchRun:
                     announce(session.working_set.space_text(session.workspace.root))
                 metadata["scratch"] = self.scratch_size
                 self.store.update_metadata(run_id, metadata)
-                with progress_bar() as update:
+                with progress_bar() as update, ExitStack() as journaled:
+                    if self.scratch_bytes is None:  # (the scratch filesystem has its own)
+                        journals = default_paths(self.store).journals
+                        root = session.workspace.root  # after preflight: the target is writable
+                        journaled.enter_context(_journaled(self.runner, root, journals))
                     session.progress = update
                     results = session.run()
                 # The seeded workload order of each round, for the record (and a replay).
                 metadata["round_orders"] = session.round_orders
                 self.store.update_metadata(run_id, metadata)
         return BenchResult(run_id, results, session)
+
+
+@contextmanager
+def _journaled(runner: Runner, workspace: Path, journals: Path) -> Iterator[None]:
+    """The working directory a bench makes on the user's filesystem, journaled before it
+    exists: after a kill -9 `poolbench cleanup` stops the fio it left and removes the
+    directory (the session removes it itself on every other ending)."""
+    journals.mkdir(parents=True, exist_ok=True)
+    journal = Journal(runner, journals / f"bench-pid{os.getpid()}.jsonl")
+    journal.path_created(str(workspace))
+    try:
+        yield
+    finally:
+        journal.teardown_or_raise(
+            "The bench's working directory was left: ", "Remove it by hand if it is still there."
+        )

@@ -30,7 +30,7 @@ from poolbench.zfs.dialect import ZFS_FUSE
 # pgbench-pid<P>: a PostgreSQL server (system/pgserver.py); its name sorts before the
 # trial's and the scratch filesystem's, so the server stops before its pool goes.
 _NAME = re.compile(
-    r"^(?:run\d+-pid(\d+)-trial\d+|(?:scratch|record)-pid(\d+)|pgbench-pid(\d+))\.jsonl$"
+    r"^(?:run\d+-pid(\d+)-trial\d+|(?:scratch|record|bench)-pid(\d+)|pgbench-pid(\d+))\.jsonl$"
 )
 
 
