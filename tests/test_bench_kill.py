@@ -12,23 +12,14 @@ import time
 from pathlib import Path
 
 from tests.conftest import needs_fio, poolbench
+from tests.procs import processes_matching
 
 pytestmark = needs_fio
 
 
 def _fio_under(root: Path) -> list[int]:
     """fio processes whose command line names a file under `root`."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv and argv[0].endswith(b"fio") and any(str(root).encode() in a for a in argv):
-            pids.append(int(proc.name))
-    return pids
+    return [pid for pid, argv in processes_matching(str(root)) if argv.split()[0].endswith("fio")]
 
 
 def test_a_killed_bench_leaves_its_directory_to_cleanup(tmp_path: Path) -> None:

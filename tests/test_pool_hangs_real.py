@@ -50,6 +50,7 @@ import pytest
 from tests.conftest import poolbench
 from tests.plugins.machine import LoopFs, MakeLoopFs
 from tests.plugins.zfs_fuse import OwnDaemon
+from tests.procs import processes_matching
 
 from poolbench.system import watchdog
 from poolbench.zfs import health, suspended
@@ -179,17 +180,7 @@ class Scene:
 
 
 def _processes(text: str) -> list[str]:
-    found = []
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            argv = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in argv and int(p.name) != os.getpid():
-            found.append(f"{p.name} {argv[:120]}")
-    return found
+    return [f"{pid} {argv[:120]}" for pid, argv in processes_matching(text)]
 
 
 @pytest.fixture

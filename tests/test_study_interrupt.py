@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import poolbench
 from tests.plugins.zfs_fuse import OwnDaemon
+from tests.procs import processes_matching
 
 pytestmark = pytest.mark.untimed
 
@@ -69,17 +70,7 @@ def _wrapper_dir(tmp: Path, slow: str) -> Path:
 
 
 def _procs_matching(text: str) -> list[int]:
-    found = []
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            argv = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in argv and int(p.name) != os.getpid():
-            found.append(int(p.name))
-    return found
+    return [pid for pid, _argv in processes_matching(text)]
 
 
 def _leftovers(scratch: Path) -> list[str]:
