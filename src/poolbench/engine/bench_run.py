@@ -118,7 +118,9 @@ def _journaled(runner: Runner, workspace: Path, journals: Path) -> Iterator[None
     journal.path_created(str(workspace))
     try:
         yield
-    finally:
-        journal.teardown_or_raise(
-            "The bench's working directory was left: ", "Remove it by hand if it is still there."
-        )
+    except BaseException:
+        journal.teardown()  # what it cannot undo stays journaled for `poolbench cleanup`;
+        raise  # the error the user must see is the one that ended the bench, not this
+    journal.teardown_or_raise(
+        "The bench's working directory was left: ", "Remove it by hand if it is still there."
+    )
