@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -221,19 +222,30 @@ def test_a_read_only_screen_runs_reads_interleaved_and_names_the_slow_disk(
     assert {s.device for s in slow_disks(result.disks)} == {"/dev/fc"}
 
 
-def test_the_sustained_write_is_sampled_from_the_device_counters(tmp_path: Path) -> None:
+def test_the_sustained_write_is_sampled_from_the_device_counters() -> None:
     # A fake device whose counter fio "writes" into: fast for 0.35 s, then a tenth as fast.
+    # Its tree lives in memory, as sysfs does: on the disk /tmp is on, a suite's other worker
+    # flushing and dropping caches stalls the renames for longer than an interval.
+    with tempfile.TemporaryDirectory(dir="/dev/shm", prefix="pb-sysfs-") as shm:
+        _sample_a_sustained_write(Path(shm))
+
+
+def _sample_a_sustained_write(tmp_path: Path) -> None:
     _stat_tree(tmp_path, ["fs"])
     stat = tmp_path / "class" / "block" / "fs" / "stat"
     tmp = stat.with_name("stat.new")
 
+    def written(t: float) -> int:  # bytes by t seconds: 40 MiB/s for 0.35 s, then 4 MiB/s
+        return int(40 * MiB * min(t, 0.35) + 4 * MiB * max(0.0, t - 0.35))
+
     def fio(argv: tuple[str, ...]) -> CommandResult:
-        sectors, t0 = 0, time.monotonic()
+        # The counter follows the clock, not the loop: on a loaded machine the loop runs late
+        # and less often, and a counter that grew per turn of it would slow with it.
+        t0 = time.monotonic()
         while (now := time.monotonic() - t0) < 1.0:
-            sectors += (40 if now < 0.35 else 4) * MiB // 512 // 100  # per 10 ms
-            tmp.write_text(f"0 0 0 0 0 0 {sectors} 0 0 0 0\n")
+            tmp.write_text(f"0 0 0 0 0 0 {written(now) // 512} 0 0 0 0\n")
             tmp.replace(stat)  # whole, as sysfs shows it: never an empty file mid-write
-            time.sleep(0.01)
+            time.sleep(0.002)
         return fake_fio({"/dev/fs": 10})(argv)
 
     opts = ScreenOptions(writes=True, tests=(SUSTAIN,), sustain_s=1.0, interval_s=0.04)
