@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from poolbench.engine import quanta
+from poolbench.guards.cache import FUSE_ARCSTATS
 from poolbench.system.runner import Runner
 from poolbench.zfs import fusedaemon
 
@@ -27,13 +29,13 @@ def zfs_available(runner: Runner, max_arc_mib: int | None = None) -> Iterator[bo
             fusedaemon.stop(started)
 
 
-def larger_arc(max_arc_mib: int) -> str:
+def larger_arc(max_arc_mib: int, fuse_arcstats: Path = FUSE_ARCSTATS) -> str:
     """What to say when the zfs-fuse that answers has a larger ARC than `max_arc_mib`, the
     one a daemon started here would have had (someone else's daemon, used as it is): its
     write quanta are larger, and the steady-state rule needs more data to judge; "" else."""
     if fusedaemon.OPENZFS_MODULE.exists():
         return ""
-    half = quanta.of("zfs-fuse").write
+    half = quanta.of("zfs-fuse", fuse_arcstats).write
     if half is None or 2 * half <= max_arc_mib * MiB:
         return ""
     return (
