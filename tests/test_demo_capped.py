@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import needs_fio, poolbench, sh, stored_rows
-from tests.plugins.zfs_fuse import OwnDaemon
+from tests.plugins.zfs_fuse import OwnDaemon, _alive
 
 from poolbench.cli.demo_cmd import CAP_MIB_S, DEMO_ARC_MIB, demo_text
 from poolbench.planner.layout import parse_layout
@@ -90,7 +90,8 @@ def test_demo_answers_what_the_caps_predict(own_zfs_fuse: OwnDaemon, tmp_path: P
         # the demo as a user runs it
         args = ("demo", "--db", str(db), "--scratch-dir", str(scratch))
         p = poolbench(*args, env={"POOLBENCH_MIN_WINDOW": "3"})
-        left = sh("pgrep", "-x", "zfs-fuse", check=False).stdout.split()
+        found = sh("pgrep", "-x", "zfs-fuse", check=False).stdout.split()
+        left = [pid for pid in found if _alive(int(pid))]  # not an exited one, unreaped
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert left == []  # the daemon the demo started was stopped again
     assert f"capped at {CAP} MiB/s each" in p.stdout
