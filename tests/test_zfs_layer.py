@@ -426,6 +426,34 @@ def test_zfs_fuse_never_started_where_openzfs_is(
     assert rec.argvs == []  # not even asked: zfs-fuse must not start beside OpenZFS
 
 
+def test_the_demo_daemon_is_started_with_its_arc_and_someone_elses_is_named(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """zfs-fuse's --max-arc-size goes to a daemon started here only; a daemon that already
+    answers is used as it is, and a larger ARC of it is said (its quanta are larger)."""
+    from poolbench.engine.zfs_daemon import larger_arc
+    from poolbench.zfs import fusedaemon
+
+    down = CommandResult(("zpool",), 1, "", "connect: no such file", 0.0)
+    monkeypatch.setattr(fusedaemon, "OPENZFS_MODULE", tmp_path / "no-openzfs")
+    monkeypatch.setattr(fusedaemon, "_await", lambda runner, pidfile: 4242)
+    rec = RecordingRunner(responses={"zpool": down})
+    assert fusedaemon.ensure_running(rec, max_arc_mib=16) == 4242
+    (start,) = [a for a in rec.argvs if a[0] == "zfs-fuse"]
+    assert start[-2:] == ("--max-arc-size", "16") and "--pidfile" in start
+    rec = RecordingRunner()  # zpool answers: a daemon runs, someone else's
+    assert fusedaemon.ensure_running(rec, max_arc_mib=16) is None
+    assert [a for a in rec.argvs if a[0] == "zfs-fuse"] == []
+    kstat = tmp_path / "arcstats"
+    kstat.mkdir()
+    (kstat / "c").write_text(f"{100 << 20}\n")
+    said = larger_arc(16, kstat)
+    assert "an ARC of 100 MiB" in said and "admits writes 50 MiB at a time" in said
+    (kstat / "c").write_text(f"{16 << 20}\n")
+    assert larger_arc(16, kstat) == ""  # the demo's own
+    assert larger_arc(16, tmp_path / "no-kstat") == ""  # unreadable: nothing to say
+
+
 def test_zpool_iostat_rows_are_read_by_column() -> None:
     from poolbench.zfs.commands import iostat_members
     from poolbench.zfs.parse import IOSTAT_COLUMNS, parse_iostat

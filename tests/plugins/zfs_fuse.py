@@ -164,6 +164,21 @@ class OwnDaemon:
         self.pid = _start_daemon(self._session.piddir)
         self._session.started.append(self.pid)
 
+    @contextlib.contextmanager
+    def stopped(self) -> Iterator[None]:
+        """No zfs-fuse running for the length of the block, for a test of a command that
+        starts its own daemon; the session's is started again afterwards (`pid` follows)."""
+        _stop_daemon(self.pid)
+        _wait_exit(self.pid, 30)
+        _unmount_dead_fuse()  # its /zfs-kstat stays mounted, dead, after a SIGTERM
+        try:
+            yield
+        finally:
+            if not zpool_answers():
+                _unmount_dead_fuse()
+                self.pid = _start_daemon(self._session.piddir)
+                self._session.started.append(self.pid)
+
 
 def _alive(pid: int) -> bool:
     """Running or stopped (not gone, not a zombie waiting for its parent)."""

@@ -19,7 +19,7 @@ from poolbench.cli.common import (
 from poolbench.cli.study_exec import execute_study
 from poolbench.engine import study_run
 from poolbench.engine.run_study import StudyRequest
-from poolbench.engine.zfs_daemon import zfs_available
+from poolbench.engine.zfs_daemon import larger_arc, zfs_available
 from poolbench.errors import UsageError
 from poolbench.store.db import resume_command
 from poolbench.study.model import parse
@@ -29,8 +29,17 @@ from poolbench.system.runner import LocalRunner
 # The demo's disks are capped where this kernel can cap a loop device (system/throttle.py):
 # then layouts differ by their structure, not by this machine's jitter, the planner knows
 # the disks' speed, and the answer can be checked against it (raidz1 of 4 writes with 3 data
-# disks, raidz2 with 2: about 60 against 40 MiB/s at 20 MiB/s a disk; docs/planner.md).
-CAP_MIB_S = 20
+# disks, raidz2 with 2: about 93 against 62 MiB/s at 32 MiB/s a disk; docs/planner.md).
+# 32, not less: with the demo's zfs-fuse ARC (below), a round of the steady-state rule is
+# one second only at 80 MiB/s or more, and the faster the windows, the shorter the demo.
+CAP_MIB_S = 32
+
+# The ARC of the zfs-fuse daemon the demo starts for itself (--max-arc-size, zfs-fuse's
+# smallest). zfs-fuse admits a stream of writes half its ARC at a time (engine/quanta.py),
+# and the steady-state rule needs rounds of ten such quanta and three rounds a window
+# (stats/steady.py): at its default ARC of 100 MiB that is 1.5 GiB a window; at 16 MiB,
+# 8 MiB quanta, 240 MiB. A daemon that already runs (the user's) is used as it is.
+DEMO_ARC_MIB = 16
 
 ZFS_DEMO = """
 name = "demo-zfs"
@@ -76,14 +85,15 @@ size = "{size}"
 """
 
 
-# The working set on capped disks: the fastest window must still last the 3 s minimum
-# (engine/window.py), and the fastest is a cold read of all four disks at once. raidz2 reads
-# at 4 x 20 = 80 MiB/s (its parity columns are read too; measured 79.4), and raidz1 at most
-# the same (the planner's bound: docs/planner.md), so 256 MiB lasts 256 / 80 = 3.2 s. A cold
-# read is never repeated to fill its window, so only the size can make it long enough: at
-# 200M raidz2's read lasted 2.5 s and warned. The writes last 4.4 s (raidz1, 58 MiB/s) and
-# 6.6 s (raidz2, 39 MiB/s). See docs/demo.md.
-CAPPED_SIZE_MIB = 256
+# The working set on capped disks: every window must hold three rounds of the steady-state
+# rule after its last second (a write's closing fsync, left out of the rounds), a round
+# being ceil(10 quanta / rate) seconds: 1 s at 80 MiB/s or more, 2 s from 40 to 80 MiB/s
+# (8 MiB quanta). 576 MiB lasts at least 4.5 s at the most any layout can move, 4 x 32 =
+# 128 MiB/s (a cold read of all four disks, never repeated to fill its window), and at
+# least 7.2 s below 80 MiB/s: four and seven one-second samples, as three rounds and the
+# last second need. The planner's rates: raidz1 writes 93, raidz2 62 (2 s rounds), reads
+# 93-128 MiB/s. See docs/demo.md.
+CAPPED_SIZE_MIB = 576
 
 
 def demo_text(zfs: bool, capped: bool) -> str:
@@ -118,33 +128,35 @@ def demo(
 ) -> None:
     """Run a short real study on sparse-file disks: the embedded default.
 
-    Uses the best ZFS available (OpenZFS, else zfs-fuse — its daemon started for the demo and
-    stopped afterwards), else btrfs on loop devices: raidz1 vs raidz2 on 4 disks capped at 20
-    MiB/s each where the kernel can cap a loop device (cgroup v1 blkio), streaming write and
-    cold read, 3+ replicates each, then the answer beside the planner's prediction.
+    Uses the best ZFS available (OpenZFS, else zfs-fuse — its daemon started for the demo,
+    with a 16 MiB ARC, and stopped afterwards), else btrfs on loop devices: raidz1 vs raidz2
+    on 4 disks capped at 32 MiB/s each where the kernel can cap a loop device (cgroup v1
+    blkio), streaming write and cold read, 3+ replicates each, then the answer beside the
+    planner's prediction.
 
     Example: sudo poolbench demo
     """
     console = Console()
     runner = LocalRunner(dry_run=dry_run)
     no_cap = throttle.unavailable()
-    if resume is not None:  # zfs-fuse, if the demo measured it, is started by the engine
+    if resume is not None:  # zfs-fuse started as the demo starts it, if none answers
         request = _resumed(resume, db, scratch_dir)
         console.print(f"poolbench demo: {request.study.description}; resuming run {resume}.")
-        execute_study(request, dry_run=dry_run, console=console)
+        with zfs_available(runner, DEMO_ARC_MIB):
+            execute_study(request, dry_run=dry_run, console=console)
         return
-    with zfs_available(runner) as zfs:
+    with zfs_available(runner, DEMO_ARC_MIB) as zfs:
         text = demo_text(zfs or dry_run, capped=not no_cap)
         study = override_min_window(parse(text, "demo"), min_window)
         # What sparse-file disks can and cannot show is said once, in the report's header.
         console.print(f"poolbench demo: {study.description}.")
-        if no_cap:
-            console.print(
-                f"note: the disks run uncapped, at this machine's own speed: {no_cap}. "
-                "Layouts may then differ by this machine's jitter more than by their structure.",
-                markup=False,
-                highlight=False,
-            )
+        for note in (
+            f"the disks run uncapped, at this machine's own speed: {no_cap}. Layouts may "
+            "then differ by this machine's jitter more than by their structure." if no_cap else "",
+            "" if dry_run or not zfs else larger_arc(DEMO_ARC_MIB),
+        ):  # fmt: skip
+            if note:
+                console.print(f"note: {note}", markup=False, highlight=False)
         request = StudyRequest(study, text, db, scratch_dir=scratch_dir, command="demo")
         execute_study(request, dry_run=dry_run, console=console)
 

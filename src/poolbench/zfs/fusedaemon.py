@@ -30,8 +30,10 @@ def answers(runner: Runner) -> bool:
 OPENZFS_MODULE = Path("/sys/module/zfs")
 
 
-def ensure_running(runner: Runner) -> int | None:
-    """Start zfs-fuse if no ZFS answers; returns the pid we started, or None."""
+def ensure_running(runner: Runner, max_arc_mib: int | None = None) -> int | None:
+    """Start zfs-fuse if no ZFS answers; returns the pid we started, or None.
+    `max_arc_mib`: the ARC's size for a daemon started here (zfs-fuse's --max-arc-size,
+    which overrides /etc/zfs/zfsrc); a daemon that already answers is used as it is."""
     if runner.dry_run or OPENZFS_MODULE.exists() or runner.which("zfs-fuse") is None:
         return None
     if answers(runner):
@@ -39,7 +41,8 @@ def ensure_running(runner: Runner) -> int | None:
     piddir = Path(tempfile.mkdtemp(prefix="poolbench-zfsfuse-"))
     pidfile = piddir / "pid"
     # zfs-fuse daemonizes itself: keep it out of the runner's process-group cleanup.
-    runner.run(["zfs-fuse", "--pidfile", str(pidfile)], reap_group=False)
+    arc = [] if max_arc_mib is None else ["--max-arc-size", str(max_arc_mib)]
+    runner.run(["zfs-fuse", "--pidfile", str(pidfile), *arc], reap_group=False)
     try:
         return _await(runner, pidfile)
     except BaseException:
