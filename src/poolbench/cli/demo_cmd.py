@@ -96,7 +96,7 @@ size = "{size}"
 # (8 MiB quanta), 3 s from 26.7 to 40. 576 MiB lasts at least 7.6 s at the most any layout
 # can move, 4 x 19 = 76 MiB/s (a cold read of all four disks, never repeated to fill its
 # window): seven one-second samples, as three rounds of 2 s and the last second need. The
-# planner's rates: raidz1 writes 55.3 (2 s rounds), raidz2 36.9 (3 s: ten samples needed,
+# planner's rates: raidz1 writes 55.3 (2 s rounds), raidz2 36.8 (3 s: ten samples needed,
 # 576 MiB make 15 or more), reads 55.3-76 MiB/s. See docs/demo.md.
 CAPPED_SIZE_MIB = 576
 
