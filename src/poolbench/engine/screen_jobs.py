@@ -25,9 +25,9 @@ from poolbench.errors import UsageError
 MiB = 1024 * 1024
 SUSTAIN = "sustain-write"  # the sustained random write (rate over time, the knee)
 # What a fio run costs beyond its runtime: starting (opening the devices, the libaio setup)
-# and writing its JSON: measured 0.6-0.9 s per run for 1 to 3 loop devices on a loaded
+# and writing its JSON: measured 0.75-1.0 s per run for 1 to 3 loop devices on a loaded
 # 2-core machine (fio 3.33; tests/test_screen_real.py holds the estimate to 20%).
-FIO_START_S = 0.75
+FIO_START_S = 0.9
 MIN_INTERVALS = 6  # a knee needs a few intervals on each side of it (screen_knee.MIN_SIDE)
 
 
