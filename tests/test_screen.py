@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from poolbench.engine.screen_compare import advice, slow_disks
-from poolbench.engine.screen_jobs import BY_NAME, SUSTAIN, ScreenOptions, fio_argv, how
+from poolbench.engine.screen_jobs import BY_NAME, FIO_START_S, SUSTAIN, ScreenOptions, fio_argv, how
 from poolbench.engine.screen_knee import FALL, Interval, find_knee, intervals
 from poolbench.engine.screen_records import DiskScreen, Figure
 from poolbench.engine.screen_run import ScreenDisk, screen
@@ -179,21 +179,30 @@ def test_a_zoned_512e_disk_from_a_fake_sysfs(tmp_path: Path) -> None:
 
 
 # -- the whole screen on a scripted fio ----------------------------------------------------
-def fake_fio(speeds: dict[str, float]) -> Callable[[tuple[str, ...]], CommandResult]:
-    """fio that moves `speeds[device]` MiB/s for its runtime (4K tests: that many bytes in
-    4K I/Os), answering with the JSON sections fioparse reads."""
+def fake_fio(
+    speeds: dict[str, float], shared: float | None = None
+) -> Callable[[tuple[str, ...]], CommandResult]:
+    """fio that moves `speeds[device]` MiB/s for its runtime on each of its jobs (4K tests:
+    that many bytes in 4K I/Os), answering with the JSON sections fioparse reads, one job
+    per --name (a job's --filename follows its --name). `shared`: the MiB/s a path shared
+    by every device carries, split evenly over the jobs running at once."""
 
     def answer(argv: tuple[str, ...]) -> CommandResult:
         opt = dict(a[2:].split("=", 1) for a in argv[1:] if "=" in a)
+        names = [a[7:] for a in argv if a.startswith("--name=")]
+        files = [a[11:] for a in argv if a.startswith("--filename=")]
         ms = int(re.sub(r"ms$", "", opt["runtime"]))
-        io = int(speeds[opt["filename"]] * MiB * ms / 1000)
-        sec = {"io_bytes": io, "total_ios": io // int(opt["bs"]), "runtime": ms,
-               "bw_bytes": io * 1000 / ms, "iops": 0, "bw_dev": 0}  # fmt: skip
-        empty = {"io_bytes": 0, "total_ios": 0, "runtime": 0, "bw_bytes": 0, "iops": 0}
         w = "write" in opt["rw"]
-        job = {"jobname": opt["name"], "error": 0, "read": empty if w else sec,
-               "write": sec if w else empty}  # fmt: skip
-        return CommandResult(argv, 0, json.dumps({"fio version": "fio-3.33", "jobs": [job]}),
+        empty = {"io_bytes": 0, "total_ios": 0, "runtime": 0, "bw_bytes": 0, "iops": 0}
+        jobs = []
+        for name, f in zip(names, files, strict=True):
+            mibs = speeds[f] if shared is None else min(speeds[f], shared / len(files))
+            io = int(mibs * MiB * ms / 1000)
+            sec = {"io_bytes": io, "total_ios": io // int(opt["bs"]), "runtime": ms,
+                   "bw_bytes": io * 1000 / ms, "iops": 0, "bw_dev": 0}  # fmt: skip
+            jobs.append({"jobname": name, "error": 0, "read": empty if w else sec,
+                         "write": sec if w else empty})  # fmt: skip
+        return CommandResult(argv, 0, json.dumps({"fio version": "fio-3.33", "jobs": jobs}),
                              "", 0.0)  # fmt: skip
 
     return answer
@@ -204,22 +213,65 @@ def _stat_tree(root: Path, names: list[str]) -> None:
         fake_sysfs(root, n, {"stat": "0 0 0 0 0 0 0 0 0 0 0", "queue/zoned": "none"})
 
 
-def test_a_read_only_screen_runs_reads_interleaved_and_names_the_slow_disk(
+def test_a_read_only_screen_runs_every_disk_at_once_and_names_the_slow_disk(
     tmp_path: Path,
 ) -> None:
     _stat_tree(tmp_path, ["fa", "fb", "fc"])
     runner = RecordingRunner({"fio": fake_fio({"/dev/fa": 100, "/dev/fb": 100, "/dev/fc": 50})})
     disks = [ScreenDisk(f"/dev/{n}", n) for n in ("fa", "fb", "fc")]
     opts = ScreenOptions(runtime_s=1, repeats=2)
-    result = screen(runner, disks, opts, sys_root=tmp_path)
-    files = [next(a for a in argv if a.startswith("--filename=")) for argv in runner.argvs]
-    assert files[:3] == ["--filename=/dev/fa", "--filename=/dev/fb", "--filename=/dev/fc"]
-    assert len(runner.argvs) == 3 * 3 * 2 and all("--readonly" in a for a in runner.argvs)
+    said: list[str] = []
+    result = screen(runner, disks, opts, sys_root=tmp_path, progress=said.append)
+    files = [[a for a in argv if a.startswith("--filename=")] for argv in runner.argvs]
+    every = ["--filename=/dev/fa", "--filename=/dev/fb", "--filename=/dev/fc"]
+    # 3 read tests x 2 runs on all three at once; after each round seq-read on one disk
+    # alone, the median one (sorted fc, fa, fb: fa), never the slow one.
+    alone = [["--filename=/dev/fa"]]
+    assert files == [every] * 3 + alone + [every] * 3 + alone
+    assert all("--readonly" in a and "--group_reporting=0" in a for a in runner.argvs[:3])
     assert [t.name for t in result.skipped][0] == "seq-write"
     fc = result.disks[2].figures["seq-read"]
     assert fc.values == (50.0, 50.0) and fc.unit == "MiB/s"
     assert result.disks[0].figures["rand-read-4k-qd1"].mean == pytest.approx(100 * 256)
     assert {s.device for s in slow_disks(result.disks)} == {"/dev/fc"}
+    p = result.path
+    assert p is not None and p.device == "/dev/fa" and p.alone == (100.0, 100.0)
+    assert not p.limited and p.total == pytest.approx(250) and "no shared limit" in p.text()
+    # Progress: every fio run numbered against the count announced, the estimate counting down.
+    assert [line.split("]")[0] for line in said[:-1]] == [f"[{i}/8" for i in range(1, 9)]
+    per_run = 1 + FIO_START_S
+    assert opts.fio_runs(3) == 8 and opts.estimate_s(3) == pytest.approx(8 * per_run)
+    assert said[0].endswith(f"about {8 * per_run:.0f} s left")
+    assert said[1].endswith(f"about {7 * per_run:.0f} s left") and said[-1].startswith(
+        "screen done"
+    )
+
+
+def test_a_path_shared_by_the_disks_is_named_with_both_figures(tmp_path: Path) -> None:
+    # Four 100 MiB/s disks behind a path that carries 160 MiB/s: 40 each at once, 100 alone.
+    names = ["fa", "fb", "fc", "fd"]
+    _stat_tree(tmp_path, names)
+    runner = RecordingRunner({"fio": fake_fio({f"/dev/{n}": 100 for n in names}, shared=160)})
+    opts = ScreenOptions(runtime_s=1, repeats=2, tests=("seq-read", "rand-read-4k-qd1"))
+    result = screen(runner, [ScreenDisk(f"/dev/{n}", n) for n in names], opts, sys_root=tmp_path)
+    assert [d.figures["seq-read"].values for d in result.disks] == [(40.0, 40.0)] * 4
+    assert not slow_disks(result.disks)  # all equally held back: none is slow
+    p = result.path
+    assert p is not None and p.test == "seq-read" and p.alone == (100.0, 100.0)
+    assert p.limited and p.total == pytest.approx(160)
+    text = p.text()
+    assert "100.0 MiB/s on seq-read alone but 40.0 MiB/s with the other 3 disk(s)" in text
+    assert "all 4 together carried 160.0 MiB/s" in text and "not 4 x 100.0" in text
+
+
+def test_one_disk_is_not_checked_alone_and_noise_does_not_call_a_path_shared() -> None:
+    from poolbench.engine.screen_path import PathCheck
+
+    assert ScreenOptions(runtime_s=1, repeats=2).fio_runs(1) == 3 * 2
+    # 20% faster alone: under the 1.33 rule. 40% faster but the intervals overlap: not named.
+    assert not PathCheck("/dev/a", "seq-read", "MiB/s", (120, 120), (100, 100), 200, 2).limited
+    assert not PathCheck("/dev/a", "seq-read", "MiB/s", (100, 180), (90, 110), 200, 2).limited
+    assert PathCheck("/dev/a", "seq-read", "MiB/s", (140, 141), (100, 101), 200, 2).limited
 
 
 def test_the_sustained_write_is_sampled_from_the_device_counters() -> None:
@@ -313,7 +365,7 @@ def test_the_printed_screen_fits_80_columns_and_says_how_and_what_was_skipped(
     out = capsys.readouterr().out
     table = out.split("†1 ")[0]
     assert all(len(line) <= 80 for line in table.splitlines()), table
-    assert "direct I/O on the raw device, 1 s per run, 2 run(s)" in out
+    assert "direct I/O on the raw device, every disk at once, 1 s per run, 2 run(s)" in out
     assert "warning: /dev/fb is slow on seq-read: 40.0 MiB/s against its peers' median" in out
     assert "skipped (they write): seq-write, rand-write-4k-qd1" in out and "--write-tests" in out
     assert "in use (mounted at /x)" in out and "stored as screen abc123" in out

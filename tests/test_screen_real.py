@@ -1,14 +1,18 @@
 """`poolbench disks --screen` on real loop devices whose speed is known: each capped with the
-cgroup v1 blkio throttle (system/throttle.py), two at CAP and one at half of it, and one whose
-write cap drops after a set number of bytes, an emulated drive-managed SMR collapse. The images
-live on a private tmpfs so the host's own disk cannot pull a device below its cap.
+cgroup v1 blkio throttle (system/throttle.py), two at CAP and one at half of it; three behind
+one shared cap (loop devices over slices of one capped loop device: a path, such as an HBA or
+a USB bridge, that limits them together); and one whose write cap drops after a set number of
+bytes, an emulated drive-managed SMR collapse. The images live on a private tmpfs so the
+host's own disk cannot pull a device below its cap.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -51,20 +55,71 @@ def capped_loops(tmpfs: Path) -> Iterator[Callable[[list[int]], list[str]]]:
             sh("losetup", "--detach", dev, check=False)
 
 
-def _screen(db: Path, *args: str) -> dict[str, object]:
-    p = poolbench("disks", "--screen", "--write-tests", "--yes", "--json", "--db", str(db), *args)
+@pytest.fixture
+def shared_path_loops(tmpfs: Path) -> Iterator[Callable[[int, int], list[str]]]:
+    """Factory: `n` 32 MiB loop devices over slices of one loop device capped at `cap` MiB/s
+    (each slice uncapped itself): every byte of theirs passes the one cap, as every disk
+    behind a slow HBA or USB bridge shares its link. All removed after."""
+    if throttle.unavailable():
+        pytest.skip(throttle.unavailable())
+    made: list[str] = []
+    base: list[str] = []
+
+    def make(n: int, cap: int) -> list[str]:
+        img = tmpfs / "shared.img"
+        sh("truncate", "-s", f"{32 * n}M", str(img))
+        base.append(sh("losetup", "--find", "--show", "--direct-io=on", str(img)).stdout.strip())
+        throttle.set_cap(_majmin(base[0]), cap * MiB)
+        for i in range(n):
+            made.append(sh("losetup", "--find", "--show", "--direct-io=on", "--offset",
+                           str(i * 32 * MiB), "--sizelimit", str(32 * MiB), base[0]
+                           ).stdout.strip())  # fmt: skip
+        return list(made)
+
+    try:
+        yield make
+    finally:
+        for dev in made:
+            sh("losetup", "--detach", dev, check=False)
+        for dev in base:
+            throttle.set_cap(_majmin(dev), 0)
+            sh("losetup", "--detach", dev, check=False)
+
+
+def _run(db: Path, *args: str) -> tuple[dict[str, object], float, float]:
+    """The screen's JSON, the estimate it printed first and the wall time it then took (its
+    own "screen done in" line), both in seconds."""
+    p = poolbench("disks", "--screen", "--json", "--db", str(db), *args)
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     assert isinstance(doc, dict)
-    return doc
+    first = p.stderr.splitlines()[0]
+    est = re.search(r"at once, about [0-9.]+ min \(([0-9]+) s\)", first)
+    took = re.search(r"screen done in ([0-9.]+) s", p.stderr)
+    assert est and took, p.stderr
+    return doc, float(est.group(1)), float(took.group(1))
+
+
+def _screen(db: Path, *args: str) -> dict[str, object]:
+    return _run(db, "--write-tests", "--yes", *args)[0]
 
 
 def test_the_loop_at_half_its_peers_cap_is_named_and_each_lands_on_its_cap(
     capped_loops: Callable[[list[int]], list[str]], tmp_path: Path
 ) -> None:
     devs = capped_loops([CAP, CAP, CAP // 2])
-    doc = _screen(tmp_path / "r.db", "--tests", "seq-read,seq-write", "--runtime", "1",
-                  "--repeats", "2", *devs)  # fmt: skip
+    opts = ("--tests", "seq-read,seq-write", "--runtime", "1", "--repeats", "2")
+    t0 = time.monotonic()
+    _run(tmp_path / "one.db", "--write-tests", "--yes", *opts, devs[0])
+    one = time.monotonic() - t0
+    t0 = time.monotonic()
+    doc, estimate, took = _run(tmp_path / "r.db", "--write-tests", "--yes", *opts, *devs)
+    three = time.monotonic() - t0
+    print(f"one disk {one:.1f} s, three {three:.1f} s; estimate {estimate:.0f}, took {took:.0f}")
+    # Every disk at once: three disks take the time of one and the alone check (2 runs more
+    # on top of 4: 1.5 x), where one at a time would take 3 x.
+    assert three / one < 2.0
+    assert abs(took - estimate) <= 0.2 * took
     disks = {d["device"]: d for d in doc["disks"]}  # type: ignore[attr-defined]
     for dev, cap in zip(devs, [CAP, CAP, CAP // 2], strict=True):
         for test in ("seq-read", "seq-write"):
@@ -76,6 +131,28 @@ def test_the_loop_at_half_its_peers_cap_is_named_and_each_lands_on_its_cap(
     assert {(s["device"], s["test"]) for s in slow} == {  # type: ignore[attr-defined]
         (devs[2], "seq-read"), (devs[2], "seq-write"),
     }  # fmt: skip
+    # Each has its own cap: the one run alone (a CAP disk, never the slow one) is no faster.
+    path = doc["path"]
+    assert isinstance(path, dict) and path["device"] in devs[:2] and not path["limited"]
+    assert CAP * 0.85 <= sum(path["alone"]) / 2 <= CAP * 1.15, path
+
+
+def test_disks_behind_one_shared_cap_are_said_to_share_it_and_none_is_named_slow(
+    shared_path_loops: Callable[[int, int], list[str]], tmp_path: Path
+) -> None:
+    devs = shared_path_loops(3, 36)
+    doc, estimate, took = _run(tmp_path / "r.db", "--tests", "seq-read", "--runtime", "1",
+                               "--repeats", "2", *devs)  # fmt: skip
+    print(f"estimate {estimate:.0f} s, took {took:.0f} s; path {doc['path']}")
+    assert abs(took - estimate) <= 0.2 * took
+    assert doc["slow"] == []  # equally held back: none slower than its peers
+    for d in doc["disks"]:  # type: ignore[attr-defined]
+        assert 36 / 3 * 0.8 <= d["figures"]["seq-read"]["mean"] <= 36 / 3 * 1.2, d["figures"]
+    path = doc["path"]
+    assert isinstance(path, dict) and path["limited"], path
+    assert 36 * 0.85 <= sum(path["alone"]) / 2 <= 36 * 1.15  # alone: the whole shared cap
+    assert 36 * 0.85 <= path["total"] <= 36 * 1.15  # together: the same 36 MiB/s in all
+    assert "limits them together" in path["text"] and "not 3 x" in path["text"]
 
 
 def _drop_cap_after(dev: str, after: int, to: int, stop: threading.Event) -> threading.Thread:

@@ -13,6 +13,7 @@ from tests.test_report_predicted import _add
 from tests.test_safety_units import FakeMachine
 
 from poolbench.engine.screen_check import study_notes
+from poolbench.engine.screen_jobs import FIO_START_S
 from poolbench.engine.screen_records import DiskScreen, Figure
 from poolbench.report.data import load_run
 from poolbench.report.predicted import predicted_rows
@@ -124,15 +125,21 @@ def test_a_real_run_screens_its_unscreened_disks_first_and_reuses_a_recent_scree
     said: list[str] = []
     claims = m.claim(["sdc", "sdd", "sde"])
     assert screen_unscreened(runner, store, claims, said.append, m.root / "sys") == 2
-    assert said[0].startswith(f"screening {dev['sdd']}, {dev['sde']} first (read-only, 80 s")
-    # Read-only (fio's --readonly), and only the two unscreened disks: 2 tests x 2 runs each.
-    assert len(runner.argvs) == 8 and all("--readonly" in a for a in runner.argvs)
+    # Both at once, 2 tests x 2 runs x 10 s, and the alone check's 2 x 10 s: 60 s and 6 fio
+    # starts.
+    assert said[0].startswith(
+        f"screening {dev['sdd']}, {dev['sde']} first (read-only, about "
+        f"{60 + 6 * FIO_START_S:.0f} s, all at once"
+    )
+    # Read-only (fio's --readonly), and only the two unscreened disks: 2 tests x 2 runs on
+    # both at once, and seq-read on one alone after each round.
+    assert len(runner.argvs) == 6 and all("--readonly" in a for a in runner.argvs)
     assert not any(f"--filename={dev['sdc']}" in a for a in runner.argvs)
     notes = study_notes(store, claims)  # now from the stored screens: sde is the slow one
     assert notes and all(f"{dev['sde']} (serial S-E) is slow on" in n for n in notes)
     # A second run finds every disk screened: nothing runs.
     assert screen_unscreened(runner, store, claims, said.append, m.root / "sys") == 0
-    assert len(runner.argvs) == 8
+    assert len(runner.argvs) == 6
 
 
 def _unscreened_machine(tmp_path: Path) -> tuple[FakeMachine, Store, dict[str, str]]:
@@ -166,10 +173,10 @@ def test_no_screen_skips_the_screen_and_says_a_slow_disk_was_not_looked_for(
     assert warn == f"warning: {kept}"  # said as stored, never "the real run screens them"
     assert "disks --screen" in warn and store.conn.execute(
         "SELECT count(*) FROM disk_screens").fetchone()[0] == 1  # fmt: skip
-    # without --no-screen the screen still runs (2 disks x 2 tests x 2 runs) and nothing is
-    # left out
+    # without --no-screen the screen still runs (2 tests x 2 runs at once, 2 alone) and
+    # nothing is left out
     assert before_study(runner, store, claims, said.append, True, m.root / "sys") is None
-    assert len(runner.argvs) == 8 and said[0].startswith(f"screening {dev['sdd']}, {dev['sde']}")
+    assert len(runner.argvs) == 6 and said[0].startswith(f"screening {dev['sdd']}, {dev['sde']}")
     assert before_study(runner, store, claims, said.append, False, m.root / "sys") is None
 
 

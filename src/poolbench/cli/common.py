@@ -152,7 +152,8 @@ def disk_speed_option(f: F) -> F:
         default=None,
         metavar="RUN",
         help="Show the speed model's figures beside the measured ones, for disks as a stored "
-        "`poolbench bench` run measured one: a run id, 'latest', or model:NAME.",
+        "`poolbench bench` run measured one: a run id, 'latest', or model:NAME; or a disk "
+        "screen's median disk: screen:ID or screen:latest.",
     )(f)
 
 

@@ -143,8 +143,9 @@ def _screen(devices: tuple[str, ...], destroy_data_on: tuple[str, ...], yes: boo
     "--screen",
     "do_screen",
     is_flag=True,
-    help="Measure each of DEVICES alone with fio (read-only unless --write-tests) and store "
-    "the figures: slow disks, zoned/SMR, sectors, write cache.",
+    help="Measure DEVICES all at once with fio, one alone against it (read-only unless "
+    "--write-tests), and store the figures: slow disks, a path that limits them together, "
+    "zoned/SMR, sectors, write cache.",
 )
 @click.option(
     "--write-tests",
@@ -198,8 +199,9 @@ def disks(
     no holder (dm, md, loop), and it carries neither the root filesystem nor poolbench's
     store or scratch directory. Read-only: nothing is written. Run as root to see everything.
 
-    With --screen, measure each of DEVICES alone with fio and store the figures (slow disks,
-    SMR, sectors, write cache); read-only unless --write-tests.
+    With --screen, measure DEVICES all at once with fio and store the figures (slow disks,
+    a path that limits them together, SMR, sectors, write cache); read-only unless
+    --write-tests.
 
     Example: poolbench disks --json | jq '.devices[] | select(.status == "free") | .path'
     """

@@ -16,6 +16,7 @@ from poolbench.cli.claiming import claim_from_cli
 from poolbench.cli.common import open_store
 from poolbench.engine.screen_compare import SLOW_RULE, advice, slow_disks
 from poolbench.engine.screen_jobs import ScreenOptions
+from poolbench.engine.screen_path import PATH_RULE
 from poolbench.engine.screen_records import DiskScreen
 from poolbench.engine.screen_run import Screen, ScreenDisk, screen
 from poolbench.errors import CommandLineError, ToolMissingError, UsageError
@@ -86,11 +87,13 @@ def run_screen(req: ScreenRequest) -> None:
                                install_hint("fio"))  # fmt: skip
     runner, disks = _targets(runner, req)
     store = open_store(req.db, "write")
-    minutes = req.options.seconds_per_disk() * len(disks) / 60
-    click.echo(f"screening {len(disks)} disk(s), about {minutes:.1f} min", err=True)
+    seconds = req.options.estimate_s(len(disks))
+    click.echo(f"screening {len(disks)} disk(s) at once, about {seconds / 60:.1f} min "
+               f"({seconds:.0f} s)", err=True)  # fmt: skip
     result = screen(runner, disks, req.options, progress=lambda s: click.echo(s, err=True))
     opts = {"runtime_s": req.options.runtime_s, "repeats": req.options.repeats,
-            "sustain_s": req.options.sustain_s, "interval_s": req.options.interval_s}  # fmt: skip
+            "sustain_s": req.options.sustain_s, "interval_s": req.options.interval_s,
+            "path": None if result.path is None else result.path.to_json()}  # fmt: skip
     sid = add_screen(store, [d.to_json() for d in result.disks], req.options.writes, opts)
     if req.as_json:
         sys.stdout.write(json.dumps(_document(result, sid, store.path), indent=2) + "\n")
@@ -115,6 +118,7 @@ def _document(result: Screen, sid: str, db: Path) -> dict[str, object]:
             vars(s) | {"slower": s.slower, "text": s.text()} for s in slow_disks(result.disks)
         ],  # fmt: skip
         "slow_rule": SLOW_RULE,
+        "path": None if result.path is None else result.path.to_json(),
         "skipped": [t.name for t in result.skipped],
         "skipped_note": _skipped_text(result) if result.skipped else None,
     }
@@ -161,6 +165,9 @@ def show(result: Screen, sid: str, db: Path) -> None:
         click.echo(f"  (named when {SLOW_RULE})")
     elif len(result.disks) > 1:
         click.echo(f"no disk is slower than its peers ({SLOW_RULE})")
+    if result.path is not None:
+        p = result.path
+        click.echo(("warning: " if p.limited else "") + p.text() + f" (named when {PATH_RULE})")
     for d in result.disks:
         ident = ", ".join(x for x in (d.model, f"serial {d.serial}" if d.serial else
                                       "no serial number") if x)  # fmt: skip

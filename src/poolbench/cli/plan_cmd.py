@@ -35,6 +35,7 @@ from poolbench.planner.rules import (
     raidz_expansion_supported,
     rules_note,
 )
+from poolbench.planner.screened import fit_screen
 from poolbench.planner.search import Objective, search
 from poolbench.units import parse_disks
 
@@ -101,7 +102,9 @@ from poolbench.units import parse_disks
     default=None,
     help="Take one disk's figures from a stored `poolbench bench` run of that disk "
     "(seq-read, seq-write, rand-read-4k, rand-write-4k; the rest from --disk-class); "
-    "RUN is a run id, 'latest', or model:NAME (the latest bench run of a disk of that model).",
+    "RUN is a run id, 'latest', or model:NAME (the latest bench run of a disk of that model), "
+    "or screen:ID / screen:latest, a disk screen: its median disk, and with --layout each "
+    "vdev at its slowest screened member (the disks in the order screened).",
 )
 @db_option
 @click.option(
@@ -214,6 +217,7 @@ def plan(
         assert disks is not None and disks_text is not None
         _binary_size_hint(list(disks) if not as_json else [])
         classes = _search_classes(slog, special)
+        disk = fit_screen(disk, None)
         search = (disks_text, disks, ashifts[0], rules, whole_disk is not False, disk, min_failures)
         _plan_search(*search, objective, top, as_json, classes, data, db)  # type: ignore[arg-type]
 
@@ -226,6 +230,7 @@ def _plan_one_layout(
     """--layout: the plan at one ashift, several compared, or (--data) the data's space."""
     note = rules_note(zfs_version)
     layout = _layout_on(layout_text, disks)
+    disk = fit_screen(disk, layout.disk_count)
     _binary_size_hint([d for v in layout.vdevs for d in v.devices] if not as_json else [])
     if data["data_text"] is not None:
         from poolbench.cli.plan_data import plan_layout_data  # the scanner: on use

@@ -76,7 +76,8 @@ no_screen_option = click.option(
     "--no-screen",
     "no_screen",
     is_flag=True,
-    help="Real disks: do not screen those with no recent screen first (about 40 s per disk). "
+    help="Real disks: do not screen those with no recent screen first (about 1 min, all "
+    "at once). "
     "The run then says, and stores, that a slow disk among them was not looked for.",
 )
 

@@ -38,7 +38,7 @@ def not_screened(paths: list[str]) -> str:
     """What --no-screen left out: said before the study and kept with its run."""
     return (
         f"{', '.join(paths)} not screened (--no-screen, and no screen of them within "
-        f"{RECENT_DAYS} days): their speeds were not measured alone, so a slow disk among "
+        f"{RECENT_DAYS} days): their speeds were not measured, so a slow disk among "
         "them was not looked for and the layouts may be compared on unequal disks (screen "
         "them: poolbench disks --screen " + " ".join(shlex.quote(p) for p in paths) + ")"
     )
@@ -74,7 +74,8 @@ def study_notes(store: Store, claims: ClaimSet, screening: bool = True) -> list[
     elif missing and len(claims.claims) > 1:
         out.append(
             f"note: no screen within {RECENT_DAYS} days of {', '.join(missing)}: the real run "
-            f"screens them first (read-only, {BEFORE_STUDY.seconds_per_disk():.0f} s per disk); "
+            f"screens them first (read-only, all at once, about "
+            f"{BEFORE_STUDY.estimate_s(len(missing)):.0f} s); "
             "a longer screen now: poolbench disks --screen "
             + " ".join(shlex.quote(c.path) for c in claims.claims)
         )
@@ -97,7 +98,7 @@ def screen_unscreened(
     opts = BEFORE_STUDY
     note(
         f"screening {', '.join(c.path for c in todo)} first (read-only, "
-        f"{opts.seconds_per_disk() * len(todo):.0f} s: {', '.join(opts.tests)}, "
+        f"about {opts.estimate_s(len(todo)):.0f} s, all at once: {', '.join(opts.tests)}, "
         f"{opts.runtime_s:g} s x {opts.repeats} each; no recent screen of them in the store)"
     )
     try:
@@ -107,7 +108,10 @@ def screen_unscreened(
         note(f"warning: the screen before the study failed, so unequal disks would go "
              f"unnoticed: {exc.paragraph()}")  # fmt: skip
         return 0
-    settings = {"runtime_s": opts.runtime_s, "repeats": opts.repeats, "before_study": True}
+    settings = {"runtime_s": opts.runtime_s, "repeats": opts.repeats, "before_study": True,
+                "path": None if result.path is None else result.path.to_json()}  # fmt: skip
+    if result.path is not None and result.path.limited:
+        note(f"warning: {result.path.text()}")
     add_screen(store, [d.to_json() for d in result.disks], False, settings)
     return len(todo)
 

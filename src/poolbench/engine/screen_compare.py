@@ -2,9 +2,9 @@
 advice (zoned, a write-rate collapse, 512e sectors, the write cache). Pure.
 
 A disk is slow by the slow-member guard's rule (guards/members.py SLOW_FRACTION): its figure
-more than 25% below the median of its peers' figures, and here, each disk measured alone
-with replicates, its whole 95% interval below that line (its mean when it ran once), so run
-to run noise does not name a disk.
+more than 25% below the median of its peers' figures, and here, every disk measured at
+once with replicates, its whole 95% interval below that line (its mean when it ran once),
+so run to run noise does not name a disk.
 """
 
 from __future__ import annotations

@@ -63,6 +63,33 @@ class DiskSpeed:
     write_iops: float
     source: str = "default"
     medium: Medium = "media"
+    # Each screened disk, in the order screened (`--disk-speed-from screen:ID`; the figures
+    # above are their median): a layout takes them vdev by vdev in that order, and each vdev
+    # runs at its slowest member's figures (`vdev_disk`). Empty: every disk is this one.
+    members: tuple[DiskSpeed, ...] = ()
+
+    @classmethod
+    def of(cls, figs: dict[str, float], source: str, medium: Medium,
+           members: tuple[DiskSpeed, ...] = ()) -> DiskSpeed:  # fmt: skip
+        """From figures keyed by field name (read_bps, write_bps, read_iops, write_iops)."""
+        return cls(figs["read_bps"], figs["write_bps"], figs["read_iops"], figs["write_iops"],
+                   source, medium, members)  # fmt: skip
+
+
+def vdev_disk(disk: DiskSpeed, layout: Layout, index: int) -> DiskSpeed:
+    """The disk figures vdev `index` of `layout` runs at: with screened members, each figure
+    the slowest of its own members' (a vdev waits for its slowest member); a vdev beyond the
+    screened disks, and a disk without members, at `disk`'s."""
+    width = layout.vdevs[index].width
+    start = sum(v.width for v in layout.vdevs[:index])
+    mine = disk.members[start : start + width]
+    if len(mine) < width:
+        return disk
+    return DiskSpeed(
+        min(m.read_bps for m in mine), min(m.write_bps for m in mine),
+        min(m.read_iops for m in mine), min(m.write_iops for m in mine),
+        f"the slowest of disks {start + 1}-{start + width} screened", disk.medium,
+    )  # fmt: skip
 
 
 # Defaults per class: conservative figures for a current 7200 rpm SATA disk, a SATA SSD and
@@ -221,8 +248,8 @@ def predict(
     reads are scaled for requests that queue on one member while another idles and, on a
     spinning disk, for a read that waits for the slowest of the members it needs."""
     total = Speed(0.0, 0.0, 0.0, 0.0)
-    for v in layout.vdevs:
-        total = total + predict_vdev(v, disk, recordsize, ashift)
+    for i, v in enumerate(layout.vdevs):
+        total = total + predict_vdev(v, vdev_disk(disk, layout, i), recordsize, ashift)
     if outstanding is None:
         return total
     members = total.read_iops / disk.read_iops  # independent servers, in disks
@@ -230,9 +257,9 @@ def predict(
     reads = total.read_iops
     if disk.medium == "media":
         reads = sum(
-            predict_vdev(v, disk, recordsize, ashift).read_iops
+            predict_vdev(v, vdev_disk(disk, layout, i), recordsize, ashift).read_iops
             * fork_join_share(members_per_read(v, recordsize, ashift), outstanding)
-            for v in layout.vdevs
+            for i, v in enumerate(layout.vdevs)
         )
     return Speed(total.read_bps, total.write_bps, reads * share, total.write_iops)
 

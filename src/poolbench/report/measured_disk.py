@@ -25,10 +25,15 @@ SOURCES = {
 
 
 def disk_speed_from_store(store: Store, ref: str, fallback: DiskSpeed) -> DiskSpeed:
-    """`ref` is a run id, 'latest' or model:NAME; see `disk_speed_from_run`."""
+    """`ref` is a run id, 'latest', model:NAME (see `disk_speed_from_run`), or screen:ID or
+    screen:latest, a disk screen (report/screened_disk.py `disk_speed_from_screen`)."""
     kind, sep, name = ref.partition(":")
     if sep and kind.strip().lower() == "model":
         return disk_speed_from_run(store, str(run_of_model(store, name.strip())), fallback)
+    if sep and kind.strip().lower() == "screen":
+        from poolbench.report.screened_disk import disk_speed_from_screen
+
+        return disk_speed_from_screen(store, name, fallback)
     return disk_speed_from_run(store, ref, fallback)
 
 

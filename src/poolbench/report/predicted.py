@@ -27,6 +27,7 @@ from poolbench.planner.performance import (
     Prediction,
     predict_detailed,
 )
+from poolbench.planner.screened import fit_screen
 from poolbench.report.data import RunData, fmt_value
 from poolbench.report.measured_disk import disk_speed_from_store
 from poolbench.report.svg import Safe, fmt, join
@@ -92,8 +93,9 @@ class PredictedRow:
 
 def report_disk(store: Store, ref: str) -> DiskSpeed:
     """The disk figures for a report: a bench run's, with figures it did not measure left
-    unknown (never a class default). Loop devices and files have no seek: transfer-bound."""
-    return disk_speed_from_store(store, ref, NOT_MEASURED)
+    unknown (never a class default). Loop devices and files have no seek: transfer-bound.
+    A screen's disk is its median disk: the study's disks are not the screen's in order."""
+    return fit_screen(disk_speed_from_store(store, ref, NOT_MEASURED), None)
 
 
 def study_layout(run: RunData, levels: dict[str, str]) -> Layout | None:
@@ -133,7 +135,7 @@ def baseline_disk(run: RunData, config: str) -> DiskSpeed | None:
     if all(math.isnan(v) for v in figs.values()):
         return None
     source = f"the study's single-disk baseline ({run.label(partner)})"
-    return DiskSpeed(**figs, source=source, medium="transfer")
+    return DiskSpeed.of(figs, source, "transfer")
 
 
 def has_baseline(run: RunData) -> bool:

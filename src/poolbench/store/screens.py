@@ -81,6 +81,16 @@ def recent_by_serial(
     return found
 
 
+def latest_screen(store: Store) -> str | None:
+    """The id of the newest screen in the store (None: no screen)."""
+    if not _has_table(store):
+        return None
+    row = store.conn.execute(
+        "SELECT screen FROM disk_screens ORDER BY created_at DESC, id DESC LIMIT 1"
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
 def screen_disks(store: Store, screen: str) -> list[StoredScreen]:
     """Every disk of one screen (its peers), in the order screened."""
     if not _has_table(store):
