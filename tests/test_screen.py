@@ -286,36 +286,42 @@ def _sample_a_sustained_write(tmp_path: Path) -> None:
     _stat_tree(tmp_path, ["fs"])
     stat = tmp_path / "class" / "block" / "fs" / "stat"
     tmp = stat.with_name("stat.new")
+    # Intervals of 100 ms over 2 s, the fall at 0.8 s: long beside what a loaded machine
+    # delays a thread by (40-100 ms seen under a suite's other worker), so a stall of the
+    # sampler or of the fake shifts bytes between two intervals, not across the fall.
+    interval, knee_s = 0.1, 0.8
 
-    def written(t: float) -> int:  # bytes by t seconds: 40 MiB/s for 0.35 s, then 4 MiB/s
-        return int(40 * MiB * min(t, 0.35) + 4 * MiB * max(0.0, t - 0.35))
+    def written(t: float) -> int:  # bytes by t seconds: 40 MiB/s until knee_s, then 4 MiB/s
+        return int(40 * MiB * min(t, knee_s) + 4 * MiB * max(0.0, t - knee_s))
 
     def fio(argv: tuple[str, ...]) -> CommandResult:
         # The counter follows the clock, not the loop: on a loaded machine the loop runs late
         # and less often, and a counter that grew per turn of it would slow with it.
         t0 = time.monotonic()
-        while (now := time.monotonic() - t0) < 1.0:
+        while (now := time.monotonic() - t0) < 2.0:
             tmp.write_text(f"0 0 0 0 0 0 {written(now) // 512} 0 0 0 0\n")
             tmp.replace(stat)  # whole, as sysfs shows it: never an empty file mid-write
-            time.sleep(0.002)
+            time.sleep(0.01)  # ten a sampling interval
         return fake_fio({"/dev/fs": 10})(argv)
 
-    opts = ScreenOptions(writes=True, tests=(SUSTAIN,), sustain_s=1.0, interval_s=0.04)
+    opts = ScreenOptions(writes=True, tests=(SUSTAIN,), sustain_s=2.0, interval_s=interval)
     result = screen(RecordingRunner({"fio": fio}), [ScreenDisk("/dev/fs", "fs")], opts,
                     sys_root=tmp_path)  # fmt: skip
     d = result.disks[0]
-    assert d.knee is not None and len(d.series) > 20
+    # 20 intervals at most; a loaded machine wakes the sampler late, and a knee needs only a
+    # few on each side of it
+    assert d.knee is not None and len(d.series) >= 12
     from poolbench.cli.disks_screen import _rate_line
 
-    (line,) = _rate_line(d, 0.04, parts=5)
+    (line,) = _rate_line(d, interval, parts=5)
     size = -(-len(d.series) // 5)  # whole intervals per slice
-    assert line.startswith(f"sustained write, MiB/s per {size * 0.04:.2g} s: ")
+    assert line.startswith(f"sustained write, MiB/s per {size * interval:.2g} s: ")
     rates = [float(x) for x in line.split(": ")[1].split()]
     assert len(rates) <= 5 and rates[0] > 4 * rates[-1]  # the fall shows
-    # The knee at ~0.35 s: within 20% of the bytes written by then (sleep jitter aside).
+    # The knee at ~0.8 s: within 20% of the bytes written by then (sleep jitter aside).
     written_by_then = sum(x.bytes for x in d.series if x.start_s + x.seconds <= d.knee.at_s)
     assert d.knee.at_bytes == pytest.approx(written_by_then, rel=0.2)
-    assert 0.25 < d.knee.at_s < 0.5 and d.knee.fall > 0.7
+    assert 0.6 < d.knee.at_s < 1.0 and d.knee.fall > 0.7
 
 
 # -- the store -----------------------------------------------------------------------------
