@@ -84,7 +84,7 @@ KNOWN_FACTORS = {
     "chunk": "md chunk size (mdadm --chunk), e.g. 64K, 512K",
     "assume_clean": "md: yes | no; yes skips the initial resync (mdadm --assume-clean)",
     "metadata_profile": "btrfs metadata profile",
-    # Trial factors: the trial loop applies them, not the backend (engine.pool_ops.TRIAL_FACTORS).
+    # Trial factors: the trial loop applies them, not the backend (factors/registry.py).
     "vdev_source": "overrides [disks] vdev_source per configuration: whole | partition | slice",
     "compressibility": "overrides [workloads] compressibility per configuration: 0..99 percent",
     "fill": "percent of the pool's usable space filled (incompressible, untimed) before the "
