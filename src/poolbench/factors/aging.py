@@ -35,12 +35,12 @@ from typing import TypedDict
 from poolbench import capabilities
 from poolbench.backends.base import Backend, Pool, SupportsFragmentation, capability
 from poolbench.errors import PoolbenchError
-from poolbench.factors import fill
+from poolbench.factors import fill, specs
 from poolbench.factors.base import AfterPool, Factor, Preflight
 from poolbench.records.jsontypes import JsonObject
 
-KEY = "aging"
-FRAG_KEY = "frag_target"
+KEY = specs.AGING
+FRAG_KEY = specs.FRAG_TARGET
 KiB = 1 << 10
 MiB = 1 << 20
 # (size, weight by count): the mean file is ~340 KiB, and 5% of the files hold ~60% of the
@@ -275,7 +275,7 @@ def age(mountpoint: Path, usable: int, recipe: Recipe, fragmentation: Fragmentat
 
 
 # -- one trial's pool -------------------------------------------------------------------------
-DEFAULT_FILL = 80  # percent, when the configuration has no `fill` level
+DEFAULT_FILL = specs.AGING_FILL  # percent, when the configuration has no `fill` level
 EXTRA_ROUNDS = 10  # at most this many rounds past the asked ones, chasing a frag target
 
 

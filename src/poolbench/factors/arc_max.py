@@ -17,6 +17,7 @@ from pathlib import Path
 
 from poolbench import capabilities
 from poolbench.errors import PoolbenchError, Unsupported
+from poolbench.factors import specs
 from poolbench.factors.base import AfterPool, Factor, Preflight
 from poolbench.guards.cache import ARCSTATS, read_arcstats
 from poolbench.records.jsontypes import JsonObject
@@ -25,7 +26,7 @@ from poolbench.system import modparams
 from poolbench.units import parse_size
 
 MiB = 1 << 20
-KEY = "arc_max"
+KEY = specs.ARC_MAX
 SECTION = "arc_limit"  # its section in Findings.other
 MIN_ARC_MAX = 64 * MiB  # OpenZFS ignores a smaller zfs_arc_max
 MIN_ARC_MIN = 32 * MiB  # and a smaller zfs_arc_min (2 × the largest block, 16 MiB)

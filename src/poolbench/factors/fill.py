@@ -11,13 +11,14 @@ from typing import TypedDict
 
 from poolbench.backends.base import Pool
 from poolbench.errors import UsageError
+from poolbench.factors import specs
 from poolbench.factors.base import AfterPool, Factor, Levels
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
 from poolbench.workloads.library import streaming
 
-KEY = "fill"
+KEY = specs.FILL
 MiB = 1 << 20
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from poolbench.factors import specs
 from poolbench.factors.base import Factor, Levels
 
-KEY = "full_page_writes"
+KEY = specs.FULL_PAGE_WRITES
 DEFAULT = "on"  # PostgreSQL's own default, stated so every cluster records what it ran with
 
 

@@ -7,10 +7,11 @@ the dry run shows of it."""
 
 from __future__ import annotations
 
+from poolbench.factors import specs
 from poolbench.factors.base import Factor, Levels
 from poolbench.system.runner import Runner
 
-KEY = "load"
+KEY = specs.LOAD
 NONE = "none"
 
 

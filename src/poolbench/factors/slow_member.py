@@ -18,6 +18,7 @@ from typing import TypedDict
 
 from poolbench import capabilities
 from poolbench.errors import UsageError
+from poolbench.factors import specs
 from poolbench.factors.base import BeforePool, Factor, Levels, Preflight
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
@@ -25,7 +26,7 @@ from poolbench.study.model import Disks
 from poolbench.system import throttle as blkio
 
 MiB = 1 << 20
-KEY = "slow_member"
+KEY = specs.SLOW_MEMBER
 NONE = 100  # the level at which no member is slow
 POSITION = 0  # the member made slow: the first disk in the pool's order
 
