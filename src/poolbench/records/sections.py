@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 AGING = "aging"
+ARC_LIMIT = "arc_limit"
 FILL = "fill"
 SLOW_MEMBER = "slow_member"
 
@@ -139,3 +140,16 @@ class Age:
             str(a.get("frag_how") or ""),
             _num(a.get("frag_target")),
         )
+
+
+class ArcLimitRecord(TypedDict, total=False):
+    """The `arc_limit` section of every measurement of a trial under an `arc_max` level
+    (factors/arc_max.py): the ceiling asked, the ARC's before, the floor lowered with it
+    (only when it had to be) and the ceiling read back. Written, not read back by the store."""
+
+    asked: int
+    c_max_before: int
+    c_min_before: int
+    zfs_arc_min_set: int
+    c_max: int | None
+    restored: str
