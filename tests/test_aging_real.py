@@ -20,6 +20,7 @@ import pytest
 from poolbench.backends import registry, sources
 from poolbench.backends.base import PoolSpec
 from poolbench.factors import aging
+from poolbench.records import sections
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import LocalRunner
 
@@ -28,7 +29,7 @@ MiB = 1 << 20
 FILL = 30
 
 
-def _age(backend_name: str, layout: str) -> aging.AgeRecord:
+def _age(backend_name: str, layout: str) -> sections.AgeRecord:
     runner = LocalRunner()
     journal = Journal(runner)
     backend = registry.make(backend_name, runner)

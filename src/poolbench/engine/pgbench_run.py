@@ -21,6 +21,7 @@ from typing import NotRequired, TypedDict
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.hooks import OpResult
 from poolbench.errors import PoolbenchError
+from poolbench.factors import registry as factors
 from poolbench.guards.devices import Target
 from poolbench.guards.workingset import COLD_FACTOR, WorkingSet
 from poolbench.records.findings import Findings
@@ -32,8 +33,6 @@ from poolbench.workloads import pgbench
 from poolbench.workloads.workload import Workload
 
 MiB = 1 << 20
-# Settings a study may set per configuration (factor levels) and their defaults here.
-SETTINGS = {"full_page_writes": "on"}
 DRY_SOCKDIR = Path("/tmp/pb-pg-DRYRUN")
 
 
@@ -74,7 +73,7 @@ class PgRequest:
     working_set: WorkingSet
     clients: int
     runtime_s: int
-    levels: dict[str, str]  # the configuration's factor levels (full_page_writes, ...)
+    levels: dict[str, str]  # the configuration's factor levels (the PostgreSQL settings)
     journals: Path  # where the server's journal goes (engine/cleanup.py finds it)
     # the filesystem is destroyed after the trial: its data directory is left to go with it
     disposable: bool = False
@@ -84,10 +83,6 @@ def load_limit(scale: int) -> float:
     """`pgbench -i`'s time limit: its tables written twice (the rows, then the vacuum and
     the keys' indexes) at the watchdog's floor rate."""
     return watchdog.work_limit(moved=2 * scale * pgbench.BYTES_PER_SCALE)
-
-
-def settings(levels: dict[str, str]) -> dict[str, str]:
-    return {k: levels.get(k, v) for k, v in SETTINGS.items()}
 
 
 class Pgbench:
@@ -109,7 +104,7 @@ class Pgbench:
         journal.postgres_intent(str(cluster.datadir), str(sockdir), str(bindir),
                                 keep_datadir=req.disposable)  # fmt: skip
         try:
-            pgserver.init(self.runner, cluster, settings(req.levels))
+            pgserver.init(self.runner, cluster, factors.postgres_settings(req.levels))
             pgserver.start(self.runner, cluster)
             return self._loaded_and_run(w, req, cluster, findings)
         finally:
@@ -201,7 +196,7 @@ def _section(
         "mode": pgbench.mode_of(w),
         "scale": scale,
         "clients": req.clients,
-        "settings": settings(req.levels) | {"synchronous_commit": "on"},
+        "settings": factors.postgres_settings(req.levels) | {"synchronous_commit": "on"},
         "data_bytes": loaded,
         "load_seconds": round(load_s, 2),
         "window_seconds": req.runtime_s,
@@ -254,7 +249,7 @@ def dry_commands(
 ) -> None:  # fmt: skip
     """--dry-run: the commands one pgbench measurement runs, in order (nothing is run)."""
     c = pgserver.Cluster(pgserver.bindir(), mountpoint / "<workdir>" / "pgdata", DRY_SOCKDIR)
-    pgserver.init(runner, c, settings(levels))
+    pgserver.init(runner, c, factors.postgres_settings(levels))
     pgserver.start(runner, c)
     scale = str(pgbench.scale_for(working_set))
     runner.run(pgserver.client(c, "pgbench", "-i", "-q", "-s", scale, pgserver.DB))

@@ -24,6 +24,7 @@ from poolbench.backends.base import (
 from poolbench.engine import l2arc_reads, resilver_load
 from poolbench.engine.hooks import OpResult
 from poolbench.errors import PoolbenchError, UsageError
+from poolbench.factors import load as load_factor
 from poolbench.factors.fill import usable_bytes
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
@@ -191,7 +192,7 @@ class PoolHooks:
             section["rebuilt_vdev"] = st.rebuilt_vdev
             section["verify_scrub"] = self._verify_scrub(warnings)
         if fg is not None:  # alone once the pool is healthy (and scrubbed, after a rebuild)
-            section["load"] = resilver_load.finish(
+            section[load_factor.KEY] = resilver_load.finish(
                 fg, start_ms, end_ms, lambda: self.backend.drop_cache(self.pool)
             )
         return OpResult(nbytes / seconds / MiB, nbytes, seconds,

@@ -1,8 +1,7 @@
 """What the trial loop does beyond build → measure → destroy, for the built-in studies.
 
-* **Trial factors** (`TRIAL_FACTORS`): factors the trial loop applies itself, not a backend —
-  `load` (the foreground workload a resilver runs under:
-  engine/resilver_load.py); the factors of factors/ (factors/registry.py) besides.
+* **Trial factors**: the factors of factors/ (factors/registry.py), applied by the trial loop
+  itself, not a backend; the dry run asks them what they would run.
 * **Generic layouts** (`parity1`, `parity2`): one single/double-parity array over all the
   disks, in each backend's own terms (ZFS raidz1/raidz2, btrfs and md raid5/raid6), so one
   study can compare stacks on the same disks.
@@ -40,6 +39,7 @@ from poolbench.engine.measure_checks import block_device_refusal
 from poolbench.engine.pool_hooks import PoolHooks
 from poolbench.engine.subject import BlockDevice, Subject
 from poolbench.errors import UsageError
+from poolbench.factors import load as load_factor
 from poolbench.factors import registry as factors
 from poolbench.guards import geometry
 from poolbench.guards.devices import MountInfo, Target, mount_of
@@ -52,11 +52,6 @@ from poolbench.workloads import fiojob
 from poolbench.workloads.library import L2ARC_INTERVALS
 from poolbench.workloads.workload import Workload
 
-# full_page_writes: a PostgreSQL setting the pgbench workloads apply (engine/pgbench_run.py).
-TRIAL_FACTORS = (
-    "full_page_writes",
-    "load",
-)
 MiB = 1 << 20
 
 GENERIC_LAYOUTS: dict[str, dict[str, str]] = {
@@ -229,12 +224,8 @@ def _last_write(last_write: Workload | None, w: Workload) -> Workload | None:
 def _dry_pool_operation(runner: Runner, name: str, w: Workload, levels: Mapping[str, str]) -> bool:
     """--dry-run: a pool operation's commands (False: `w` is not one)."""
     if w.name == "resilver":
-        load = levels.get("load", "none") != "none"  # one run during it, then one alone
         show_trial_operation(runner, name, "resilver")
-        if load:
-            runner.run(["fio", "--output-format=json+", "--trigger-file=load-during.stop",
-                        "load-during.fio"])  # fmt: skip
-            runner.run(["fio", "--output-format=json+", "load-alone.fio"])
+        load_factor.dry_resilver(runner, levels)  # its foreground: during it, then alone
     elif w.name in ("expand", "capacity"):
         show_trial_operation(runner, name, w.name)
     elif w.name.startswith("l2arc-read-"):  # laid out, then its intervals (arcstats between)
@@ -275,7 +266,7 @@ def subject_for(
         levels=dict(levels or {}),
         devices=devices,
         cache_defeat=lambda _files: backend.drop_cache(pool),
-        hooks=PoolHooks(runner, backend, pool, (levels or {}).get("load")),
+        hooks=PoolHooks(runner, backend, pool, load_factor.of(levels or {})),
         findings=findings,
         disposable=spec.backend != "directory",  # a directory outlives the trial
         write_model=geometry.for_pool(

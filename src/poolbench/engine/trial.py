@@ -61,11 +61,7 @@ def spec_for(cfg: matrix.Config, devices: Sequence[str], name: str, mount_root: 
     pool_opts, fs_opts, volume = _options_by_backend(backend, levels)
     # Applied by the trial loop itself; and `fs = <backend>` names a stack's own filesystem
     # (fs-compare's matrix: fs=zfs, fs=btrfs beside md's fs=ext3/ext4/xfs).
-    consumed = (
-        set(pool_ops.TRIAL_FACTORS)
-        | set(factors.KEYS)
-        | ({"fs"} if levels.get("fs") == backend else set())
-    )
+    consumed = set(factors.KEYS) | ({"fs"} if levels.get("fs") == backend else set())
     unused = (
         set(levels) - {"backend", "layout"} - set(pool_opts) - set(fs_opts) - set(volume)
         - consumed

@@ -30,17 +30,17 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict
 
 from poolbench import capabilities
 from poolbench.backends.base import Backend, Pool, SupportsFragmentation, capability
 from poolbench.errors import PoolbenchError
-from poolbench.factors import fill
+from poolbench.factors import fill, specs
 from poolbench.factors.base import AfterPool, Factor, Preflight
+from poolbench.records import sections
 from poolbench.records.jsontypes import JsonObject
 
-KEY = "aging"
-FRAG_KEY = "frag_target"
+KEY = specs.AGING
+FRAG_KEY = specs.FRAG_TARGET
 KiB = 1 << 10
 MiB = 1 << 20
 # (size, weight by count): the mean file is ~340 KiB, and 5% of the files hold ~60% of the
@@ -151,27 +151,6 @@ class Plan:
 
 
 # -- running it -------------------------------------------------------------------------------
-class AgeRecord(TypedDict, total=False):
-    """The `aging` section of every measurement of an aged pool (store/facts.py reads it)."""
-
-    seed: int
-    rounds_asked: int
-    rounds: int  # rounds done (beyond the first fill)
-    fill_percent_asked: int
-    usable_bytes: int  # the room for files when aging began (statfs f_bavail)
-    live_bytes: int  # what the recipe left, by its own count
-    files: int
-    achieved_percent: float | None  # statfs: the room the files took, of usable_bytes
-    frag_target: int | None
-    frag_percent: float | None  # the stack's own figure after the last round (None: none)
-    frag_how: str  # how it was read, or why there is none
-    frag_reached: bool | None
-    bytes_written: int
-    operations: dict[str, int]  # per kind
-    seconds: float
-    data: str
-
-
 Fragmentation = Callable[[], tuple[float | None, str]]
 
 
@@ -226,7 +205,9 @@ def used_percent(consumed: int, space: int) -> float | None:
     return round(100 * consumed / space, 1) if space > 0 else None
 
 
-def age(mountpoint: Path, usable: int, recipe: Recipe, fragmentation: Fragmentation) -> AgeRecord:
+def age(
+    mountpoint: Path, usable: int, recipe: Recipe, fragmentation: Fragmentation
+) -> sections.AgeRecord:
     """Age the filesystem at `mountpoint` by `recipe` to its fill level of `usable` bytes
     (the room for files); `fragmentation` reads the stack's own free-space fragmentation
     figure (percent, or None and why not)."""
@@ -253,7 +234,7 @@ def age(mountpoint: Path, usable: int, recipe: Recipe, fragmentation: Fragmentat
         written += run(plan.round())
         done += 1
         frag, how = fragmentation()
-    return AgeRecord(
+    return sections.AgeRecord(
         seed=recipe.seed,
         rounds_asked=recipe.rounds,
         rounds=done,
@@ -275,7 +256,7 @@ def age(mountpoint: Path, usable: int, recipe: Recipe, fragmentation: Fragmentat
 
 
 # -- one trial's pool -------------------------------------------------------------------------
-DEFAULT_FILL = 80  # percent, when the configuration has no `fill` level
+DEFAULT_FILL = specs.AGING_FILL  # percent, when the configuration has no `fill` level
 EXTRA_ROUNDS = 10  # at most this many rounds past the asked ones, chasing a frag target
 
 
@@ -307,7 +288,7 @@ def check(backend: str, dialect: str, levels: Mapping[str, str]) -> None:
 
 def age_pool(
     backend: Backend, pool: Pool, levels: Mapping[str, str], working_set: int, seed: int
-) -> AgeRecord:
+) -> sections.AgeRecord:
     """Age the trial's pool before its workloads (refused first when the working set would
     not fit on top of the fill level)."""
     recipe = recipe_for(levels, seed)
@@ -330,7 +311,7 @@ class Aging(Factor):
     """The pool aged to its fill level before its workloads, instead of filled in one pass."""
 
     keys = (KEY, FRAG_KEY)
-    section = KEY
+    section = sections.AGING
     replaces = (fill.KEY,)
 
     def check(self, at: Preflight) -> None:

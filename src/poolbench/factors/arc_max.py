@@ -17,16 +17,17 @@ from pathlib import Path
 
 from poolbench import capabilities
 from poolbench.errors import PoolbenchError, Unsupported
+from poolbench.factors import specs
 from poolbench.factors.base import AfterPool, Factor, Preflight
 from poolbench.guards.cache import ARCSTATS, read_arcstats
+from poolbench.records import sections
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
 from poolbench.system import modparams
 from poolbench.units import parse_size
 
 MiB = 1 << 20
-KEY = "arc_max"
-SECTION = "arc_limit"  # its section in Findings.other
+KEY = specs.ARC_MAX
 MIN_ARC_MAX = 64 * MiB  # OpenZFS ignores a smaller zfs_arc_max
 MIN_ARC_MIN = 32 * MiB  # and a smaller zfs_arc_min (2 × the largest block, 16 MiB)
 
@@ -63,12 +64,12 @@ def apply(
     levels: Mapping[str, str],
     root: Path = modparams.PARAMETERS,
     arcstats: Path = ARCSTATS,
-) -> JsonObject:
+) -> sections.ArcLimitRecord:
     """Lower the ARC's ceiling to the trial's `arc_max` (journaled first); returns what was
     done, for the trial's findings ({} without the factor, or in a dry run)."""
     want = wanted(levels)
     if want is None or journal.runner.dry_run:
-        return {}
+        return sections.ArcLimitRecord()
     check(levels)
     stats = read_arcstats(arcstats) or {}
     c_max, c_min = stats.get("c_max"), stats.get("c_min")
@@ -80,7 +81,7 @@ def apply(
             "in its daemon), or its module is not loaded.",
             "Run the study on OpenZFS (the guest tier: vm/run-openzfs-tier.sh).",
         )
-    out: JsonObject = {"asked": want, "c_max_before": c_max, "c_min_before": c_min}
+    out = sections.ArcLimitRecord(asked=want, c_max_before=c_max, c_min_before=c_min)
     if c_min >= want:  # the floor must be below the new ceiling
         floor = max(MIN_ARC_MIN, want // 2)
         _set(journal, modparams.ARC_MIN, floor, c_min, root)
@@ -116,13 +117,13 @@ class ArcMax(Factor):
     """The ARC's ceiling lowered after the pool is built, before its workloads."""
 
     keys = (KEY,)
-    section = SECTION
+    section = sections.ARC_LIMIT
 
     def check(self, at: Preflight) -> None:
         check(at.levels, at.dialect)
 
     def after_pool(self, at: AfterPool) -> JsonObject | None:
-        return apply(at.journal, at.levels) or None
+        return dict(apply(at.journal, at.levels)) or None
 
 
 FACTOR = ArcMax()

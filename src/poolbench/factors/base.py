@@ -97,3 +97,8 @@ class Factor(Protocol):
     def dry_run(self, runner: Runner, levels: Levels) -> None:
         """--dry-run: the commands `after_pool` would run."""
         return None
+
+    def postgres_settings(self, levels: Levels) -> Mapping[str, str]:
+        """The PostgreSQL settings this factor gives every cluster a pgbench workload makes
+        (asked of every factor, active or not: a setting's default is recorded too)."""
+        return {}

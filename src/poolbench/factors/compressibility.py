@@ -4,10 +4,11 @@ compressibility` for one configuration."""
 
 from __future__ import annotations
 
+from poolbench.factors import specs
 from poolbench.factors.base import Factor, Levels
 from poolbench.study.model import Workloads
 
-KEY = "compressibility"
+KEY = specs.COMPRESSIBILITY
 
 
 class Compressibility(Factor):

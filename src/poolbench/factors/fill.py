@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TypedDict
 
 from poolbench.backends.base import Pool
 from poolbench.errors import UsageError
+from poolbench.factors import specs
 from poolbench.factors.base import AfterPool, Factor, Levels
+from poolbench.records import sections
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
 from poolbench.workloads.library import streaming
 
-KEY = "fill"
+KEY = specs.FILL
 MiB = 1 << 20
 
 
@@ -28,18 +29,6 @@ def usable_bytes(pool: Pool) -> int:
         return usable
     st = os.statvfs(pool.mountpoint)
     return st.f_blocks * st.f_frsize
-
-
-class FillRecord(TypedDict, total=False):
-    """The `fill` section of every measurement of a filled pool (store/facts.py reads it)."""
-
-    asked_percent: int
-    usable_bytes: int
-    filler_bytes: int
-    used_bytes_after: int
-    achieved_percent: float | None
-    data: str  # what the filler was
-    seconds: float
 
 
 def check_room(name: str, usable: int, percent: int, working_set: int) -> None:
@@ -56,7 +45,7 @@ def check_room(name: str, usable: int, percent: int, working_set: int) -> None:
 
 def prefill(
     runner: Runner, pool: Pool, percent: int, working_set: int, streams: int = 1
-) -> FillRecord:
+) -> sections.FillRecord:
     """Fill the pool to `percent` of its usable space with incompressible data (fio, fsync'd,
     untimed) before the workloads run; returns what was done, for every measurement's guards.
 
@@ -65,7 +54,7 @@ def prefill(
     filler = usable * percent // 100
     check_room(pool.spec.name, usable, percent, working_set)
     directory = pool.mountpoint / ".poolbench-fill"
-    record = FillRecord(asked_percent=percent, usable_bytes=usable)
+    record = sections.FillRecord(asked_percent=percent, usable_bytes=usable)
     if runner.dry_run:
         runner.run(["fio", "--output-format=json", "fill.fio"])
         return record
@@ -98,7 +87,7 @@ class Fill(Factor):
     """The pool filled before its workloads (unless a factor that `replaces` it is active)."""
 
     keys = (KEY,)
-    section = KEY
+    section = sections.FILL
 
     def after_pool(self, at: AfterPool) -> JsonObject | None:
         assert at.working_set is not None

@@ -6,7 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from poolbench.factors import aging, arc_max, compressibility, fill, slow_member, vdev_source
+from poolbench.factors import (
+    aging,
+    arc_max,
+    compressibility,
+    fill,
+    full_page_writes,
+    load,
+    slow_member,
+    vdev_source,
+)
 from poolbench.factors.base import AfterPool, BeforePool, Factor, Levels, Preflight
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
@@ -23,6 +32,8 @@ FACTORS: dict[str, Factor] = {
         fill.FACTOR,
         aging.FACTOR,
         slow_member.FACTOR,
+        load.FACTOR,
+        full_page_writes.FACTOR,
     )
 }
 # Every level key a factor owns: what the backends are not asked to take.
@@ -80,6 +91,11 @@ def after_pool(at: AfterPool) -> JsonObject:
 def dry_run(runner: Runner, levels: Levels) -> None:
     for f in active(levels):
         f.dry_run(runner, levels)
+
+
+def postgres_settings(levels: Levels) -> dict[str, str]:
+    """The settings every PostgreSQL cluster of the configuration starts with."""
+    return {k: v for f in FACTORS.values() for k, v in f.postgres_settings(levels).items()}
 
 
 def _sections(done: Iterable[tuple[str, JsonObject | None]]) -> JsonObject:

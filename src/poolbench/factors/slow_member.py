@@ -14,31 +14,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TypedDict
 
 from poolbench import capabilities
 from poolbench.errors import UsageError
+from poolbench.factors import specs
 from poolbench.factors.base import BeforePool, Factor, Levels, Preflight
+from poolbench.records import sections
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
 from poolbench.study.model import Disks
 from poolbench.system import throttle as blkio
 
 MiB = 1 << 20
-KEY = "slow_member"
+KEY = specs.SLOW_MEMBER
 NONE = 100  # the level at which no member is slow
 POSITION = 0  # the member made slow: the first disk in the pool's order
-
-
-class SlowRecord(TypedDict):
-    """The `slow_member` section of every measurement of the trial (store/facts.py)."""
-
-    device: str
-    position: int
-    percent: int
-    peer_mib_s: float
-    cap_mib_s: float
-    how: str
 
 
 def check(disks: Disks, levels: Mapping[str, str]) -> None:
@@ -94,7 +84,7 @@ def whole_disk(device: str, sys_class: Path = Path("/sys/class/block")) -> str:
 
 def throttle(
     journal: Journal, disks: Disks, devices: Sequence[str], levels: Mapping[str, str]
-) -> SlowRecord | None:
+) -> sections.SlowRecord | None:
     """Cap the first member at `slow_member`% of the peers' cap (journaled first, read back);
     None when the configuration has no slow member."""
     from poolbench.backends.sources import cap_devices
@@ -108,7 +98,7 @@ def throttle(
     slow = peer * int(level) / 100
     device = whole_disk(devices[POSITION])
     cap_devices(journal, [device], int(slow * MiB))
-    return SlowRecord(
+    return sections.SlowRecord(
         device=Path(device).name,
         position=POSITION,
         percent=int(level),
@@ -123,7 +113,7 @@ class SlowMember(Factor):
     """The first member capped before the pool is built; lifted at teardown."""
 
     keys = (KEY,)
-    section = KEY
+    section = sections.SLOW_MEMBER
 
     def check_study(self, disks: Disks, configs: Sequence[Levels]) -> None:
         check_throttle(disks, configs)

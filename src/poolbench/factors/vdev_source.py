@@ -5,10 +5,11 @@ vdev_source`. It acts where the trial makes its disks (backends/sources.py)."""
 from __future__ import annotations
 
 from poolbench.errors import UsageError
+from poolbench.factors import specs
 from poolbench.factors.base import Factor, Levels, Preflight
 from poolbench.study.model import Disks
 
-KEY = "vdev_source"
+KEY = specs.VDEV_SOURCE
 
 
 def disks_for(disks: Disks, levels: Levels) -> Disks:

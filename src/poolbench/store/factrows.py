@@ -1,16 +1,16 @@
 """One stored measurement as the facts read it (FactRow), and the facts of the newer
 studies taken from a configuration's rows: pgbench's device bytes per transaction and warm
-label, each trial's age (aging), the member throttled on purpose and the guard's flags
-(slow-disk), and the pool operations' own sections (l2arc, resilver). store/facts.py
-gathers them into its ConfigFacts."""
+label, each trial's age and the member throttled on purpose (their typed sections,
+records/sections.py), the guard's flags (slow-disk), and the pool operations' own sections
+(l2arc, resilver). store/facts.py gathers them into its ConfigFacts."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
 from poolbench.records.jsontypes import JsonObject
+from poolbench.records.sections import Age, SlowMember
 
 
 class FactRow(TypedDict):
@@ -22,32 +22,6 @@ class FactRow(TypedDict):
     value: float
     guards: JsonObject  # the `guards` column: each guard's section under its own key
     clat: NotRequired[JsonObject | None]  # the `clat` column (0005_latency); None: none
-
-
-@dataclass(frozen=True)
-class Age:
-    """How one trial's pool was aged (factors/aging.py's record): rounds done of those asked,
-    the fill asked and reached (statfs), and the stack's own free-space fragmentation."""
-
-    replicate: int
-    rounds: int
-    rounds_asked: int
-    fill_asked: float
-    fill_achieved: float | None
-    frag_percent: float | None
-    frag_how: str
-    frag_target: float | None = None
-
-
-@dataclass(frozen=True)
-class SlowMember:
-    """The member throttled on purpose (engine/slow_disk.py): its place, its cap and its
-    peers'."""
-
-    position: int
-    percent: int
-    cap_mib_s: float
-    peer_mib_s: float
 
 
 class StudyExtras(TypedDict):
@@ -71,9 +45,9 @@ def study_extras(rows: list[FactRow]) -> StudyExtras:
     for r in rows:
         g = r["guards"]
         _pgbench(section(g, "pgbench"), str(r["workload"]), per_txn, warm)
-        got = _age(g.get("aging"), int(r["replicate"]))
+        got = Age.decode(g, int(r["replicate"]))
         ages[got.replicate if got else -1] = got
-        slow = slow or _slow(g.get("slow_member"))
+        slow = slow or SlowMember.decode(g)
     return StudyExtras(
         bytes_per_txn={w: tuple(v) for w, v in per_txn.items()},
         warm=frozenset(warm),
@@ -114,33 +88,6 @@ def section(guards: Mapping[str, Any], key: str) -> JsonObject:
     """One guard's record, {} when absent (a workload that did not produce it)."""
     value = guards.get(key)
     return value if isinstance(value, dict) else {}
-
-
-def num(value: Any) -> float | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    return float(value) if ok else None
-
-
-def _age(a: Any, replicate: int) -> Age | None:
-    if not isinstance(a, dict) or not isinstance(a.get("rounds"), int):
-        return None
-    return Age(
-        replicate,
-        int(a["rounds"]),
-        int(a.get("rounds_asked") or 0),
-        float(a.get("fill_percent_asked") or 0),
-        num(a.get("achieved_percent")),
-        num(a.get("frag_percent")),
-        str(a.get("frag_how") or ""),
-        num(a.get("frag_target")),
-    )
-
-
-def _slow(s: Any) -> SlowMember | None:
-    if not isinstance(s, dict) or num(s.get("cap_mib_s")) is None:
-        return None
-    return SlowMember(int(s.get("position") or 0), int(s.get("percent") or 0),
-                      float(s["cap_mib_s"]), float(s.get("peer_mib_s") or 0))  # fmt: skip
 
 
 def _slow_flags(

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
-from poolbench.store.factrows import Age, FactRow, SlowMember, section, study_extras
+from poolbench.records.sections import Age, Fill, SlowMember
+from poolbench.store.factrows import FactRow, section, study_extras
 
 if TYPE_CHECKING:
     from poolbench.store.db import Store
@@ -37,15 +38,6 @@ class DiskSectors:
     @property
     def is_512e(self) -> bool:
         return self.logical == 512 and self.physical >= 4096
-
-
-@dataclass(frozen=True)
-class Fill:
-    """How full the pool was made before the workloads (the fill factor)."""
-
-    asked_percent: float
-    achieved_percent: float
-    filler_bytes: int
 
 
 @dataclass(frozen=True)
@@ -240,7 +232,7 @@ def _config(key: str, levels: dict[str, str], rows: list[FactRow]) -> ConfigFact
         ratio = _ratio(pool.get("compressratio"))
         if ratio is not None:
             ratios.setdefault(r["workload"], []).append(ratio)
-        fill = fill or _fill(g.get("fill"))
+        fill = fill or Fill.decode(g)
         spent = section(g, "cpu")
         if isinstance(spent.get("s_per_gib"), int | float):
             cpu.setdefault(r["workload"], []).append(float(spent["s_per_gib"]))
@@ -358,16 +350,6 @@ def _ratio(value: Any) -> float | None:
         return float(str(value).strip().rstrip("x")) if value not in (None, "") else None
     except ValueError:
         return None
-
-
-def _fill(f: Any) -> Fill | None:
-    if not isinstance(f, dict):
-        return None
-    return Fill(
-        float(f.get("asked_percent") or 0),
-        float(f.get("achieved_percent") or 0),
-        int(f.get("filler_bytes") or 0),
-    )
 
 
 def _resilver(rs: Any, replicate: int) -> Resilver | None:

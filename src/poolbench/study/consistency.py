@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from poolbench import capabilities, is_digits
 from poolbench.errors import UsageError
+from poolbench.factors import specs as spec
 from poolbench.planner.capacity import predicted_usable
 from poolbench.planner.space import SPA_MINDEVSIZE
 from poolbench.units import parse_size
@@ -35,7 +36,7 @@ def problems(study: Study) -> list[Located]:
         (("factors",), _levels_ascii),
         (("disks", "size"), _zfs_device_size),
         (("workloads", "size"), _fits),
-        (("factors", "frag_target"), _frag_needs_aging),
+        (("factors", spec.FRAG_TARGET), _frag_needs_aging),
     )
     for loc, check_one in checks:
         try:
@@ -73,7 +74,7 @@ def _zfs_device_size(study: Study) -> None:
         return  # device sizes are known only after probing them
     if "zfs" not in [str(b) for b in study.factors.get("backend", ["zfs"])]:
         return
-    sliced = d.vdev_source == "slice" or "slice" in study.factors.get("vdev_source", [])
+    sliced = d.vdev_source == "slice" or "slice" in study.factors.get(spec.VDEV_SOURCE, [])
     what, size = (
         ("slice_size", d.slice_size) if sliced and d.slice_size else ("the disk size", d.size)
     )
@@ -94,8 +95,8 @@ def _fits(study: Study) -> None:
         return  # device sizes are known only after probing them
     ws = parse_size(study.workloads.size)
     # aging fills to its fill level, 80% without one (factors/aging.py DEFAULT_FILL)
-    default = [80] if "aging" in study.factors else [0]
-    fill = max((int(x) for x in study.factors.get("fill", default)), default=0)
+    default = [spec.AGING_FILL] if spec.AGING in study.factors else [0]
+    fill = max((int(x) for x in study.factors.get(spec.FILL, default)), default=0)
     ashifts = [int(a) for a in study.factors.get("ashift", [12]) if is_digits(str(a))] or [12]
     for layout in (str(x) for x in study.factors.get("layout", [])):
         if _widths(layout, d.count) > d.count:
@@ -118,7 +119,7 @@ def _fits(study: Study) -> None:
 
 def _frag_needs_aging(study: Study) -> None:
     """A fragmentation target is what aging rounds chase: alone it would do nothing."""
-    if "frag_target" in study.factors and "aging" not in study.factors:
+    if spec.FRAG_TARGET in study.factors and spec.AGING not in study.factors:
         raise UsageError(
             "factor 'frag_target' needs an 'aging' factor: aging rounds are what reach it.",
             "Add e.g. aging = [1, 3], or remove frag_target.",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from poolbench.factors import specs as factor_specs
 from poolbench.stats.policy import ReplicatePolicy
 from poolbench.study import matrix
 from poolbench.study.model import Study
@@ -124,16 +125,12 @@ def estimate(study: Study) -> Estimate:
     per_trial += sum(workload_seconds(w, ws, wl.runtime, wl.metadata_files, wl.min_window)
                      for w in workloads)  # fmt: skip
     configs = matrix.configs(study)
-    fill_extra = 0.0
-    for c in configs:
-        level = c.get("fill", "80" if c.get("aging") is not None else None)
-        # aging refills the deleted share (factors/aging.py DELETE_SHARE) and overwrites part
-        # of the rest each round: about 0.4 of the fill level per round, on top of the fill
-        rewrites = 1 + 0.4 * int(c.get("aging") or 0)
-        if level is not None:  # the pre-fill: a share of the pool's raw space, untimed
-            fill_extra += int(level) / 100 * study.disks.size_bytes * study.disks.n / MiB * rewrites
-        if c.get("load", "none") != "none":  # a resilver's load: as long again, then alone
-            fill_extra += 2 * (ws / MiB * RESILVER_FACTOR + 2 * CACHE_DROP_S * ASSUMED_MIB_S)
+    basis = factor_specs.Basis(
+        raw_mib=study.disks.size_bytes * study.disks.n / MiB,
+        resilver_run_mib=ws / MiB * RESILVER_FACTOR + 2 * CACHE_DROP_S * ASSUMED_MIB_S,
+    )
+    # what each configuration's factors do untimed before (or around) the measurements
+    fill_extra = sum(factor_specs.untimed_mib(dict(c.levels), basis) for c in configs)
     fill_s = fill_extra / ASSUMED_MIB_S
     n, n_max = len(configs) * study.replicates, len(configs) * study.max_replicates
     # The engine compares a workload's configurations by the family rule unless its figure

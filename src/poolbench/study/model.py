@@ -54,6 +54,7 @@ from pydantic import (
 
 from poolbench.emulate.model import PRESETS, HddParams
 from poolbench.errors import UsageError
+from poolbench.factors import specs as factor_specs
 from poolbench.planner.layout import check_widths
 from poolbench.study import consistency
 from poolbench.study.problems import located, problems
@@ -61,7 +62,7 @@ from poolbench.study.problems import located, problems
 # MAX_STUDY_BYTES: re-exported, the limit callers name beside load()
 from poolbench.study.reading import read_text
 from poolbench.units import MiB, parse_size
-from poolbench.workloads.library import parse_list, parse_load
+from poolbench.workloads.library import parse_list
 
 KNOWN_FACTORS = {
     "backend": "zfs | btrfs | md | directory",
@@ -84,51 +85,14 @@ KNOWN_FACTORS = {
     "chunk": "md chunk size (mdadm --chunk), e.g. 64K, 512K",
     "assume_clean": "md: yes | no; yes skips the initial resync (mdadm --assume-clean)",
     "metadata_profile": "btrfs metadata profile",
-    # Trial factors: the trial loop applies them, not the backend (engine.pool_ops.TRIAL_FACTORS).
-    "vdev_source": "overrides [disks] vdev_source per configuration: whole | partition | slice",
-    "compressibility": "overrides [workloads] compressibility per configuration: 0..99 percent",
-    "fill": "percent of the pool's usable space filled (incompressible, untimed) before the "
-    "workloads run: 1..95",
-    "full_page_writes": "PostgreSQL (pgbench workloads): on | off",
-    "arc_max": "OpenZFS: the ARC's ceiling (zfs_arc_max) during each trial, restored after: "
-    "a size of at least 64M",
-    "load": "the resilver's foreground workload: none, or a fio workload (seq-read, "
-    "rand-read-4k, rand-write-4k) with an optional rate, seq-read@20M",
-    "aging": "rounds of file deletions, overwrites and creations that age the pool at its "
-    "fill level (80% without a fill factor) before the workloads run: 0..50",
-    "frag_target": "with aging, OpenZFS: more rounds (at most 10) until the pool's "
-    "fragmentation property reaches this percent: 1..100",
-    "slow_member": "one member's speed as a percent of its peers' (blkio throttle; 100: "
-    "none slow): 1..100",
+    # Trial factors: the trial loop applies them, not the backend (factors/specs.py).
+    **{spec.key: spec.description for spec in factor_specs.SPECS},
 }
 
 # Levels a trial factor accepts (backend options are checked by the backend).
 _TRIAL_LEVELS: dict[str, Callable[[Any], bool]] = {
-    "vdev_source": lambda v: str(v) in ("whole", "partition", "slice"),
-    "compressibility": lambda v: isinstance(v, int) and 0 <= v <= 99,
-    "fill": lambda v: isinstance(v, int) and 1 <= v <= 95,
-    "full_page_writes": lambda v: str(v) in ("on", "off"),
-    "arc_max": lambda v: _size_at_least(v, 64 * MiB),
-    "load": lambda v: str(v) == "none" or _is_load(str(v)),
-    "aging": lambda v: isinstance(v, int) and 0 <= v <= 50,
-    "frag_target": lambda v: isinstance(v, int) and 1 <= v <= 100,
-    "slow_member": lambda v: isinstance(v, int) and 1 <= v <= 100,
+    spec.key: spec.valid for spec in factor_specs.SPECS
 }
-
-
-def _size_at_least(v: Any, least: int) -> bool:
-    try:
-        return parse_size(str(v)) >= least
-    except UsageError:
-        return False
-
-
-def _is_load(v: str) -> bool:
-    try:
-        parse_load(v)
-    except UsageError:
-        return False
-    return True
 
 
 class _Strict(BaseModel):

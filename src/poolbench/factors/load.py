@@ -1,0 +1,41 @@
+"""The `load` trial factor: a foreground fio workload the pool serves while it resilvers
+(`none`: an idle resilver), then once more alone on the healthy pool, so a study sees what
+the resilver costs the foreground and what the foreground costs the resilver. The resilver
+itself, its foreground run and their timing live in engine/pool_hooks.py and
+engine/resilver_load.py; this module says which foreground a configuration has and what
+the dry run shows of it."""
+
+from __future__ import annotations
+
+from poolbench.factors import specs
+from poolbench.factors.base import Factor, Levels
+from poolbench.system.runner import Runner
+
+KEY = specs.LOAD
+NONE = "none"
+
+
+def of(levels: Levels) -> str | None:
+    """The configuration's foreground workload (`seq-read@20M`), or None: an idle resilver."""
+    level = levels.get(KEY, NONE)
+    return None if level == NONE else level
+
+
+def dry_resilver(runner: Runner, levels: Levels) -> None:
+    """--dry-run: the foreground's fio runs around a resilver, if the configuration has one
+    (the trigger file ends the first when the resilver does)."""
+    if of(levels) is None:
+        return
+    runner.run(["fio", "--output-format=json+", "--trigger-file=load-during.stop",
+                "load-during.fio"])  # fmt: skip
+    runner.run(["fio", "--output-format=json+", "load-alone.fio"])
+
+
+class Load(Factor):
+    """Acts inside the resilver workload (engine/pool_hooks.py asks `of`), not before it."""
+
+    keys = (KEY,)
+    section = ""  # recorded in the resilver's own section, under `load`
+
+
+FACTOR = Load()

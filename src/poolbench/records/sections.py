@@ -1,0 +1,155 @@
+"""The typed sections trial factors write into every measurement of a trial (Findings.other,
+under the section's name), and their decoding, once, from the stored JSON. A factor writes its
+`...Record` (the JSON shape, a TypedDict); the store reads it back as the dataclass beside it
+(`decode`), which takes what old stores hold too: a field missing there is its default.
+Readers call fields, never keys."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TypedDict
+
+AGING = "aging"
+ARC_LIMIT = "arc_limit"
+FILL = "fill"
+SLOW_MEMBER = "slow_member"
+
+
+def _num(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+class FillRecord(TypedDict, total=False):
+    """The `fill` section of every measurement of a filled pool (factors/fill.py)."""
+
+    asked_percent: int
+    usable_bytes: int
+    filler_bytes: int
+    used_bytes_after: int
+    achieved_percent: float | None
+    data: str  # what the filler was
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Fill:
+    """How full the pool was made before the workloads (the fill factor)."""
+
+    asked_percent: float
+    achieved_percent: float
+    filler_bytes: int
+
+    @classmethod
+    def decode(cls, other: Mapping[str, object]) -> Fill | None:
+        """The section in one measurement's findings, or None: the pool was not filled."""
+        f = other.get(FILL)
+        if not isinstance(f, dict):
+            return None
+        return cls(
+            float(f.get("asked_percent") or 0),
+            float(f.get("achieved_percent") or 0),
+            int(f.get("filler_bytes") or 0),
+        )
+
+
+class SlowRecord(TypedDict):
+    """The `slow_member` section of every measurement of the trial (factors/slow_member.py)."""
+
+    device: str
+    position: int
+    percent: int
+    peer_mib_s: float
+    cap_mib_s: float
+    how: str
+
+
+@dataclass(frozen=True)
+class SlowMember:
+    """The member throttled on purpose (factors/slow_member.py): its place, its cap and its
+    peers'."""
+
+    position: int
+    percent: int
+    cap_mib_s: float
+    peer_mib_s: float
+
+    @classmethod
+    def decode(cls, other: Mapping[str, object]) -> SlowMember | None:
+        """The section in one measurement's findings, or None: no member was slowed."""
+        s = other.get(SLOW_MEMBER)
+        if not isinstance(s, dict):
+            return None
+        cap = _num(s.get("cap_mib_s"))
+        if cap is None:
+            return None
+        return cls(int(s.get("position") or 0), int(s.get("percent") or 0), cap,
+                   float(s.get("peer_mib_s") or 0))  # fmt: skip
+
+
+class AgeRecord(TypedDict, total=False):
+    """The `aging` section of every measurement of an aged pool (factors/aging.py)."""
+
+    seed: int
+    rounds_asked: int
+    rounds: int  # rounds done (beyond the first fill)
+    fill_percent_asked: int
+    usable_bytes: int  # the room for files when aging began (statfs f_bavail)
+    live_bytes: int  # what the recipe left, by its own count
+    files: int
+    achieved_percent: float | None  # statfs: the room the files took, of usable_bytes
+    frag_target: int | None
+    frag_percent: float | None  # the stack's own figure after the last round (None: none)
+    frag_how: str  # how it was read, or why there is none
+    frag_reached: bool | None
+    bytes_written: int
+    operations: dict[str, int]  # per kind
+    seconds: float
+    data: str
+
+
+@dataclass(frozen=True)
+class Age:
+    """How one trial's pool was aged (factors/aging.py): rounds done of those asked, the fill
+    asked and reached (statfs), and the stack's own free-space fragmentation."""
+
+    replicate: int
+    rounds: int
+    rounds_asked: int
+    fill_asked: float
+    fill_achieved: float | None
+    frag_percent: float | None
+    frag_how: str
+    frag_target: float | None = None
+
+    @classmethod
+    def decode(cls, other: Mapping[str, object], replicate: int) -> Age | None:
+        """The section in one measurement of trial `replicate`, or None: not aged."""
+        a = other.get(AGING)
+        if not isinstance(a, dict) or not isinstance(a.get("rounds"), int):
+            return None
+        return cls(
+            replicate,
+            int(a["rounds"]),
+            int(a.get("rounds_asked") or 0),
+            float(a.get("fill_percent_asked") or 0),
+            _num(a.get("achieved_percent")),
+            _num(a.get("frag_percent")),
+            str(a.get("frag_how") or ""),
+            _num(a.get("frag_target")),
+        )
+
+
+class ArcLimitRecord(TypedDict, total=False):
+    """The `arc_limit` section of every measurement of a trial under an `arc_max` level
+    (factors/arc_max.py): the ceiling asked, the ARC's before, the floor lowered with it
+    (only when it had to be) and the ceiling read back. Written, not read back by the store."""
+
+    asked: int
+    c_max_before: int
+    c_min_before: int
+    zfs_arc_min_set: int
+    c_max: int | None
+    restored: str
