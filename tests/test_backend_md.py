@@ -78,6 +78,7 @@ def test_impossible_specs_are_refused(bad: PoolSpec, message: str) -> None:
         MdBackend.validate_spec(bad)
 
 
+@pytest.mark.usefixtures("machine")  # it drops the page cache: the machine's chain
 def test_create_verify_drop_and_destroy_through_a_recording_runner(tmp_path: Path) -> None:
     mdstat = tmp_path / "mdstat"
     mdstat.write_text("Personalities : [raid6] [raid5]\n")

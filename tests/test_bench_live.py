@@ -38,6 +38,7 @@ def _digest(root: Path) -> dict[str, str]:
 
 
 @needs_fio
+@pytest.mark.usefixtures("machine")  # it drops the page cache: the machine's chain
 def test_a_bench_among_the_users_files_says_its_space_and_leaves_them_alone(
     tmp_path: Path,
 ) -> None:

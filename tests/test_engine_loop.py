@@ -86,6 +86,7 @@ def test_summarise_adds_the_intervals_warning_and_the_outliers() -> None:
 
 
 @pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
+@pytest.mark.usefixtures("machine")  # it drops the page cache: the machine's chain
 def test_benchs_session_runs_on_the_loop(tmp_path: Path) -> None:
     """`bench`'s session measures through the same loop, with real fio on a directory."""
     target = tmp_path / "fs"

@@ -30,6 +30,7 @@ IOS = [TraceIO(i * 2 * MS, True, i * 4096, 4096) for i in range(20)] + [
 ]
 
 
+@pytest.mark.usefixtures("machine")  # it drops the page cache: the machine's chain
 def test_a_study_replays_a_trace_timed_and_flat_out_and_stores_its_fidelity(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -129,6 +129,7 @@ def test_study_report_in_chromium(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # a browser
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (Debian: fio)")
+@pytest.mark.usefixtures("machine")  # it drops the page cache: the machine's chain
 def test_real_bench_run_report_in_chromium(tmp_path: Path) -> None:
     from poolbench.cli.bench_cmd import bench
 

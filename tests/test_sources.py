@@ -200,6 +200,7 @@ def test_registry_is_a_plain_dict_of_factories() -> None:
         make("lvm", RecordingRunner())
 
 
+@pytest.mark.usefixtures("machine")  # it drops the page cache: the machine's chain
 def test_directory_backend_measures_an_existing_directory_as_it_is(tmp_path: Path) -> None:
     from poolbench.backends.base import PoolSpec
 

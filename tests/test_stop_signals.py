@@ -488,6 +488,7 @@ def _dir_study(tmp: Path) -> str:
 
 
 @pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
+@pytest.mark.usefixtures("machine")  # it drops the page cache: the machine's chain
 def test_a_study_stopped_between_trials_resumes_with_exactly_what_is_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -533,6 +534,7 @@ def test_a_study_stopped_between_trials_resumes_with_exactly_what_is_missing(
 
 @pytest.mark.slow  # a real study under a pseudo-terminal, hung up
 @pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
+@pytest.mark.usefixtures("machine")  # it drops the page cache: the machine's chain
 def test_a_terminal_that_hangs_up_stops_the_study_as_ctrl_c_would(tmp_path: Path) -> None:
     """poolbench on a terminal of its own (its session's controlling terminal, a progress bar
     drawn on it) whose other end closes, as an SSH connection that drops: the kernel's
