@@ -146,12 +146,18 @@ def test_disks_behind_one_shared_cap_are_said_to_share_it_and_none_is_named_slow
     print(f"estimate {estimate:.0f} s, took {took:.0f} s; path {doc['path']}")
     assert abs(took - estimate) <= 0.2 * took
     assert doc["slow"] == []  # equally held back: none slower than its peers
-    for d in doc["disks"]:  # type: ignore[attr-defined]
-        assert 36 / 3 * 0.8 <= d["figures"]["seq-read"]["mean"] <= 36 / 3 * 1.2, d["figures"]
     path = doc["path"]
     assert isinstance(path, dict) and path["limited"], path
+    # Each disk a third of what the path carried in all. Measured against that total, not the
+    # nominal 36: the throttle lets a 1 s run overshoot its cap by up to about 12% (CI saw
+    # 40.3 MiB/s in all, one disk at 14.7), and the screen's claim is the equal share.
+    for d in doc["disks"]:  # type: ignore[attr-defined]
+        share = d["figures"]["seq-read"]["mean"] / (path["total"] / 3)
+        assert 0.8 <= share <= 1.2, (share, d["figures"])
     assert 36 * 0.85 <= sum(path["alone"]) / 2 <= 36 * 1.15  # alone: the whole shared cap
-    assert 36 * 0.85 <= path["total"] <= 36 * 1.15  # together: the same 36 MiB/s in all
+    # Together: the same 36 MiB/s in all, plus the throttle's overshoot of a 1 s run, which
+    # three jobs at once show more of (41.4 seen under a busy machine, alone 38.6).
+    assert 36 * 0.85 <= path["total"] <= 36 * 1.2
     assert "limits them together" in path["text"] and "not 3 x" in path["text"]
 
 
