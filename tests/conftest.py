@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 pytest_plugins = [
-    "tests.plugins.tiers", "tests.plugins.machine", "tests.plugins.zfs_fuse", "pytester",
+    "tests.plugins.tiers", "tests.plugins.machine", "tests.plugins.zfs_fuse",
+    "tests.plugins.cache_guard", "pytester",
 ]  # fmt: skip
 
 HAS_FIO = shutil.which("fio") is not None
