@@ -34,7 +34,7 @@ from poolbench.engine.measure_checks import (
     served_cache,
     workload_refusal,
 )
-from poolbench.engine.pgbench_run import Pgbench, PgRequest, check_installed, dry_commands
+from poolbench.engine.pgbench_run import Pgbench, PgRequest, check_installed
 from poolbench.engine.subject import (
     Options,
     Subject,
@@ -231,11 +231,8 @@ class Session:
         """--dry-run: each workload's fio commands, each job (replicate 1's) to `show_job`."""
         for res in self.results.values():
             w = res.workload
-            if w.kind == "pgbench":  # its PostgreSQL commands, not a fio job
-                assert self.working_set is not None
-                dry_commands(self.runner, w, self.target, dict(self.subject.levels),
-                                self.options.runtime_s, self.options.numjobs,
-                                self.working_set.size_bytes)  # fmt: skip
+            if w.kind == "pgbench":  # its PostgreSQL commands (the real path), not a fio job
+                Pgbench(self.runner).measure(w, self._pg_request(w), Findings())
                 continue
             params = replace(self._params(w), randseed=self.randseed(w, 0))
             prep = fiojob.render_prepare(w, params)
