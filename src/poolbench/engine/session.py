@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from poolbench.engine import cold_read, fingerprint, quanta, replay_check, replicates
+from poolbench.engine import cold_read, fingerprint, quanta, replicates
 from poolbench.engine import window as long_window
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.lifecycle import CommandLog
@@ -35,6 +35,7 @@ from poolbench.engine.measure_checks import (
     workload_refusal,
 )
 from poolbench.engine.pgbench_run import Pgbench, PgRequest, check_installed
+from poolbench.engine.replay import check as replay_check
 from poolbench.engine.subject import (
     Options,
     Subject,
@@ -447,7 +448,7 @@ class Session:
 
     def _pg_request(self, w: Workload) -> PgRequest:
         assert self.working_set is not None and self.device_target is not None
-        journals = self.store.path.parent / "journals"  # engine/study_run.default_paths
+        journals = self.store.path.parent / "journals"  # engine/trial_loop.default_paths
         return PgRequest(self.workspace.root, self.device_target, self.working_set,
                          w.jobs or self.options.numjobs, self.options.runtime_s,
                          dict(self.subject.levels), journals,

@@ -1,6 +1,6 @@
 """The order replicates run in: rounds (pure). The one scheduler of bench, a fleet
 (`bench --hosts`), a study's stage one (study/matrix.py) and its extra rounds
-(engine/study_run.py).
+(engine/trial_loop.py).
 
 Replicates run in rounds: every item still owed a replicate runs once per round, in a seeded
 random order that is new each round and depends only on (seed, round), so a resume or
