@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from tests.recorded_fio import RecordedFio, Recording
 
-from poolbench.engine import lifecycle, study_run
+from poolbench.engine import lifecycle, trial_loop
 from poolbench.errors import PoolbenchError
 from poolbench.guards import cache
 from poolbench.report.data import load_run
@@ -49,12 +49,12 @@ def _study(a: Path, b: Path, replicates: int = 3, max_replicates: int = 3) -> tu
     return text, parse(text)
 
 
-def _run(tmp: Path, text: str, resume: int | None = None) -> study_run.StudyRun:
+def _run(tmp: Path, text: str, resume: int | None = None) -> trial_loop.StudyRun:
     study = parse(text)
     store = Store(tmp / "r.db")
-    sr = study_run.StudyRun(
+    sr = trial_loop.StudyRun(
         RecordedFio(ANSWERS).runner(), store, study, text,
-        study_run.Paths(scratch=tmp / "scratch", journals=tmp / "journals"), seed=7,
+        trial_loop.Paths(scratch=tmp / "scratch", journals=tmp / "journals"), seed=7,
     )  # fmt: skip
     avail = sr.preflight()
     if resume is None:
@@ -117,12 +117,12 @@ def test_the_replicate_rule_adds_rounds_up_to_the_maximum(
     text, _ = _study(*dirs, replicates=3, max_replicates=5)
     planned_for: dict[str, int] = {}
 
-    def planned(self: study_run.StudyRun, cfg: matrix.Config, rule: object) -> int:
+    def planned(self: trial_loop.StudyRun, cfg: matrix.Config, rule: object) -> int:
         planned_for[cfg.key] = 5 if cfg.key.endswith(str(dirs[0])) else 3
         return planned_for[cfg.key]
 
-    monkeypatch.setattr(study_run.StudyRun, "_planned", planned)
-    monkeypatch.setattr(study_run, "family_owed", lambda *_a: set())  # Stein's rule alone
+    monkeypatch.setattr(trial_loop.StudyRun, "_planned", planned)
+    monkeypatch.setattr(trial_loop, "family_owed", lambda *_a: set())  # Stein's rule alone
     sr = _run(tmp_path, text)
     per = queries.values_by_workload(sr.store, sr.run_id, next(iter(planned_for)))
     counts = {
@@ -137,22 +137,22 @@ def test_a_failing_trial_is_kept_with_its_reason_and_the_study_goes_on(
     tmp_path: Path, dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text, _ = _study(*dirs)
-    real = study_run.StudyRun._build_measure_destroy
+    real = trial_loop.StudyRun._build_measure_destroy
     calls = {"n": 0}
 
-    def flaky(self: study_run.StudyRun, tc: object, name: str, journal: object) -> None:
+    def flaky(self: trial_loop.StudyRun, tc: object, name: str, journal: object) -> None:
         calls["n"] += 1
         if calls["n"] == 2:
             raise PoolbenchError("the pool went away", "try again")
         real(self, tc, name, journal)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(study_run.StudyRun, "_build_measure_destroy", flaky)
+    monkeypatch.setattr(trial_loop.StudyRun, "_build_measure_destroy", flaky)
     sr = _run(tmp_path, text)
     failed = sr.failed()
     assert len(failed) == 1 and "the pool went away" in failed[0].reason
     assert len(sr.store.measurements(sr.run_id)) == (2 * 3 - 1) * 2
     # resume measures the failed trial and marks it resolved
-    monkeypatch.setattr(study_run.StudyRun, "_build_measure_destroy", real)
+    monkeypatch.setattr(trial_loop.StudyRun, "_build_measure_destroy", real)
     again = _run(tmp_path, text, resume=sr.run_id)
     assert again.failed() == [] and len(again.store.measurements(sr.run_id)) == 2 * 3 * 2
 
@@ -172,8 +172,8 @@ def test_undecided_comparisons_get_more_blocks_up_to_the_maximum(
         seen.append((unit, min(len(v) for v in values.values())))
         return {keys[0]}  # the first configuration's comparison stays undecided
 
-    monkeypatch.setattr(study_run.StudyRun, "_planned", lambda self, cfg, rule: 3)
-    monkeypatch.setattr(study_run, "family_owed", owed)
+    monkeypatch.setattr(trial_loop.StudyRun, "_planned", lambda self, cfg, rule: 3)
+    monkeypatch.setattr(trial_loop, "family_owed", owed)
     sr = _run(tmp_path, text)
     counts = {k: len(queries.values_by_workload(sr.store, sr.run_id, k)["seq-write"])
               for k in keys}  # fmt: skip
@@ -190,12 +190,12 @@ def test_family_owed_asks_for_the_undecided_and_cuts_to_common_blocks() -> None:
 
     rule = policy(3, 6, 0.05)
     clear = {"a": _rounds(100.0, 101.0, 99.0), "b": _rounds(50.0, 50.5, 49.5)}  # decided
-    assert study_run.family_owed(clear, rule, "MiB/s") == set()
+    assert trial_loop.family_owed(clear, rule, "MiB/s") == set()
     close = {"a": _rounds(100.0, 103.0, 97.0), "b": _rounds(99.0, 104.0, 98.0)}
-    assert study_run.family_owed(close, rule, "MiB/s") == {"a", "b"}
-    assert study_run.family_owed(close, rule, "GiB") == set()  # read from the pool
+    assert trial_loop.family_owed(close, rule, "MiB/s") == {"a", "b"}
+    assert trial_loop.family_owed(close, rule, "GiB") == set()  # read from the pool
     short = {"a": _rounds(1.0, 2.0), "b": _rounds(1.0)}
-    assert study_run.family_owed(short, rule, "MiB/s") == set()
+    assert trial_loop.family_owed(short, rule, "MiB/s") == set()
 
 
 def test_family_owed_pairs_values_by_their_round_after_a_failed_trial(
@@ -219,7 +219,7 @@ def test_family_owed_pairs_values_by_their_round_after_a_failed_trial(
         return real(base, others)
 
     monkeypatch.setattr(type(rule), "more_family", lambda self, base, others: spy(base, others))
-    assert study_run.family_owed({"a": a, "b": b}, rule, "MiB/s") == set()  # decided: 0.9
+    assert trial_loop.family_owed({"a": a, "b": b}, rule, "MiB/s") == set()  # decided: 0.9
     base, others = seen[0]
     assert base == [100.0, 120.0, 70.0, 110.0]  # rounds 0, 2, 3, 4: round 1 left out
     assert others["b"] == pytest.approx([90.0, 108.0, 63.0, 99.0])

@@ -46,8 +46,9 @@ def test_cli_builds_no_command_line_and_runs_nothing() -> None:
 def test_the_trial_loop_lives_in_the_engine() -> None:
     for old in ("orchestrate", "trialops", "measure", "cleanup", "scratch"):
         assert importlib.util.find_spec(f"poolbench.{old}") is None, old
-    for new in ("study_run", "trial", "pool_ops", "session", "lifecycle", "records",
-                "replicates", "cleanup", "scratch"):  # fmt: skip
+    for new in ("study_lifecycle", "trial_loop", "trial", "pool_ops", "session", "lifecycle",
+                "records", "replicates", "cleanup", "scratch", "screen.run",
+                "replay.record"):  # fmt: skip
         assert importlib.util.find_spec(f"poolbench.engine.{new}") is not None, new
 
 

@@ -13,6 +13,7 @@ from poolbench.engine import lifecycle, replicates
 from poolbench.engine.records import TrialConfig
 from poolbench.records.findings import CacheFinding, DeviceFinding, Findings
 from poolbench.records.measurement import Measurement
+from poolbench.stats.rounds import round_order
 from poolbench.store import queries
 from poolbench.store.db import Store
 from poolbench.study.matrix import Config
@@ -250,8 +251,8 @@ def test_interleave_replicates_round_by_round_until_the_rule_is_met() -> None:
     )  # fmt: skip
     # Two rounds of both (each in its seeded order, never the same item twice in a row), then
     # the two extra replicates Stein's rule planned for the noisy one (sd 70.7 at n0 = 2).
-    first = replicates.round_order(["steady", "noisy"], 7, 0)
-    second = replicates.round_order(["steady", "noisy"], 7, 1, first[-1])
+    first = round_order(["steady", "noisy"], 7, 0)
+    second = round_order(["steady", "noisy"], 7, 1, first[-1])
     assert rounds == [first, second, ["noisy"], ["noisy"]]
     assert order == first + second + ["noisy", "noisy"]
     assert all(a != b for a, b in zip(order[:3], order[1:4], strict=True))

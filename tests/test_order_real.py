@@ -11,8 +11,8 @@ from pathlib import Path
 
 from tests.conftest import poolbench
 
-from poolbench.engine import replicates
 from poolbench.stats import ReplicatePolicy
+from poolbench.stats.rounds import round_order
 from poolbench.study import matrix
 from poolbench.study.model import parse
 
@@ -71,7 +71,7 @@ def test_study_extra_replicates_run_interleaved(zfs_fuse: None, tmp_path: Path) 
     for rep in (2, 3):
         got = [row[0] for row in rows if row[1] == rep]
         owed = [k for k in keys if order.count(k) > rep]
-        assert got == replicates.round_order(owed, SEED, rep, last)
+        assert got == round_order(owed, SEED, rep, last)
         last = got[-1]
 
 

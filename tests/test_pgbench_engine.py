@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from poolbench.engine import cleanup
-from poolbench.engine.pgbench_run import Pgbench, PgRequest
+from poolbench.engine.pgbench_run import DRY_SOCKDIR, Pgbench, PgRequest
 from poolbench.guards import devices
 from poolbench.guards.devices import Counters, MountInfo, Target
 from poolbench.guards.workingset import WorkingSet
@@ -265,3 +265,25 @@ def test_the_journal_entry_names_what_cleanup_needs(tmp_path: Path) -> None:
     assert json.loads(path.read_text()) == {
         "kind": "postgres", "datadir": "/p/data", "sockdir": "/tmp/pb-pg-x", "bindir": "/b",
     }  # fmt: skip
+
+
+def test_the_dry_run_prints_the_commands_a_measurement_runs(
+    tmp_path: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dry run is the measurement itself under a runner that prints: the same commands
+    in the same order, the server's stop with its wait (-w -t) included."""
+    monkeypatch.setattr(devices, "read_counters", lambda names, *_a: {n: Counters(0, 0)
+                                                                      for n in names})  # fmt: skip
+    real = RecordingRunner({"runuser": server})
+    real.responses |= {str(pgserver.bindir() / t): server for t in
+                       ("initdb", "pg_ctl", "pgbench", "psql")}  # fmt: skip
+    req = _request(tmp_path)
+    Pgbench(real).measure(pgbench.workload("pgbench-tpcb"), req, Findings())
+    dry = RecordingRunner(dry_run=True)
+    Pgbench(dry).measure(pgbench.workload("pgbench-tpcb"), req, Findings())
+    run = next(a for a in real.argvs if "-T" in a)
+    sockdir = run[run.index("-h") + 1]  # a fresh private directory; the dry run names one
+    printed = [tuple(a.replace(sockdir, str(DRY_SOCKDIR)) for a in argv) for argv in real.argvs]
+    assert dry.argvs == printed and len(printed) == 7
+    assert printed[-1][-6:] == ("-m", "immediate", "-w", "-t", "30", "stop")
+    assert not (req.workdir / "pgdata").exists() and not list(req.journals.glob("*"))

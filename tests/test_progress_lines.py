@@ -72,7 +72,7 @@ def test_off_a_terminal_the_progress_callback_prints_plain_lines() -> None:
 def test_the_trial_loop_reports_each_finished_trial_with_its_figures(tmp_path: Path) -> None:
     """The engine's side: after each trial, (done, total, the trial, its figures or why it
     failed); a stand-in trial, so nothing is built."""
-    from poolbench.engine.study_run import Paths, StudyRun
+    from poolbench.engine.trial_loop import Paths, StudyRun
     from poolbench.store.db import Store
     from poolbench.study import matrix
     from poolbench.study.model import parse

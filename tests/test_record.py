@@ -16,7 +16,7 @@ from tests.test_trace_model import _record as _binary
 
 from poolbench.cli.main import main
 from poolbench.engine import cleanup
-from poolbench.engine import record as rec
+from poolbench.engine.replay import record as rec
 from poolbench.errors import (
     EXIT_INPUT,
     EXIT_USAGE,
@@ -229,7 +229,7 @@ def test_a_kernel_in_lockdown_records_through_the_blk_tracer_and_puts_it_back(
 ) -> None:
     """blktrace's relay files refused (EPERM, kernel lockdown): the same queue events come
     from the kernel's blk tracer in tracefs, each setting journaled and put back after."""
-    from poolbench.engine import blkftrace
+    from poolbench.engine.replay import blkftrace
 
     tracefs = tmp_path / "tracing"
     tracefs.mkdir()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from poolbench.engine import lifecycle, study_run
+from poolbench.engine import lifecycle, trial_loop
 from poolbench.report import html, replay_view
 from poolbench.report.data import load_run
 from poolbench.store.db import Store
@@ -48,9 +48,9 @@ def test_a_study_replays_a_trace_timed_and_flat_out_and_stores_its_fidelity(
         '[workloads]\nnames = ["trace:t", "trace-fast:t"]\nsize = "1M"\nmin_window = 0\n'
     )
     store = Store(tmp_path / "r.db")
-    sr = study_run.StudyRun(
+    sr = trial_loop.StudyRun(
         LocalRunner(), store, parse(text), text,
-        study_run.Paths(scratch=tmp_path / "scratch", journals=tmp_path / "journals"), seed=7,
+        trial_loop.Paths(scratch=tmp_path / "scratch", journals=tmp_path / "journals"), seed=7,
     )  # fmt: skip
     avail = sr.preflight()
     sr.run_id = lifecycle.start(store, "study", "replay", sr.metadata(avail), ["test"])

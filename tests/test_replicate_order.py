@@ -1,4 +1,4 @@
-"""The order replicates run in (engine/replicates.py) and the dry-run's detectable change."""
+"""The order replicates run in (stats/rounds.py) and the dry-run's detectable change."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from poolbench.engine import replicates
 from poolbench.records.findings import Findings
 from poolbench.records.measurement import Measurement
 from poolbench.stats import ReplicatePolicy
+from poolbench.stats.rounds import round_order
 from poolbench.store.db import Store
 from poolbench.study import estimate, pilot
 from poolbench.study.model import parse
@@ -16,12 +17,12 @@ from poolbench.study.model import parse
 
 def test_round_order_is_a_seeded_permutation_rotated_after_the_last() -> None:
     items = ["a", "b", "c", "d"]
-    once = replicates.round_order(items, 11, 3)
-    assert sorted(once) == items and once == replicates.round_order(items, 11, 3)
-    assert any(replicates.round_order(items, 11, r) != once for r in range(4))  # new per round
-    rotated = replicates.round_order(items, 11, 3, last=once[0])
+    once = round_order(items, 11, 3)
+    assert sorted(once) == items and once == round_order(items, 11, 3)
+    assert any(round_order(items, 11, r) != once for r in range(4))  # new per round
+    rotated = round_order(items, 11, 3, last=once[0])
     assert rotated == once[1:] + once[:1]  # the previous round's last item does not start it
-    assert replicates.round_order(["a"], 11, 3, last="a") == ["a"]  # alone: nothing to swap
+    assert round_order(["a"], 11, 3, last="a") == ["a"]  # alone: nothing to swap
 
 
 def _run(values: dict[str, list[float]], rule: ReplicatePolicy, seed: int) -> list[list[str]]:
@@ -64,7 +65,7 @@ def test_extra_replicates_run_in_rounds_interleaved_never_back_to_back() -> None
                 # Only when a single item is still owed replicates is back to back unavoidable.
                 assert len(rounds[_round_of(rounds, i)]) == 1, (seed, rounds)
         # The round order is the seeded shuffle of each round (replayable).
-        assert rounds[0] == replicates.round_order(list(values), seed, 0)
+        assert rounds[0] == round_order(list(values), seed, 0)
 
 
 def _round_of(rounds: list[list[str]], i: int) -> int:
@@ -129,3 +130,26 @@ def test_planned_stage_one_never_runs_a_configuration_twice_in_a_row() -> None:
     for seed in range(30):
         keys = [t.config.key for t in matrix.plan(study, seed)]
         assert len(keys) == 6 and all(a != b for a, b in zip(keys, keys[1:], strict=False))
+
+
+def test_a_studys_stage_one_is_rounds_of_the_one_scheduler() -> None:
+    """matrix.plan's rounds: each the seeded order of every configuration, rotated after the
+    configuration that ended the round before (the study's extra rounds continue from it)."""
+    from poolbench.study import matrix
+
+    study = parse(
+        'name = "t"\nreplicates = 4\n[disks]\ncount = 4\nsize = "256M"\n[factors]\n'
+        'backend = ["zfs"]\nlayout = ["stripe", "mirror", "raidz1"]\n[workloads]\n'
+        'names = ["seq-write"]\nsize = "64M"\n',
+        "t",
+    )
+    cfgs = matrix.configs(study)
+    for seed in range(30):
+        trials = matrix.plan(study, seed)
+        assert [t.index for t in trials] == list(range(12))
+        last = None
+        for r in range(4):
+            got = [t.config for t in trials if t.replicate == r]
+            assert got == round_order(cfgs, seed, r, last)
+            last = got[-1]
+        assert all(a.config != b.config for a, b in zip(trials, trials[1:], strict=False))

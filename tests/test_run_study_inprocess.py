@@ -1,4 +1,4 @@
-"""engine.run_study driven in-process with hooks that record what the engine tells its caller:
+"""engine.study_lifecycle driven in-process with hooks that record what the engine tells its caller:
 the lifecycle the CLI used to own (checks, store opened for writing only after the preflight,
 run row, measuring loop, scratch left empty), on the directory backend with real fio."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from poolbench.engine import run_study
+from poolbench.engine import study_lifecycle
 from poolbench.errors import PoolbenchError
 from poolbench.safety.claims import ClaimSet
 from poolbench.store.db import Store
@@ -63,9 +63,9 @@ def test_run_study_measures_stores_and_reports_through_its_hooks(tmp_path: Path)
     text = _text(a, b)
     hooks = Recorder()
     scratch = tmp_path / "scratch"
-    req = run_study.StudyRequest(parse(text), text, tmp_path / "r.db", seed=3,
+    req = study_lifecycle.StudyRequest(parse(text), text, tmp_path / "r.db", seed=3,
                                  scratch_dir=scratch, argv=["test"])  # fmt: skip
-    out = run_study.run_study(req, hooks)
+    out = study_lifecycle.run_study(req, hooks)
     assert out.failed == []
     rows = out.store.measurements(out.run_id)
     assert len(rows) == 2 * 2  # two configurations × two replicates, one workload
@@ -81,9 +81,9 @@ def test_run_study_measures_stores_and_reports_through_its_hooks(tmp_path: Path)
 def test_a_refused_study_leaves_no_store_behind(tmp_path: Path) -> None:
     text = _text(tmp_path / "missing-a", tmp_path / "missing-b")
     db = tmp_path / "sub" / "r.db"
-    req = run_study.StudyRequest(parse(text), text, db, argv=["test"])
+    req = study_lifecycle.StudyRequest(parse(text), text, db, argv=["test"])
     with pytest.raises(PoolbenchError):
-        run_study.run_study(req, Recorder())
+        study_lifecycle.run_study(req, Recorder())
     assert not db.exists() and not db.parent.exists()
 
 
@@ -92,12 +92,14 @@ def test_resuming_a_complete_run_measures_nothing_again(tmp_path: Path) -> None:
     a.mkdir(), b.mkdir()
     text = _text(a, b)
     db = tmp_path / "r.db"
-    first = run_study.run_study(
-        run_study.StudyRequest(parse(text), text, db, seed=3, argv=["t"]), Recorder()
+    first = study_lifecycle.run_study(
+        study_lifecycle.StudyRequest(parse(text), text, db, seed=3, argv=["t"]), Recorder()
     )
     hooks = Recorder()
-    again = run_study.run_study(
-        run_study.StudyRequest(parse(text), text, db, resume=first.run_id, seed=3, argv=["t"]),
+    again = study_lifecycle.run_study(
+        study_lifecycle.StudyRequest(
+            parse(text), text, db, resume=first.run_id, seed=3, argv=["t"]
+        ),
         hooks,
     )
     assert again.run_id == first.run_id and hooks.done == []

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from poolbench.engine.screen_compare import advice, slow_disks
-from poolbench.engine.screen_jobs import BY_NAME, FIO_START_S, SUSTAIN, ScreenOptions, fio_argv, how
-from poolbench.engine.screen_knee import FALL, Interval, find_knee, intervals
-from poolbench.engine.screen_records import DiskScreen, Figure
-from poolbench.engine.screen_run import ScreenDisk, screen
+from poolbench.engine.screen.compare import advice, slow_disks
+from poolbench.engine.screen.jobs import BY_NAME, FIO_START_S, SUSTAIN, ScreenOptions, fio_argv, how
+from poolbench.engine.screen.knee import FALL, Interval, find_knee, intervals
+from poolbench.engine.screen.records import DiskScreen, Figure
+from poolbench.engine.screen.run import ScreenDisk, screen
 from poolbench.errors import UsageError
 from poolbench.store.db import Store
 from poolbench.store.screens import add_screen, recent_by_serial, screen_disks
@@ -143,7 +143,7 @@ def test_the_disk_at_half_its_peers_speed_is_named_and_noise_is_not() -> None:
 
 
 def test_advice_names_zoned_512e_write_cache_and_a_suspected_smr() -> None:
-    from poolbench.engine.screen_knee import Knee
+    from poolbench.engine.screen.knee import Knee
 
     d = _disk("z", (1,))
     d.zoned, d.logical_sector, d.physical_sector, d.rotational = "host-aware", 512, 4096, True
@@ -265,7 +265,7 @@ def test_a_path_shared_by_the_disks_is_named_with_both_figures(tmp_path: Path) -
 
 
 def test_one_disk_is_not_checked_alone_and_noise_does_not_call_a_path_shared() -> None:
-    from poolbench.engine.screen_path import PathCheck
+    from poolbench.engine.screen.path import PathCheck
 
     assert ScreenOptions(runtime_s=1, repeats=2).fio_runs(1) == 3 * 2
     # 20% faster alone: under the 1.33 rule. 40% faster but the intervals overlap: not named.

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import poolbench
 
-from poolbench.engine.screen_records import DiskScreen, Figure
+from poolbench.engine.screen.records import DiskScreen, Figure
 from poolbench.errors import EXIT_INPUT
 from poolbench.planner.layout import parse_layout
 from poolbench.planner.performance import DEFAULT_SPEEDS, DiskSpeed, predict

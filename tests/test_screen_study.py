@@ -12,9 +12,9 @@ from tests.conftest import poolbench
 from tests.test_report_predicted import _add
 from tests.test_safety_units import FakeMachine
 
-from poolbench.engine.screen_check import study_notes
-from poolbench.engine.screen_jobs import FIO_START_S
-from poolbench.engine.screen_records import DiskScreen, Figure
+from poolbench.engine.screen.check import study_notes
+from poolbench.engine.screen.jobs import FIO_START_S
+from poolbench.engine.screen.records import DiskScreen, Figure
 from poolbench.report.data import load_run
 from poolbench.report.predicted import predicted_rows
 from poolbench.report.screened_disk import screened_disk
@@ -111,7 +111,7 @@ def test_a_real_run_screens_its_unscreened_disks_first_and_reuses_a_recent_scree
 ) -> None:
     from tests.test_screen import fake_fio
 
-    from poolbench.engine.screen_check import screen_unscreened
+    from poolbench.engine.screen.check import screen_unscreened
     from poolbench.system.runner import RecordingRunner
 
     m = _machine(tmp_path)
@@ -157,7 +157,7 @@ def test_no_screen_skips_the_screen_and_says_a_slow_disk_was_not_looked_for(
 ) -> None:
     from tests.test_screen import fake_fio
 
-    from poolbench.engine.screen_check import before_study
+    from poolbench.engine.screen.check import before_study
     from poolbench.system.runner import RecordingRunner
 
     m, store, dev = _unscreened_machine(tmp_path)
@@ -181,7 +181,7 @@ def test_no_screen_skips_the_screen_and_says_a_slow_disk_was_not_looked_for(
 
 
 def test_no_screen_is_stored_with_the_run_and_shown_in_its_report(tmp_path: Path) -> None:
-    from poolbench.engine import study_run
+    from poolbench.engine import trial_loop
     from poolbench.report import header
     from poolbench.study.model import parse
     from poolbench.system.runner import RecordingRunner
@@ -189,8 +189,8 @@ def test_no_screen_is_stored_with_the_run_and_shown_in_its_report(tmp_path: Path
     store = Store(tmp_path / "r.db")
     text = ('name = "s"\n[disks]\ncount = 0\n[factors]\nbackend = ["directory"]\n'
             f'layout = ["{tmp_path}"]\n[workloads]\nnames = ["seq-write"]\n')  # fmt: skip
-    paths = study_run.Paths(tmp_path / "scratch", tmp_path / "journals")
-    sr = study_run.StudyRun(RecordingRunner(), store, parse(text), text, paths, seed=1)
+    paths = trial_loop.Paths(tmp_path / "scratch", tmp_path / "journals")
+    sr = trial_loop.StudyRun(RecordingRunner(), store, parse(text), text, paths, seed=1)
     assert "screen" not in sr.metadata({})
     sr.not_screened = "/dev/sdd not screened (--no-screen, ...)"
     meta = sr.metadata({})
@@ -216,11 +216,11 @@ def test_the_no_screen_flag_reaches_the_study_request(
 
     got: list[bool] = []
 
-    def run_study(request: study_exec.run_study.StudyRequest, hooks: object) -> None:
+    def run_study(request: study_exec.study_lifecycle.StudyRequest, hooks: object) -> None:
         got.append(request.screen)
         raise SystemExit(0)  # the request is all this test needs
 
-    monkeypatch.setattr(study_exec.run_study, "run_study", run_study)
+    monkeypatch.setattr(study_exec.study_lifecycle, "run_study", run_study)
     (tmp_path / "s.toml").write_text(
         'name = "s"\n[disks]\ncount = 0\n[factors]\nbackend = ["directory"]\n'
         f'layout = ["{tmp_path}"]\n[workloads]\nnames = ["seq-write"]\n'

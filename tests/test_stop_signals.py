@@ -26,7 +26,7 @@ import click
 import pytest
 
 from poolbench.cli import main as cli_main
-from poolbench.engine import lifecycle, run_study, study_run
+from poolbench.engine import lifecycle, study_lifecycle, trial_loop
 from poolbench.errors import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_TERMINATED, PoolbenchError
 from poolbench.safety.journal_words import describe
 from poolbench.store.db import Store, resume_command
@@ -313,9 +313,9 @@ def test_a_run_still_running_is_not_resumed_twice(tmp_path: Path) -> None:
     text = TEXT
     run_id = lifecycle.start(store, "study", "s", {"study_text": text, "seed": 1}, ["x"])
     with pytest.raises(PoolbenchError, match="still running"):
-        study_run.load_resume(store, run_id)
+        trial_loop.load_resume(store, run_id)
     store.set_owner(run_id, _dead_owner())
-    assert study_run.load_resume(store, run_id)[2] == 1
+    assert trial_loop.load_resume(store, run_id)[2] == 1
 
 
 def test_a_resume_measures_with_the_window_the_run_measured_with(tmp_path: Path) -> None:
@@ -326,20 +326,20 @@ def test_a_resume_measures_with_the_window_the_run_measured_with(tmp_path: Path)
     run_id = lifecycle.start(store, "study", "s", meta, ["x"])
     store.finish_run(run_id, "interrupted", None, "SIGTERM")
     assert parse(text).workloads.min_window == 3.0
-    assert study_run.load_resume(store, run_id)[0].workloads.min_window == 0.0
+    assert trial_loop.load_resume(store, run_id)[0].workloads.min_window == 0.0
 
 
 # -- the commands that resume ---------------------------------------------------------------------
 def test_the_resume_command_is_the_one_the_run_was_started_with(tmp_path: Path) -> None:
     text = TEXT
     db = tmp_path / "r.db"
-    base = run_study.StudyRequest(parse(text), text, db, argv=["x"])
+    base = study_lifecycle.StudyRequest(parse(text), text, db, argv=["x"])
     assert (
         base.resume_command(db, 4)
         == resume_command(db, 4)
         == (f"poolbench run --resume 4 --db {db}")
     )
-    study = run_study.StudyRequest(parse(text), text, db, scratch_dir=Path("/var/tmp/a b"),
+    study = study_lifecycle.StudyRequest(parse(text), text, db, scratch_dir=Path("/var/tmp/a b"),
                                    screen=False, command="study parity", argv=["x"])  # fmt: skip
     assert study.resume_command(db, 4) == (
         f"poolbench study parity --resume 4 --db {db} --scratch-dir '/var/tmp/a b' --no-screen"
@@ -498,12 +498,12 @@ def test_a_study_stopped_between_trials_resumes_with_exactly_what_is_missing(
     text = _dir_study(tmp_path)
     db, scratch = tmp_path / "r.db", tmp_path / "scratch"
     monkeypatch.setattr(terminal, "hangup_risk", lambda: "it runs in an SSH terminal")
-    monkeypatch.setattr(run_study, "LONG_STUDY_S", 0.0)
+    monkeypatch.setattr(study_lifecycle, "LONG_STUDY_S", 0.0)
     hooks = _Hooks(lambda done: _signal_self(signal.SIGTERM) if done == 2 else None)
-    req = run_study.StudyRequest(parse(text), text, db, seed=3, scratch_dir=scratch,
+    req = study_lifecycle.StudyRequest(parse(text), text, db, seed=3, scratch_dir=scratch,
                                  argv=["poolbench", "run", "s.toml"])  # fmt: skip
     with handlers(), pytest.raises(stopping.Stopped):
-        run_study.run_study(req, hooks)
+        study_lifecycle.run_study(req, hooks)
     said = [n for n in hooks.notes if "SSH" in n]
     assert len(said) == 1 and re.fullmatch(
         r"note: this study should take about \d+ s and it runs in an SSH terminal: if the "
@@ -523,8 +523,8 @@ def test_a_study_stopped_between_trials_resumes_with_exactly_what_is_missing(
     assert len(kept) == 4 and not scratch.exists()
     again = _Hooks(lambda done: None)
     monkeypatch.setattr(terminal, "hangup_risk", lambda: None)
-    resumed = run_study.StudyRequest(parse(text), text, db, 1, 3, scratch, argv=["x"])
-    out = run_study.run_study(resumed, again)
+    resumed = study_lifecycle.StudyRequest(parse(text), text, db, 1, 3, scratch, argv=["x"])
+    out = study_lifecycle.run_study(resumed, again)
     rows = {(r["config"], r["replicate"], r["workload"]): r["value"]
             for r in out.store.measurements(1)}  # fmt: skip
     assert len(rows) == 2 * 2 * 2 and kept.items() <= rows.items()

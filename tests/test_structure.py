@@ -8,6 +8,8 @@ asked for what they can do rather than tested for their class, and ZFS spoken on
 * `dict[str, Any]` is rare (ANY_DICT_CEILING): a value of known shape is a dataclass or a
   TypedDict; JSON of unknown shape at the edge is `records.jsontypes.JsonObject`, used only in
   modules that read or write JSON themselves or are named in JSON_ALIAS_USERS with the reason.
+* engine/'s subsystems (the disk screen, record and replay) live in their own packages, and
+  no two of its modules are anagrams of each other (run_study/study_run were).
 * No `zpool`/`zfs`/`zdb` command line outside zfs/ (an argument list that starts with the
   program, a `which("zpool")`, an import of `zfs.commands`): callers use `zfs.ops`.
 """
@@ -107,6 +109,23 @@ def test_each_long_module_is_still_long() -> None:
     lines = _modules()
     short = [name for name in LONG_MODULES if lines.get(name, 0) <= LIMIT]
     assert short == [], "no longer over 500 lines (or gone): remove it from LONG_MODULES"
+
+
+# engine/'s subsystems, each a package of its own: a module of one at engine/'s top level
+# (the prefix its files had before they moved) belongs in it.
+ENGINE_SUBSYSTEMS = {"screen": ("screen_",), "replay": ("record", "replay", "blkftrace")}
+
+
+def test_engine_keeps_its_subsystems_in_their_packages() -> None:
+    engine = SRC / "engine"
+    top = [p.stem for p in engine.glob("*.py")]
+    for package, prefixes in ENGINE_SUBSYSTEMS.items():
+        assert (engine / package / "__init__.py").is_file(), package
+        stray = [m for m in top if m.startswith(prefixes) and m != "records"]
+        assert stray == [], f"engine/{package}/ holds these: {stray}"
+    # one name per job: no two top-level modules spelled with the same letters
+    spelled = sorted("".join(sorted(m)) for m in top)
+    assert len(spelled) == len(set(spelled)), "two engine modules are anagrams of each other"
 
 
 def _concrete_backend(node: ast.expr) -> str | None:

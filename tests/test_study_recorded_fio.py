@@ -1,5 +1,5 @@
-"""A whole study through run_study and StudyRun, in process, with fio answered from its recorded
-JSON (tests/recorded_fio.py): three configurations × three replicates × three workloads on
+"""A whole study through study_lifecycle and StudyRun, in process, with fio answered from its
+recorded JSON (tests/recorded_fio.py): three configurations × three replicates × three workloads on
 the directory backend, each trial's two sparse disks made and removed through its journal.
 The stored figures are computed here from the recordings themselves; the trials run in the
 seeded interleaved rounds; every trial's journal is torn down, a failed one's too; a trial
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from tests.recorded_fio import RecordedFio, Recording
 
-from poolbench.engine import run_study
+from poolbench.engine import study_lifecycle
 from poolbench.guards import cache
 from poolbench.safety.claims import ClaimSet
 from poolbench.safety.journal import Journal
@@ -41,7 +41,7 @@ TRIALS = CONFIGS * REPLICATES
 
 
 class Hooks:
-    """What run_study tells its caller, kept."""
+    """What study_lifecycle tells its caller, kept."""
 
     def __init__(self) -> None:
         self.notes: list[str] = []
@@ -100,13 +100,13 @@ class Lab:
     def db(self) -> Path:
         return self.tmp / "r.db"
 
-    def run(self, resume: int | None = None) -> tuple[run_study.StudyOutcome, Hooks]:
+    def run(self, resume: int | None = None) -> tuple[study_lifecycle.StudyOutcome, Hooks]:
         hooks = self.hooks = Hooks()
-        request = run_study.StudyRequest(
+        request = study_lifecycle.StudyRequest(
             parse(self.text), self.text, self.db, resume=resume, seed=SEED,
             scratch_dir=self.tmp / "scratch", argv=["poolbench", "run"],
         )  # fmt: skip
-        return run_study.run_study(request, hooks), hooks
+        return study_lifecycle.run_study(request, hooks), hooks
 
 
 @pytest.fixture
@@ -121,8 +121,10 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lab:
         f'[workloads]\nnames = {json.dumps(WORKLOADS)}\nsize = "1M"\nmin_window = 0\n'
     )
     fio = RecordedFio(ANSWERS)
-    # Every command of the study goes through this runner (run_study makes its own).
-    monkeypatch.setattr(run_study, "LocalRunner", lambda dry_run=False, echo=None: fio.runner())
+    # Every command of the study goes through this runner (study_lifecycle makes its own).
+    monkeypatch.setattr(
+        study_lifecycle, "LocalRunner", lambda dry_run=False, echo=None: fio.runner()
+    )
     drops: list[list[str]] = []
 
     def drop(runner: Runner, files: Sequence[Path]) -> cache.CacheDrop:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from poolbench.engine import replay_check, window
+from poolbench.engine import window
+from poolbench.engine.replay import check as replay_check
 from poolbench.errors import UsageError
 from poolbench.records.findings import Findings
 from poolbench.workloads import fiojob, replay, tracefile

@@ -17,8 +17,8 @@ from poolbench.cli.common import (
     override_min_window,
 )
 from poolbench.cli.study_exec import execute_study
-from poolbench.engine import study_run
-from poolbench.engine.run_study import StudyRequest
+from poolbench.engine import trial_loop
+from poolbench.engine.study_lifecycle import StudyRequest
 from poolbench.engine.zfs_daemon import larger_arc, zfs_available
 from poolbench.errors import UsageError
 from poolbench.store.db import resume_command
@@ -170,7 +170,7 @@ def _resumed(run_id: int, db: Path | None, scratch_dir: Path | None) -> StudyReq
     """A stored demo run, to finish as `run --resume` would (its study, seed and window)."""
     store = open_store(db, "read")
     try:
-        study, text, seed = study_run.load_resume(store, run_id)
+        study, text, seed = trial_loop.load_resume(store, run_id)
         path = store.path
     finally:
         store.close()

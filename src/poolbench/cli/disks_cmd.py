@@ -13,7 +13,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from poolbench.engine.screen_jobs import ScreenOptions
+from poolbench.engine.screen.jobs import ScreenOptions
 from poolbench.errors import CommandLineError
 from poolbench.safety.blockdevice import BlockDevice
 from poolbench.safety.claims import claim_devices

@@ -14,11 +14,11 @@ import click
 from poolbench.capabilities import install_hint
 from poolbench.cli.claiming import claim_from_cli
 from poolbench.cli.common import open_store
-from poolbench.engine.screen_compare import SLOW_RULE, advice, slow_disks
-from poolbench.engine.screen_jobs import ScreenOptions
-from poolbench.engine.screen_path import PATH_RULE
-from poolbench.engine.screen_records import DiskScreen
-from poolbench.engine.screen_run import Screen, ScreenDisk, screen
+from poolbench.engine.screen.compare import SLOW_RULE, advice, slow_disks
+from poolbench.engine.screen.jobs import ScreenOptions
+from poolbench.engine.screen.path import PATH_RULE
+from poolbench.engine.screen.records import DiskScreen
+from poolbench.engine.screen.run import Screen, ScreenDisk, screen
 from poolbench.errors import CommandLineError, ToolMissingError, UsageError
 from poolbench.safety.claims import resolve_dev
 from poolbench.safety.guarded import GuardedRunner

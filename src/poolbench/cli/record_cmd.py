@@ -58,7 +58,7 @@ def record(
             "record needs a DEVICE and --seconds (or --list).",
             "E.g. poolbench record /dev/sdb --seconds 60 --name db-morning.",
         )
-    from poolbench.engine.record import record as do_record
+    from poolbench.engine.replay.record import record as do_record
     from poolbench.store.db import default_path
     from poolbench.system.runner import LocalRunner
     from poolbench.workloads.tracestats import lines

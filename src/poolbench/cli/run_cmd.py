@@ -26,8 +26,8 @@ from poolbench.cli.common import (
 )
 from poolbench.cli.study_exec import DRY_RUN_CONFIGS, execute_study, no_screen_option
 from poolbench.engine import cleanup as cleanup_mod
-from poolbench.engine import study_run
-from poolbench.engine.run_study import StudyRequest
+from poolbench.engine import trial_loop
+from poolbench.engine.study_lifecycle import StudyRequest
 from poolbench.errors import CommandLineError, PoolbenchError
 from poolbench.report import predicted
 from poolbench.store import queries
@@ -137,7 +137,7 @@ def run(
     disk = predicted.report_disk(open_store(db, "read"), disk_ref) if disk_ref else None
     if resume is not None:
         store = open_store(db, "read")
-        study, text, stored_seed = study_run.load_resume(store, resume)
+        study, text, stored_seed = trial_loop.load_resume(store, resume)
         store.close()
         request = StudyRequest(study, text, db, resume, stored_seed, scratch_dir,
                                screen=not no_screen)  # fmt: skip
@@ -248,7 +248,7 @@ def cleanup(db: Path | None, dry_run: bool) -> None:
     """
     store = open_store(db, "dry")  # its directory holds the journals
     runner = LocalRunner(dry_run=dry_run, echo=lambda s: click.echo(f"would run: {s}"))
-    outcomes = cleanup_mod.cleanup(runner, study_run.default_paths(store).journals)
+    outcomes = cleanup_mod.cleanup(runner, trial_loop.default_paths(store).journals)
     abandoned = cleanup_mod.abandoned_runs(store)
     if abandoned and not dry_run:
         store.close()

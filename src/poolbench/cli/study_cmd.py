@@ -23,7 +23,7 @@ from poolbench.cli.common import (
     pick,
 )
 from poolbench.cli.study_exec import execute_study, no_screen_option
-from poolbench.engine.run_study import StudyRequest
+from poolbench.engine.study_lifecycle import StudyRequest
 from poolbench.errors import TrialsFailed
 from poolbench.study import consistency
 from poolbench.study.builtin import registry

@@ -18,8 +18,8 @@ from poolbench.cli.common import (
     PlainProgress,
     progress_bar,
 )
-from poolbench.engine import run_study, study_run
-from poolbench.engine.study_run import TrialDone
+from poolbench.engine import study_lifecycle, trial_loop
+from poolbench.engine.trial_loop import TrialDone
 from poolbench.errors import TrialsFailed
 from poolbench.planner.performance import DiskSpeed
 from poolbench.report import terminal
@@ -71,7 +71,7 @@ def emit(console: Console, parts: list[tuple[str, str]]) -> None:
 # one reads. --all-commands prints them all.
 DRY_RUN_CONFIGS = 200
 # `run` and `study`: the screen a real run makes of disks with no recent one (about 40 s a
-# disk, engine/screen_check.py) can be skipped, never silently.
+# disk, engine/screen/check.py) can be skipped, never silently.
 no_screen_option = click.option(
     "--no-screen",
     "no_screen",
@@ -83,7 +83,7 @@ no_screen_option = click.option(
 
 
 def _print_dry_run(
-    sr: study_run.StudyRun,
+    sr: trial_loop.StudyRun,
     study: Study,
     console: Console,
     err: Console,
@@ -127,7 +127,7 @@ def _print_dry_run(
 
 
 class _CliHooks:
-    """The engine's questions and news (engine/run_study.py), on the terminal: notes and
+    """The engine's questions and news (engine/study_lifecycle.py), on the terminal: notes and
     progress on stderr, a line per trial when stderr is no terminal, the confirmation
     before data is destroyed asked there too."""
 
@@ -163,10 +163,10 @@ class _CliHooks:
 
 
 def _answer(
-    outcome: run_study.StudyOutcome,
+    outcome: study_lifecycle.StudyOutcome,
     console: Console,
     disk: DiskSpeed | None,
-    request: run_study.StudyRequest,
+    request: study_lifecycle.StudyRequest,
 ) -> int:
     """The stored run's report, which ends with the answer: nothing is printed after it."""
     store, run_id, failed = outcome.store, outcome.run_id, outcome.failed
@@ -183,7 +183,7 @@ def _answer(
 
 
 def execute_study(
-    request: run_study.StudyRequest,
+    request: study_lifecycle.StudyRequest,
     *,
     dry_run: bool,
     console: Console | None = None,
@@ -192,7 +192,7 @@ def execute_study(
     all_commands: bool = False,
     disk: DiskSpeed | None = None,
 ) -> int:
-    """Shared by `run`, `study` and `demo`: engine.run_study, shown. Returns the run id.
+    """Shared by `run`, `study` and `demo`: engine.study_lifecycle, shown. Returns the run id.
     What the run is (the study, its store, seed, scratch dir, whether its disks are
     screened) travels in `request`; the rest is how it is shown and confirmed."""
     err = Console(stderr=True)
@@ -200,9 +200,9 @@ def execute_study(
     log = DryRunLog()
     hooks = _CliHooks(err, log, destroy_data_on, yes)
     if not dry_run:
-        return _answer(run_study.run_study(request, hooks), console, disk, request)
+        return _answer(study_lifecycle.run_study(request, hooks), console, disk, request)
     try:
-        with run_study.prepared(request, hooks, dry_run=True) as (sr, _):
+        with study_lifecycle.prepared(request, hooks, dry_run=True) as (sr, _):
             log.flush(err)  # what the probes would have run (real devices: the claims)
             _print_dry_run(sr, request.study, console, err, log, all_commands)
     finally:

@@ -14,8 +14,8 @@ import click
 from click.core import ParameterSource
 
 from poolbench.cli.common import open_store
-from poolbench.engine import study_run
-from poolbench.engine.run_study import StudyRequest
+from poolbench.engine import trial_loop
+from poolbench.engine.study_lifecycle import StudyRequest
 from poolbench.errors import CommandLineError, UsageError
 from poolbench.store.db import resume_command
 from poolbench.study.builtin import registry
@@ -60,7 +60,7 @@ def request(
     registry.get(name)  # an unknown study is refused by name
     store = open_store(db, "read")
     try:
-        study, text, seed = study_run.load_resume(store, run_id)
+        study, text, seed = trial_loop.load_resume(store, run_id)
         argv = json.loads(store.run(run_id)["argv"])
         path = store.path
     finally:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from poolbench.engine import lifecycle, scratch
 from poolbench.engine.session import Session
-from poolbench.engine.study_run import default_paths
 from poolbench.engine.subject import Options, Subject, WorkloadResult
+from poolbench.engine.trial_loop import default_paths
 from poolbench.guards.devices import MountInfo, Target
 from poolbench.guards.workingset import WorkingSet
 from poolbench.records.jsontypes import JsonObject

@@ -243,22 +243,6 @@ def _mismatch(summary: pgbench.Summary, log: pgbench.TxLog) -> list[str]:
     ]
 
 
-def dry_commands(
-    runner: Runner, w: Workload, mountpoint: Path, levels: dict[str, str], runtime_s: int,
-    clients: int, working_set: int,
-) -> None:  # fmt: skip
-    """--dry-run: the commands one pgbench measurement runs, in order (nothing is run)."""
-    c = pgserver.Cluster(pgserver.bindir(), mountpoint / "<workdir>" / "pgdata", DRY_SOCKDIR)
-    pgserver.init(runner, c, factors.postgres_settings(levels))
-    pgserver.start(runner, c)
-    scale = str(pgbench.scale_for(working_set))
-    runner.run(pgserver.client(c, "pgbench", "-i", "-q", "-s", scale, pgserver.DB))
-    for argv in ([], run_argv(runner, w, w.jobs or clients, runtime_s, c), []):
-        runner.run(argv or pgserver.client(c, "psql", "-X", "-q", "-c", "CHECKPOINT", "postgres"))
-    runner.run([*pgserver.as_owner(), c.tool("pg_ctl"), "-D", str(c.datadir), "-m",
-                "immediate", "stop"])  # fmt: skip
-
-
 def check_installed(workloads: list[Workload], scratch: Path | None = None) -> None:
     """Refused before anything is created: pgbench workloads on a machine without
     PostgreSQL (exit 7), or a scratch directory its server's user cannot reach."""

@@ -38,11 +38,13 @@ from poolbench.engine import pgbench_run
 from poolbench.engine.measure_checks import block_device_refusal
 from poolbench.engine.pool_hooks import PoolHooks
 from poolbench.engine.subject import BlockDevice, Subject
+from poolbench.engine.workspace import Workspace
 from poolbench.errors import UsageError
 from poolbench.factors import load as load_factor
 from poolbench.factors import registry as factors
 from poolbench.guards import geometry
 from poolbench.guards.devices import MountInfo, Target, mount_of
+from poolbench.guards.workingset import WorkingSet
 from poolbench.records.findings import Findings
 from poolbench.safety.journal import Journal
 from poolbench.study.model import Disks, Workloads
@@ -192,10 +194,9 @@ def dry_commands(
         if w.pool_state == "degraded" and not offline:
             show_trial_operation(runner, name, "offline")
             offline = True
-        if w.kind == "pgbench":
-            wl = wl or Workloads()
-            pgbench_run.dry_commands(runner, w, pool.mountpoint, dict(levels), wl.runtime,
-                                     wl.jobs, parse_size(wl.size))  # fmt: skip
+        if w.kind == "pgbench":  # the measurement itself, its commands printed
+            request = _dry_pg_request(runner, pool, w, levels, wl or Workloads())
+            pgbench_run.Pgbench(runner).measure(w, request, Findings())
         elif w.kind == "untar":
             runner.run(["tar", "-x", "--no-same-owner", "-f", "<tarball>", "-C", "<dir>"])
             runner.run(["sync", "--file-system", "<dir>"])
@@ -204,6 +205,20 @@ def dry_commands(
                 # Laid out before the first measurement (fiojob.render_prepare), not timed.
                 runner.run(["fio", "--output-format=json", f"prepare-{w.name}.fio"])
             runner.run(["fio", "--output-format=json", f"{w.name}.fio"])
+
+
+def _dry_pg_request(
+    runner: Runner, pool: Pool, w: Workload, levels: Mapping[str, str], wl: Workloads
+) -> pgbench_run.PgRequest:
+    """--dry-run: the request a trial's session would make of the pool it did not build
+    (no members to count bytes on, nothing cached: the sizes are the study's)."""
+    mp = pool.mountpoint
+    target = Target(str(mp), MountInfo(str(mp), pool.spec.backend, pool.spec.name, ""))
+    size = parse_size(wl.size)
+    return pgbench_run.PgRequest(
+        Workspace(runner, mp, 0).root, target, WorkingSet(size, 0, None, 0, False, 0.0),
+        w.jobs or wl.jobs, wl.runtime, dict(levels), mp / "journals", disposable=True,
+    )  # fmt: skip
 
 
 def _writes_its_data(last_write: Workload | None, w: Workload) -> bool:

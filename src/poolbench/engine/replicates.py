@@ -2,23 +2,19 @@
 the replicate policy (stats.ReplicatePolicy) anything.
 
 Under Stein's rule the total per figure is fixed once its first stage (min_runs replicates) is
-measured, so what remains is an order. Replicates run in rounds: every item still owed a
-replicate runs once per round, in a seeded random order that is new each round (recorded by
-the caller), and an item never runs twice in a row across a round boundary (A B | B A would put
-B's two replicates back to back; the round is rotated instead). Slow drift on the devices is so
-spread over all items instead of masquerading as a difference between them. `bench`, a fleet
-(`bench --hosts`) and a study's extra rounds all use this module.
+measured, so what remains is an order: rounds (stats/rounds.py, the one scheduler of bench, a
+fleet and a study), each round holding every item still owed a replicate.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from poolbench.stats.policy import ReplicatePolicy
+from poolbench.stats.rounds import rounds
 
-__all__ = ["interleave", "policy", "round_order"]
+__all__ = ["interleave", "policy"]
 
 T = TypeVar("T")
 Progress = Callable[[str, int, int], None]  # (description, done, total)
@@ -28,17 +24,6 @@ def policy(min_runs: int = 3, max_runs: int = 10, target: float = 0.05) -> Repli
     """At least `min_runs`, then the total Stein's rule plans from them for a CI within
     ±`target` (a fraction), at most `max_runs` replicates."""
     return ReplicatePolicy(ci_target=target, min_runs=min_runs, max_runs=max_runs)
-
-
-def round_order(items: Sequence[T], seed: int, round_no: int, last: T | None = None) -> list[T]:
-    """The order of one round: a shuffle that depends only on (seed, round); when it would
-    start with `last` (the item that ended the previous round) and there is another item,
-    it is rotated by one so no item runs twice in a row."""
-    order = list(items)
-    random.Random(f"{seed}:{round_no}").shuffle(order)
-    if last is not None and len(order) > 1 and order[0] == last:
-        order = order[1:] + order[:1]
-    return order
 
 
 def interleave(
@@ -58,13 +43,8 @@ def interleave(
     that `values(item)` then returns. `record(round, names)` receives each round's order."""
     total = len(items) * rule.min_runs
     done = 0
-    last: T | None = None
-    round_no = 0
-    while True:
-        pending = [i for i in items if rule.more(values(i)) > 0]
-        if not pending:
-            return done
-        order = round_order(pending, seed, round_no, last)
+    for round_no, order in rounds(lambda _r: [i for i in items if rule.more(values(i)) > 0],
+                                  seed):  # fmt: skip
         if record:
             record(round_no, [name(i) for i in order])
         for item in order:
@@ -75,5 +55,4 @@ def interleave(
                 progress(describe(item, replicate), done, total)
             measure(item, replicate)
             done += 1
-        last = order[-1]
-        round_no += 1
+    return done

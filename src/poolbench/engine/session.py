@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from poolbench.engine import cold_read, fingerprint, quanta, replay_check, replicates
+from poolbench.engine import cold_read, fingerprint, quanta, replicates
 from poolbench.engine import window as long_window
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.lifecycle import CommandLog
@@ -34,7 +34,8 @@ from poolbench.engine.measure_checks import (
     served_cache,
     workload_refusal,
 )
-from poolbench.engine.pgbench_run import Pgbench, PgRequest, check_installed, dry_commands
+from poolbench.engine.pgbench_run import Pgbench, PgRequest, check_installed
+from poolbench.engine.replay import check as replay_check
 from poolbench.engine.subject import (
     Options,
     Subject,
@@ -231,11 +232,8 @@ class Session:
         """--dry-run: each workload's fio commands, each job (replicate 1's) to `show_job`."""
         for res in self.results.values():
             w = res.workload
-            if w.kind == "pgbench":  # its PostgreSQL commands, not a fio job
-                assert self.working_set is not None
-                dry_commands(self.runner, w, self.target, dict(self.subject.levels),
-                                self.options.runtime_s, self.options.numjobs,
-                                self.working_set.size_bytes)  # fmt: skip
+            if w.kind == "pgbench":  # its PostgreSQL commands (the real path), not a fio job
+                Pgbench(self.runner).measure(w, self._pg_request(w), Findings())
                 continue
             params = replace(self._params(w), randseed=self.randseed(w, 0))
             prep = fiojob.render_prepare(w, params)
@@ -450,7 +448,7 @@ class Session:
 
     def _pg_request(self, w: Workload) -> PgRequest:
         assert self.working_set is not None and self.device_target is not None
-        journals = self.store.path.parent / "journals"  # engine/study_run.default_paths
+        journals = self.store.path.parent / "journals"  # engine/trial_loop.default_paths
         return PgRequest(self.workspace.root, self.device_target, self.working_set,
                          w.jobs or self.options.numjobs, self.options.runtime_s,
                          dict(self.subject.levels), journals,

@@ -1,6 +1,6 @@
 """A trial whose pool or file system stopped answering: named, with its devices and what ZFS
 says, as the trial's failure (stored with it; the study then goes on or stops by the failure
-rules of engine/study_run.py).
+rules of engine/trial_loop.py).
 
 A command of the trial that ran past its time limit (system/watchdog.py), or failed, is
 looked at with the pool's health (zfs/health.py): a pool suspended on I/O errors, one whose

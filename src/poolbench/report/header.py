@@ -88,7 +88,7 @@ def _devices(run: RunData) -> list[tuple[str, str]]:
     devices = run.metadata.get("devices")
     if isinstance(devices, list) and devices:
         out.append(("devices", "; ".join(_device(d) for d in devices if isinstance(d, dict))))
-    unscreened = run.metadata.get("screen")  # --no-screen (engine/screen_check.py)
+    unscreened = run.metadata.get("screen")  # --no-screen (engine/screen/check.py)
     if isinstance(unscreened, str):
         out.append(("disk screen", f"warning: {unscreened}"))
     target = run.metadata.get("target")

@@ -1,13 +1,13 @@
 """The replay fidelity of every cell that replayed a recorded trace, in the terminal report
 and the HTML page: how many replays were faithful, and the recorded-vs-achieved table
-(engine/replay_check)."""
+(engine/replay/check.py)."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.text import Text
 
-from poolbench.engine.replay_check import report_lines
+from poolbench.engine.replay.check import report_lines
 from poolbench.report.data import RunData
 from poolbench.report.svg import Safe, fmt
 

@@ -1,7 +1,7 @@
 """The disk speeds a study's report takes from a disk screen (`poolbench disks --screen`) of
 the same disks: matched by serial number among the devices the study claimed, screened
 within RECENT_DAYS of the run. Each figure is the median over the screened disks of their
-mean (a pool of unequal disks is warned about before the study: engine/screen_check.py).
+mean (a pool of unequal disks is warned about before the study: engine/screen/check.py).
 The planner's 4K figures are at queue depth 1 (bench's rand-read-4k is psync), so the
 screen's QD1 tests feed them.
 
@@ -17,7 +17,7 @@ import math
 import statistics
 import time
 
-from poolbench.engine.screen_records import DiskScreen
+from poolbench.engine.screen.records import DiskScreen
 from poolbench.errors import UsageError
 from poolbench.planner.performance import DiskSpeed, Medium
 from poolbench.planner.screened import BOUND

@@ -442,10 +442,9 @@ class Journal:
         return ""
 
     def _undo_postgres(self, e: Entry) -> str:
-        if not self.runner.dry_run:
-            dirs = (Path(str(e["datadir"])), Path(str(e["sockdir"])))
-            pgserver.stop(self.runner, Path(str(e["bindir"])), *dirs,
-                          remove_datadir=not e.get("keep_datadir"))  # fmt: skip
+        dirs = (Path(str(e["datadir"])), Path(str(e["sockdir"])))
+        pgserver.stop(self.runner, Path(str(e["bindir"])), *dirs,
+                      remove_datadir=not e.get("keep_datadir"))  # fmt: skip
         return ""
 
     def _undo_setting(self, e: Entry) -> str:

@@ -109,7 +109,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ),
     (
         # A trial whose pool step still failed after its retries: kept with its reason so the
-        # report can show it and `--resume` can measure it again (study_run.py). `resolved`
+        # report can show it and `--resume` can measure it again (engine/trial_loop.py). `resolved`
         # is set once a later attempt measured that (config, replicate) cell.
         "0004_failed_trials",
         """
@@ -160,7 +160,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         # number (a study on the same disks reuses a recent screen, the reports take its
         # figures as the disk speeds). `screen` groups the disks screened together (the
         # slow disk is named against its peers of the same screen); `result` is the disk's
-        # whole record (engine/screen_records.py DiskScreen: figures with their replicates,
+        # whole record (engine/screen/records.py DiskScreen: figures with their replicates,
         # the sustained write's rate over time and knee, zoned, write cache, sectors).
         "0007_disk_screens",
         """

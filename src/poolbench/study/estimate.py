@@ -134,7 +134,7 @@ def estimate(study: Study) -> Estimate:
     fill_s = fill_extra / ASSUMED_MIB_S
     n, n_max = len(configs) * study.replicates, len(configs) * study.max_replicates
     # The engine compares a workload's configurations by the family rule unless its figure
-    # is read from the pool (GiB): engine/study_run.family_owed.
+    # is read from the pool (GiB): engine/trial_loop.family_owed.
     compared = len(configs) > 1 and any(w.unit != "GiB" for w in workloads)
     return Estimate(
         n,

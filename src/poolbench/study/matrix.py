@@ -10,9 +10,9 @@ heat, the host's other load) cannot masquerade as a difference between configura
 from __future__ import annotations
 
 import itertools
-import random
 from dataclasses import dataclass
 
+from poolbench.stats.rounds import rounds
 from poolbench.study.model import Study
 
 # The stack a configuration builds when its study names none.
@@ -85,21 +85,10 @@ def excluded(study: Study, cfg: Config) -> bool:
     return any(all(cfg.get(k) == str(v) for k, v in entry.items()) for entry in study.exclude)
 
 
-def round_order(cfgs: list[Config], seed: int, replicate: int) -> list[Config]:
-    """The order of one round: a shuffle that depends only on (seed, round)."""
-    order = list(cfgs)
-    random.Random(f"{seed}:{replicate}").shuffle(order)
-    return order
-
-
 def plan(study: Study, seed: int) -> list[Trial]:
     """The planned trials: `study.replicates` rounds (more may be added while CIs are wide)."""
     cfgs = configs(study)
     trials: list[Trial] = []
-    for r in range(study.replicates):
-        order = round_order(cfgs, seed, r)
-        if trials and len(order) > 1 and order[0] == trials[-1].config:
-            order = order[1:] + order[:1]  # never the same configuration twice in a row
-        for c in order:
-            trials.append(Trial(len(trials), r, c))
+    for r, order in rounds(lambda _r: cfgs, seed, 0, study.replicates):
+        trials += [Trial(len(trials) + i, r, c) for i, c in enumerate(order)]
     return trials

@@ -4,7 +4,7 @@ describe a zoned or 512e disk with a directory of files.
 
 `queue/zoned` is the kernel's word for the zone model (Documentation/ABI/stable/sysfs-block):
 "none", "host-aware" or "host-managed". A drive-managed SMR disk hides its zones and reads
-"none": only its write behaviour gives it away (engine/screen_knee.py). `queue/write_cache`
+"none": only its write behaviour gives it away (engine/screen/knee.py). `queue/write_cache`
 is "write back" (the disk acknowledges writes from its cache) or "write through".
 """
 

@@ -163,6 +163,12 @@ def postmaster_pid(datadir: Path) -> int | None:
     return None
 
 
+def stop_argv(bindir_: Path, datadir: Path) -> list[str]:
+    """pg_ctl's immediate stop, waited for within STOP_WAIT_S."""
+    return [*as_owner(), str(bindir_ / "pg_ctl"), "-D", str(datadir), "-m", "immediate",
+            "-w", "-t", str(int(STOP_WAIT_S)), "stop"]  # fmt: skip
+
+
 def stop(runner: Runner, bindir_: Path, datadir: Path, sockdir: Path,
          remove_datadir: bool = True) -> None:  # fmt: skip
     """Stop the server running on `datadir` (if any) and remove its socket directory, and
@@ -170,11 +176,12 @@ def stop(runner: Runner, bindir_: Path, datadir: Path, sockdir: Path,
     mode ends every backend at once (the cluster is thrown away); a server pg_ctl could not
     stop gets SIGQUIT, then SIGKILL. Every step is bounded: a server asleep in a pool that
     stopped answering is named and left (its pool's teardown says what releases it)."""
+    if runner.dry_run:  # the stop a running server gets; nothing was made to remove
+        runner.run(stop_argv(bindir_, datadir), check=False)
+        return
     pid = postmaster_pid(datadir)
     if pid is not None:
-        runner.run([*as_owner(), str(bindir_ / "pg_ctl"), "-D", str(datadir), "-m",
-                    "immediate", "-w", "-t", str(int(STOP_WAIT_S)), "stop"],
-                   check=False)  # fmt: skip
+        runner.run(stop_argv(bindir_, datadir), check=False)
         for sig in (signal.SIGQUIT, signal.SIGKILL):
             if not _wait_gone(pid):
                 _signal(pid, sig)

@@ -3,7 +3,7 @@
 blkparse's default line is
 `  7,0    1       12     0.001245713  4242  Q   W 2048 + 8 [fio]`: device, CPU, sequence,
 seconds.nanoseconds, pid, action, RWBS, sector, '+', sectors, process; the kernel's ftrace blk
-tracer (engine/blkftrace.py) prints `fio-4242 [001] ..... 1234.567890: 7,0 Q W 2048 + 8
+tracer (engine/replay/blkftrace.py) prints `fio-4242 [001] ..... 1234.567890: 7,0 Q W 2048 + 8
 [fio]`, the same event after the ftrace header. One I/O is one queue
 event (`Q`): the bio as submitted to this device, before the block layer merges or splits it
 (fio's own blktrace replay takes the same events). Events without data (a flush `F`, or

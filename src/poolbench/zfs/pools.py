@@ -103,7 +103,7 @@ def retry_busy(
     machine; OpenZFS's `zpool create` on a whole disk can find the partition it has just
     written not yet there or held by udev. Retry with a growing pause (0.2 s doubling to
     2 s), for up to busy_seconds(); the last transient answer is raised (a trial failure:
-    study_run.py). `fix` goes with the raised error (only a transient one if asked).
+    trial_loop.py). `fix` goes with the raised error (only a transient one if asked).
     """
     fix = fix or "Is a process still using the pool's mountpoint?"
     deadline = time.monotonic() + busy_seconds()

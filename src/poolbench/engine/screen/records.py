@@ -10,7 +10,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from poolbench.engine.screen_knee import Interval, Knee
+from poolbench.engine.screen.knee import Interval, Knee
 from poolbench.records.jsontypes import JsonObject
 from poolbench.stats.summary import Summary, summarize
 

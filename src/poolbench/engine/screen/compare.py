@@ -13,9 +13,9 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from poolbench.engine.screen_jobs import SUSTAIN
-from poolbench.engine.screen_knee import RULE
-from poolbench.engine.screen_records import DiskScreen
+from poolbench.engine.screen.jobs import SUSTAIN
+from poolbench.engine.screen.knee import RULE
+from poolbench.engine.screen.records import DiskScreen
 from poolbench.guards.members import SLOW_FRACTION
 from poolbench.safety.blockdevice import ASHIFT_ADVICE
 from poolbench.system.diskqueue import ZONED_MEANING

@@ -1,7 +1,7 @@
 """Running a disk screen: every disk at once, test by test (one fio, a job per disk; the
 runs repeated, so drift in the machine falls on every disk alike), then one disk alone on one
 test, each repeat, to see whether the path to the disks limits them together
-(engine/screen_path.py), then the sustained random write on every disk at once with each
+(engine/screen/path.py), then the sustained random write on every disk at once with each
 disk's rate read from its own counters. The screen of N disks takes about the time of one.
 
 Nothing is created (no pool, no mount, no loop device, no throttle): an interrupted screen
@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from poolbench.engine.screen_jobs import (
+from poolbench.engine.screen.jobs import (
     FIO_START_S,
     SUSTAIN,
     ScreenOptions,
@@ -28,9 +28,9 @@ from poolbench.engine.screen_jobs import (
     fio_argv_together,
     how,
 )
-from poolbench.engine.screen_knee import find_knee, intervals
-from poolbench.engine.screen_path import PathCheck, check_disk, check_test
-from poolbench.engine.screen_records import DiskScreen, Figure
+from poolbench.engine.screen.knee import find_knee, intervals
+from poolbench.engine.screen.path import PathCheck, check_disk, check_test
+from poolbench.engine.screen.records import DiskScreen, Figure
 from poolbench.guards.members import Sampler
 from poolbench.system.diskqueue import SYS_ROOT, disk_facts
 from poolbench.system.runner import Runner

@@ -41,6 +41,7 @@ from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.claims import ClaimRefused, ClaimSet, DeviceChanged
 from poolbench.safety.journal import Journal
 from poolbench.stats.policy import ReplicatePolicy
+from poolbench.stats.rounds import rounds
 from poolbench.store import queries
 from poolbench.store.db import Store, db_option, resume_command
 from poolbench.store.opening import StoreError, damaged
@@ -231,26 +232,22 @@ class StudyRun:
 
     def _extra_rounds(self, total: int, done: int, last: matrix.Config | None) -> tuple[int, int]:
         """The replicates added after stage one, in rounds: round r holds every configuration
-        still owed one (`_owed`), in the seeded order of that round (matrix.round_order, so a
+        still owed one (`_owed`), in the seeded order of that round (stats/rounds.py, so a
         resume replays it), rotated so that the configuration that ended a round never starts
         the next one: extra replicates never run back to back. Each round is a block of the
         comparisons (stats.ReplicatePolicy.more_family), so what is owed is decided anew
         after every round."""
         assert self.seed is not None
         rule = self.policy()
-        for replicate in range(self.study.replicates, self.study.max_replicates):
-            owed = self._owed(rule, replicate)
-            if not owed:
-                break
-            # The same shuffle as matrix.round_order (seed, round), rotated after `last`.
-            order = replicates.round_order(owed, self.seed, replicate, last)
+        # The rounds of stage one's plan (matrix.plan), continued: round r is replicate r.
+        first, end = self.study.replicates, self.study.max_replicates
+        for replicate, order in rounds(lambda r: self._owed(rule, r), self.seed, first, end, last):
             for c in order:
                 if self.missing(c, replicate):
                     total += 1
                     self._progress(matrix.Trial(total - 1, replicate, c), done, total)
                     self.trial(c, replicate, total - 1)
                     done += 1
-            last = order[-1] if order else last
         return total, done
 
     def _owed(self, rule: ReplicatePolicy, replicate: int) -> list[matrix.Config]:

@@ -6,11 +6,11 @@ each job reports its own disk. One process rather than one per disk: the jobs st
 same instant (no disk runs alone while the others' fio is still starting), one time limit
 covers the run, and one interrupt stops it. One disk is then run alone (`fio_argv`) to see
 whether the path to the disks (HBA, expander, USB bridge) limits them together
-(engine/screen_path.py). Each disk is measured on the raw device, with direct I/O
+(engine/screen/path.py). Each disk is measured on the raw device, with direct I/O
 (`--direct=1`: no page cache between fio and the disk) through libaio, each test
 time-based for `runtime_s` and repeated `repeats` times; the sustained random write runs
 once for `sustain_s`, its rate sampled from the device's own counters every `interval_s`
-(engine/screen_run.py). The command line names the device (`--filename=`), so the guarded
+(engine/screen/run.py). The command line names the device (`--filename=`), so the guarded
 runner sees which device a write test would touch and refuses one that is not claimed; a
 read test also passes `--readonly`, fio's own refusal to write.
 """

@@ -8,7 +8,7 @@ debugfs is mounted at /sys/kernel/debug for the recording, journaled first, and 
 after it (on error and Ctrl-C too; after a kill -9, `poolbench cleanup` unmounts it). A
 debugfs that was already mounted is used where it is and left as it was. Where the kernel
 refuses blktrace's relay files (lockdown), the same events come from the kernel's ftrace blk
-tracer (engine/blkftrace.py). Everything the recording changes outside its directory is in
+tracer (engine/replay/blkftrace.py). Everything the recording changes outside its directory is in
 one journal (`journals/record-pid<P>.jsonl`).
 """
 
@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from poolbench.capabilities import doctor_hint, install_hint
-from poolbench.engine import blkftrace
+from poolbench.engine.replay import blkftrace
 from poolbench.errors import CommandLineError, PoolbenchError, Refused, UsageError
 from poolbench.guards.devices import mounts
 from poolbench.safety.journal import Journal

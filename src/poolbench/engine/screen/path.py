@@ -1,6 +1,6 @@
 """Whether the path to the disks limits them together. Pure.
 
-A screen measures every disk at once (engine/screen_run.py). One disk is then measured alone
+A screen measures every disk at once (engine/screen/run.py). One disk is then measured alone
 on the same test: if it is clearly faster alone than with its peers, something they share
 (an HBA, a SAS expander, a USB bridge, a controller's link) sets their pace together, and a
 wide layout of them gets that shared rate, not the sum of what each disk can do alone.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from poolbench.engine.screen_records import Figure
+from poolbench.engine.screen.records import Figure
 from poolbench.guards.members import SLOW_FRACTION
 
 ALONE_GAIN = 1 / (1 - SLOW_FRACTION)

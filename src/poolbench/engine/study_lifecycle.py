@@ -22,7 +22,8 @@ from typing import Protocol
 
 from poolbench.backends.base import Availability
 from poolbench.engine import cleanup as cleanup_mod
-from poolbench.engine import lifecycle, pgbench_run, screen_check, study_run
+from poolbench.engine import lifecycle, pgbench_run, trial_loop
+from poolbench.engine.screen import check as screen_check
 from poolbench.engine.zfs_daemon import zfs_available
 from poolbench.safety.claims import ClaimSet
 from poolbench.safety.guarded import GuardedRunner
@@ -53,7 +54,7 @@ class StudyHooks(Protocol):
     def progress(self) -> AbstractContextManager[Progress]:
         """A progress display for the measuring loop: (what, done, total)."""
 
-    def trial_done(self) -> study_run.TrialDone | None:
+    def trial_done(self) -> trial_loop.TrialDone | None:
         """Called after each trial (a line per trial off a terminal), or None."""
 
     def interrupted(self, run_id: int, kept: int, resume: str) -> None:
@@ -109,7 +110,7 @@ def _check_up_front(study: Study, hooks: StudyHooks) -> None:
 @contextlib.contextmanager
 def prepared(
     request: StudyRequest, hooks: StudyHooks, *, dry_run: bool
-) -> Iterator[tuple[study_run.StudyRun, dict[str, Availability]]]:
+) -> Iterator[tuple[trial_loop.StudyRun, dict[str, Availability]]]:
     """The study checked, its devices claimed and every configuration preflighted, nothing
     created yet; its store is open read-only (a refused study leaves no store behind)."""
     study = request.study
@@ -117,7 +118,7 @@ def prepared(
     with zfs_daemon(study, dry_run):  # before the cleanup and the preflight ask ZFS
         runner: Runner = LocalRunner(dry_run=dry_run, echo=hooks.command)
         store = _open(request.db, "dry")
-        paths = study_run.default_paths(store)
+        paths = trial_loop.default_paths(store)
         if request.scratch_dir:
             paths.scratch = request.scratch_dir
         claims: ClaimSet | None = None
@@ -137,7 +138,7 @@ def prepared(
                     command = f"poolbench cleanup{db_option(store.path)}"
                     raise cleanup_mod.refuse_stuck(outcome, command)
                 hooks.note(f"cleaned up after an earlier crash: {outcome.journal.name}")
-        sr = study_run.StudyRun(
+        sr = trial_loop.StudyRun(
             runner,
             store,
             study,
@@ -171,7 +172,7 @@ def run_study(request: StudyRequest, hooks: StudyHooks) -> StudyOutcome:
         return _measure(sr, hooks)
 
 
-def _measure(sr: study_run.StudyRun, hooks: StudyHooks) -> StudyOutcome:
+def _measure(sr: trial_loop.StudyRun, hooks: StudyHooks) -> StudyOutcome:
     store, run_id = sr.store, sr.run_id
 
     def interrupted(kept: int) -> None:
@@ -202,7 +203,7 @@ LONG_STUDY_S = 600.0
 
 
 def _said_if_a_hangup_would_stop_it(
-    sr: study_run.StudyRun, hooks: StudyHooks, resume: int | None
+    sr: trial_loop.StudyRun, hooks: StudyHooks, resume: int | None
 ) -> None:
     """One line before a long study starts in an SSH terminal outside tmux or screen."""
     why = terminal.hangup_risk()
@@ -223,7 +224,7 @@ def _said_if_a_hangup_would_stop_it(
 
 
 def _start_or_reopen(
-    sr: study_run.StudyRun, availability: dict[str, Availability], resume: int | None
+    sr: trial_loop.StudyRun, availability: dict[str, Availability], resume: int | None
 ) -> None:
     """A new run row, or the resumed one (its metadata gains this invocation's pool token)."""
     if resume is None:

@@ -3,7 +3,7 @@
 A drive-managed SMR disk (and an SSD whose fast cache runs out) takes random writes at full
 speed into a cache, then collapses to the rate at which it can rewrite its shingled bands;
 the kernel cannot see this (queue/zoned reads "none"), the rate over time can. The series is
-the device's own written-byte counter read every interval (engine/screen_run.py).
+the device's own written-byte counter read every interval (engine/screen/run.py).
 
 The rule (RULE, printed with every knee): drop the intervals before the first write and the
 first one that wrote (fio starting) and the last (fio ending part-way); fit two plateaus by

@@ -20,10 +20,10 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from poolbench.engine.screen_compare import SLOW_RULE, slow_disks
-from poolbench.engine.screen_jobs import ScreenOptions
-from poolbench.engine.screen_records import DiskScreen
-from poolbench.engine.screen_run import ScreenDisk, screen
+from poolbench.engine.screen.compare import SLOW_RULE, slow_disks
+from poolbench.engine.screen.jobs import ScreenOptions
+from poolbench.engine.screen.records import DiskScreen
+from poolbench.engine.screen.run import ScreenDisk, screen
 from poolbench.errors import PoolbenchError
 from poolbench.safety.claims import ClaimSet
 from poolbench.store.db import Store
