@@ -1,14 +1,15 @@
 """A test outside the machine's chain that drops the page cache fails, with how to fix it
 (tests/plugins/cache_guard.py); a machine test may, and a look at the file is no drop. The
 inner tests really drop the page cache ("1": the page cache only), so this is a machine test:
-it must not do what it forbids."""
+it must not do what it forbids. Only a parallel session has a chain beside it: a serial one
+(the OpenZFS guest tier) lets every test drop the cache."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from tests.plugins import lock
+from tests.plugins import cache_guard, lock
 
 CONFTEST = """
 from tests.plugins.tiers import machine_fixture
@@ -48,6 +49,7 @@ def test_a_test_beside_the_chain_that_drops_the_cache_fails_and_says_how_to_fix_
     monkeypatch.setattr(lock, "MACHINE_LOCK", tmp_path / "machine.lock")
     monkeypatch.setattr(lock, "_held", [])
     monkeypatch.delenv(lock.LOCK_HELD_ENV, raising=False)
+    monkeypatch.setattr(cache_guard, "_in_parallel", lambda _config: True)  # as a worker is
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_inner=TESTS)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly")
@@ -57,3 +59,17 @@ def test_a_test_beside_the_chain_that_drops_the_cache_fails_and_says_how_to_fix_
     text = result.stdout.str()
     assert "dropped the machine's page cache (1 write(s) to /proc/sys/vm/drop_caches" in text
     assert 'usefixtures("machine")' in text
+
+
+@pytest.mark.untimed
+@pytest.mark.usefixtures("machine")
+def test_a_serial_session_lets_every_test_drop_the_cache(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(lock, "MACHINE_LOCK", tmp_path / "machine.lock")
+    monkeypatch.setattr(lock, "_held", [])
+    monkeypatch.delenv(lock.LOCK_HELD_ENV, raising=False)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_inner=TESTS)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    result.assert_outcomes(passed=4)

@@ -4,9 +4,10 @@ A cold read drops the whole page cache (a write of "3" to /proc/sys/vm/drop_cach
 Outside the machine's chain such a test runs beside it, and its drop lands inside the chain's
 own tests: a reread that must come from the cache, a lazy write that must still be dirty
 (tests/test_amplification_real.py), a timed window. Eight tests did this unnoticed for many
-rounds. Every write-open of drop_caches, by the test's process or a Python it starts (the
-CLI), is recorded with the running test; a test that is not a machine test and dropped the
-cache fails with how to fix it. A drop by a shell (`echo 3 >`, `sysctl`) is not seen.
+rounds. In a parallel session (pytest-xdist), every write-open of drop_caches, by the test's
+process or a Python it starts (the CLI), is recorded with the running test; a test that is
+not a machine test and dropped the cache fails with how to fix it. A drop by a shell
+(`echo 3 >`, `sysctl`) is not seen.
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             os.environ[key] = value
 
 
+def _in_parallel(config: pytest.Config) -> bool:
+    """Whether this session is a worker beside the machine's chain (pytest-xdist): a serial
+    session (the OpenZFS guest tier, one module run alone) has no chain to disturb."""
+    return hasattr(config, "workerinput")
+
+
 def _dropped_by(config: pytest.Config, nodeid: str) -> int:
     log = config.stash[LOG]
     if not log.exists():
@@ -64,6 +71,8 @@ def pytest_runtest_makereport(
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     if report.when == "setup" or not report.passed or is_machine(item):
+        return
+    if not _in_parallel(item.config):
         return
     # PYTEST_CURRENT_TEST names the test without the suffix xdist's grouping adds
     drops = _dropped_by(item.config, item.nodeid.split("@", 1)[0])
