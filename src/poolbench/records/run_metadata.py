@@ -10,6 +10,7 @@ show it whole (the HTML page's metadata section, `export --json`).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from poolbench.records.jsontypes import JsonObject
@@ -19,7 +20,7 @@ METADATA_VERSION = 1
 VERSION_KEY = "metadata_version"
 
 
-def _dict(value: object) -> JsonObject:
+def _dict(value: object) -> Mapping[str, object]:
     return value if isinstance(value, dict) else {}
 
 
@@ -76,7 +77,8 @@ class Backend:
 
 @dataclass(frozen=True)
 class Device:
-    """A real device the run measured (the safety layer's description of it)."""
+    """A real device the run measured or claimed, or a pool member a trial recorded (the
+    safety layer's description of it)."""
 
     name: str
     model: str | None
@@ -85,18 +87,20 @@ class Device:
     physical_sector: int | None
     rotational: bool | None
     loop_backing_file: str | None
+    serial: str | None = None
 
     @classmethod
-    def decode(cls, d: JsonObject) -> Device:
+    def decode(cls, d: Mapping[str, object]) -> Device:
         rot = d.get("rotational")
         return cls(
-            str(d.get("name", "?")),
+            str(d.get("name") or "?"),
             _str(d.get("model")),
             _int(d.get("size_bytes")),
             _int(d.get("logical_sector")),
             _int(d.get("physical_sector")),
             bool(rot) if rot is not None else None,
             _str(d.get("loop_backing_file")),
+            _str(d.get("serial")),
         )
 
 
@@ -133,7 +137,7 @@ class RunMetadata:
     not_screened: str | None = None  # why --no-screen left the disks unscreened
     target_path: str | None = None
     target_how: str = ""
-    claimed_serials: tuple[str, ...] = ()
+    claims: tuple[Device, ...] = ()  # the devices the safety layer claimed for the run
     working_set_bytes: int | None = None
     working_set_ram_bytes: int | None = None
     compressibility: int | None = None  # options.compressibility (bench)
@@ -146,6 +150,10 @@ class RunMetadata:
     # The column as stored, for the records that show it whole.
     stored: JsonObject = field(default_factory=dict)
 
+    @property
+    def claimed_serials(self) -> tuple[str, ...]:
+        return tuple(c.serial for c in self.claims if c.serial)
+
     @classmethod
     def decode(cls, stored: object) -> RunMetadata:
         """The record from the column (its text or its decoded object); any shape reads."""
@@ -154,7 +162,8 @@ class RunMetadata:
                 stored = json.loads(stored or "{}")
             except ValueError:
                 stored = {}
-        m = _dict(stored)
+        whole: JsonObject = stored if isinstance(stored, dict) else {}
+        m = _dict(whole)
         opts, ws, target = _dict(m.get("options")), _dict(m.get("working_set")), m.get("target")
         target = _dict(target)
         devices = m.get("devices")
@@ -174,13 +183,13 @@ class RunMetadata:
             devices=tuple(Device.decode(d) for d in devices or [] if isinstance(d, dict))
             if isinstance(devices, list)
             else (),
-            not_screened=m.get("screen") if isinstance(m.get("screen"), str) else None,
+            not_screened=said if isinstance(said := m.get("screen"), str) else None,
             target_path=_str(target.get("path")),
             target_how=str(target.get("how", "")),
-            claimed_serials=tuple(
-                str(c["serial"])
+            claims=tuple(
+                Device.decode(c)
                 for c in (claims if isinstance(claims, list) else [])
-                if isinstance(c, dict) and c.get("serial")
+                if isinstance(c, dict)
             ),
             working_set_bytes=_int(ws.get("size_bytes")),
             working_set_ram_bytes=_int(ws.get("ram_bytes")),
@@ -191,8 +200,8 @@ class RunMetadata:
             time_limit_scales=tuple(float(x) for x in scales if _num(x) is not None)
             if isinstance(scales := m.get("time_limit_scales"), list)
             else (),
-            study=_dict(m.get("study")),
-            stored=m,
+            study=study if isinstance(study := whole.get("study"), dict) else {},
+            stored=whole,
         )
 
 
