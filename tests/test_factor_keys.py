@@ -36,6 +36,7 @@ LEFT: dict[str, tuple[set[str], str]] = {
     "planner/dataspace.py": ({"compressibility"}, "the plan's data model field"),
     "planner/resilience.py": ({"fill"}, "the plan's fill ratio"),
     "planner/special.py": ({"fill"}, "the special vdev's fill ratio"),
+    "records/run_metadata.py": ({"compressibility"}, "the bench's stored option of that name"),
     "report/data.py": ({"compressibility"}, "the stored study's [workloads] setting"),
     "report/header.py": ({"vdev_source"}, "the stored study's [disks] setting"),
     "report/history.py": ({"fill"}, "the measured pool's fill (its fingerprint)"),

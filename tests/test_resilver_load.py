@@ -12,7 +12,8 @@ import pytest
 
 from poolbench.engine import resilver_load as rl
 from poolbench.errors import UsageError
-from poolbench.store.facts import ConfigFacts, Resilver, StudyFacts
+from poolbench.records.sections import Resilver
+from poolbench.store.facts import ConfigFacts, StudyFacts
 from poolbench.study.builtin import registry
 from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.resilver_load import load_notes

@@ -58,6 +58,8 @@ JSON_ALIAS_USERS: dict[str, str] = {
     "report/header.py": "the run's metadata (`runs.metadata` JSON): its disks and devices",
     "engine/subject.py": "per replicate the `guards` and `clat` JSON as stored; a cache drop's "
     "record (the guards' `cache` section); the options in the run's metadata",
+    "store/facts.py": "a pool operation's own sections of the `guards` JSON, kept whole for "
+    "the studies' notes (l2arc reads, a resilver's load)",
     "engine/hooks.py": "the sections a trial adds to the `guards` JSON (Findings.other)",
     "engine/pool_hooks.py": "the sections a trial adds to the `guards` JSON (Findings.other)",
     "factors/base.py": "a factor's section of the guards JSON (Findings.other)",

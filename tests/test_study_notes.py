@@ -13,13 +13,12 @@ from click.testing import CliRunner
 from poolbench.planner.capacity import predicted_usable
 from poolbench.records.findings import Findings
 from poolbench.records.measurement import Measurement
-from poolbench.records.sections import Fill
+from poolbench.records.sections import Fill, Resilver
 from poolbench.store.db import Store
 from poolbench.store.facts import (
     MEMBER_DISKS,
     ConfigFacts,
     DiskSectors,
-    Resilver,
     StudyFacts,
     facts_from_records,
     study_facts,

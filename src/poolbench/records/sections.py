@@ -13,6 +13,7 @@ from typing import TypedDict
 AGING = "aging"
 ARC_LIMIT = "arc_limit"
 FILL = "fill"
+RESILVER = "resilver"
 SLOW_MEMBER = "slow_member"
 
 
@@ -153,3 +154,31 @@ class ArcLimitRecord(TypedDict, total=False):
     zfs_arc_min_set: int
     c_max: int | None
     restored: str
+
+
+@dataclass(frozen=True)
+class Resilver:
+    """One resilver (the resilver workload, engine/pool_hooks.py): the trial's replicate, bytes
+    resilvered and the seconds it took, its kind, and the verifying scrub after a sequential
+    rebuild."""
+
+    replicate: int
+    resilvered_bytes: int
+    seconds: float | None
+    kind: str = ""  # "healing resilver" | "sequential rebuild to a distributed spare"
+    scrub_seconds: float | None = None
+
+    @classmethod
+    def decode(cls, other: Mapping[str, object], replicate: int) -> Resilver | None:
+        """The section in one measurement of trial `replicate`, or None: no resilver."""
+        rs = other.get(RESILVER)
+        if not isinstance(rs, dict):
+            return None
+        scrub = rs.get("verify_scrub")
+        return cls(
+            replicate,
+            int(rs.get("resilvered_bytes") or 0),
+            _num(rs.get("seconds")),
+            str(rs.get("kind") or ""),
+            _num(scrub.get("seconds")) if isinstance(scrub, dict) else None,
+        )

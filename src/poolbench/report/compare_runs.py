@@ -14,6 +14,7 @@ from typing import Any
 
 from poolbench.errors import UsageError
 from poolbench.records.jsontypes import JsonObject
+from poolbench.records.run_metadata import Backend
 from poolbench.report.data import Cell, RunData, fmt_bytes
 from poolbench.report.metrics import VALUE, Metric
 from poolbench.report.tables import cell_warnings
@@ -66,25 +67,24 @@ def _matched_configs(a: RunData, b: RunData) -> list[tuple[str, str]]:
     return [(c, c) for c in a.configs if c in b.configs]
 
 
-def _machine(run: RunData) -> JsonObject:
-    m = run.metadata.get("machine")
-    return m if isinstance(m, dict) else {}
+def _backends(backends: tuple[Backend, ...]) -> str:
+    return ", ".join(b.text() for b in backends) or "none recorded"
 
 
 def _metadata_differences(a: RunData, b: RunData) -> list[tuple[str, str, str]]:
     out = []
-    ma, mb = _machine(a), _machine(b)
+    ma, mb = a.metadata.machine, b.metadata.machine
     for key in ("hostname", "poolbench_version", "kernel", "ram_bytes", "arc_max_bytes", "cpus"):
-        va, vb = ma.get(key), mb.get(key)
+        va, vb = getattr(ma, key), getattr(mb, key)
         if va != vb:
             fa = fmt_bytes(va) if key.endswith("_bytes") and isinstance(va, int) else str(va)
             fb = fmt_bytes(vb) if key.endswith("_bytes") and isinstance(vb, int) else str(vb)
             out.append((key, fa, fb))
     if a.fio_versions() != b.fio_versions():
         out.append(("fio", ", ".join(a.fio_versions()), ", ".join(b.fio_versions())))
-    ba, bb = a.metadata.get("backends"), b.metadata.get("backends")
-    if ba != bb and (ba or bb):
-        out.append(("backends", str(ba), str(bb)))
+    ba, bb = a.metadata.backends, b.metadata.backends
+    if ba != bb:
+        out.append(("backends", _backends(ba), _backends(bb)))
     return out
 
 

@@ -17,6 +17,7 @@ from poolbench.errors import UsageError
 from poolbench.records.findings import Findings, modelled_amplification, write_amplification
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
+from poolbench.records.run_metadata import RunMetadata
 from poolbench.report.metrics import VALUE, Figure, Metric, fallback_note, tail_warning
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.store import queries
@@ -128,7 +129,7 @@ class RunData:
     started_at: float
     finished_at: float | None
     argv: list[str]
-    metadata: JsonObject
+    metadata: RunMetadata
     error: str | None
     measurements: list[JsonObject]
     commands: list[JsonObject]
@@ -157,8 +158,7 @@ class RunData:
     # -- what the run measured -----------------------------------------------------------
     @property
     def study(self) -> JsonObject:
-        s = self.metadata.get("study")
-        return s if isinstance(s, dict) else {}
+        return self.metadata.study
 
     def cell(self, config: str, workload: str) -> Cell | None:
         return self.cells.get((config, workload))
@@ -195,9 +195,8 @@ class RunData:
         wl = self.study.get("workloads")
         if isinstance(wl, dict) and isinstance(wl.get("compressibility"), int):
             return int(wl["compressibility"])
-        opts = self.metadata.get("options")
-        if isinstance(opts, dict) and isinstance(opts.get("compressibility"), int):
-            return int(opts["compressibility"])
+        if self.metadata.compressibility is not None:
+            return self.metadata.compressibility
         for m in self.measurements:
             data = Findings.from_json(m["guards"]).data
             if data is not None:
@@ -205,9 +204,8 @@ class RunData:
         return None
 
     def working_set_bytes(self) -> int | None:
-        ws = self.metadata.get("working_set")
-        if isinstance(ws, dict) and isinstance(ws.get("size_bytes"), int):
-            return int(ws["size_bytes"])
+        if self.metadata.working_set_bytes is not None:
+            return self.metadata.working_set_bytes
         wl = self.study.get("workloads")
         if isinstance(wl, dict) and isinstance(wl.get("size"), str):
             from poolbench.units import parse_size
@@ -219,20 +217,13 @@ class RunData:
         return None
 
     def ram_bytes(self) -> int | None:
-        machine = self.metadata.get("machine")
-        ram = machine.get("ram_bytes") if isinstance(machine, dict) else None
-        if isinstance(ram, int):
-            return ram
-        ws = self.metadata.get("working_set")
-        if isinstance(ws, dict) and isinstance(ws.get("ram_bytes"), int):
-            return int(ws["ram_bytes"])
-        return None
+        ram = self.metadata.machine.ram_bytes
+        return ram if ram is not None else self.metadata.working_set_ram_bytes
 
     def fio_versions(self) -> list[str]:
         found: list[str] = []
-        top = self.metadata.get("fio_version")
-        if isinstance(top, str) and top:
-            found.append(top)
+        if self.metadata.fio_version:
+            found.append(self.metadata.fio_version)
         for m in self.measurements:
             fio = Findings.from_json(m["guards"]).fio
             v = fio.version if fio is not None else None
@@ -245,22 +236,16 @@ class RunData:
         t = self.study.get("ci_target")
         if isinstance(t, int | float):
             return float(t) / 100
-        opts = self.metadata.get("options")
-        stop = opts.get("stop") if isinstance(opts, dict) else None
-        for key in ("ci_target", "target"):  # ReplicatePolicy; older runs: StopRule
-            if isinstance(stop, dict) and isinstance(stop.get(key), int | float):
-                return float(stop[key])
-        return 0.05
+        stop = self.metadata.stop.ci_target
+        return stop if stop is not None else 0.05
 
     def policy(self) -> ReplicatePolicy:
         """The replicate policy the run was measured under: a study's replicates /
         max_replicates / ci_target, a bench's options.stop; the defaults when neither is
         stored (or what is stored is not a valid policy)."""
-        s, opts = self.study, self.metadata.get("options")
-        stop = opts.get("stop") if isinstance(opts, dict) else None
-        stop = stop if isinstance(stop, dict) else {}
-        lo = s.get("replicates", stop.get("min_runs", 3))
-        hi = s.get("max_replicates", stop.get("max_runs", 10))
+        s, stop = self.study, self.metadata.stop
+        lo = s.get("replicates", 3 if stop.min_runs is None else stop.min_runs)
+        hi = s.get("max_replicates", 10 if stop.max_runs is None else stop.max_runs)
         try:
             return ReplicatePolicy(self.ci_target(), int(lo), int(hi))
         except (TypeError, ValueError):
@@ -347,7 +332,6 @@ def _measurement(r: Any) -> JsonObject:
 def load_run(store: Store, ref: str) -> RunData:
     run_id = resolve_run(store, ref)
     row = store.run(run_id)
-    metadata = _json(row["metadata"], {})
     measurements = [_measurement(r) for r in store.measurements(run_id)]
     commands = _commands(store, run_id)
     cells: dict[tuple[str, str], Cell] = {}
@@ -376,7 +360,7 @@ def load_run(store: Store, ref: str) -> RunData:
         started_at=_started_at(row["started_at"], run_id),
         finished_at=row["finished_at"],
         argv=[str(a) for a in argv] if isinstance(argv, list) else [],
-        metadata=metadata if isinstance(metadata, dict) else {},
+        metadata=RunMetadata.decode(_json(row["metadata"], {})),
         error=row["error"],
         measurements=measurements,
         commands=commands,
@@ -427,9 +411,8 @@ def _workload_order(run: RunData, seen: list[str]) -> list[str]:
     workloads = _unique(seen)
     wl = run.study.get("workloads")
     names = wl.get("names") if isinstance(wl, dict) else None
-    opts = run.metadata.get("options")
-    if not isinstance(names, list) and isinstance(opts, dict):
-        names = opts.get("workloads")
+    if not isinstance(names, list) and run.metadata.workload_order is not None:
+        names = list(run.metadata.workload_order)
     if isinstance(names, list):
         order = [str(n) for n in names]
         return sorted(workloads, key=lambda w: order.index(w) if w in order else len(order))

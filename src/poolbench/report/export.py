@@ -94,8 +94,7 @@ def iso_time(ts: float | None) -> str | None:
 
 
 def rows(run: RunData) -> list[JsonObject]:
-    machine = run.metadata.get("machine")
-    machine = machine if isinstance(machine, dict) else {}
+    machine = run.metadata.machine
     out = []
     for m in run.measurements:
         g = m["guards"]
@@ -129,10 +128,10 @@ def rows(run: RunData) -> list[JsonObject]:
                 "compressibility_percent": comp,
                 "working_set_bytes": run.working_set_bytes(),
                 "ram_bytes": run.ram_bytes(),
-                "hostname": machine.get("hostname"),
-                "kernel": machine.get("kernel"),
-                "poolbench_version": machine.get("poolbench_version"),
-                "fio_version": fio.get("version") or run.metadata.get("fio_version"),
+                "hostname": machine.hostname,
+                "kernel": machine.kernel,
+                "poolbench_version": machine.poolbench_version,
+                "fio_version": fio.get("version") or run.metadata.fio_version,
                 "cache_method": cache.get("method"),
                 "cache_verified": cache.get("verified"),
                 "cpu_s_per_gib": cpu.get("s_per_gib"),
@@ -163,7 +162,7 @@ def to_json(run: RunData) -> str:
             "started_at": iso_time(run.started_at),
             "finished_at": iso_time(run.finished_at),
             "argv": run.argv,
-            "metadata": run.metadata,
+            "metadata": run.metadata.stored,
             "error": run.error,
         },
         "commands": [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from poolbench.records.jsontypes import JsonObject
+from poolbench.records.run_metadata import Device
 from poolbench.report.data import RunData, fmt_bytes
 from poolbench.report.tables import Baseline
 
@@ -11,21 +12,21 @@ COLD_FACTOR = 2.0
 
 def title(run: RunData) -> str:
     what = f"study {run.name}" if run.kind == "study" else f"{run.kind} {run.name}"
-    seed = run.metadata.get("seed")
+    seed = run.metadata.seed
     tail = f", seed {seed}" if seed is not None else ""
     return f"{what} — run {run.id} ({run.status}), started {run.started_text()}{tail}"
 
 
-def _device(d: JsonObject) -> str:
-    parts = [str(d.get("model") or "unknown model"), fmt_bytes(d.get("size_bytes"))]
-    ls, ps = d.get("logical_sector"), d.get("physical_sector")
+def _device(d: Device) -> str:
+    parts = [d.model or "unknown model", fmt_bytes(d.size_bytes)]
+    ls, ps = d.logical_sector, d.physical_sector
     if ls or ps:
         parts.append(f"{ls}/{ps}-byte sectors")
-    if d.get("rotational") is not None:
-        parts.append("rotational" if d.get("rotational") else "non-rotational")
-    if d.get("loop_backing_file"):
-        parts.append(f"loop over {d['loop_backing_file']}")
-    return f"{d.get('name', '?')} ({', '.join(parts)})"
+    if d.rotational is not None:
+        parts.append("rotational" if d.rotational else "non-rotational")
+    if d.loop_backing_file:
+        parts.append(f"loop over {d.loop_backing_file}")
+    return f"{d.name} ({', '.join(parts)})"
 
 
 def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
@@ -75,9 +76,9 @@ def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
         )
     if run.error:
         out.append(("error", str(run.error)))
-    scales = run.metadata.get("time_limit_scales")  # system/watchdog.py, when not all 1
-    if isinstance(scales, list) and scales:
-        each = ", ".join(f"× {x:g}" for x in scales if isinstance(x, int | float))
+    scales = run.metadata.time_limit_scales  # system/watchdog.py, when not all 1
+    if scales:
+        each = ", ".join(f"× {x:g}" for x in scales)
         out.append(("time limits", f"{each} (POOLBENCH_TIME_LIMIT_SCALE, one per invocation)"))
     return out
 
@@ -85,15 +86,13 @@ def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
 def _devices(run: RunData) -> list[tuple[str, str]]:
     """The devices measured, whether --no-screen left them unscreened, the bench target."""
     out = []
-    devices = run.metadata.get("devices")
-    if isinstance(devices, list) and devices:
-        out.append(("devices", "; ".join(_device(d) for d in devices if isinstance(d, dict))))
-    unscreened = run.metadata.get("screen")  # --no-screen (engine/screen/check.py)
-    if isinstance(unscreened, str):
-        out.append(("disk screen", f"warning: {unscreened}"))
-    target = run.metadata.get("target")
-    if isinstance(target, dict) and target.get("path"):
-        out.append(("target", f"{target.get('path')} ({target.get('how', '')})".strip()))
+    meta = run.metadata
+    if meta.devices:
+        out.append(("devices", "; ".join(_device(d) for d in meta.devices)))
+    if meta.not_screened is not None:  # --no-screen (engine/screen/check.py)
+        out.append(("disk screen", f"warning: {meta.not_screened}"))
+    if meta.target_path:
+        out.append(("target", f"{meta.target_path} ({meta.target_how})".strip()))
     return out
 
 
@@ -118,19 +117,13 @@ def _disks(disks: JsonObject) -> str:
 
 def _versions(run: RunData) -> str:
     """poolbench, fio, kernel and backend versions, and the host they ran on."""
-    machine = run.metadata.get("machine")
-    machine = machine if isinstance(machine, dict) else {}
-    versions = [f"poolbench {machine.get('poolbench_version', '?')}"]
+    machine = run.metadata.machine
+    versions = [f"poolbench {machine.poolbench_version or '?'}"]
     versions += [str(v) for v in run.fio_versions()] or ["fio ?"]
-    if machine.get("kernel"):
-        versions.append(str(machine["kernel"]))
-    backends = run.metadata.get("backends")
-    if isinstance(backends, dict):
-        for name, av in backends.items():
-            if isinstance(av, dict):
-                dialect = f" ({av['dialect']})" if av.get("dialect") else ""
-                versions.append(f"{name} {av.get('version') or '?'}{dialect}".strip())
-    host = f" on {machine['hostname']}" if machine.get("hostname") else ""
+    if machine.kernel:
+        versions.append(machine.kernel)
+    versions += [b.text() for b in run.metadata.backends]
+    host = f" on {machine.hostname}" if machine.hostname else ""
     return ", ".join(versions) + host
 
 

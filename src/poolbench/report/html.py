@@ -171,14 +171,17 @@ def _records(run: RunData) -> list[Safe]:
         fmt(
             "<pre>{}</pre>",
             json.dumps(
-                {"argv": run.argv, **{k: v for k, v in run.metadata.items() if k != "study_text"}},
+                {
+                    "argv": run.argv,
+                    **{k: v for k, v in run.metadata.stored.items() if k != "study_text"},
+                },
                 indent=2,
                 ensure_ascii=False,
             ),
         ),
     ]
-    study_text = run.metadata.get("study_text")
-    if isinstance(study_text, str) and study_text:
+    study_text = run.metadata.study_text
+    if study_text:
         body += [Safe('<h2 id="study">Study file</h2>'), fmt("<pre>{}</pre>", study_text)]
     body += [
         fmt('<h2 id="commands">Commands run ({})</h2>', len(run.commands)),

@@ -197,8 +197,8 @@ def _failed(run: RunData) -> list[Json]:
 
 def _not_screened(run: RunData) -> Json:
     """What --no-screen left out (engine/screen/check.py), as the terminal's header says it."""
-    said = run.metadata.get("screen")
-    return {"not_screened": said} if isinstance(said, str) else {}
+    said = run.metadata.not_screened
+    return {"not_screened": said} if said is not None else {}
 
 
 def to_json(

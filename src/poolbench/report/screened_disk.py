@@ -37,9 +37,7 @@ FEEDS = {
 
 def claimed_serials(run: RunData) -> list[str]:
     """Serial numbers of the devices the study claimed (none for sparse files or loops)."""
-    claims = run.metadata.get("claims")
-    rows = claims.get("claims") if isinstance(claims, dict) else None
-    return [str(c["serial"]) for c in rows or [] if isinstance(c, dict) and c.get("serial")]
+    return list(run.metadata.claimed_serials)
 
 
 def _median(screens: list[DiskScreen], test: str, unit: int) -> float:

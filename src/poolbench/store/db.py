@@ -23,6 +23,7 @@ from typing import Any
 from poolbench import storepath
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
+from poolbench.records.run_metadata import stamped
 from poolbench.store import opening
 from poolbench.store.migrations import CLAT_COLUMNS, MIGRATIONS
 from poolbench.store.opening import Mode, StoreError
@@ -221,13 +222,22 @@ class Store:
             cur = c.execute(
                 "INSERT INTO runs (kind, name, status, started_at, argv, metadata, uid) "
                 "VALUES (?, ?, 'running', ?, ?, ?, ?)",
-                (kind, name, time.time(), json.dumps(list(argv)), json.dumps(metadata), _uid()),
+                (
+                    kind,
+                    name,
+                    time.time(),
+                    json.dumps(list(argv)),
+                    json.dumps(stamped(metadata)),
+                    _uid(),
+                ),
             )
             return int(cur.lastrowid or 0)
 
     def update_metadata(self, run_id: int, metadata: JsonObject) -> None:
         with self.transaction() as c:
-            c.execute("UPDATE runs SET metadata = ? WHERE id = ?", (json.dumps(metadata), run_id))
+            c.execute(
+                "UPDATE runs SET metadata = ? WHERE id = ?", (json.dumps(stamped(metadata)), run_id)
+            )
 
     def finish_run(
         self, run_id: int, status: str, error: str | None = None, stopped_by: str | None = None

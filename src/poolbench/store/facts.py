@@ -9,14 +9,14 @@ are pure functions of these facts: no SQL, JSON or /sys in them, unit-tested wit
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
-from poolbench.records.sections import Age, Fill, SlowMember
+from poolbench.records.run_metadata import Device, RunMetadata
+from poolbench.records.sections import Age, Fill, Resilver, SlowMember
 from poolbench.store.factrows import FactRow, section, study_extras
 
 if TYPE_CHECKING:
@@ -38,17 +38,6 @@ class DiskSectors:
     @property
     def is_512e(self) -> bool:
         return self.logical == 512 and self.physical >= 4096
-
-
-@dataclass(frozen=True)
-class Resilver:
-    """One resilver: the trial's replicate, bytes resilvered and seconds it took."""
-
-    replicate: int
-    resilvered_bytes: int
-    seconds: float | None
-    kind: str = ""  # "healing resilver" | "sequential rebuild to a distributed spare"
-    scrub_seconds: float | None = None  # the verifying scrub after a sequential rebuild
 
 
 @dataclass(frozen=True)
@@ -145,7 +134,7 @@ class StudyFacts:
 
 def study_facts(store: Store, run_id: int) -> StudyFacts:
     """The facts of run `run_id`, read from `store`."""
-    meta = json.loads(store.run(run_id)["metadata"] or "{}")
+    meta = RunMetadata.decode(store.run(run_id)["metadata"])
     rows = [_row(m) for m in store.measurement_records(run_id)]
     return facts_from_records(meta, rows)
 
@@ -157,23 +146,25 @@ def _row(m: Measurement) -> FactRow:
                    guards=m.findings.to_json(), clat=clat)  # fmt: skip
 
 
-def facts_from_records(meta: Mapping[str, Any], rows: list[FactRow]) -> StudyFacts:
-    """The facts from a run's metadata and its measurements (guards already decoded)."""
+def facts_from_records(meta: RunMetadata | object, rows: list[FactRow]) -> StudyFacts:
+    """The facts from a run's metadata (the record, or the column as stored) and its
+    measurements (guards already decoded)."""
     from poolbench.study.matrix import configs
     from poolbench.study.model import parse
 
-    study = parse(str(meta["study_text"]), "the recorded study")
+    meta = meta if isinstance(meta, RunMetadata) else RunMetadata.decode(meta)
+    study = parse(meta.study_text or "", "the recorded study")
     order = {c.key: dict(c.levels) for c in configs(study)}
     by_key: dict[str, list[FactRow]] = {}
     for r in rows:
         by_key.setdefault(str(r["config"]), []).append(r)
     keys = [k for k in order if k in by_key] + sorted(k for k in by_key if k not in order)
-    claimed = _claimed(meta)
+    claimed = [c for c in meta.claims if c.size_bytes is not None]
     return StudyFacts(
         study=study.name,
         disk_source=study.disks.source,
         disk_count=study.disks.n,
-        disk_bytes=min((c["size_bytes"] for c in claimed), default=None)
+        disk_bytes=min((c.size_bytes for c in claimed if c.size_bytes is not None), default=None)
         if study.disks.source == "devices"
         else study.disks.size_bytes,
         configs=tuple(_config(k, order.get(k, {}), by_key[k]) for k in keys),
@@ -182,31 +173,22 @@ def facts_from_records(meta: Mapping[str, Any], rows: list[FactRow]) -> StudyFac
     )
 
 
-def _claimed(meta: Mapping[str, Any]) -> list[JsonObject]:
-    """Real devices claimed by the safety layer (recorded in the run's metadata)."""
-    claims = meta.get("claims")
-    found = claims.get("claims") if isinstance(claims, dict) else None
-    return [c for c in found or [] if isinstance(c, dict) and isinstance(c.get("size_bytes"), int)]
-
-
-def _sectors(
-    claimed: Iterable[Mapping[str, Any]], rows: Iterable[FactRow]
-) -> tuple[DiskSectors, ...] | None:
+def _sectors(claimed: Iterable[Device], rows: Iterable[FactRow]) -> tuple[DiskSectors, ...] | None:
     """Each disk once: the claimed devices, and the members each trial recorded."""
-    disks: list[Any] = list(claimed)
+    disks = list(claimed)
     recorded = bool(disks)
     for r in rows:
         members = r["guards"].get(MEMBER_DISKS)
         if isinstance(members, list):  # recorded, even if empty (members are plain files)
             recorded = True
-            disks += [m for m in members if isinstance(m, dict)]
+            disks += [Device.decode(m) for m in members if isinstance(m, dict)]
     if not recorded:
         return None
     seen: dict[str, DiskSectors] = {}
     for d in disks:
-        lo, ph, name = d.get("logical_sector"), d.get("physical_sector"), d.get("name")
-        if isinstance(lo, int) and isinstance(ph, int) and name and name not in seen:
-            seen[str(name)] = DiskSectors(str(name), lo, ph)
+        lo, ph, name = d.logical_sector, d.physical_sector, d.name
+        if lo is not None and ph is not None and name not in ("", "?", *seen):
+            seen[name] = DiskSectors(name, lo, ph)
     return tuple(seen.values())
 
 
@@ -237,7 +219,7 @@ def _config(key: str, levels: dict[str, str], rows: list[FactRow]) -> ConfigFact
         if isinstance(spent.get("s_per_gib"), int | float):
             cpu.setdefault(r["workload"], []).append(float(spent["s_per_gib"]))
             scope = scope or str(spent.get("fs_scope") or "")
-        rs = _resilver(g.get("resilver"), int(r["replicate"]))
+        rs = Resilver.decode(g, int(r["replicate"]))
         resilvers += [rs] if rs else []
         _add_latency(latency, r["workload"], int(r["replicate"]), r.get("clat"))
     return ConfigFacts(
@@ -350,17 +332,3 @@ def _ratio(value: Any) -> float | None:
         return float(str(value).strip().rstrip("x")) if value not in (None, "") else None
     except ValueError:
         return None
-
-
-def _resilver(rs: Any, replicate: int) -> Resilver | None:
-    if not isinstance(rs, dict):
-        return None
-    seconds, scrub = rs.get("seconds"), rs.get("verify_scrub")
-    scrub_seconds = scrub.get("seconds") if isinstance(scrub, dict) else None
-    return Resilver(
-        replicate,
-        int(rs.get("resilvered_bytes") or 0),
-        float(seconds) if isinstance(seconds, int | float) else None,
-        str(rs.get("kind") or ""),
-        float(scrub_seconds) if isinstance(scrub_seconds, int | float) else None,
-    )

@@ -18,7 +18,8 @@ from poolbench.study.builtin.resilver_load import load_notes
 from poolbench.workloads.library import parse_load
 
 if TYPE_CHECKING:
-    from poolbench.store.facts import Resilver, StudyFacts
+    from poolbench.records.sections import Resilver
+    from poolbench.store.facts import StudyFacts
 
 
 def build(ctx: Context) -> StudyDict:
