@@ -122,7 +122,7 @@ def test_a_dry_run_shows_the_prepare_job_only_where_the_real_run_lays_data_out(
     listed = RecordingRunner(dry_run=True)  # what dry_commands runs under
     pool = type("P", (), {"spec": type("S", (), {"name": "pb1t0"})(), "mountpoint": tmp_path})()
     names = ["seq-write", "seq-read", "rand-write-4k", "seq-read"]
-    pool_ops.dry_commands(listed, pool, {}, [get(n) for n in names])  # type: ignore[arg-type]
+    pool_ops.dry_commands(listed, None, pool, {}, [get(n) for n in names])  # type: ignore[arg-type]
     jobs = [a[-1] for a in listed.argvs if a[0] == "fio"]
     assert jobs == ["seq-write.fio", "seq-read.fio", "prepare-rand-write-4k.fio",
                     "rand-write-4k.fio", "prepare-seq-read.fio", "seq-read.fio"]  # fmt: skip

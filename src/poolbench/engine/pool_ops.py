@@ -179,12 +179,12 @@ def make_volume(backend: Backend, pool: Pool, working_set: int | None) -> BlockD
 
 
 def dry_commands(
-    runner: Runner, pool: Pool, levels: Mapping[str, str], workloads: Sequence[Workload],
-    wl: Workloads | None = None,
+    runner: Runner, backend: Backend, pool: Pool, levels: Mapping[str, str],
+    workloads: Sequence[Workload], wl: Workloads | None = None,
 ) -> None:  # fmt: skip
     """--dry-run: what one trial would run after the pool is built, in order (`wl`: the
     study's [workloads], for the pgbench commands' sizes)."""
-    factors.dry_run(runner, levels)
+    factors.dry_run(runner, backend, pool, levels)
     name = pool.spec.name
     offline = False
     last_write: Workload | None = None

@@ -384,7 +384,7 @@ class StudyRun:
     ) -> None:  # fmt: skip
         if self.runner.dry_run:
             pool_ops.make_volume(backend, pool, parse_size(self.study.workloads.size))
-            pool_ops.dry_commands(self.runner, pool, tc.levels, self.workloads,
+            pool_ops.dry_commands(self.runner, backend, pool, tc.levels, self.workloads,
                                   self.study.workloads)  # fmt: skip
         else:
             trial.refuse_if_not_as_asked(tc, backend.verify(pool))

@@ -35,9 +35,10 @@ from poolbench import capabilities
 from poolbench.backends.base import Backend, Pool, SupportsFragmentation, capability
 from poolbench.errors import PoolbenchError
 from poolbench.factors import fill, specs
-from poolbench.factors.base import AfterPool, Factor, Preflight
+from poolbench.factors.base import AfterPool, Factor, Levels, Preflight
 from poolbench.records import sections
 from poolbench.records.jsontypes import JsonObject
+from poolbench.system.runner import Runner
 
 KEY = specs.AGING
 FRAG_KEY = specs.FRAG_TARGET
@@ -297,6 +298,12 @@ def age_pool(
     # global reserve, which a fill of `f_blocks` would count as filled by the recipe.
     usable = available(pool.mountpoint)
     fill.check_room(pool.spec.name, usable, recipe.fill_percent, working_set)
+    return age(pool.mountpoint, usable, recipe, fragmentation_of(backend, pool))
+
+
+def fragmentation_of(backend: Backend, pool: Pool) -> Fragmentation:
+    """How `age` reads the pool's free-space fragmentation after its rounds (the backend's
+    own figure, through its runner), or says why there is none."""
     reads = capability(backend, SupportsFragmentation)
 
     def frag() -> tuple[float | None, str]:
@@ -304,7 +311,7 @@ def age_pool(
             return None, f"none: the {backend.name} backend reports no free-space fragmentation"
         return reads.free_fragmentation(pool)
 
-    return age(pool.mountpoint, usable, recipe, frag)
+    return frag
 
 
 class Aging(Factor):
@@ -322,6 +329,14 @@ class Aging(Factor):
             return None
         assert at.working_set is not None
         return dict(age_pool(at.backend, at.pool, at.levels, at.working_set, at.seed))
+
+    def dry_run(self, runner: Runner, backend: Backend, pool: Pool, levels: Levels) -> None:
+        """The commands `age_pool` runs: the fragmentation read after its asked rounds (on
+        OpenZFS `zpool sync`, then the property, read-only). Its files are written by this
+        process, not by a command, so a dry run has none to show; nor can it know the
+        rounds past the asked ones that a fragmentation target would take."""
+        if KEY in levels:
+            fragmentation_of(backend, pool)()
 
 
 FACTOR = Aging()

@@ -94,8 +94,9 @@ class Factor(Protocol):
         """Act on the built pool (or its host) before the workloads; its section, or None."""
         return None
 
-    def dry_run(self, runner: Runner, levels: Levels) -> None:
-        """--dry-run: the commands `after_pool` would run."""
+    def dry_run(self, runner: Runner, backend: Backend, pool: Pool, levels: Levels) -> None:
+        """--dry-run: the commands `after_pool` would run on `pool` (not built: a dry run's),
+        from the builders `after_pool` calls."""
         return None
 
     def postgres_settings(self, levels: Levels) -> Mapping[str, str]:

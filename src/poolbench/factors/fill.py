@@ -7,19 +7,21 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
-from poolbench.backends.base import Pool
+from poolbench.backends.base import Backend, Pool
 from poolbench.errors import UsageError
 from poolbench.factors import specs
 from poolbench.factors.base import AfterPool, Factor, Levels
 from poolbench.records import sections
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
-from poolbench.workloads import fio, fiojob
+from poolbench.workloads import fio, fiojob, fiolimit
 from poolbench.workloads.library import streaming
 
 KEY = specs.FILL
 MiB = 1 << 20
+CHUNK = 1 << 30  # bytes per fill file
 
 
 def usable_bytes(pool: Pool) -> int:
@@ -43,6 +45,25 @@ def check_room(name: str, usable: int, percent: int, working_set: int) -> None:
         )
 
 
+def directory_of(pool: Pool) -> Path:
+    """Where the fill's files (and their fio job files) go."""
+    return pool.mountpoint / ".poolbench-fill"
+
+
+def jobs(directory: Path, filler: int) -> list[tuple[Path, str]]:
+    """The fill's fio jobs in order, (job file, job text): `filler` bytes (whole MiB) in one
+    file per GiB, so no single huge file and fio's sizes stay exact."""
+    out: list[tuple[Path, str]] = []
+    left, i = filler - filler % MiB, 0
+    while left > 0:
+        size = min(CHUNK, left)
+        params = fiojob.JobParams(str(directory), size, file_prefix=f"fill{i}")
+        out.append((directory / f"fill{i}.fio", fiojob.render(streaming("write"), params)))
+        left -= size
+        i += 1
+    return out
+
+
 def prefill(
     runner: Runner, pool: Pool, percent: int, working_set: int, streams: int = 1
 ) -> sections.FillRecord:
@@ -53,22 +74,12 @@ def prefill(
     usable = usable_bytes(pool)
     filler = usable * percent // 100
     check_room(pool.spec.name, usable, percent, working_set)
-    directory = pool.mountpoint / ".poolbench-fill"
+    directory = directory_of(pool)
     record = sections.FillRecord(asked_percent=percent, usable_bytes=usable)
-    if runner.dry_run:
-        runner.run(["fio", "--output-format=json", "fill.fio"])
-        return record
     directory.mkdir(exist_ok=True)
     t0 = time.monotonic()
-    chunk = 1 << 30  # one file per GiB: no single huge file, fio's sizes stay exact
-    left, i = filler - filler % MiB, 0
-    while left > 0:
-        size = min(chunk, left)
-        params = fiojob.JobParams(str(directory), size, file_prefix=f"fill{i}")
-        job = fiojob.render(streaming("write"), params)
-        fio.run_job(runner, job, directory / f"fill{i}.fio", "write")
-        left -= size
-        i += 1
+    for path, job in jobs(directory, filler):
+        fio.run_job(runner, job, path, "write")
     st = os.statvfs(pool.mountpoint)
     used = usable - st.f_bavail * st.f_frsize
     record.update(
@@ -93,8 +104,14 @@ class Fill(Factor):
         assert at.working_set is not None
         return dict(prefill(at.runner, at.pool, int(at.levels[KEY]), at.working_set, at.streams))
 
-    def dry_run(self, runner: Runner, levels: Levels) -> None:
-        runner.run(["fio", "--output-format=json", f"fill-{levels[KEY]}pct.fio"])
+    def dry_run(self, runner: Runner, backend: Backend, pool: Pool, levels: Levels) -> None:
+        """The fio commands `prefill` runs. The pool's usable space is known only where the
+        backend reported it; a dry run's unbuilt pool has none, so its first job is shown."""
+        usable = pool.described.get("usable_bytes")
+        percent = int(levels[KEY])
+        filler = usable * percent // 100 if isinstance(usable, int) and usable > 0 else CHUNK
+        for path, job in jobs(directory_of(pool), filler):
+            runner.run(fio.command(path), timeout=fiolimit.limit_s(job))
 
 
 FACTOR = Fill()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from poolbench.backends.base import Backend, Pool
 from poolbench.factors import (
     aging,
     arc_max,
@@ -83,14 +84,21 @@ def before_pool(
 def after_pool(at: AfterPool) -> JsonObject:
     """Every active factor's act on the built pool, in order (one that another active
     factor `replaces` left to it); their sections by name."""
-    now = active(at.levels)
+    return _sections((f.section, f.after_pool(at)) for f in acting(at.levels))
+
+
+def acting(levels: Levels) -> list[Factor]:
+    """The active factors whose `after_pool` runs: one that another active factor
+    `replaces` is left to that one."""
+    now = active(levels)
     replaced = {name for f in now for name in f.replaces}
-    return _sections((f.section, f.after_pool(at)) for f in now if f.keys[0] not in replaced)
+    return [f for f in now if f.keys[0] not in replaced]
 
 
-def dry_run(runner: Runner, levels: Levels) -> None:
-    for f in active(levels):
-        f.dry_run(runner, levels)
+def dry_run(runner: Runner, backend: Backend, pool: Pool, levels: Levels) -> None:
+    """--dry-run: the commands the factors that act after the pool is built would run."""
+    for f in acting(levels):
+        f.dry_run(runner, backend, pool, levels)
 
 
 def postgres_settings(levels: Levels) -> dict[str, str]:

@@ -98,6 +98,11 @@ def jobs_started(job_path: Path) -> bool:
     return any(ppid in ours for ppid in ours.values())
 
 
+def command(job_path: Path, extra_args: Sequence[str] = ()) -> list[str]:
+    """The fio command `run_job` runs on a job file (the one spelling: a dry run prints it)."""
+    return ["fio", "--output-format=json+", *extra_args, str(job_path)]
+
+
 def run_job(
     runner: Runner, job_text: str, job_path: Path, direction: str, extra_args: Sequence[str] = ()
 ) -> FioResult:
@@ -107,7 +112,7 @@ def run_job(
     limit its job implies (workloads/fiolimit.py)."""
     job_path.write_text(job_text)
     try:
-        res = runner.run(["fio", "--output-format=json+", *extra_args, str(job_path)],
+        res = runner.run(command(job_path, extra_args),
                          timeout=fiolimit.limit_s(job_text, extra_args))  # fmt: skip
     except BaseException as exc:
         if not runner.dry_run:
