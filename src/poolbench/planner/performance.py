@@ -264,6 +264,16 @@ def predict(
     return Speed(total.read_bps, total.write_bps, reads * share, total.write_iops)
 
 
+def outstanding_for(disk: DiskSpeed, iodepth: int, jobs: int) -> int | None:
+    """Requests in flight for `predict`'s queue-depth rule: fio's jobs × queue depth on a
+    disk with a service time (a seek); None, every member busy, on a transfer-bound disk
+    (a rate cap, an SSD), whose idle members serve a lone request at once (correction 4,
+    docs/planner.md)."""
+    if disk.medium != "media":
+        return None
+    return max(iodepth, 1) * max(jobs, 1)
+
+
 def queued_share(outstanding: int, members: float) -> float:
     """The fraction of K members' IOPS that Q requests in flight, each sent to a member at
     random, keep busy: Q / (Q + K − 1) (the closed queueing network of K equal queues; Q = 1
