@@ -267,7 +267,14 @@ def test_disks_that_seek_take_the_queue_depth_rule(tmp_path: Path) -> None:
     assert rows[("layout=raidz1:4", qd1)].predicted == pytest.approx(
         4 / 3 * 140 * 3 / 4 * 3 / 4, rel=0.005
     )
-    # Writes: copy-on-write, not predicted; a read larger than the record: no rule.
-    assert rows[(mirrors, "rand-write-4k")].predicted is None
+    # Writes: copy-on-write, not predicted; but a 4K write into a 16K record not cached
+    # reads the record first: at most the reads under the same load (140 at QD 1, below
+    # the in-place rule's 2 mirrors × 80). A read larger than the record: no rule.
+    write = rows[(mirrors, "rand-write-4k")]
+    assert write.predicted is None
+    assert (
+        "reads the record first" in write.basis
+        and "(140 IOPS; the in-place rule gives 160)" in write.basis
+    )
     assert rows[(mirrors, "rand-read-64k")].predicted is None
     assert rows[("layout=stripe:1", qd1)].tag == "disk baseline"

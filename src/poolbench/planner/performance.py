@@ -33,6 +33,7 @@ where callers have always imported it.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -367,8 +368,10 @@ def predict_detailed(
     recordsize: int = RECORDSIZE,
     ashift: int = 12,
     outstanding: int | None = None,
+    write_size: int = 4096,
 ) -> Prediction:
-    """`predict` with the basis of each figure: validated, or a model outside its range."""
+    """`predict` with the basis of each figure: validated, or a model outside its range.
+    `write_size`: the random writes' size (the disk figures' 4K unless a workload says)."""
     speed = predict(layout, disk, recordsize, ashift, outstanding)
     kinds = {v.kind for v in layout.vdevs}
     if "draid" in kinds:
@@ -400,9 +403,25 @@ def predict_detailed(
         Figure(speed.read_bps, read),
         Figure(speed.write_bps, stream),
         Figure(speed.read_iops, rand),
-        Figure(speed.write_iops, COW_WRITES),
+        sub_record_write(speed, disk, recordsize, write_size),
         NOTES,
     )
+
+
+def sub_record_write(speed: Speed, disk: DiskSpeed, recordsize: int, size: int) -> Figure:
+    """A random write smaller than the record, on disks that seek: the rest of its record
+    must be read first unless the ARC holds it, so the writes go no faster than the
+    layout's random reads of whole records (docs/planner.md, "Mirrors or raidz on disks
+    that seek", point 5). Elsewhere the in-place rule, for comparison only."""
+    if size >= recordsize or disk.medium != "media" or math.isnan(speed.read_iops):
+        return Figure(speed.write_iops, COW_WRITES)
+    return Figure(min(speed.read_iops, speed.write_iops), (
+        f"not predicted: a {size // 1024}K write into a {recordsize // 1024}K record not in "
+        f"the ARC reads the record first, so at most the layout's random reads of whole "
+        f"records ({speed.read_iops:,.0f} IOPS; the in-place rule gives "
+        f"{speed.write_iops:,.0f}); copy-on-write, aggregation and the CPU decide how far "
+        "below (docs/planner.md)"
+    ))  # fmt: skip
 
 
 def draid_stream_basis(

@@ -126,26 +126,32 @@ def _prediction(
     """The planner's figures for this configuration under this workload's load: on disks
     that seek, its requests in flight (jobs × queue depth, the study's where the name gives
     none) set how many members are busy."""
-    load = random_read(workload)
-    outstanding = None
+    load = random_io(workload)
+    outstanding, size = None, 4096
     if load is not None:
+        size = int(load.fio.get("bs", "4096"))
         params = run.study.get("workloads") or {}
         depth = load.iodepth or int(params.get("iodepth") or 1)
         jobs = load.jobs or int(params.get("jobs") or 1)
         outstanding = outstanding_for(disk, depth, jobs)
     ashift = int(levels.get("ashift", "12") or 12)
-    return predict_detailed(layout, disk, _recordsize(levels), ashift, outstanding)
+    return predict_detailed(layout, disk, _recordsize(levels), ashift, outstanding, size)
 
 
-def random_read(workload: str) -> Workload | None:
-    """The workload if it is a random read of the model's kind (rand-read-SIZE[-qdN][-jN]),
-    else None."""
-    if not workload.startswith("rand-read-"):
+def random_io(workload: str) -> Workload | None:
+    """The workload if it is a random read or write of the model's kind
+    (rand-{read|write}-SIZE[-qdN][-jN]), else None."""
+    if not workload.startswith(("rand-read-", "rand-write-")):
         return None
     try:
         return get_workload(workload)
     except PoolbenchError:
         return None
+
+
+def random_read(workload: str) -> Workload | None:
+    """The workload if it is a random read (rand-read-SIZE[-qdN][-jN]), else None."""
+    return random_io(workload) if workload.startswith("rand-read-") else None
 
 
 def seeks(run: RunData) -> bool:
@@ -169,8 +175,9 @@ def baseline_disk(run: RunData, config: str, workload: str = "") -> DiskSpeed | 
     figs = {}
     for w, (name, unit) in FIGURES.items():
         cell = run.cell(partner, w)
-        if name == "read_iops" and random_read(workload) is not None:
-            cell = run.cell(partner, workload)
+        if name == "read_iops" and random_io(workload) is not None:
+            # a write's bound is the random reads under the same load
+            cell = run.cell(partner, workload.replace("rand-write-", "rand-read-", 1))
         figs[name] = cell.summary.mean * unit if cell is not None and cell.values else NAN
     if all(math.isnan(v) for v in figs.values()):
         return None
