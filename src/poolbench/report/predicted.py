@@ -182,7 +182,8 @@ def baseline_disk(run: RunData, config: str, workload: str = "") -> DiskSpeed | 
     if all(math.isnan(v) for v in figs.values()):
         return None
     source = f"the study's single-disk baseline ({run.label(partner)})"
-    return DiskSpeed.of(figs, source, "media" if seeks(run) else "transfer")
+    disk = DiskSpeed.of(figs, source, "media" if seeks(run) else "transfer")
+    return replace(disk, iops_size=_recordsize(levels))  # its random reads read whole records
 
 
 def has_baseline(run: RunData) -> bool:
