@@ -230,6 +230,7 @@ def _seeking_study(db: Path) -> int:
         _add(store, run, cfg, "rand-read-4k", [qd1, qd1])
         _add(store, run, cfg, "rand-read-4k-qd1-j16", [j16, j16])
         _add(store, run, cfg, "rand-write-4k", [write, write])
+        _add(store, run, cfg, "rand-write-4k-qd1-j16", [write, write])
         _add(store, run, cfg, "rand-read-64k", [100.0, 100.0])
     store.finish_run(run, "finished")
     return run
@@ -277,4 +278,29 @@ def test_disks_that_seek_take_the_queue_depth_rule(tmp_path: Path) -> None:
         and "(140 IOPS; the in-place rule gives 160)" in write.basis
     )
     assert rows[(mirrors, "rand-read-64k")].predicted is None
+    # 16 writers: the reads under the same load bound them (4 × 155 × 16/19 = 522)
+    assert (
+        "(522 IOPS; the in-place rule gives 160)" in rows[(mirrors, "rand-write-4k-qd1-j16")].basis
+    )
     assert rows[("layout=stripe:1", qd1)].tag == "disk baseline"
+
+
+def test_a_member_holding_less_of_the_data_seeks_less(tmp_path: Path) -> None:
+    """With the disks' size and the working set known, the one-disk baseline held all 96 MiB
+    and a side of two mirrors holds 48: the disk model's random 16K read time over 96 MiB ÷
+    over 48 MiB scales the baseline's IOPS (1.19 for hdd-7200 on 256 MiB disks)."""
+    from poolbench.emulate.model import PRESETS, Geometry
+    from poolbench.report.data import load_run
+    from poolbench.report.predicted import predicted_rows
+
+    db = tmp_path / "g.db"
+    run = load_run(Store(db), str(_seeking_study(db)))
+    run.study["disks"]["size"] = "256M"  # type: ignore[index]
+    run.study["workloads"]["size"] = "96M"  # type: ignore[index]
+    g = Geometry(PRESETS["hdd-7200"], 256 * MiB)
+    share = g.expected_random_s(16384, 0, 96 * MiB) / g.expected_random_s(16384, 0, 48 * MiB)
+    assert 1.15 < share < 1.25
+    rows = {(r.config.split()[0], r.workload): r for r in predicted_rows(run, None)}
+    assert rows[("layout=mirror:2+mirror:2", "rand-read-4k")].predicted == pytest.approx(
+        140.0 * share
+    )

@@ -31,6 +31,7 @@ from poolbench.planner.performance import (
 from poolbench.planner.screened import fit_screen
 from poolbench.report.data import RunData, fmt_value
 from poolbench.report.measured_disk import disk_speed_from_store
+from poolbench.report.seek_span import span_share
 from poolbench.report.svg import Safe, fmt, join
 from poolbench.store.db import Store
 from poolbench.study.matrix import DEFAULT_BACKEND
@@ -134,8 +135,11 @@ def _prediction(
         depth = load.iodepth or int(params.get("iodepth") or 1)
         jobs = load.jobs or int(params.get("jobs") or 1)
         outstanding = outstanding_for(disk, depth, jobs)
-    ashift = int(levels.get("ashift", "12") or 12)
-    return predict_detailed(layout, disk, _recordsize(levels), ashift, outstanding, size)
+    return predict_detailed(layout, disk, _recordsize(levels), _ashift(levels), outstanding, size)
+
+
+def _ashift(levels: dict[str, str]) -> int:
+    return int(levels.get("ashift", "12") or 12)
 
 
 def random_io(workload: str) -> Workload | None:
@@ -205,6 +209,10 @@ def predicted_rows(run: RunData, disk: DiskSpeed | None) -> list[PredictedRow]:
             d = disk or baseline_disk(run, config, w)
             if d is not None and seeks(run):
                 d = replace(d, medium="media")  # the study's disks seek, whatever measured one
+            if d is not None and disk is None and layout is not None and seeks(run):
+                # the baseline's one disk held the whole working set, a member holds less
+                share = span_share(run, layout, _recordsize(levels), _ashift(levels))
+                d = replace(d, read_iops=d.read_iops * share)
             pred = None
             if layout is not None and d is not None:
                 pred = _prediction(run, layout, levels, d, w)
@@ -229,6 +237,8 @@ def _figure(
         return None, f"not predicted: {workload} reads more than one record at a time"
     if read is not None:
         name, unit = "read_iops", 1
+    elif random_io(workload) is not None:
+        name, unit = "write_iops", 1  # rand-write-SIZE[-qdN][-jN]: the bound, in words
     elif workload in FIGURES:
         name, unit = FIGURES[workload]
     else:
