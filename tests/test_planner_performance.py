@@ -14,14 +14,13 @@ from hypothesis import strategies as st
 from poolbench.planner.layout import VdevSpec, parse_layout
 from poolbench.planner.performance import (
     DiskSpeed,
-    fork_join_share,
-    members_per_read,
+    member_read_share,
     parse_disk_speed,
     predict,
     predict_detailed,
-    queued_share,
     vdev_multipliers,
 )
+from poolbench.planner.queueing import fork_join_share, members_per_read, queued_share
 from poolbench.planner.raidz_work import first_column_step, raidz_mixed, raidz_work
 from poolbench.planner.space import psize_to_asize
 
@@ -189,7 +188,8 @@ def test_a_read_that_needs_several_spinning_members_waits_for_the_slowest() -> N
     # of their mean: the largest of 3 is the mean × (1 + (2/3)(2/4)) = 4/3, so at queue depth
     # 1 the vdev gives 3/4 of one disk (emulated hdd-7200 disks under zfs-fuse: 0.84 of the
     # single-disk pool at QD 1, the host's turnaround diluting it; docs/planner.md).
-    hdd = DiskSpeed(180e6, 180e6, 100, 100)
+    # (A disk without a known transfer rate: positioning only, see the next test.)
+    hdd = DiskSpeed(float("nan"), 180e6, 100, 100)
     rz = parse_layout("raidz1:4x1T")
     assert members_per_read(rz.vdevs[0], 128 * KiB, 12) == 3
     assert members_per_read(rz.vdevs[0], 4 * KiB, 12) == 1  # a 4K block: one data sector
@@ -234,3 +234,25 @@ def test_draid_stream_says_one_group_at_a_time() -> None:
     assert d.write_bps.value == d.read_bps.value == pytest.approx(800 * MiB)
     assert d.read_bps.basis.startswith("model, a lower bound")
     assert "at most 1,300 MiB/s" in d.read_bps.basis
+
+
+def test_a_raidz_member_reads_its_column_not_the_record() -> None:
+    """On a disk that seeks a random read costs positioning plus its transfer: a mirror side
+    moves the whole 128K record, a raidz1 of 4 member its 11-sector (44K) column. With the
+    disk figure taken at 128K (a one-disk pool's records, 125 IOPS = 8 ms) at 100 MB/s, a
+    member's read is 8 ms − 84K/100 MB/s = 7.1192 ms: the vdev's many-in-flight figure
+    rises by 8/7.1192, while it still has 4/3 members as servers, so at queue depth 1 the
+    read waits for the slowest of 3 such reads: 125 × (8/7.1192) × 3/4."""
+    disk = DiskSpeed(100e6, 100e6, 125, 125, medium="media", iops_size=128 * KiB)
+    rz = parse_layout("raidz1:4x1T")
+    member = 0.008 - (128 - 44) * KiB / 100e6
+    assert member_read_share(rz.vdevs[0], disk, 128 * KiB, 12) == pytest.approx(0.008 / member)
+    assert predict(rz, disk, 128 * KiB, 12, 1).read_iops == pytest.approx(
+        125 * 0.008 / member * 3 / 4
+    )
+    mirror = parse_layout("mirror:2x1T")
+    assert predict(mirror, disk, 128 * KiB, 12, 1).read_iops == pytest.approx(125)
+    # The emulator's own model (hdd-7200, 24 MiB of 256 MiB, a Monte Carlo of the max of 3
+    # heads) gives 0.794 of the one disk's 128K QD 1 figure; this rule 0.818, the old 0.75.
+    flat = DiskSpeed(100e6, 100e6, 125, 125, medium="transfer", iops_size=128 * KiB)
+    assert member_read_share(rz.vdevs[0], flat, 128 * KiB, 12) == 1.0

@@ -10,7 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from poolbench.planner.layout import VdevSpec
-from poolbench.planner.performance import DiskSpeed, Speed, predict_vdev, vdev_multipliers
+from poolbench.planner.performance import (
+    DiskSpeed,
+    Speed,
+    member_read_share,
+    predict_vdev,
+    vdev_multipliers,
+)
 from poolbench.planner.raidz_work import (
     ColumnWork,
     first_column_step,
@@ -142,4 +148,5 @@ def test_figures_remembered_by_shape_are_the_figures_of_the_vdev(
     spec = VdevSpec(kind, tuple(size + i for i in range(width)), p, data, 0)  # type: ignore[arg-type]
     disk = DiskSpeed(180e6, 170e6, 150, 140, "test", medium)  # type: ignore[arg-type]
     sr, sw, rr, rw = vdev_multipliers(spec, 131072, 12, disk.medium)
+    rr *= member_read_share(spec, disk, 131072, 12)  # a seeking member moves its column
     assert predict_vdev(spec, disk) == Speed(sr * 180e6, sw * 170e6, rr * 150, rw * 140)

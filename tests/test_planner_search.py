@@ -19,17 +19,27 @@ MiB, TB = 1 << 20, 10**12
 DISK = DiskSpeed(100e6, 100e6, 100, 100, "test")
 
 
+def seek_and(member: int) -> float:
+    """A spinning disk's random read of `member` bytes against its 4K figure: 10 ms a 4K read
+    (100 IOPS), plus the rest of the read at 100 MB/s."""
+    return 0.01 / (0.01 + (member - 4096) / 100e6)
+
+
 def test_speed_rules_hand_worked() -> None:
-    # 2 x 2-way mirror: reads from all 4 disks, writes at 2 disks' speed
+    # 2 x 2-way mirror: reads from all 4 disks, writes at 2 disks' speed; a random read of
+    # a 128K record on a side moves the whole record
     s = predict(parse_layout("mirror:2x1T + mirror:2x1T"), DISK)
-    assert (s.read_bps, s.write_bps, s.read_iops, s.write_iops) == (400e6, 200e6, 400, 200)
+    assert (s.read_bps, s.write_bps, s.write_iops) == (400e6, 200e6, 200)
+    assert s.read_iops == pytest.approx(400 * seek_and(128 * 1024))
     # raidz2 of 6: 4 data disks streaming; a random 128K read reads 4 data columns, and
     # over a working set they fall on all 6 members alike: 6/4 = 1.5 disks of IOPS
     s = predict(parse_layout("raidz2:6x1T"), DISK)
-    assert (s.read_bps, s.write_bps, s.read_iops, s.write_iops) == (400e6, 400e6, 150, 100)
+    # members each move their 32K column of the record
+    assert (s.read_bps, s.write_bps, s.write_iops) == (400e6, 400e6, 100)
+    assert s.read_iops == pytest.approx(150 * seek_and(32 * 1024))
     # two raidz1 of 3: 2 + 2 data disks; each vdev 3 members / 2 data columns of IOPS
     s = predict(parse_layout("raidz1:3x1T + raidz1:3x1T"), DISK)
-    assert (s.read_bps, s.read_iops) == (400e6, 300)
+    assert s.read_bps == 400e6 and s.read_iops == pytest.approx(300 * seek_and(64 * 1024))
     # draid2:4d:1s of 13: 12 disks in groups of 6 → 2 groups of IOPS; a stream sees one
     # group: 32 sectors in 8 rows of 4 data → 4 disks
     s = predict(parse_layout("draid2:4d:1s:13x1T"), DISK)

@@ -210,3 +210,97 @@ def test_disk_baseline_refused_for_other_backends(tmp_path: Path) -> None:
     p = poolbench("run", str(study), "--dry-run", "--disks", "2x512M", "--db", str(tmp_path / "r"))
     assert p.returncode != 0 and "Traceback" not in p.stderr
     assert "disk_baseline needs backend zfs only" in p.stderr
+
+
+def _seeking_study(db: Path) -> int:
+    """The geometry bench's shape (bench/seekdisk_geometry.toml): four hdd-7200 disks, 16K
+    records, the stripe:1 baseline, 4K random reads by one reader and by 16."""
+    store = Store(db)
+    study = {"name": "geometry-seek", "disks": {"count": 4, "model": {"name": "hdd-7200"}},
+             "workloads": {"iodepth": 1, "jobs": 1}}  # fmt: skip
+    run = store.start_run("study", "geometry-seek", ["poolbench", "run"], {"study": study})
+    figures = {  # layout: (QD 1, 16 jobs, 4K writes)
+        "stripe:1": (140.0, 155.0, 80.0),
+        "mirror:2+mirror:2": (135.0, 530.0, 86.0),
+        "raidz1:4": (107.0, 210.0, 62.0),
+        "raidz2:4": (110.0, 273.0, 64.0),
+    }
+    for layout, (qd1, j16, write) in figures.items():
+        cfg = f"layout={layout} ashift=12 recordsize=16K primarycache=metadata"
+        _add(store, run, cfg, "rand-read-4k", [qd1, qd1])
+        _add(store, run, cfg, "rand-read-4k-qd1-j16", [j16, j16])
+        _add(store, run, cfg, "rand-write-4k", [write, write])
+        _add(store, run, cfg, "rand-write-4k-qd1-j16", [write, write])
+        _add(store, run, cfg, "rand-read-64k", [100.0, 100.0])
+    store.finish_run(run, "finished")
+    return run
+
+
+def test_disks_that_seek_take_the_queue_depth_rule(tmp_path: Path) -> None:
+    """On seeking disks the table is the planner's queue-depth rule (docs/planner.md,
+    "Random reads on disks that seek"), fed by the one-disk pool under the same load:
+    K members' IOPS × Q/(Q + K − 1), and a read needing d members at once × 1/(1 + a(d −
+    1)/(d + 1)/Q) with a = 2/3. Not 4 × one disk at QD 1, which the transfer-bound rule
+    gave (455 against 135 measured on the geometry bench)."""
+    from poolbench.report.data import load_run
+    from poolbench.report.predicted import predicted_table
+
+    db = tmp_path / "g.db"
+    run = load_run(Store(db), str(_seeking_study(db)))
+    table = predicted_table(run, None)
+    assert table is not None and "disks that seek" in table.heading
+    rows = {(r.config.split()[0], r.workload): r for r in table.rows}
+    mirrors, qd1, j16 = "layout=mirror:2+mirror:2", "rand-read-4k", "rand-read-4k-qd1-j16"
+    # Two mirrors of two: 4 members, each read needs one. One reader keeps one busy:
+    # 4 × 140 × 1/(1 + 3) = 140; sixteen keep 16/19 of them: 4 × 155 × 16/19.
+    assert rows[(mirrors, qd1)].predicted == pytest.approx(140.0)
+    assert rows[(mirrors, qd1)].ratio == pytest.approx(135.0 / 140.0)
+    assert rows[(mirrors, j16)].predicted == pytest.approx(4 * 155 * 16 / 19)
+    # raidz2 of 4, 16K records: 4 data sectors on 2 data columns, 2 disks' IOPS, K = 2, and
+    # every read waits for the slower of 2: × 1/(1 + (2/3)(1/3)/Q) = 9/11 at Q = 1.
+    assert rows[("layout=raidz2:4", qd1)].predicted == pytest.approx(2 * 140 * 1 / 2 * 9 / 11)
+    assert rows[("layout=raidz2:4", j16)].predicted == pytest.approx(
+        2 * 155 * 16 / 17 / (1 + 2 / 9 / 16)
+    )
+    # raidz1 of 4: 3 data columns (2 + 1 + 1 sectors), 4/3 disks' IOPS (the raidz map's
+    # average over the first columns a pool's runs start on moves it 0.2 %), K = 4/3, and
+    # the slowest of 3: at Q = 1 × 3/4 × 1/(1 + (2/3)(2/4)) = 3/4 × 3/4.
+    assert rows[("layout=raidz1:4", qd1)].predicted == pytest.approx(
+        4 / 3 * 140 * 3 / 4 * 3 / 4, rel=0.005
+    )
+    # Writes: copy-on-write, not predicted; but a 4K write into a 16K record not cached
+    # reads the record first: at most the reads under the same load (140 at QD 1, below
+    # the in-place rule's 2 mirrors × 80). A read larger than the record: no rule.
+    write = rows[(mirrors, "rand-write-4k")]
+    assert write.predicted is None
+    assert (
+        "reads the record first" in write.basis
+        and "(140 IOPS; the in-place rule gives 160)" in write.basis
+    )
+    assert rows[(mirrors, "rand-read-64k")].predicted is None
+    # 16 writers: the reads under the same load bound them (4 × 155 × 16/19 = 522)
+    assert (
+        "(522 IOPS; the in-place rule gives 160)" in rows[(mirrors, "rand-write-4k-qd1-j16")].basis
+    )
+    assert rows[("layout=stripe:1", qd1)].tag == "disk baseline"
+
+
+def test_a_member_holding_less_of_the_data_seeks_less(tmp_path: Path) -> None:
+    """With the disks' size and the working set known, the one-disk baseline held all 96 MiB
+    and a side of two mirrors holds 48: the disk model's random 16K read time over 96 MiB ÷
+    over 48 MiB scales the baseline's IOPS (1.19 for hdd-7200 on 256 MiB disks)."""
+    from poolbench.emulate.model import PRESETS, Geometry
+    from poolbench.report.data import load_run
+    from poolbench.report.predicted import predicted_rows
+
+    db = tmp_path / "g.db"
+    run = load_run(Store(db), str(_seeking_study(db)))
+    run.study["disks"]["size"] = "256M"  # type: ignore[index]
+    run.study["workloads"]["size"] = "96M"  # type: ignore[index]
+    g = Geometry(PRESETS["hdd-7200"], 256 * MiB)
+    share = g.expected_random_s(16384, 0, 96 * MiB) / g.expected_random_s(16384, 0, 48 * MiB)
+    assert 1.15 < share < 1.25
+    rows = {(r.config.split()[0], r.workload): r for r in predicted_rows(run, None)}
+    assert rows[("layout=mirror:2+mirror:2", "rand-read-4k")].predicted == pytest.approx(
+        140.0 * share
+    )

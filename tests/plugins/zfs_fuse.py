@@ -47,9 +47,9 @@ def _stop_daemon(pid: int, grace: float = 30) -> None:
         time.sleep(0.2)
 
 
-def _start_daemon(piddir: str) -> int:
+def _start_daemon(piddir: str, *options: str) -> int:
     pidfile = os.path.join(piddir, f"pid{time.monotonic_ns()}")
-    _sh("zfs-fuse", "--pidfile", pidfile)
+    _sh("zfs-fuse", "--pidfile", pidfile, *options)
     # The daemon writes its pid file after it forks; its socket may answer first.
     deadline = time.monotonic() + 30
     started: int | None = None
@@ -145,10 +145,11 @@ class OwnDaemon:
     pid: int
     _session: _Daemons
 
-    def restart(self) -> None:
+    def restart(self, *options: str) -> None:
         """What a user does when the daemon died or holds what nothing else releases: stop
         it (SIGCONT first, if it was stopped; SIGTERM, then SIGKILL after 30 s), detach its
-        dead FUSE mounts, start it again (it imports its cached pools). `pid` follows."""
+        dead FUSE mounts, start it again (it imports its cached pools), with `options`
+        (zfs-fuse's command line; none: its defaults). `pid` follows."""
         if _alive(self.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGCONT)
@@ -161,7 +162,7 @@ class OwnDaemon:
         # A daemon killed while it waited in its own pool's I/O goes only once its mounts
         # are detached; a new one started before that finds its socket taken and exits 1.
         _wait_exit(self.pid, 30)
-        self.pid = _start_daemon(self._session.piddir)
+        self.pid = _start_daemon(self._session.piddir, *options)
         self._session.started.append(self.pid)
 
     @contextlib.contextmanager
@@ -212,6 +213,24 @@ def own_zfs_fuse(zfs_fuse: None, _zfs_fuse_session: _Daemons) -> Iterator[OwnDae
             os.kill(own.pid, signal.SIGCONT)  # harmless if it runs
         if not zpool_answers():
             own.restart()
+
+
+# zfs-fuse reading its devices as a disk is read: through no cache of the host's (its block
+# devices opened with O_DIRECT, else the loop devices' page cache serves a block read twice)
+# and no vdev cache (pool v23 reads 64K for every read under 16K and keeps 10 MB per device;
+# OpenZFS 2.x has none). A measurement of the disks' own speed needs both off.
+UNCACHED = ("--disable-block-cache", "--vdev-cache-size", "0")
+
+
+@machine_fixture(slow=True)
+def zfs_fuse_uncached(own_zfs_fuse: OwnDaemon) -> Iterator[OwnDaemon]:
+    """The session's zfs-fuse daemon restarted with `UNCACHED` for one test, and restarted
+    with its defaults after it (a restart is about a second each way)."""
+    own_zfs_fuse.restart(*UNCACHED)
+    try:
+        yield own_zfs_fuse
+    finally:
+        own_zfs_fuse.restart()
 
 
 class ZfsFuseCrashed(UserWarning):

@@ -33,6 +33,7 @@ where callers have always imported it.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -40,6 +41,11 @@ from typing import Literal
 
 from poolbench.errors import UsageError
 from poolbench.planner.layout import Layout, VdevKind, VdevSpec
+from poolbench.planner.queueing import (
+    fork_join_share,
+    members_per_read,
+    queued_share,
+)
 from poolbench.planner.raidz_work import (
     raidz_mixed,
     raidz_work,
@@ -67,6 +73,9 @@ class DiskSpeed:
     # above are their median): a layout takes them vdev by vdev in that order, and each vdev
     # runs at its slowest member's figures (`vdev_disk`). Empty: every disk is this one.
     members: tuple[DiskSpeed, ...] = ()
+    # The size of the random reads `read_iops` was measured with: 4K for a datasheet or a
+    # bench run; a one-disk pool's record where a study measured it (`member_read_share`).
+    iops_size: int = 4096
 
     @classmethod
     def of(cls, figs: dict[str, float], source: str, medium: Medium,
@@ -234,7 +243,25 @@ def _predict_shape(
     kind, width, parity, data, spares = shape
     spec = VdevSpec(kind, (1,) * width, parity, data, spares)
     sr, sw, rr, rw = vdev_multipliers(spec, recordsize, ashift, disk.medium)
+    rr *= member_read_share(spec, disk, recordsize, ashift)
     return Speed(sr * disk.read_bps, sw * disk.write_bps, rr * disk.read_iops, rw * disk.write_iops)
+
+
+def member_read_share(spec: VdevSpec, disk: DiskSpeed, recordsize: int, ashift: int) -> float:
+    """On a disk that seeks a random read costs a positioning time plus its transfer: a
+    member's read of b bytes takes 1/IOPS + (b − iops_size)/rate. A mirror's side reads
+    the whole record, a raidz member only its column (⌈s/data columns⌉ sectors):
+    44K of a 128K record on raidz1 of 4, which a 128K figure overstated by 9 % on emulated
+    hdd-7200 disks (docs/planner.md, correction 10). Returns the disk's IOPS at its own read
+    size ÷ at the member's; 1 where the disk has no transfer rate known or no seek."""
+    if spec.kind == "draid" or disk.medium != "media" or not disk.read_bps > 0:
+        return 1.0  # dRAID: the OpenZFS documentation's whole groups
+    sector = 1 << ashift
+    sectors = -(-recordsize // sector)
+    data = spec.width - spec.parity if spec.kind == "raidz" else 1
+    member = -(-sectors // data) * sector
+    own = 1 / disk.read_iops
+    return own / max(own + (member - disk.iops_size) / disk.read_bps, own / 64)
 
 
 def predict(
@@ -252,7 +279,15 @@ def predict(
         total = total + predict_vdev(v, vdev_disk(disk, layout, i), recordsize, ashift)
     if outstanding is None:
         return total
-    members = total.read_iops / disk.read_iops  # independent servers, in disks
+    # independent servers, in disks (a raidz member's shorter read is speed, not a server)
+    members = (
+        sum(
+            predict_vdev(v, vdev_disk(disk, layout, i), recordsize, ashift).read_iops
+            / member_read_share(v, vdev_disk(disk, layout, i), recordsize, ashift)
+            for i, v in enumerate(layout.vdevs)
+        )
+        / disk.read_iops
+    )
     share = queued_share(outstanding, members)
     reads = total.read_iops
     if disk.medium == "media":
@@ -264,44 +299,14 @@ def predict(
     return Speed(total.read_bps, total.write_bps, reads * share, total.write_iops)
 
 
-def queued_share(outstanding: int, members: float) -> float:
-    """The fraction of K members' IOPS that Q requests in flight, each sent to a member at
-    random, keep busy: Q / (Q + K − 1) (the closed queueing network of K equal queues; Q = 1
-    gives one member's IOPS, Q → ∞ all of them)."""
-    if outstanding < 1:
-        raise ValueError("outstanding must be at least 1")
-    return outstanding / (outstanding + max(members, 1.0) - 1)
-
-
-# A spinning disk's random service time, a seek by distance plus a rotation of 0 to one
-# revolution, taken as spread evenly within ± this share of its mean. Fitted to nothing
-# measured: the disk emulator's own model (emulate/model.py) gives 0.66-0.70 for a 7200 rpm
-# disk over a small or a whole span and 0.56 for 5400 rpm with 9.5 ms seeks (the max of d
-# draws against d × the mean); docs/planner.md, "Random reads on disks that seek".
-SERVICE_SPREAD = 2 / 3
-
-
-def members_per_read(spec: VdevSpec, recordsize: int, ashift: int) -> int:
-    """How many members one random read of a whole block needs: raidz its data columns
-    (a block of s sectors has data on min(s, W − P) of them), dRAID its data children,
-    a mirror or a disk one."""
-    sectors = -(-recordsize // (1 << ashift))
-    if spec.kind == "raidz":
-        return min(sectors, spec.width - spec.parity)
-    if spec.kind == "draid":
-        return min(sectors, spec.draid_data)
-    return 1
-
-
-def fork_join_share(members: int, outstanding: int) -> float:
-    """The share of its random IOPS a vdev keeps when each read needs `members` disks at
-    once: with one read in flight it ends with the slowest of them, and the mean of the
-    largest of d service times spread evenly within ±a of their mean is the mean ×
-    (1 + a(d − 1)/(d + 1)). With Q reads in flight a member that finishes early takes up
-    the next read's part, so the loss is taken to fall as 1/Q (measured on emulated disks:
+def outstanding_for(disk: DiskSpeed, iodepth: int, jobs: int) -> int | None:
+    """Requests in flight for `predict`'s queue-depth rule: fio's jobs × queue depth on a
+    disk with a service time (a seek); None, every member busy, on a transfer-bound disk
+    (a rate cap, an SSD), whose idle members serve a lone request at once (correction 4,
     docs/planner.md)."""
-    d = members
-    return 1 / (1 + SERVICE_SPREAD * (d - 1) / (d + 1) / outstanding)
+    if disk.medium != "media":
+        return None
+    return max(iodepth, 1) * max(jobs, 1)
 
 
 @dataclass(frozen=True)
@@ -357,8 +362,10 @@ def predict_detailed(
     recordsize: int = RECORDSIZE,
     ashift: int = 12,
     outstanding: int | None = None,
+    write_size: int = 4096,
 ) -> Prediction:
-    """`predict` with the basis of each figure: validated, or a model outside its range."""
+    """`predict` with the basis of each figure: validated, or a model outside its range.
+    `write_size`: the random writes' size (the disk figures' 4K unless a workload says)."""
     speed = predict(layout, disk, recordsize, ashift, outstanding)
     kinds = {v.kind for v in layout.vdevs}
     if "draid" in kinds:
@@ -390,9 +397,25 @@ def predict_detailed(
         Figure(speed.read_bps, read),
         Figure(speed.write_bps, stream),
         Figure(speed.read_iops, rand),
-        Figure(speed.write_iops, COW_WRITES),
+        sub_record_write(speed, disk, recordsize, write_size),
         NOTES,
     )
+
+
+def sub_record_write(speed: Speed, disk: DiskSpeed, recordsize: int, size: int) -> Figure:
+    """A random write smaller than the record, on disks that seek: the rest of its record
+    must be read first unless the ARC holds it, so the writes go no faster than the
+    layout's random reads of whole records (docs/planner.md, "Mirrors or raidz on disks
+    that seek", point 5). Elsewhere the in-place rule, for comparison only."""
+    if size >= recordsize or disk.medium != "media" or math.isnan(speed.read_iops):
+        return Figure(speed.write_iops, COW_WRITES)
+    return Figure(min(speed.read_iops, speed.write_iops), (
+        f"not predicted: a {size // 1024}K write into a {recordsize // 1024}K record not in "
+        f"the ARC reads the record first, so at most the layout's random reads of whole "
+        f"records ({speed.read_iops:,.0f} IOPS; the in-place rule gives "
+        f"{speed.write_iops:,.0f}); copy-on-write, aggregation and the CPU decide how far "
+        "below (docs/planner.md)"
+    ))  # fmt: skip
 
 
 def draid_stream_basis(

@@ -11,7 +11,7 @@ model's validated range say so (the basis comes from `predict_detailed`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich import box
 from rich.console import Console
@@ -25,16 +25,20 @@ from poolbench.planner.performance import (
     VALIDATED,
     DiskSpeed,
     Prediction,
+    outstanding_for,
     predict_detailed,
 )
 from poolbench.planner.screened import fit_screen
 from poolbench.report.data import RunData, fmt_value
 from poolbench.report.measured_disk import disk_speed_from_store
+from poolbench.report.seek_span import span_share
 from poolbench.report.svg import Safe, fmt, join
 from poolbench.store.db import Store
 from poolbench.study.matrix import DEFAULT_BACKEND
 from poolbench.study.model import BASELINE_LAYOUT
 from poolbench.units import parse_size
+from poolbench.workloads.library import get as get_workload
+from poolbench.workloads.workload import Workload
 
 MiB = 1024 * 1024
 NAN = float("nan")
@@ -110,17 +114,61 @@ def study_layout(run: RunData, levels: dict[str, str]) -> Layout | None:
         return None
 
 
-def _prediction(layout: Layout, levels: dict[str, str], disk: DiskSpeed) -> Prediction:
+def _recordsize(levels: dict[str, str]) -> int:
     try:
-        recordsize = int(parse_size(levels.get("recordsize", "")))
+        return int(parse_size(levels.get("recordsize", "")))
     except (PoolbenchError, ValueError):
-        recordsize = RECORDSIZE
-    return predict_detailed(layout, disk, recordsize, int(levels.get("ashift", "12") or 12))
+        return RECORDSIZE
 
 
-def baseline_disk(run: RunData, config: str) -> DiskSpeed | None:
+def _prediction(
+    run: RunData, layout: Layout, levels: dict[str, str], disk: DiskSpeed, workload: str
+) -> Prediction:
+    """The planner's figures for this configuration under this workload's load: on disks
+    that seek, its requests in flight (jobs × queue depth, the study's where the name gives
+    none) set how many members are busy."""
+    load = random_io(workload)
+    outstanding, size = None, 4096
+    if load is not None:
+        size = int(load.fio.get("bs", "4096"))
+        params = run.study.get("workloads") or {}
+        depth = load.iodepth or int(params.get("iodepth") or 1)
+        jobs = load.jobs or int(params.get("jobs") or 1)
+        outstanding = outstanding_for(disk, depth, jobs)
+    return predict_detailed(layout, disk, _recordsize(levels), _ashift(levels), outstanding, size)
+
+
+def _ashift(levels: dict[str, str]) -> int:
+    return int(levels.get("ashift", "12") or 12)
+
+
+def random_io(workload: str) -> Workload | None:
+    """The workload if it is a random read or write of the model's kind
+    (rand-{read|write}-SIZE[-qdN][-jN]), else None."""
+    if not workload.startswith(("rand-read-", "rand-write-")):
+        return None
+    try:
+        return get_workload(workload)
+    except PoolbenchError:
+        return None
+
+
+def random_read(workload: str) -> Workload | None:
+    """The workload if it is a random read (rand-read-SIZE[-qdN][-jN]), else None."""
+    return random_io(workload) if workload.startswith("rand-read-") else None
+
+
+def seeks(run: RunData) -> bool:
+    """The study's disks have a head (`[disks] model`): every random I/O costs a seek."""
+    disks = run.study.get("disks") or {}
+    return isinstance(disks, dict) and bool(disks.get("model"))
+
+
+def baseline_disk(run: RunData, config: str, workload: str = "") -> DiskSpeed | None:
     """The disk as the study measured it: the configuration with the same levels but the
-    single-disk layout (`[planner] disk_baseline`); None when the study has none."""
+    single-disk layout (`[planner] disk_baseline`); None when the study has none. Its random
+    reads are its figure for `workload` when that is a random read (one disk under the
+    same load), else for rand-read-4k."""
     levels = run.levels(config)
     if "layout" not in levels:
         return None
@@ -131,11 +179,15 @@ def baseline_disk(run: RunData, config: str) -> DiskSpeed | None:
     figs = {}
     for w, (name, unit) in FIGURES.items():
         cell = run.cell(partner, w)
+        if name == "read_iops" and random_io(workload) is not None:
+            # a write's bound is the random reads under the same load
+            cell = run.cell(partner, workload.replace("rand-write-", "rand-read-", 1))
         figs[name] = cell.summary.mean * unit if cell is not None and cell.values else NAN
     if all(math.isnan(v) for v in figs.values()):
         return None
     source = f"the study's single-disk baseline ({run.label(partner)})"
-    return DiskSpeed.of(figs, source, "transfer")
+    disk = DiskSpeed.of(figs, source, "media" if seeks(run) else "transfer")
+    return replace(disk, iops_size=_recordsize(levels))  # its random reads read whole records
 
 
 def has_baseline(run: RunData) -> bool:
@@ -149,14 +201,22 @@ def predicted_rows(run: RunData, disk: DiskSpeed | None) -> list[PredictedRow]:
     for config in run.configs:
         levels = run.levels(config)
         layout = study_layout(run, levels)
-        d = disk or baseline_disk(run, config)
-        pred = _prediction(layout, levels, d) if layout is not None and d is not None else None
         own = disk is None and levels.get("layout") == BASELINE_LAYOUT
         for w in run.workloads:
             cell = run.cell(config, w)
             if cell is None or not cell.values:
                 continue
-            value, basis = _figure(pred, w, layout is not None)
+            d = disk or baseline_disk(run, config, w)
+            if d is not None and seeks(run):
+                d = replace(d, medium="media")  # the study's disks seek, whatever measured one
+            if d is not None and disk is None and layout is not None and seeks(run):
+                # the baseline's one disk held the whole working set, a member holds less
+                share = span_share(run, layout, _recordsize(levels), _ashift(levels))
+                d = replace(d, read_iops=d.read_iops * share)
+            pred = None
+            if layout is not None and d is not None:
+                pred = _prediction(run, layout, levels, d, w)
+            value, basis = _figure(pred, w, layout is not None, _recordsize(levels))
             if own:
                 value, basis = None, BASELINE_ROW
             elif layout is not None and d is None:
@@ -166,13 +226,23 @@ def predicted_rows(run: RunData, disk: DiskSpeed | None) -> list[PredictedRow]:
     return rows
 
 
-def _figure(pred: Prediction | None, workload: str, has_layout: bool) -> tuple[float | None, str]:
+def _figure(
+    pred: Prediction | None, workload: str, has_layout: bool, recordsize: int = RECORDSIZE
+) -> tuple[float | None, str]:
     """The predicted value in the workload's unit, and its basis (or why there is none)."""
     if not has_layout or pred is None:
         return None, "not predicted: the configuration has no ZFS layout the planner models"
-    if workload not in FIGURES:
+    read = random_read(workload)
+    if read is not None and int(read.fio.get("bs", "0")) > recordsize:
+        return None, f"not predicted: {workload} reads more than one record at a time"
+    if read is not None:
+        name, unit = "read_iops", 1
+    elif random_io(workload) is not None:
+        name, unit = "write_iops", 1  # rand-write-SIZE[-qdN][-jN]: the bound, in words
+    elif workload in FIGURES:
+        name, unit = FIGURES[workload]
+    else:
         return None, f"not predicted: the model has no rule for {workload}"
-    name, unit = FIGURES[workload]
     figure = getattr(pred, name)
     if name == "write_iops":
         return None, figure.basis  # copy-on-write: "not predicted: ..."
@@ -185,8 +255,13 @@ def has_layouts(run: RunData) -> bool:
     return any(study_layout(run, run.levels(c)) is not None for c in run.configs)
 
 
-def heading(disk: DiskSpeed | None) -> str:
+def heading(disk: DiskSpeed | None, seeking: bool = False) -> str:
     source = disk.source if disk else f"each configuration's {BASELINE_LAYOUT} baseline"
+    if seeking:
+        return (
+            f"predicted vs measured (disk figures: {source}; disks that seek: random reads "
+            "by the queue-depth rule, with each workload's requests in flight)"
+        )
     return f"predicted vs measured (disk figures: {source}; treated as transfer-bound, no seek)"
 
 
@@ -210,7 +285,9 @@ def predicted_table(run: RunData, disk: DiskSpeed | None) -> PredictedTable | No
     if not has_layouts(run) or (disk is None and not has_baseline(run)):
         return None
     rows = predicted_rows(run, disk)
-    return PredictedTable(heading(disk), rows, list(dict.fromkeys(r.basis for r in rows)))
+    return PredictedTable(
+        heading(disk, seeks(run)), rows, list(dict.fromkeys(r.basis for r in rows))
+    )
 
 
 def as_json(table: PredictedTable | None, run: RunData) -> dict[str, object] | None:
