@@ -12,10 +12,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -368,13 +370,30 @@ def _in_process(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.Co
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_TRIALS))
 def test_dry_run_at_full_scale_prints_plan_and_duration(
-    zfs_fuse: None, tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+    zfs_fuse: None,
+    tmp_path: Path,
+    name: str,
+    capsys: pytest.CaptureFixture[str],
+    request: pytest.FixtureRequest,
 ) -> None:
     # untar needs a readable tarball already at --dry-run (issue 13): give fs-compare one.
     extra = ["--tarball", str(_stdlib_tarball(tmp_path))] if name == "fs-compare" else []
+    scratch = tmp_path / "scratch"
+    if name == "database":
+        # PostgreSQL runs as its own user: the dry run refuses a scratch directory it cannot
+        # reach (tmp_path is mode 700), as the real run does, before anything is created ...
+        p = _in_process(capsys, "study", name, "--dry-run", "--db", str(tmp_path / "r.db"),
+                        "--scratch-dir", str(scratch), "--seed", "1")  # fmt: skip
+        assert p.returncode == EXIT_INPUT, p.stderr
+        assert "'postgres' user, which cannot reach" in p.stderr and "Traceback" not in p.stderr
+        assert not scratch.exists()
+        # ... and plans under one others may enter, as the message says.
+        scratch = Path(tempfile.mkdtemp(prefix="pbtest-dry-", dir="/var/tmp")) / "scratch"
+        request.addfinalizer(lambda: shutil.rmtree(scratch.parent, ignore_errors=True))
+        scratch.parent.chmod(0o755)  # mkdtemp's is 700
     p = _in_process(
         capsys, "study", name, "--dry-run", "--db", str(tmp_path / "r.db"),
-        "--scratch-dir", str(tmp_path / "scratch"), "--seed", "1", *extra,
+        "--scratch-dir", str(scratch), "--seed", "1", *extra,
     )  # fmt: skip
     refused = {"special": "has no allocation classes", "expand": "has no RAIDZ expansion",
                "volblocksize": "has no ZFS volumes", "l2arc": "no arcstats in /proc"}  # fmt: skip
@@ -393,7 +412,7 @@ def test_dry_run_at_full_scale_prints_plan_and_duration(
     assert toml.exit_code == 0, toml.output
     assert int(m.group(2)) == len(matrix.plan(parse(toml.output), 1))
     assert "dry run: nothing was changed" in p.stderr
-    assert not (tmp_path / "scratch").exists()
+    assert not scratch.exists()
     assert not (tmp_path / "r.db").exists() or _count(tmp_path / "r.db") == 0
 
 
