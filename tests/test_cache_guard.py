@@ -41,18 +41,26 @@ def test_a_machine_test_may(disk):
 """
 
 
-@pytest.mark.untimed
-@pytest.mark.usefixtures("machine")
-def test_a_test_beside_the_chain_that_drops_the_cache_fails_and_says_how_to_fix_it(
+@pytest.fixture
+def inner(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+) -> pytest.Pytester:
+    """The inner suite, with a lock file of its own (this session's lock is never released)."""
     monkeypatch.setattr(lock, "MACHINE_LOCK", tmp_path / "machine.lock")
     monkeypatch.setattr(lock, "_held", [])
     monkeypatch.delenv(lock.LOCK_HELD_ENV, raising=False)
-    monkeypatch.setattr(cache_guard, "_in_parallel", lambda _config: True)  # as a worker is
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_inner=TESTS)
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    return pytester
+
+
+@pytest.mark.untimed
+@pytest.mark.usefixtures("machine")
+def test_a_test_beside_the_chain_that_drops_the_cache_fails_and_says_how_to_fix_it(
+    inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache_guard, "_in_parallel", lambda _config: True)  # as a worker is
+    result = inner.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly")
     result.assert_outcomes(passed=2, failed=2)
     failed = {line.split("::")[1] for line in result.outlines if line.startswith("FAILED")}
     assert failed == {"test_drops_in_its_process", "test_drops_through_a_python_it_runs"}
@@ -63,13 +71,6 @@ def test_a_test_beside_the_chain_that_drops_the_cache_fails_and_says_how_to_fix_
 
 @pytest.mark.untimed
 @pytest.mark.usefixtures("machine")
-def test_a_serial_session_lets_every_test_drop_the_cache(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setattr(lock, "MACHINE_LOCK", tmp_path / "machine.lock")
-    monkeypatch.setattr(lock, "_held", [])
-    monkeypatch.delenv(lock.LOCK_HELD_ENV, raising=False)
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_inner=TESTS)
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+def test_a_serial_session_lets_every_test_drop_the_cache(inner: pytest.Pytester) -> None:
+    result = inner.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly")
     result.assert_outcomes(passed=4)
