@@ -46,9 +46,7 @@ def inner(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> pytest.Pytester:
     """The inner suite, with a lock file of its own (this session's lock is never released)."""
-    monkeypatch.setattr(lock, "MACHINE_LOCK", tmp_path / "machine.lock")
-    monkeypatch.setattr(lock, "_held", [])
-    monkeypatch.delenv(lock.LOCK_HELD_ENV, raising=False)
+    lock.for_inner_session(monkeypatch, tmp_path / "machine.lock")
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_inner=TESTS)
     return pytester

@@ -65,10 +65,7 @@ def _markers(item: pytest.Item) -> set[str]:
 def suite(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> pytest.Pytester:
-    # The inner session has a lock file of its own, and never releases this session's lock.
-    monkeypatch.setattr(lock, "MACHINE_LOCK", tmp_path / "machine.lock")
-    monkeypatch.setattr(lock, "_held", [])
-    monkeypatch.delenv(lock.LOCK_HELD_ENV, raising=False)
+    lock.for_inner_session(monkeypatch, tmp_path / "machine.lock")
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_zz_first=A_MODULE, test_aa_second=ANOTHER)
     return pytester

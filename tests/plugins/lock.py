@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
+
+import pytest
 
 MACHINE_LOCK = Path("/var/lock/poolbench-suite.lock")
 LOCK_HELD_ENV = "POOLBENCH_SUITE_LOCK_HELD"  # a pytest started by a test inherits the lock
@@ -65,3 +68,12 @@ def release() -> None:
     while _held:
         _held.pop().close()  # closing the file releases the lock
         os.environ.pop(LOCK_HELD_ENV, None)
+
+
+def for_inner_session(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    """An inner session (pytester) takes a lock file of its own at `path`, and never
+    releases this session's lock."""
+    this = sys.modules[__name__]
+    monkeypatch.setattr(this, "MACHINE_LOCK", path)
+    monkeypatch.setattr(this, "_held", [])
+    monkeypatch.delenv(LOCK_HELD_ENV, raising=False)
