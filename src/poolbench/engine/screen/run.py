@@ -29,7 +29,7 @@ from poolbench.engine.screen.jobs import (
     how,
 )
 from poolbench.engine.screen.knee import find_knee, intervals
-from poolbench.engine.screen.path import PathCheck, check_disk, check_test
+from poolbench.engine.screen.path import PathCheck, check_disk, check_test, median_disk
 from poolbench.engine.screen.records import DiskScreen, Figure
 from poolbench.guards.members import Sampler
 from poolbench.system.diskqueue import SYS_ROOT, disk_facts
@@ -151,8 +151,9 @@ def screen(
     if check is not None:
         unit = options.test(check).unit
         total = sum(s.figures[check].mean for s in out)
-        path = PathCheck(paths[who], check, unit, tuple(alone),
-                         out[who].figures[check].values, total, len(disks))  # fmt: skip
+        runs = zip(*(s.figures[check].values for s in out), strict=True)
+        together = tuple(median_disk(run) for run in runs)
+        path = PathCheck(paths[who], check, unit, tuple(alone), together, total, len(disks))
     if len(run) > len(timed):
         clock.say(f"{SUSTAIN} on {len(disks)} disk(s) at once: {options.sustain_s:g} s",
                   options.sustain_s)  # fmt: skip
