@@ -10,9 +10,12 @@ a time limit. Any other option (user, key, jump host) is the user's ~/.ssh/confi
 
 from __future__ import annotations
 
+import contextlib
 import shlex
-from collections.abc import Sequence
-from dataclasses import dataclass
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from poolbench.system.runner import CommandResult, Runner
@@ -38,9 +41,10 @@ class SshTarget:
         return f"{who}:{self.port}" if self.port else who
 
 
-def ssh_options(control_dir: Path) -> list[str]:
-    """The options every call carries (module docstring)."""
-    return [
+def ssh_options(control_dir: Path, config: Path | None = None) -> list[str]:
+    """The options every call carries (module docstring); `config`: ssh's -F, in place of
+    ~/.ssh/config."""
+    return [*(["-F", str(config)] if config else []),
         "-o", "BatchMode=yes",
         "-o", f"ConnectTimeout={CONNECT_TIMEOUT}",
         "-o", f"ServerAliveInterval={ALIVE_INTERVAL}",
@@ -52,15 +56,19 @@ def ssh_options(control_dir: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def ssh_argv(target: SshTarget, remote: Sequence[str], control_dir: Path) -> list[str]:
+def ssh_argv(
+    target: SshTarget, remote: Sequence[str], control_dir: Path, config: Path | None = None
+) -> list[str]:
     """The local argv that runs `remote` (an argv) on `target`."""
     if not remote:
         raise ValueError("an empty remote command")
-    return [*_ssh_prefix(target, control_dir), shlex.join(remote)]
+    return [*_ssh_prefix(target, control_dir, config), shlex.join(remote)]
 
 
-def _ssh_prefix(target: SshTarget, control_dir: Path, *extra: str) -> list[str]:
-    argv = ["ssh", *ssh_options(control_dir), *extra]
+def _ssh_prefix(
+    target: SshTarget, control_dir: Path, config: Path | None, *extra: str
+) -> list[str]:
+    argv = ["ssh", *ssh_options(control_dir, config), *extra]
     if target.port:
         argv += ["-p", str(target.port)]
     if target.user:
@@ -69,29 +77,53 @@ def _ssh_prefix(target: SshTarget, control_dir: Path, *extra: str) -> list[str]:
     return [*argv, "--", target.host]
 
 
-def run_remote(
-    runner: Runner,
-    target: SshTarget,
-    remote: Sequence[str],
-    *,
-    control_dir: Path,
-    timeout: float,
-    check: bool = False,
-    input_text: str | None = None,
-) -> CommandResult:
-    """Run `remote` on `target` under `timeout` seconds (the whole call, connection included)."""
-    return runner.run(
-        ssh_argv(target, remote, control_dir),
-        check=check,
-        input_text=input_text,
-        timeout=timeout,
-    )
+@dataclass
+class Transport:
+    """The calls of one poolbench command to its hosts: one private directory of shared
+    connections, closed and removed by `open_transport` whatever happened."""
+
+    runner: Runner
+    control_dir: Path
+    config: Path | None = None
+    used: set[SshTarget] = field(default_factory=set)
+
+    def run(
+        self,
+        target: SshTarget,
+        remote: Sequence[str],
+        *,
+        timeout: float,
+        input_text: str | None = None,
+    ) -> CommandResult:
+        """Run `remote` on `target` under `timeout` seconds (connection included); never
+        raises for the remote's exit status (SSH_FAILED: the connection failed)."""
+        self.used.add(target)
+        return self.runner.run(
+            ssh_argv(target, remote, self.control_dir, self.config),
+            check=False,
+            input_text=input_text,
+            timeout=timeout,
+        )
+
+    def close(self, target: SshTarget) -> None:
+        """Ends the shared connection to `target`, if one is open: nothing is left running."""
+        self.runner.run(
+            _ssh_prefix(target, self.control_dir, self.config, "-O", "exit"),
+            check=False,
+            timeout=CONNECT_TIMEOUT,
+        )
 
 
-def close_master(runner: Runner, target: SshTarget, control_dir: Path) -> None:
-    """Ends the shared connection to `target`, if one is open: nothing is left running."""
-    runner.run(
-        _ssh_prefix(target, control_dir, "-O", "exit"),
-        check=False,
-        timeout=CONNECT_TIMEOUT,
-    )
+@contextlib.contextmanager
+def open_transport(runner: Runner, config: Path | None = None) -> Iterator[Transport]:
+    """A Transport whose shared connections end, and whose directory goes, on the way out."""
+    control_dir = Path(tempfile.mkdtemp(prefix="poolbench-ssh-"))  # mode 700: its sockets
+    transport = Transport(runner, control_dir, config)
+    try:
+        yield transport
+    finally:
+        try:
+            for target in sorted(transport.used, key=lambda t: t.label):
+                transport.close(target)
+        finally:
+            shutil.rmtree(control_dir, ignore_errors=True)
