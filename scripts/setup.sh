@@ -69,4 +69,8 @@ fi
 # a machine without a checkout: the pinned runtime dependencies' wheels are kept here.
 .venv/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' >.venv/runtime-requirements.txt
 .venv/bin/pip download -q --only-binary=:all: -d .venv/wheelhouse -r .venv/runtime-requirements.txt
+# OpenSSH's server for the fleet tests' hosts, unpacked, never installed (scripts/lib/sshd.sh).
+# shellcheck source=scripts/lib/sshd.sh
+. scripts/lib/sshd.sh
+pb_fetch_sshd .venv/sshd
 echo "setup done: $(.venv/bin/poolbench --version)"

@@ -18,7 +18,7 @@ import pytest
 
 pytest_plugins = [
     "tests.plugins.tiers", "tests.plugins.machine", "tests.plugins.zfs_fuse",
-    "tests.plugins.cache_guard", "pytester",
+    "tests.plugins.cache_guard", "tests.plugins.ssh_hosts", "pytester",
 ]  # fmt: skip
 
 HAS_FIO = shutil.which("fio") is not None

@@ -3,7 +3,7 @@
 planted store (tests/report_store.py: no pools, no devices). Its tables fit 80 columns, its
 exit codes are the documented ones, and every `--json` parses with exactly the top-level
 keys docs/export.md documents for it. Commands that would build pools or probe devices
-(demo, run, study, bench, disks, hosts) are run for their help, their refusals of a bad
+(demo, run, study, bench, disks, hosts, fleet) are run for their help, their refusals of a bad
 command line, and what they can do without either (`study --list`)."""
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ RUNS: dict[str, list[tuple[list[str], str]]] = {
     "doctor": [(["doctor"], TEXT), (["doctor", "--json"], JSON)],
     "import": [(["import", "{db}", "--json", "--db", "{other}"], JSON)],
     "history": [(["history", "--db", "{db}"], TEXT), (["history", "--json", "--db", "{db}"], JSON)],
-    **{name: [] for name in ("demo", "bench", "run", "disks", "hosts")},
+    **{name: [] for name in ("demo", "bench", "run", "disks", "hosts", "fleet")},
 }  # fmt: skip
 
 

@@ -193,7 +193,8 @@ def test_run_ids_refuse_bad_values(
     _clean([a.replace("{}", value) for a in argv], capsys, env, bad=True)
 
 
-PATH_ENTRIES = [["import", "{}"], ["hosts", "check", "{}"], ["disks", "{}"], ["runs", "--db", "{}"],
+PATH_ENTRIES = [["import", "{}"], ["hosts", "check", "{}"], ["fleet", "check", "{}"],
+                ["disks", "{}"], ["runs", "--db", "{}"],
                 ["report", "latest", "--db", "{}"], ["export", "latest", "--db", "{}"]]  # fmt: skip
 
 

@@ -94,6 +94,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "poolbench.cli.hosts_cmd:hosts",
         "Check the hosts of a fleet before `poolbench bench --hosts`.",
     ),
+    "fleet": (
+        "poolbench.cli.fleet_cmd:fleet",
+        "poolbench on every host of a fleet, over SSH: check the hosts before a study.",
+    ),
     "record": (
         "poolbench.cli.record_cmd:record",
         "Record the block I/O of DEVICE for --seconds with blktrace, changing nothing on it.",
