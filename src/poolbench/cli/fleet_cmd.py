@@ -15,10 +15,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from poolbench.errors import PoolbenchError
-from poolbench.fleet import sshhosts
+from poolbench.cli.common import db_option
+from poolbench.errors import CommandLineError, PoolbenchError, UsageError
+from poolbench.fleet import fleet_run, host_side, sshhosts
 from poolbench.fleet.readiness import HostCheck, check_fleet
 from poolbench.fleet.ssh import open_transport
+from poolbench.store.db import Store
 from poolbench.system.runner import LocalRunner
 
 SSH_CONFIG_HELP = "ssh's configuration file (ssh -F) in place of ~/.ssh/config."
@@ -26,7 +28,7 @@ SSH_CONFIG_HELP = "ssh's configuration file (ssh -F) in place of ~/.ssh/config."
 
 @click.group()
 def fleet() -> None:
-    """poolbench on every host of a fleet, over SSH: check the hosts before a study.
+    """poolbench on every host of a fleet, over SSH: check the hosts, run a study on all.
 
     HOSTFILE holds one host per line: `[user@]host[:port] [disks=DISKS] [poolbench=PATH]`
     (docs/fleet.md). Keys, users and jump hosts come from your ~/.ssh/config; every call runs
@@ -92,3 +94,170 @@ def _render(checks: list[HostCheck]) -> None:
             console.print(f"[red]{escape(c.label)}:[/] {escape(p)}", highlight=False)
         for w in c.warnings:
             console.print(f"[yellow]warning:[/] {escape(c.label)}: {escape(w)}", highlight=False)
+
+
+@fleet.command("run")
+@click.argument("hostfile", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.argument("study_file", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**63 - 1),
+    default=None,
+    help="Trial order seed, the same on every host (default: random, recorded).",
+)
+@click.option(
+    "--resume",
+    "resume_tag",
+    metavar="TAG",
+    default=None,
+    help="Finish fleet run TAG: collect what ended, resume what stopped.",
+)
+@click.option(
+    "--poll",
+    "poll_s",
+    type=click.FloatRange(0.2, 600),
+    default=2.0,
+    show_default=True,
+    help="Seconds between two polls of each host.",
+)
+@click.option(
+    "--link-grace",
+    "link_grace_s",
+    type=click.FloatRange(0, 86400),
+    default=120.0,
+    show_default=True,
+    help="Seconds a host may not answer before it is left to --resume.",
+)
+@click.option("--ssh-config", type=click.Path(dir_okay=False, path_type=Path), help=SSH_CONFIG_HELP)
+@db_option
+def run(
+    hostfile: Path | None, study_file: Path | None, seed: int | None, resume_tag: str | None,
+    poll_s: float, link_grace_s: float, ssh_config: Path | None, db: Path | None,
+) -> None:  # fmt: skip
+    """Run STUDY_FILE on every host of HOSTFILE at once, with the same seed, and collect
+    every host's results into the local store, tagged by host.
+
+    Each host's study runs detached there (a dropped link never stops it); its progress is
+    polled and printed with the host's name. A host not ready, unreachable or whose link
+    stays down is named and the others go on; `--resume TAG` finishes it. Ctrl-C stops every
+    host's study cleanly.
+
+    Example: poolbench fleet run fleet.ssh examples/parity.toml
+    """
+    from poolbench.cli.common import open_store
+
+    if (resume_tag is None) == (hostfile is None or study_file is None):
+        raise CommandLineError(
+            "Give HOSTFILE and STUDY_FILE for a new fleet run, or --resume TAG alone.",
+            "Example: poolbench fleet run fleet.ssh study.toml",
+        )
+    if ssh_config is not None and not ssh_config.is_file():
+        raise UsageError(f"--ssh-config {ssh_config} is not a file.",
+                         "Give ssh's configuration file (ssh -F).")  # fmt: skip
+    store = open_store(db)
+    if resume_tag is not None:
+        state, path = _resumed(store, resume_tag)
+    else:
+        assert hostfile is not None and study_file is not None
+        state = _new(hostfile, study_file, seed)
+        path = fleet_run.state_path(store, state.tag)
+    hosts = {h.label: h for h in sshhosts.load(Path(state.hostfile))}
+    with open_transport(LocalRunner(), ssh_config) as transport:
+        ctl = fleet_run.Controller(transport, store, state, hosts, click.echo, poll_s,
+                                   link_grace_s)  # fmt: skip
+        try:
+            if resume_tag is None:
+                click.echo(f"fleet run {state.tag}: {len(hosts)} host(s), seed {state.seed} "
+                           f"(resume: poolbench fleet run --resume {state.tag})")  # fmt: skip
+                ctl.begin(check_fleet(transport, list(hosts.values())))
+            else:
+                ctl.resume()
+            state.save(path)
+            ctl.wait(lambda: state.save(path))
+        except BaseException:
+            ctl.stop_all()
+            raise
+        finally:
+            state.save(path)
+    _render_hosts(state)
+    error = fleet_run.summary_error(state)
+    if error is not None:
+        raise error
+
+
+def _new(hostfile: Path, study_file: Path, seed: int | None) -> fleet_run.FleetRun:
+    import random
+
+    from poolbench.study.model import parse
+
+    sshhosts.load(hostfile)  # a bad host file is refused before anything is made
+    try:
+        text = study_file.read_text()
+    except OSError as e:
+        raise UsageError(f"Cannot read the study file {study_file}: {e.strerror}.") from None
+    parse(text, str(study_file))  # a bad study is refused here, not on every host
+    return fleet_run.FleetRun(
+        fleet_run.new_tag(), study_file.name, text, str(hostfile.resolve()),
+        random.SystemRandom().randrange(2**31) if seed is None else seed,
+    )  # fmt: skip
+
+
+def _resumed(store: Store, tag: str) -> tuple[fleet_run.FleetRun, Path]:
+    path = fleet_run.state_path(store, tag) if host_side.TAG_RE.match(tag) else None
+    if path is None or not path.is_file():
+        raise UsageError(f"No fleet run {tag} in {store.path.parent / 'fleet'}.",
+                         "Give the tag `poolbench fleet run` printed.")  # fmt: skip
+    return fleet_run.FleetRun.load(path), path
+
+
+def _render_hosts(state: fleet_run.FleetRun) -> None:
+    console = Console(width=None if sys.stdout.isatty() else 120)
+    t = Table(title=f"fleet run {state.tag} (seed {state.seed})", title_justify="left")
+    for col in ("host", "state", "run there", "status", "run here"):
+        t.add_column(col)
+    for h in state.hosts.values():
+        t.add_row(escape(h.label), escape(h.state), str(h.remote_run or "–"),
+                  escape(h.remote_status or "–"), str(h.local_run or "–"))  # fmt: skip
+    console.print(t)
+
+
+# The host side of `fleet run`, called over SSH by the controller (fleet/host_side.py).
+
+
+@fleet.command("host-put", hidden=True)
+@click.argument("tag")
+def host_put(tag: str) -> None:
+    """The study file on stdin, written into fleet run TAG's directory; prints its path."""
+    click.echo(str(host_side.put_study(tag, sys.stdin.read())))
+
+
+@fleet.command("host-start", hidden=True, context_settings={"ignore_unknown_options": True})
+@click.argument("tag")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def host_start(tag: str, args: tuple[str, ...]) -> None:
+    """`poolbench ARGS` started detached as fleet run TAG's study; prints its pid."""
+    click.echo(json.dumps({"pid": host_side.start(tag, list(args))}))
+
+
+@fleet.command("host-status", hidden=True)
+@click.argument("tag")
+@click.option("--from", "offset", type=click.IntRange(0), default=0)
+def host_status(tag: str, offset: int) -> None:
+    """Fleet run TAG here: running?, its log from --from, its store's runs (JSON)."""
+    click.echo(json.dumps(host_side.status(tag, offset).to_json()))
+
+
+@fleet.command("host-fetch", hidden=True)
+@click.argument("tag")
+def host_fetch(tag: str) -> None:
+    """Fleet run TAG's store here, a consistent copy, base64 on stdout (SSH carries text)."""
+    import base64
+
+    click.echo(base64.b64encode(host_side.store_snapshot(tag)).decode())
+
+
+@fleet.command("host-stop", hidden=True)
+@click.argument("tag")
+def host_stop(tag: str) -> None:
+    """Ctrl-C to fleet run TAG's study here."""
+    click.echo(json.dumps({"stopped": host_side.stop(tag)}))
