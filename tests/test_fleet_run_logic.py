@@ -179,3 +179,38 @@ def test_resume_resumes_a_stopped_study_there_and_collects_an_ended_one(
     assert starts[0][starts[0].index("--resume") + 1] == "1"
     assert {h.state for h in ctl.run.hosts.values()} == {"collected"}
     assert summary_error(ctl.run) is None
+
+
+# -- the fleet's answer, on hand-worked figures ----------------------------------------------
+
+
+def test_the_fleets_answer_names_the_slow_host_and_blocks_by_host() -> None:
+    import math
+
+    from poolbench.fleet import answer
+
+    # Two layouts on three hosts; host c is half as fast in everything. raid1/raid0 is
+    # 0.5 on a and c, 0.4 on b: log ratios ln 0.5, ln 0.4, ln 0.5.
+    measured = {
+        "a": {("raid0", "w"): ("MiB/s", [40.0, 40.0]), ("raid1", "w"): ("MiB/s", [20.0, 20.0])},
+        "b": {("raid0", "w"): ("MiB/s", [40.0, 40.0]), ("raid1", "w"): ("MiB/s", [16.0, 16.0])},
+        "c": {("raid0", "w"): ("MiB/s", [19.0, 21.0]), ("raid1", "w"): ("MiB/s", [10.0, 10.0])},
+    }
+    rows = answer.rows(measured)
+    # c on raid0: mean 20, sd sqrt(2), t(0.975, 1) = 12.706: its interval reaches 32.7, over
+    # 0.75 x 40 = 30, so two noisy runs do not name it there; on raid1 its 10, 10 lie below
+    # 0.75 x median(20, 16) = 13.5: named. a and b are never below their peers' line.
+    c0 = rows[0].hosts[2]
+    assert (c0.mean, round(c0.high, 1)) == (20.0, 32.7)
+    assert [(r.config, r.slow) for r in rows] == [("raid0", ()), ("raid1", ("c",))]
+    (change,) = answer.verdict(rows)
+    d = [math.log(0.5), math.log(0.4), math.log(0.5)]
+    mean = sum(d) / 3
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / 2)
+    half = 4.302652729911275 * sd / math.sqrt(3)  # t(0.975, 2)
+    assert (change.config, change.best, change.hosts) == ("raid1", "raid0", 3)
+    assert change.ratio == pytest.approx(math.exp(mean))
+    assert (change.low, change.high) == pytest.approx(
+        (math.exp(mean - half), math.exp(mean + half))
+    )
+    assert change.significant

@@ -4,6 +4,8 @@ mount namespaces, and each host's /var/lib/poolbench is its own."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -124,26 +126,81 @@ min_window = 0.5
 """
 
 
+CAP_MIB = 20  # each disk of the first two hosts; the third host's at half that
+
+
+@contextlib.contextmanager
+def _capped_loops(tmp_path: Path, caps_mib: list[int]) -> Iterator[list[list[str]]]:
+    """Two loop devices per host over sparse files, each host's capped at its rate (blkio
+    throttle, reads and writes); all detached and uncapped after."""
+    import os
+    import subprocess
+
+    from poolbench.system import throttle
+
+    if throttle.unavailable():
+        pytest.skip(f"no blkio throttle here: {throttle.unavailable()}")
+    made: list[str] = []
+    capped: list[str] = []
+    try:
+        per_host = []
+        for h, cap in enumerate(caps_mib):
+            devs = []
+            for i in range(2):
+                img = tmp_path / f"h{h}d{i}.img"
+                img.touch()
+                os.truncate(img, 256 << 20)
+                dev = subprocess.run(
+                    ["losetup", "--find", "--show", "--direct-io=on", str(img)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout.strip()
+                made.append(dev)
+                majmin = throttle.device_number(dev)
+                throttle.set_cap(majmin, cap << 20)
+                capped.append(majmin)
+                devs.append(dev)
+            per_host.append(devs)
+        yield per_host
+    finally:
+        for majmin in capped:
+            throttle.set_cap(majmin, 0)
+        for dev in made:
+            subprocess.run(["losetup", "--detach", dev], check=False)
+
+
 def test_fleet_run_on_three_hosts_survives_a_cut_link_and_resume_collects_it(
     ssh_hosts: SshFleet, tmp_path: Path
 ) -> None:
     """`poolbench fleet run` over real ssh: the same study and seed on three hosts at once,
-    each in its own namespaces with its own store. One host's link is cut once its study has
-    begun: the controller names it and the others are collected; the cut host's study goes
-    on there, and once the link is back `--resume TAG` collects it. Every host's runs end up
-    in the local store tagged with their host; nothing is left running anywhere."""
+    each in its own namespaces with its own store and its own two loop devices, the third
+    host's capped at half the others' rate. One host's link is cut once its study has begun:
+    the controller names it and the others are collected; the cut host's study goes on
+    there, and once the link is back `--resume TAG` collects it. Every host's runs end up in
+    the local store tagged with their host; the fleet's answer names the half-speed host
+    (its figures about half its peers', as the caps say) and compares the layouts over the
+    three hosts; nothing is left running anywhere."""
+    import sys
+
+    here = str(Path(sys.executable).parent / "poolbench")
+    hosts = ssh_hosts.hosts
+    with _capped_loops(tmp_path, [CAP_MIB, CAP_MIB, CAP_MIB // 2]) as disks:
+        hostfile = tmp_path / "fleet.ssh"
+        hostfile.write_text("".join(f"root@{h.address} disks={','.join(d)} poolbench={here}\n"
+                                    for h, d in zip(hosts, disks, strict=True)))  # fmt: skip
+        _run_cut_and_resume(ssh_hosts, hostfile, tmp_path, here)
+
+
+def _run_cut_and_resume(ssh_hosts: SshFleet, hostfile: Path, tmp_path: Path, here: str) -> None:
     import json
     import re
     import sqlite3
     import subprocess
-    import sys
     import threading
     import time
 
-    here = str(Path(sys.executable).parent / "poolbench")
     hosts = ssh_hosts.hosts
-    hostfile = tmp_path / "fleet.ssh"
-    hostfile.write_text("".join(f"root@{h.address} disks=2x256M poolbench={here}\n" for h in hosts))
     study = tmp_path / "study.toml"
     study.write_text(FLEET_STUDY)
     db = tmp_path / "local.db"
@@ -165,7 +222,8 @@ def test_fleet_run_on_three_hosts_survives_a_cut_link_and_resume_collects_it(
     watcher.start()
     try:
         first = subprocess.run(
-            [*base, str(hostfile), str(study), "--seed", "7", "--poll", "0.5", "--link-grace", "4"],
+            [*base, str(hostfile), str(study), "--seed", "7", "--poll", "0.5", "--link-grace", "4",
+             "--no-screen"],
             capture_output=True, text=True, timeout=400,
         )  # fmt: skip
     finally:
@@ -203,6 +261,22 @@ def test_fleet_run_on_three_hosts_survives_a_cut_link_and_resume_collects_it(
             "SELECT COUNT(*) FROM measurements WHERE run_id = ? GROUP BY config", (run_id,)
         ).fetchall()
         assert per_config == [(2,), (2,)]  # two layouts, two replicates each
+    # The fleet's answer: the third host's disks run at half the others' cap, so its figures
+    # are about half its peers' on both layouts, and it alone is named slow.
+    means = {
+        (json.loads(o)["fleet_host"], c): v
+        for o, c, v in conn.execute(
+            "SELECT r.origin, m.config, AVG(m.value) FROM measurements m JOIN runs r "
+            "ON r.id = m.run_id GROUP BY r.id, m.config"
+        )
+    }
+    slow, peers = f"root@{hosts[2].address}", [f"root@{h.address}" for h in hosts[:2]]
+    for config in {c for _, c in means}:
+        ratio = means[(slow, config)] / (sum(means[(p, config)] for p in peers) / 2)
+        assert 0.35 <= ratio <= 0.65, (config, means)
+    assert f"warning: {slow} is slower than its peers on seq-write" in second.stdout
+    assert not any(f"warning: {p} is slower" in second.stdout for p in peers)
+    assert "Over the fleet" in second.stdout and "over 3 host(s)" in second.stdout
     for h in hosts:  # nothing of the study left running in any host's namespace
         pids = subprocess.run(["ip", "netns", "pids", h.name], capture_output=True, text=True)
         cmds = [Path(f"/proc/{p}/cmdline").read_bytes() for p in pids.stdout.split()]

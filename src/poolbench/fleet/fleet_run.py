@@ -62,6 +62,7 @@ class FleetRun:
     hostfile: str
     seed: int
     hosts: dict[str, HostRun] = field(default_factory=dict)
+    run_options: list[str] = field(default_factory=list)  # more `poolbench run` options
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")
@@ -127,7 +128,11 @@ class Controller:
         if rc == 0:
             study = out.strip()
             args = ["run", study, "--seed", str(self.run.seed)]
-            args += ["--resume", str(resume)] if resume else ["--disks", host.disks or ""]
+            args += (
+                ["--resume", str(resume)]
+                if resume
+                else ["--disks", host.disks or "", *self.run.run_options]
+            )
             rc, out, err = self._call(label, ["host-start", self.run.tag, "--", *args])
         if rc != 0:
             hr.state, hr.reason = "failed", _reason(rc, err)
@@ -266,3 +271,23 @@ def summary_error(run: FleetRun) -> PoolbenchError | None:
         + ".",
         f"Fix what is named, then `poolbench fleet run --resume {run.tag}` finishes them.",
     )
+
+
+def measured(
+    store: Store, run: FleetRun
+) -> dict[str, dict[tuple[str, str], tuple[str, list[float]]]]:
+    """Each collected host's replicate values per (configuration, workload), for the fleet's
+    answer (fleet/answer.py)."""
+    out: dict[str, dict[tuple[str, str], tuple[str, list[float]]]] = {}
+    for h in run.hosts.values():
+        if h.state != "collected" or h.local_run is None:
+            continue
+        per: dict[tuple[str, str], tuple[str, list[float]]] = {}
+        rows = store.conn.execute(
+            "SELECT config, workload, unit, value FROM measurements WHERE run_id = ? ORDER BY id",
+            (h.local_run,),
+        ).fetchall()
+        for config, workload, unit, value in rows:
+            per.setdefault((config, workload), (unit, []))[1].append(float(value))
+        out[h.label] = per
+    return out
