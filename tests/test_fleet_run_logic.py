@@ -214,3 +214,34 @@ def test_the_fleets_answer_names_the_slow_host_and_blocks_by_host() -> None:
         (math.exp(mean - half), math.exp(mean + half))
     )
     assert change.significant
+
+
+def test_a_built_in_study_runs_as_the_hosts_own_study_command(tmp_path: Path) -> None:
+    hosts = Hosts({"a": {"host-start": [(0, '{"pid": 10}', "")]}})
+    ctl = _controller(tmp_path, hosts, itertools.count(0.0, 1.0))
+    ctl.run.builtin = ["parity", "--widths", "4,6"]
+    ctl.start("root@a")
+    (start,) = [r for _, r in hosts.calls]  # no study file is sent
+    assert start[2:5] == ["host-start", "tag1", "--"]
+    assert start[5:] == ["study", "parity", "--widths", "4,6", "--seed", "7", "--disks", "2x1G"]
+    ctl.start("root@a", resume=3)
+    assert hosts.calls[-1][1][5:] == ["study", "parity", "--widths", "4,6", "--seed", "7",
+                                      "--resume", "3"]  # fmt: skip
+
+
+def test_fleet_study_refuses_options_the_fleet_gives_itself(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    f = tmp_path / "fleet.ssh"
+    f.write_text("root@nas1 disks=4x1G\n")
+    # (--seed and --db, wherever they stand, are fleet study's own options.)
+    for bad in (["--disks", "6x1G"], ["--", "--disks=6x1G"], ["--", "--seed", "3"]):
+        p = subprocess.run(
+            [sys.executable, "-m", "poolbench", "fleet", "study", str(f), "parity", *bad,
+             "--db", str(tmp_path / "r.db")],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert p.returncode == 2 and "is not a study option here" in p.stderr, p.stderr
+        assert "Traceback" not in p.stderr
+    assert not (tmp_path / "r.db").exists()  # refused before a store was made

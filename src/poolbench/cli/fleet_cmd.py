@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -16,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from poolbench.cli.common import db_option
+from poolbench.cli.common import db_option, open_store
 from poolbench.errors import CommandLineError, PoolbenchError, UsageError
 from poolbench.fleet import answer, fleet_run, host_side, sshhosts
 from poolbench.fleet.readiness import HostCheck, check_fleet
@@ -97,47 +98,35 @@ def _render(checks: list[HostCheck]) -> None:
             console.print(f"[yellow]warning:[/] {escape(c.label)}: {escape(w)}", highlight=False)
 
 
+def _fleet_options(f: Callable[..., None]) -> Callable[..., None]:
+    """The options `fleet run` and `fleet study` share."""
+    for option in reversed([
+        click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=None,
+                     help="Trial order seed, the same on every host (default: random, "
+                     "recorded)."),
+        click.option("--poll", "poll_s", type=click.FloatRange(0.2, 600), default=2.0,
+                     show_default=True, help="Seconds between two polls of each host."),
+        click.option("--link-grace", "link_grace_s", type=click.FloatRange(0, 86400),
+                     default=120.0, show_default=True,
+                     help="Seconds a host may not answer before it is left to --resume."),
+        click.option("--ssh-config", type=click.Path(dir_okay=False, path_type=Path),
+                     help=SSH_CONFIG_HELP),
+        click.option("--no-screen", is_flag=True,
+                     help="Real disks: the hosts do not screen their disks first (as `run`)."),
+        db_option,
+    ]):  # fmt: skip
+        f = option(f)
+    return f
+
+
 @fleet.command("run")
 @click.argument("hostfile", type=click.Path(dir_okay=False, path_type=Path), required=False)
 @click.argument("study_file", type=click.Path(dir_okay=False, path_type=Path), required=False)
-@click.option(
-    "--seed",
-    type=click.IntRange(0, 2**63 - 1),
-    default=None,
-    help="Trial order seed, the same on every host (default: random, recorded).",
-)
-@click.option(
-    "--resume",
-    "resume_tag",
-    metavar="TAG",
-    default=None,
-    help="Finish fleet run TAG: collect what ended, resume what stopped.",
-)
-@click.option(
-    "--poll",
-    "poll_s",
-    type=click.FloatRange(0.2, 600),
-    default=2.0,
-    show_default=True,
-    help="Seconds between two polls of each host.",
-)
-@click.option(
-    "--link-grace",
-    "link_grace_s",
-    type=click.FloatRange(0, 86400),
-    default=120.0,
-    show_default=True,
-    help="Seconds a host may not answer before it is left to --resume.",
-)
-@click.option("--ssh-config", type=click.Path(dir_okay=False, path_type=Path), help=SSH_CONFIG_HELP)
-@click.option(
-    "--no-screen",
-    is_flag=True,
-    help="Real disks: the hosts do not screen their disks first (as `run`).",
-)
-@db_option
+@click.option("--resume", "resume_tag", metavar="TAG", default=None,
+              help="Finish fleet run TAG: collect what ended, resume what stopped.")  # fmt: skip
+@_fleet_options
 def run(
-    hostfile: Path | None, study_file: Path | None, seed: int | None, resume_tag: str | None,
+    hostfile: Path | None, study_file: Path | None, resume_tag: str | None, seed: int | None,
     poll_s: float, link_grace_s: float, ssh_config: Path | None, no_screen: bool,
     db: Path | None,
 ) -> None:  # fmt: skip
@@ -146,21 +135,17 @@ def run(
 
     Each host's study runs detached there (a dropped link never stops it); its progress is
     polled and printed with the host's name. A host not ready, unreachable or whose link
-    stays down is named and the others go on; `--resume TAG` finishes it. Ctrl-C stops every
-    host's study cleanly.
+    stays down is named and the others go on; `--resume TAG` finishes it (a `fleet study`
+    too). Ctrl-C stops every host's study cleanly.
 
     Example: poolbench fleet run fleet.ssh examples/parity.toml
     """
-    from poolbench.cli.common import open_store
-
     if (resume_tag is None) == (hostfile is None or study_file is None):
         raise CommandLineError(
             "Give HOSTFILE and STUDY_FILE for a new fleet run, or --resume TAG alone.",
             "Example: poolbench fleet run fleet.ssh study.toml",
         )
-    if ssh_config is not None and not ssh_config.is_file():
-        raise UsageError(f"--ssh-config {ssh_config} is not a file.",
-                         "Give ssh's configuration file (ssh -F).")  # fmt: skip
+    _check_ssh_config(ssh_config)
     store = open_store(db)
     if resume_tag is not None:
         state, path = _resumed(store, resume_tag)
@@ -169,12 +154,63 @@ def run(
         state = _new(hostfile, study_file, seed)
         state.run_options = ["--no-screen"] if no_screen else []
         path = fleet_run.state_path(store, state.tag)
+    _drive(store, state, path, ssh_config, poll_s, link_grace_s, resume=resume_tag is not None)
+
+
+@fleet.command("study", context_settings={"ignore_unknown_options": True})
+@click.argument("hostfile", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("name")
+@click.argument("study_options", nargs=-1, type=click.UNPROCESSED)
+@_fleet_options
+def study(
+    hostfile: Path, name: str, study_options: tuple[str, ...], seed: int | None,
+    poll_s: float, link_grace_s: float, ssh_config: Path | None, no_screen: bool,
+    db: Path | None,
+) -> None:  # fmt: skip
+    """Run built-in study NAME on every host of HOSTFILE at once, as `poolbench study NAME
+    STUDY_OPTIONS` there, with the same seed and each host's disks= (see `fleet run`).
+
+    Example: poolbench fleet study fleet.ssh parity --widths 4,6
+    """
+    import random
+
+    taken = [o for o in study_options if o.split("=")[0] in ("--disks", "--seed", "--db")]
+    if taken:
+        raise CommandLineError(
+            f"{taken[0].split('=')[0]} is not a study option here: each host's disks come from "
+            "its disks= in the host file, the seed and the store from fleet study itself.",
+            "Give --seed before NAME; put each host's disks in the host file.",
+        )
+    _check_ssh_config(ssh_config)
+    sshhosts.load(hostfile)  # a bad host file is refused before anything is made
+    store = open_store(db)
+    state = fleet_run.FleetRun(
+        fleet_run.new_tag(), name, "", str(hostfile.resolve()),
+        random.SystemRandom().randrange(2**31) if seed is None else seed,
+        builtin=[name, *study_options], run_options=["--no-screen"] if no_screen else [],
+    )  # fmt: skip
+    path = fleet_run.state_path(store, state.tag)
+    _drive(store, state, path, ssh_config, poll_s, link_grace_s, resume=False)
+
+
+def _check_ssh_config(ssh_config: Path | None) -> None:
+    if ssh_config is not None and not ssh_config.is_file():
+        raise UsageError(f"--ssh-config {ssh_config} is not a file.",
+                         "Give ssh's configuration file (ssh -F).")  # fmt: skip
+
+
+def _drive(
+    store: Store, state: fleet_run.FleetRun, path: Path, ssh_config: Path | None,
+    poll_s: float, link_grace_s: float, *, resume: bool,
+) -> None:  # fmt: skip
+    """Start (or resume) every host, poll them to the end, then the hosts and the answer;
+    on any way out (Ctrl-C included) every host's study is told to stop and the state kept."""
     hosts = {h.label: h for h in sshhosts.load(Path(state.hostfile))}
     with open_transport(LocalRunner(), ssh_config) as transport:
         ctl = fleet_run.Controller(transport, store, state, hosts, click.echo, poll_s,
                                    link_grace_s)  # fmt: skip
         try:
-            if resume_tag is None:
+            if not resume:
                 click.echo(f"fleet run {state.tag}: {len(hosts)} host(s), seed {state.seed} "
                            f"(resume: poolbench fleet run --resume {state.tag})")  # fmt: skip
                 ctl.begin(check_fleet(transport, list(hosts.values())))

@@ -57,12 +57,13 @@ class HostRun:
 @dataclass
 class FleetRun:
     tag: str
-    study_file: str  # its name, as the hosts' runs show it
-    study_text: str  # what every host runs, kept for --resume
+    study_file: str  # its name, as the hosts' runs show it (a built-in study: its name)
+    study_text: str  # what every host runs, kept for --resume ("" for a built-in study)
     hostfile: str
     seed: int
     hosts: dict[str, HostRun] = field(default_factory=dict)
     run_options: list[str] = field(default_factory=list)  # more `poolbench run` options
+    builtin: list[str] = field(default_factory=list)  # `study NAME OPTIONS...` instead of a file
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")
@@ -123,11 +124,17 @@ class Controller:
                 self.start(label)
 
     def start(self, label: str, resume: int | None = None) -> None:
+        """The study on the host, detached: a study file is sent first; a built-in study is
+        the host's own `poolbench study NAME`. The same seed everywhere; the host's disks."""
         hr, host = self.run.hosts[label], self.hosts[label]
-        rc, out, err = self._call(label, ["host-put", self.run.tag], self.run.study_text)
+        rc, out, err = 0, "", ""
+        if self.run.builtin:
+            args = ["study", *self.run.builtin]
+        else:
+            rc, out, err = self._call(label, ["host-put", self.run.tag], self.run.study_text)
+            args = ["run", out.strip()]
         if rc == 0:
-            study = out.strip()
-            args = ["run", study, "--seed", str(self.run.seed)]
+            args += ["--seed", str(self.run.seed)]
             args += (
                 ["--resume", str(resume)]
                 if resume
