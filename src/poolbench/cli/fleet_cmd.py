@@ -7,7 +7,9 @@ Agentless, as Ansible and pbench fan out: OpenSSH's client with shared connectio
 from __future__ import annotations
 
 import json
+import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -15,10 +17,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from poolbench.errors import PoolbenchError
-from poolbench.fleet import sshhosts
+from poolbench.cli.common import db_option, open_store
+from poolbench.errors import CommandLineError, PoolbenchError, UsageError
+from poolbench.fleet import answer, fleet_run, host_side, sshhosts
 from poolbench.fleet.readiness import HostCheck, check_fleet
 from poolbench.fleet.ssh import open_transport
+from poolbench.store.db import Store
 from poolbench.system.runner import LocalRunner
 
 SSH_CONFIG_HELP = "ssh's configuration file (ssh -F) in place of ~/.ssh/config."
@@ -26,7 +30,7 @@ SSH_CONFIG_HELP = "ssh's configuration file (ssh -F) in place of ~/.ssh/config."
 
 @click.group()
 def fleet() -> None:
-    """poolbench on every host of a fleet, over SSH: check the hosts before a study.
+    """poolbench on every host of a fleet, over SSH: check the hosts, run a study on all.
 
     HOSTFILE holds one host per line: `[user@]host[:port] [disks=DISKS] [poolbench=PATH]`
     (docs/fleet.md). Keys, users and jump hosts come from your ~/.ssh/config; every call runs
@@ -92,3 +96,257 @@ def _render(checks: list[HostCheck]) -> None:
             console.print(f"[red]{escape(c.label)}:[/] {escape(p)}", highlight=False)
         for w in c.warnings:
             console.print(f"[yellow]warning:[/] {escape(c.label)}: {escape(w)}", highlight=False)
+
+
+def _fleet_options(f: Callable[..., None]) -> Callable[..., None]:
+    """The options `fleet run` and `fleet study` share."""
+    for option in reversed([
+        click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=None,
+                     help="Trial order seed, the same on every host (default: random, "
+                     "recorded)."),
+        click.option("--poll", "poll_s", type=click.FloatRange(0.2, 600), default=2.0,
+                     show_default=True, help="Seconds between two polls of each host."),
+        click.option("--link-grace", "link_grace_s", type=click.FloatRange(0, 86400),
+                     default=120.0, show_default=True,
+                     help="Seconds a host may not answer before it is left to --resume."),
+        click.option("--ssh-config", type=click.Path(dir_okay=False, path_type=Path),
+                     help=SSH_CONFIG_HELP),
+        click.option("--no-screen", is_flag=True,
+                     help="Real disks: the hosts do not screen their disks first (as `run`)."),
+        db_option,
+    ]):  # fmt: skip
+        f = option(f)
+    return f
+
+
+@fleet.command("run")
+@click.argument("hostfile", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.argument("study_file", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.option("--resume", "resume_tag", metavar="TAG", default=None,
+              help="Finish fleet run TAG: collect what ended, resume what stopped.")  # fmt: skip
+@_fleet_options
+def run(
+    hostfile: Path | None, study_file: Path | None, resume_tag: str | None, seed: int | None,
+    poll_s: float, link_grace_s: float, ssh_config: Path | None, no_screen: bool,
+    db: Path | None,
+) -> None:  # fmt: skip
+    """Run STUDY_FILE on every host of HOSTFILE at once, with the same seed, and collect
+    every host's results into the local store, tagged by host.
+
+    Each host's study runs detached there (a dropped link never stops it); its progress is
+    polled and printed with the host's name. A host not ready, unreachable or whose link
+    stays down is named and the others go on; `--resume TAG` finishes it (a `fleet study`
+    too). Ctrl-C stops every host's study cleanly.
+
+    Example: poolbench fleet run fleet.ssh examples/parity.toml
+    """
+    if (resume_tag is None) == (hostfile is None or study_file is None):
+        raise CommandLineError(
+            "Give HOSTFILE and STUDY_FILE for a new fleet run, or --resume TAG alone.",
+            "Example: poolbench fleet run fleet.ssh study.toml",
+        )
+    _check_ssh_config(ssh_config)
+    store = open_store(db)
+    if resume_tag is not None:
+        state, path = _resumed(store, resume_tag)
+    else:
+        assert hostfile is not None and study_file is not None
+        state = _new(hostfile, study_file, seed)
+        state.run_options = ["--no-screen"] if no_screen else []
+        path = fleet_run.state_path(store, state.tag)
+    _drive(store, state, path, ssh_config, poll_s, link_grace_s, resume=resume_tag is not None)
+
+
+@fleet.command("study", context_settings={"ignore_unknown_options": True})
+@click.argument("hostfile", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("name")
+@click.argument("study_options", nargs=-1, type=click.UNPROCESSED)
+@_fleet_options
+def study(
+    hostfile: Path, name: str, study_options: tuple[str, ...], seed: int | None,
+    poll_s: float, link_grace_s: float, ssh_config: Path | None, no_screen: bool,
+    db: Path | None,
+) -> None:  # fmt: skip
+    """Run built-in study NAME on every host of HOSTFILE at once, as `poolbench study NAME
+    STUDY_OPTIONS` there, with the same seed and each host's disks= (see `fleet run`).
+
+    Example: poolbench fleet study fleet.ssh parity --widths 4,6
+    """
+    import random
+
+    taken = [o for o in study_options if o.split("=")[0] in ("--disks", "--seed", "--db")]
+    if taken:
+        raise CommandLineError(
+            f"{taken[0].split('=')[0]} is not a study option here: each host's disks come from "
+            "its disks= in the host file, the seed and the store from fleet study itself.",
+            "Give --seed before NAME; put each host's disks in the host file.",
+        )
+    _check_ssh_config(ssh_config)
+    sshhosts.load(hostfile)  # a bad host file is refused before anything is made
+    store = open_store(db)
+    state = fleet_run.FleetRun(
+        fleet_run.new_tag(), name, "", str(hostfile.resolve()),
+        random.SystemRandom().randrange(2**31) if seed is None else seed,
+        builtin=[name, *study_options], run_options=["--no-screen"] if no_screen else [],
+    )  # fmt: skip
+    path = fleet_run.state_path(store, state.tag)
+    _drive(store, state, path, ssh_config, poll_s, link_grace_s, resume=False)
+
+
+def _check_ssh_config(ssh_config: Path | None) -> None:
+    if ssh_config is not None and not ssh_config.is_file():
+        raise UsageError(f"--ssh-config {ssh_config} is not a file.",
+                         "Give ssh's configuration file (ssh -F).")  # fmt: skip
+
+
+def _drive(
+    store: Store, state: fleet_run.FleetRun, path: Path, ssh_config: Path | None,
+    poll_s: float, link_grace_s: float, *, resume: bool,
+) -> None:  # fmt: skip
+    """Start (or resume) every host, poll them to the end, then the hosts and the answer;
+    on any way out (Ctrl-C included) every host's study is told to stop and the state kept."""
+    hosts = {h.label: h for h in sshhosts.load(Path(state.hostfile))}
+    with open_transport(LocalRunner(), ssh_config) as transport:
+        ctl = fleet_run.Controller(transport, store, state, hosts, click.echo, poll_s,
+                                   link_grace_s)  # fmt: skip
+        try:
+            if not resume:
+                click.echo(f"fleet run {state.tag}: {len(hosts)} host(s), seed {state.seed} "
+                           f"(resume: poolbench fleet run --resume {state.tag})")  # fmt: skip
+                ctl.begin(check_fleet(transport, list(hosts.values())))
+            else:
+                ctl.resume()
+            state.save(path)
+            ctl.wait(lambda: state.save(path))
+        except BaseException:
+            ctl.stop_all()
+            raise
+        finally:
+            state.save(path)
+    _render_hosts(state)
+    _render_answer(fleet_run.measured(store, state))
+    error = fleet_run.summary_error(state)
+    if error is not None:
+        raise error
+
+
+def _new(hostfile: Path, study_file: Path, seed: int | None) -> fleet_run.FleetRun:
+    import random
+
+    from poolbench.study.model import parse
+
+    sshhosts.load(hostfile)  # a bad host file is refused before anything is made
+    try:
+        text = study_file.read_text()
+    except OSError as e:
+        raise UsageError(f"Cannot read the study file {study_file}: {e.strerror}.") from None
+    parse(text, str(study_file))  # a bad study is refused here, not on every host
+    return fleet_run.FleetRun(
+        fleet_run.new_tag(), study_file.name, text, str(hostfile.resolve()),
+        random.SystemRandom().randrange(2**31) if seed is None else seed,
+    )  # fmt: skip
+
+
+def _resumed(store: Store, tag: str) -> tuple[fleet_run.FleetRun, Path]:
+    path = fleet_run.state_path(store, tag) if host_side.TAG_RE.match(tag) else None
+    if path is None or not path.is_file():
+        raise UsageError(f"No fleet run {tag} in {store.path.parent / 'fleet'}.",
+                         "Give the tag `poolbench fleet run` printed.")  # fmt: skip
+    return fleet_run.FleetRun.load(path), path
+
+
+def _render_hosts(state: fleet_run.FleetRun) -> None:
+    console = Console(width=None if sys.stdout.isatty() else 120)
+    t = Table(title=f"fleet run {state.tag} (seed {state.seed})", title_justify="left")
+    for col in ("host", "state", "run there", "status", "run here"):
+        t.add_column(col)
+    for h in state.hosts.values():
+        t.add_row(escape(h.label), escape(h.state), str(h.remote_run or "–"),
+                  escape(h.remote_status or "–"), str(h.local_run or "–"))  # fmt: skip
+    console.print(t)
+
+
+def _render_answer(measured: answer.Measured) -> None:
+    """Per workload: each configuration's hosts side by side, slow hosts named, and each
+    configuration against the best over the fleet (fleet/answer.py)."""
+    table = answer.rows(measured)
+    if not table:
+        return
+    console = Console(width=None if sys.stdout.isatty() else 120)
+    hosts = list(measured)
+    for workload in sorted({r.workload for r in table}):
+        mine = [r for r in table if r.workload == workload]
+        t = Table(title=f"{workload} ({mine[0].unit}), mean ± 95% CI per host",
+                  title_justify="left")  # fmt: skip
+        t.add_column("configuration")
+        for h in hosts:
+            t.add_column(escape(h))
+        for r in mine:
+            cells = {f.host: _figure(f, f.host in r.slow) for f in r.hosts}
+            t.add_row(escape(r.config), *(cells.get(h, "–") for h in hosts))
+        console.print(t)
+    for r in table:
+        for h in r.slow:
+            f = next(f for f in r.hosts if f.host == h)
+            console.print(f"[yellow]warning:[/] {escape(h)} is slower than its peers on "
+                          f"{escape(r.workload)} ({escape(r.config)}: {f.mean:.3g} {r.unit}): "
+                          f"{answer.SLOW_HOST_RULE}; compare its disks and their path "
+                          "(poolbench disks --screen there)", highlight=False)  # fmt: skip
+    changes = answer.verdict(table)
+    if changes:
+        console.print(f"Over the fleet ({answer.BLOCK_RULE}):", highlight=False)
+    for c in changes:
+        if math.isnan(c.low):
+            said = f"{c.ratio - 1:+.1%} on one host (no fleet interval)"
+        else:
+            verdict = "" if c.significant else " n.s."
+            said = f"{c.ratio - 1:+.1%} [{c.low - 1:+.1%}, {c.high - 1:+.1%}]{verdict}"
+        console.print(f"• {escape(c.workload)}: {escape(c.config)} against {escape(c.best)}: "
+                      f"{said} over {c.hosts} host(s)", highlight=False)  # fmt: skip
+
+
+def _figure(f: answer.HostFigure, slow: bool) -> str:
+    text = f"{f.mean:.3g}" if math.isnan(f.low) else f"{f.mean:.3g} ± {(f.high - f.low) / 2:.2g}"
+    return f"[red]{text} slow[/]" if slow else text
+
+
+# The host side of `fleet run`, called over SSH by the controller (fleet/host_side.py).
+
+
+@fleet.command("host-put", hidden=True)
+@click.argument("tag")
+def host_put(tag: str) -> None:
+    """The study file on stdin, written into fleet run TAG's directory; prints its path."""
+    click.echo(str(host_side.put_study(tag, sys.stdin.read())))
+
+
+@fleet.command("host-start", hidden=True, context_settings={"ignore_unknown_options": True})
+@click.argument("tag")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def host_start(tag: str, args: tuple[str, ...]) -> None:
+    """`poolbench ARGS` started detached as fleet run TAG's study; prints its pid."""
+    click.echo(json.dumps({"pid": host_side.start(tag, list(args))}))
+
+
+@fleet.command("host-status", hidden=True)
+@click.argument("tag")
+@click.option("--from", "offset", type=click.IntRange(0), default=0)
+def host_status(tag: str, offset: int) -> None:
+    """Fleet run TAG here: running?, its log from --from, its store's runs (JSON)."""
+    click.echo(json.dumps(host_side.status(tag, offset).to_json()))
+
+
+@fleet.command("host-fetch", hidden=True)
+@click.argument("tag")
+def host_fetch(tag: str) -> None:
+    """Fleet run TAG's store here, a consistent copy, base64 on stdout (SSH carries text)."""
+    import base64
+
+    click.echo(base64.b64encode(host_side.store_snapshot(tag)).decode())
+
+
+@fleet.command("host-stop", hidden=True)
+@click.argument("tag")
+def host_stop(tag: str) -> None:
+    """Ctrl-C to fleet run TAG's study here."""
+    click.echo(json.dumps({"stopped": host_side.stop(tag)}))

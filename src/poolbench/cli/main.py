@@ -96,7 +96,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "fleet": (
         "poolbench.cli.fleet_cmd:fleet",
-        "poolbench on every host of a fleet, over SSH: check the hosts before a study.",
+        "poolbench on every host of a fleet, over SSH: check the hosts, run a study on all.",
     ),
     "record": (
         "poolbench.cli.record_cmd:record",

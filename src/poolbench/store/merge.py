@@ -33,6 +33,7 @@ class ImportReport:
     imported: list[tuple[int, int]] = field(default_factory=list)  # (their id, our new id)
     skipped: list[tuple[int, str]] = field(default_factory=list)  # (their id, why)
     rows: dict[str, int] = field(default_factory=dict)  # table -> rows copied
+    tags: dict[str, str] = field(default_factory=dict)  # said in each imported run's origin
 
     def as_dict(self) -> JsonObject:
         return {
@@ -92,7 +93,16 @@ def check_source(other: Path) -> None:
     _open_readonly(other).close()
 
 
-def import_store(local: Store, other: Path, runs: Sequence[int] | None = None) -> ImportReport:
+def import_store(
+    local: Store,
+    other: Path,
+    runs: Sequence[int] | None = None,
+    *,
+    source: str | None = None,
+    tags: dict[str, str] | None = None,
+) -> ImportReport:
+    """`source`: how the runs' origin names the other store (its path by default);
+    `tags`: more to say in each run's origin (a fleet run's host and tag)."""
     if not other.is_file():
         raise StoreError(f"{other} does not exist.", "Give the path of another results.db.")
     if local.path.exists() and os.path.samefile(local.path, other):
@@ -100,7 +110,7 @@ def import_store(local: Store, other: Path, runs: Sequence[int] | None = None) -
             f"{other} is the local store itself.", "Give another machine's store to import."
         )
     src = _open_readonly(other)
-    report = ImportReport(str(other.resolve()))
+    report = ImportReport(source or str(other.resolve()), tags=dict(tags or {}))
     try:
         return _import_runs(local, src, other, runs, report)
     except sqlite3.Error as exc:
@@ -152,6 +162,7 @@ def _copy_run(
     tables: list[str],
 ) -> int:
     src_id = int(row["id"])
+    src_path = Path(report.source)
     machine: JsonObject = {}
     with contextlib.suppress(TypeError, ValueError, AttributeError):
         machine = json.loads(row["metadata"]).get("machine", {}) or {}
@@ -160,6 +171,7 @@ def _copy_run(
         "run_id": src_id,
         "hostname": machine.get("hostname"),
         "imported_at": time.time(),
+        **report.tags,
     }
     if "origin" in row.keys() and row["origin"]:  # noqa: SIM118 (a Row's `in` tests values)
         origin["via"] = json.loads(row["origin"])
@@ -176,7 +188,7 @@ def _copy_run(
             rows = src.execute(
                 f"SELECT {', '.join(copy)} FROM {table} WHERE run_id = ? ORDER BY id", (src_id,)
             ).fetchall()
-            checked_rows(Path(report.source), table, rows)
+            checked_rows(src_path, table, rows)
             if not rows:
                 continue
             names = ", ".join(["run_id", *copy])

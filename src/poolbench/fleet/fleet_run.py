@@ -1,0 +1,300 @@
+"""`poolbench fleet run`: one study on every host at once, over SSH, collected into one store.
+
+In order: every host checked (fleet/readiness.py: a host not ready is named and left out, the
+others go on); the study file sent to each; the study started on each, detached, with the
+same seed (so the same trial order) and that host's disks (fleet/host_side.py); then each host
+polled every `poll_s` seconds, its new log lines printed with its name in front. A host whose
+link drops is said so, and polled again until `link_grace_s` has passed without an answer:
+its study goes on there and `--resume TAG` collects it later. A host whose study ended has
+its store fetched (scp over the same shared connection) and imported into the local store,
+each run tagged with the host and the fleet run's tag in its origin, ids remapped.
+
+Ctrl-C (or SIGTERM, SIGHUP) here stops every host's study the way Ctrl-C stops one (torn
+down, what was finished kept) before this command ends; `--resume TAG` then finishes them
+(each host's `run --resume`).
+
+The fleet run's own state (hosts, tag, seed, what each host reached) is a JSON file beside
+the local store (fleet/TAG.json), so `--resume` needs nothing else.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from poolbench.errors import PoolbenchError
+from poolbench.fleet import host_side
+from poolbench.fleet.readiness import HostCheck, check_host
+from poolbench.fleet.ssh import SSH_FAILED, Transport
+from poolbench.fleet.sshhosts import FleetHost
+from poolbench.store.db import Store
+from poolbench.store.merge import import_store
+from poolbench.system import stopping
+
+CALL_TIMEOUT = 60.0  # one host-* call, connection included
+FETCH_TIMEOUT = 600.0  # one host's store
+ENDED = ("finished", "partial", "failed")  # an interrupted run is resumed, not collected
+
+
+@dataclass
+class HostRun:
+    label: str
+    state: str = "pending"  # pending, running, lost, collected, failed, left out
+    offset: int = 0  # how much of its log was printed
+    remote_run: int | None = None
+    remote_status: str | None = None
+    local_run: int | None = None
+    reason: str = ""
+    last_answer: float = 0.0
+
+
+@dataclass
+class FleetRun:
+    tag: str
+    study_file: str  # its name, as the hosts' runs show it (a built-in study: its name)
+    study_text: str  # what every host runs, kept for --resume ("" for a built-in study)
+    hostfile: str
+    seed: int
+    hosts: dict[str, HostRun] = field(default_factory=dict)
+    run_options: list[str] = field(default_factory=list)  # more `poolbench run` options
+    builtin: list[str] = field(default_factory=list)  # `study NAME OPTIONS...` instead of a file
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> FleetRun:
+        doc = json.loads(path.read_text())
+        hosts = {k: HostRun(**v) for k, v in doc.pop("hosts").items()}
+        return cls(**doc, hosts=hosts)
+
+
+def new_tag() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def state_path(store: Store, tag: str) -> Path:
+    d = store.path.parent / "fleet"
+    d.mkdir(exist_ok=True)
+    return d / f"{tag}.json"
+
+
+@dataclass
+class Controller:
+    transport: Transport
+    store: Store
+    run: FleetRun
+    hosts: dict[str, FleetHost]
+    say: Callable[[str], None]
+    poll_s: float = 2.0
+    link_grace_s: float = 120.0
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+
+    def _call(
+        self,
+        label: str,
+        args: list[str],
+        input_text: str | None = None,
+        timeout: float = CALL_TIMEOUT,
+    ) -> tuple[int, str, str]:
+        """`poolbench fleet ARGS` on the host (its host-* side: fleet/host_side.py)."""
+        host = self.hosts[label]
+        r = self.transport.run(host.target, [host.poolbench, "fleet", *args],
+                               timeout=timeout, input_text=input_text)  # fmt: skip
+        return r.returncode, r.stdout, r.stderr
+
+    def begin(self, checks: list[HostCheck]) -> None:
+        """Hosts not ready are left out, named; the study starts on every other."""
+        for c in checks:
+            hr = self.run.hosts.setdefault(c.label, HostRun(c.label))
+            if not c.ready:
+                hr.state, hr.reason = "left out", "; ".join(c.problems)
+                self.say(f"[{c.label}] left out: {hr.reason}")
+        for label, hr in self.run.hosts.items():
+            if hr.state == "pending":
+                self.start(label)
+
+    def start(self, label: str, resume: int | None = None) -> None:
+        """The study on the host, detached: a study file is sent first; a built-in study is
+        the host's own `poolbench study NAME`. The same seed everywhere; the host's disks."""
+        hr, host = self.run.hosts[label], self.hosts[label]
+        rc, out, err = 0, "", ""
+        if self.run.builtin:
+            args = ["study", *self.run.builtin]
+        else:
+            rc, out, err = self._call(label, ["host-put", self.run.tag], self.run.study_text)
+            args = ["run", out.strip()]
+        if rc == 0:
+            args += ["--seed", str(self.run.seed)]
+            args += (
+                ["--resume", str(resume)]
+                if resume
+                else ["--disks", host.disks or "", *self.run.run_options]
+            )
+            rc, out, err = self._call(label, ["host-start", self.run.tag, "--", *args])
+        if rc != 0:
+            hr.state, hr.reason = "failed", _reason(rc, err)
+            self.say(f"[{label}] not started: {hr.reason}")
+            return
+        hr.state, hr.last_answer = "running", self.clock()
+        self.say(f"[{label}] {'resumed' if resume else 'started'} ({self.run.study_file}, "
+                 f"seed {self.run.seed})")  # fmt: skip
+
+    def poll_once(self, label: str) -> None:
+        hr = self.run.hosts[label]
+        rc, out, err = self._call(label, ["host-status", self.run.tag, "--from", str(hr.offset)])
+        now = self.clock()
+        if rc == SSH_FAILED:
+            if hr.state != "lost":
+                self.say(f"[{label}] link lost ({_reason(rc, err)}); its study goes on there")
+                hr.state = "lost"
+            if now - hr.last_answer > self.link_grace_s:
+                hr.state, hr.reason = "failed", "link lost: its study goes on there"
+                self.say(f"[{label}] no answer for {self.link_grace_s:g} s: left to "
+                         f"`poolbench fleet run --resume {self.run.tag}`")  # fmt: skip
+            return
+        if rc != 0:
+            hr.state, hr.reason = "failed", _reason(rc, err)
+            self.say(f"[{label}] {hr.reason}")
+            return
+        if hr.state == "lost":
+            self.say(f"[{label}] link back")
+        hr.state, hr.last_answer = "running", now
+        st = json.loads(out)
+        for line in str(st["log"]).splitlines():
+            self.say(f"[{label}] {line}")
+        hr.offset = int(st["next"])
+        runs = st["runs"]
+        if runs:
+            hr.remote_run, hr.remote_status = int(runs[-1]["id"]), str(runs[-1]["status"])
+        if not st["running"]:
+            self.collect(label)
+
+    def collect(self, label: str) -> None:
+        hr = self.run.hosts[label]
+        if hr.remote_status not in ENDED:
+            hr.state = "failed"
+            what = f"run {hr.remote_run} {hr.remote_status}" if hr.remote_run else "no run begun"
+            hr.reason = f"its study stopped there ({what})"
+            self.say(f"[{label}] {hr.reason}: `poolbench fleet run --resume {self.run.tag}`")
+            return
+        remote = host_side.run_dir(self.run.tag) / host_side.STORE
+        rc, out, err = self._call(label, ["host-fetch", self.run.tag], timeout=FETCH_TIMEOUT)
+        try:
+            data = base64.b64decode(out, validate=False) if rc == 0 else b""
+        except ValueError:
+            data = b""
+        if not data:
+            why = _reason(rc, err) if rc else "what it sent is not a store"
+            hr.state, hr.reason = "failed", f"its store could not be fetched: {why}"
+            self.say(f"[{label}] {hr.reason}")
+            return
+        with tempfile.TemporaryDirectory(prefix="poolbench-fleet-") as tmp:
+            local = Path(tmp) / "store.db"
+            local.write_bytes(data)
+            tags = {"fleet_host": label, "fleet_tag": self.run.tag}
+            report = import_store(self.store, local, [hr.remote_run] if hr.remote_run else None,
+                                  source=f"ssh://{label}{remote}", tags=tags)  # fmt: skip
+        hr.local_run = report.imported[0][1] if report.imported else hr.local_run
+        hr.state = "collected"
+        self.say(f"[{label}] {hr.remote_status}: run {hr.remote_run} there is run "
+                 f"{hr.local_run} here")  # fmt: skip
+
+    def stop_all(self) -> None:
+        """Ctrl-C to every host's study (each tears down there, its finished results kept);
+        a second signal here does not cut this short (each call has its time limit)."""
+        with stopping.deferred("telling every host's study to stop"):
+            for label, hr in self.run.hosts.items():
+                if hr.state not in ("running", "lost"):
+                    continue
+                rc, _, err = self._call(label, ["host-stop", self.run.tag])
+                hr.state = "stopped" if rc == 0 else hr.state
+                self.say(
+                    f"[{label}] "
+                    + (
+                        "stopped (Ctrl-C there: torn down, what was finished kept)"
+                        if rc == 0
+                        else f"could not be told to stop: {_reason(rc, err)}"
+                    )
+                )
+
+    def resume(self) -> None:
+        """Each host not collected yet: one left out is checked again and started if ready
+        now; the others polled: a study that ended is collected, one that stopped is resumed
+        there (`run --resume`), one never begun is started."""
+        for label, hr in self.run.hosts.items():
+            if hr.state == "collected":
+                continue
+            if hr.state == "left out":
+                c = check_host(self.transport, self.hosts[label], time.time)
+                if not c.ready:
+                    hr.reason = "; ".join(c.problems)
+                    self.say(f"[{label}] still left out: {hr.reason}")
+                    continue
+                hr.state = "pending"
+                self.start(label)
+                continue
+            hr.state, hr.last_answer = "running", self.clock()
+            self.poll_once(label)
+            if hr.state != "failed" or hr.reason.startswith("link"):
+                continue
+            if hr.remote_run is None:
+                self.start(label)
+            elif hr.remote_status not in ENDED:
+                self.start(label, resume=hr.remote_run)
+
+    def wait(self, on_round: Callable[[], None]) -> None:
+        while any(h.state in ("running", "lost") for h in self.run.hosts.values()):
+            for label, hr in self.run.hosts.items():
+                if hr.state in ("running", "lost"):
+                    self.poll_once(label)
+            on_round()
+            if any(h.state in ("running", "lost") for h in self.run.hosts.values()):
+                self.sleep(self.poll_s)
+
+
+def _reason(rc: int, err: str) -> str:
+    lines = [ln.strip() for ln in err.strip().splitlines() if ln.strip()]
+    text = " ".join(lines).removeprefix("error: ") if lines else f"exit {rc}"
+    return ("ssh: " if rc == SSH_FAILED and not text.startswith("ssh") else "") + text
+
+
+def summary_error(run: FleetRun) -> PoolbenchError | None:
+    bad = [h for h in run.hosts.values() if h.state != "collected"]
+    if not bad:
+        return None
+    return PoolbenchError(
+        f"{len(bad)} of {len(run.hosts)} host(s) did not finish fleet run {run.tag}: "
+        + "; ".join(f"{h.label}: {h.reason or h.state}" for h in bad)
+        + ".",
+        f"Fix what is named, then `poolbench fleet run --resume {run.tag}` finishes them.",
+    )
+
+
+def measured(
+    store: Store, run: FleetRun
+) -> dict[str, dict[tuple[str, str], tuple[str, list[float]]]]:
+    """Each collected host's replicate values per (configuration, workload), for the fleet's
+    answer (fleet/answer.py)."""
+    out: dict[str, dict[tuple[str, str], tuple[str, list[float]]]] = {}
+    for h in run.hosts.values():
+        if h.state != "collected" or h.local_run is None:
+            continue
+        per: dict[tuple[str, str], tuple[str, list[float]]] = {}
+        rows = store.conn.execute(
+            "SELECT config, workload, unit, value FROM measurements WHERE run_id = ? ORDER BY id",
+            (h.local_run,),
+        ).fetchall()
+        for config, workload, unit, value in rows:
+            per.setdefault((config, workload), (unit, []))[1].append(float(value))
+        out[h.label] = per
+    return out

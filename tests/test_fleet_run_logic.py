@@ -1,0 +1,247 @@
+"""`fleet run`'s two halves without SSH: the host side (a detached start, its status and log
+from an offset, a consistent copy of its store) on this machine in a temporary root, and the
+controller against scripted hosts (a lost link within and past its grace, a study that
+stopped and is resumed, a store collected and tagged). The real thing over real ssh to
+namespaced hosts is in tests/test_fleet_ssh_hosts.py."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import shlex
+import time
+from pathlib import Path
+
+import pytest
+
+from poolbench.engine import lifecycle
+from poolbench.errors import UsageError
+from poolbench.fleet import host_side
+from poolbench.fleet.fleet_run import Controller, FleetRun, HostRun, summary_error
+from poolbench.fleet.ssh import Transport
+from poolbench.fleet.sshhosts import parse_line
+from poolbench.store.db import Store
+from poolbench.system.runner import CommandResult, RecordingRunner
+
+
+def test_a_detached_start_logs_and_ends_and_its_status_reads_from_an_offset(
+    tmp_path: Path,
+) -> None:
+    # `poolbench runs` as the study: it gets `--db` the run's store, which does not exist yet.
+    pid = host_side.start("t1", ["runs"], root=tmp_path)
+    d = tmp_path / "t1"
+    assert json.loads((d / "state.json").read_text())["pid"] == pid
+    deadline = time.monotonic() + 60
+    while (st := host_side.status("t1", root=tmp_path)).running:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert f"There is no result store at {d / 'store.db'}" in st.log
+    assert st.next_offset == len(st.log.encode()) and st.runs == []
+    again = host_side.status("t1", offset=st.next_offset, root=tmp_path)
+    assert again.log == "" and again.next_offset == st.next_offset
+    assert oct(d.stat().st_mode & 0o777) == "0o700"
+    assert host_side.stop("t1", root=tmp_path) is False  # nothing running to stop
+
+
+def test_a_run_still_going_is_not_started_twice_and_a_bad_tag_is_refused(
+    tmp_path: Path,
+) -> None:
+    d = tmp_path / "t2"
+    d.mkdir()
+    (d / "state.json").write_text(json.dumps({"owner": lifecycle.owner_id()}))  # alive: us
+    with pytest.raises(UsageError, match="still going on this host"):
+        host_side.start("t2", ["--version"], root=tmp_path)
+    for tag in ["../etc", "", "a/b", "-x", "a" * 65]:
+        with pytest.raises(UsageError, match="is not a fleet run's tag"):
+            host_side.run_dir(tag, tmp_path)
+
+
+def test_the_store_is_sent_as_one_consistent_copy(tmp_path: Path) -> None:
+    d = tmp_path / "t3"
+    d.mkdir()
+    store = Store(d / "store.db")
+    run_id = store.start_run("study", "s", ["poolbench", "run"], {})
+    store.finish_run(run_id, "finished")
+    data = host_side.store_snapshot("t3", root=tmp_path)  # while the store is open
+    store.close()
+    assert data.startswith(b"SQLite format 3\x00")
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(data)
+    assert [(r["id"], r["status"]) for r in Store(copy, "read").runs()] == [(1, "finished")]
+
+
+# -- the controller, against scripted hosts ------------------------------------------------
+
+
+class Hosts:
+    """Answers the controller's `poolbench fleet host-*` calls per host address, from
+    scripts: each host a list of answers per subcommand, consumed in order."""
+
+    def __init__(self, scripts: dict[str, dict[str, list[tuple[int, str, str]]]]) -> None:
+        self.scripts = scripts
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def __call__(self, argv: tuple[str, ...]) -> CommandResult:
+        host = argv[argv.index("--") + 1]
+        remote = shlex.split(argv[-1])
+        self.calls.append((host, remote))
+        sub = remote[2]
+        answers = self.scripts[host][sub]
+        rc, out, err = answers.pop(0) if len(answers) > 1 else answers[0]
+        return CommandResult(argv, rc, out, err, 0.0)
+
+
+def _status(running: bool, log: str, nxt: int, runs: list[tuple[int, str]]) -> tuple[int, str, str]:
+    doc = {"running": running, "log": log, "next": nxt,
+           "runs": [{"id": i, "status": s, "name": "x"} for i, s in runs]}  # fmt: skip
+    return 0, json.dumps(doc), ""
+
+
+def _store_b64(tmp_path: Path, status: str) -> str:
+    s = Store(tmp_path / f"remote-{status}.db")
+    run_id = s.start_run("study", "fleet-x", ["poolbench", "run", "--seed", "7"], {})
+    s.finish_run(run_id, status)
+    s.close()
+    return base64.b64encode((tmp_path / f"remote-{status}.db").read_bytes()).decode()
+
+
+def _controller(tmp_path: Path, hosts: Hosts, clock: itertools.count[float]) -> Controller:
+    runner = RecordingRunner({"ssh": hosts})
+    run = FleetRun("tag1", "study.toml", "name = 'x'\n", str(tmp_path / "hosts"), 7)
+    fleet = {f"root@{h}": parse_line(f"root@{h} disks=2x1G") for h in hosts.scripts}
+    for label in fleet:
+        run.hosts[label] = HostRun(label)
+    said: list[str] = []
+    ctl = Controller(Transport(runner, tmp_path / "ctl"), Store(tmp_path / "local.db"), run,
+                     fleet, said.append, poll_s=1, link_grace_s=10,
+                     clock=lambda: next(clock), sleep=lambda s: None)  # fmt: skip
+    ctl.said = said  # type: ignore[attr-defined]
+    return ctl
+
+
+def test_the_controller_collects_a_host_and_leaves_one_whose_link_stays_down(
+    tmp_path: Path,
+) -> None:
+    lost = (255, "", "Connection to 10.0.0.2 closed by remote host.\r\n")
+    hosts = Hosts({
+        "a": {"host-put": [(0, "/var/lib/poolbench/fleet/tag1/study.toml\n", "")],
+              "host-start": [(0, '{"pid": 10}', "")],
+              "host-status": [_status(True, "trial 1\n", 8, [(1, "running")]),
+                              _status(False, "done\n", 13, [(1, "finished")])],
+              "host-fetch": [(0, _store_b64(tmp_path, "finished"), "")]},
+        "b": {"host-put": [(0, "/var/lib/poolbench/fleet/tag1/study.toml\n", "")],
+              "host-start": [(0, '{"pid": 11}', "")],
+              "host-status": [lost]},
+    })  # fmt: skip
+    ctl = _controller(tmp_path, hosts, itertools.count(0.0, 3.0))  # 3 s per clock read
+    ctl.begin([])
+    ctl.wait(lambda: None)
+    a, b = ctl.run.hosts["root@a"], ctl.run.hosts["root@b"]
+    assert (a.state, a.remote_run, a.local_run, a.offset) == ("collected", 1, 1, 13)
+    assert (b.state, b.reason) == ("failed", "link lost: its study goes on there")
+    said = ctl.said  # type: ignore[attr-defined]
+    assert "[root@a] trial 1" in said and "[root@a] done" in said
+    assert "[root@a] finished: run 1 there is run 1 here" in said
+    assert sum("[root@b] link lost (ssh: Connection to 10.0.0.2 closed" in s for s in said) == 1
+    # The same seed and each host's own disks; the log asked from where it was left.
+    starts = [r for _, r in hosts.calls if r[2] == "host-start"]
+    assert all(r[r.index("--seed") + 1] == "7" and r[r.index("--disks") + 1] == "2x1G"
+               for r in starts)  # fmt: skip
+    froms = [r[r.index("--from") + 1] for h, r in hosts.calls if h == "a" and "--from" in r]
+    assert froms == ["0", "8"]
+    origin = json.loads(ctl.store.runs()[0]["origin"])
+    assert (origin["fleet_host"], origin["fleet_tag"]) == ("root@a", "tag1")
+    err = summary_error(ctl.run)
+    assert err is not None and "1 of 2 host(s) did not finish fleet run tag1" in str(err)
+    assert "--resume tag1" in err.fix
+
+
+def test_resume_resumes_a_stopped_study_there_and_collects_an_ended_one(
+    tmp_path: Path,
+) -> None:
+    hosts = Hosts({
+        "a": {"host-status": [_status(False, "", 0, [(1, "interrupted")]),
+                              _status(False, "", 0, [(1, "finished")])],
+              "host-put": [(0, "/var/lib/poolbench/fleet/tag1/study.toml\n", "")],
+              "host-start": [(0, '{"pid": 12}', "")],
+              "host-fetch": [(0, _store_b64(tmp_path, "finished"), "")]},
+        "b": {"host-status": [_status(False, "", 0, [(1, "finished")])],
+              "host-fetch": [(0, _store_b64(tmp_path, "finished"), "")]},
+    })  # fmt: skip
+    ctl = _controller(tmp_path, hosts, itertools.count(0.0, 1.0))
+    for hr in ctl.run.hosts.values():
+        hr.state = "stopped"
+    ctl.resume()
+    ctl.wait(lambda: None)
+    starts = [r for h, r in hosts.calls if r[2] == "host-start"]
+    assert len(starts) == 1 and "--resume" in starts[0] and "--disks" not in starts[0]
+    assert starts[0][starts[0].index("--resume") + 1] == "1"
+    assert {h.state for h in ctl.run.hosts.values()} == {"collected"}
+    assert summary_error(ctl.run) is None
+
+
+# -- the fleet's answer, on hand-worked figures ----------------------------------------------
+
+
+def test_the_fleets_answer_names_the_slow_host_and_blocks_by_host() -> None:
+    import math
+
+    from poolbench.fleet import answer
+
+    # Two layouts on three hosts; host c is half as fast in everything. raid1/raid0 is
+    # 0.5 on a and c, 0.4 on b: log ratios ln 0.5, ln 0.4, ln 0.5.
+    measured = {
+        "a": {("raid0", "w"): ("MiB/s", [40.0, 40.0]), ("raid1", "w"): ("MiB/s", [20.0, 20.0])},
+        "b": {("raid0", "w"): ("MiB/s", [40.0, 40.0]), ("raid1", "w"): ("MiB/s", [16.0, 16.0])},
+        "c": {("raid0", "w"): ("MiB/s", [19.0, 21.0]), ("raid1", "w"): ("MiB/s", [10.0, 10.0])},
+    }
+    rows = answer.rows(measured)
+    # c on raid0: mean 20, sd sqrt(2), t(0.975, 1) = 12.706: its interval reaches 32.7, over
+    # 0.75 x 40 = 30, so two noisy runs do not name it there; on raid1 its 10, 10 lie below
+    # 0.75 x median(20, 16) = 13.5: named. a and b are never below their peers' line.
+    c0 = rows[0].hosts[2]
+    assert (c0.mean, round(c0.high, 1)) == (20.0, 32.7)
+    assert [(r.config, r.slow) for r in rows] == [("raid0", ()), ("raid1", ("c",))]
+    (change,) = answer.verdict(rows)
+    d = [math.log(0.5), math.log(0.4), math.log(0.5)]
+    mean = sum(d) / 3
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / 2)
+    half = 4.302652729911275 * sd / math.sqrt(3)  # t(0.975, 2)
+    assert (change.config, change.best, change.hosts) == ("raid1", "raid0", 3)
+    assert change.ratio == pytest.approx(math.exp(mean))
+    assert (change.low, change.high) == pytest.approx(
+        (math.exp(mean - half), math.exp(mean + half))
+    )
+    assert change.significant
+
+
+def test_a_built_in_study_runs_as_the_hosts_own_study_command(tmp_path: Path) -> None:
+    hosts = Hosts({"a": {"host-start": [(0, '{"pid": 10}', "")]}})
+    ctl = _controller(tmp_path, hosts, itertools.count(0.0, 1.0))
+    ctl.run.builtin = ["parity", "--widths", "4,6"]
+    ctl.start("root@a")
+    (start,) = [r for _, r in hosts.calls]  # no study file is sent
+    assert start[2:5] == ["host-start", "tag1", "--"]
+    assert start[5:] == ["study", "parity", "--widths", "4,6", "--seed", "7", "--disks", "2x1G"]
+    ctl.start("root@a", resume=3)
+    assert hosts.calls[-1][1][5:] == ["study", "parity", "--widths", "4,6", "--seed", "7",
+                                      "--resume", "3"]  # fmt: skip
+
+
+def test_fleet_study_refuses_options_the_fleet_gives_itself(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    f = tmp_path / "fleet.ssh"
+    f.write_text("root@nas1 disks=4x1G\n")
+    # (--seed and --db, wherever they stand, are fleet study's own options.)
+    for bad in (["--disks", "6x1G"], ["--", "--disks=6x1G"], ["--", "--seed", "3"]):
+        p = subprocess.run(
+            [sys.executable, "-m", "poolbench", "fleet", "study", str(f), "parity", *bad,
+             "--db", str(tmp_path / "r.db")],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert p.returncode == 2 and "is not a study option here" in p.stderr, p.stderr
+        assert "Traceback" not in p.stderr
+    assert not (tmp_path / "r.db").exists()  # refused before a store was made
