@@ -245,3 +245,44 @@ def test_fleet_study_refuses_options_the_fleet_gives_itself(tmp_path: Path) -> N
         assert p.returncode == 2 and "is not a study option here" in p.stderr, p.stderr
         assert "Traceback" not in p.stderr
     assert not (tmp_path / "r.db").exists()  # refused before a store was made
+
+
+def test_a_start_time_is_waited_for_on_the_host(tmp_path: Path) -> None:
+    at = time.time() + 1.0
+    host_side.start("t4", ["runs"], root=tmp_path, at=at)
+    while host_side.status("t4", root=tmp_path).running:
+        time.sleep(0.05)
+    log = (tmp_path / "t4" / "log").read_text()
+    waited, started, rest = log.split("\n", 2)
+    assert waited.startswith("fleet start: waiting ") and "for the common start time" in waited
+    late = float(started.split()[3])  # "fleet start: started 0.004 s after it ..."
+    assert 0 <= late < 0.5 and "There is no result store" in rest  # then the command ran
+    # Too late already: it says so and starts at once.
+    host_side.start("t5", ["runs"], root=tmp_path, at=time.time() - 2)
+    while host_side.status("t5", root=tmp_path).running:
+        time.sleep(0.05)
+    first = (tmp_path / "t5" / "log").read_text().splitlines()[0]
+    assert first.startswith("fleet start: 2.") and first.endswith(
+        "s late for the common start time"
+    )
+
+
+def test_together_gives_every_host_one_start_time_and_states_the_clocks(tmp_path: Path) -> None:
+    from poolbench.fleet.readiness import HostCheck
+
+    hosts = Hosts({h: {"host-put": [(0, "/x/study.toml\n", "")],
+                       "host-start": [(0, '{"pid": 1}', "")]} for h in ("a", "b")})  # fmt: skip
+    ctl = _controller(tmp_path, hosts, itertools.count(0.0, 1.0))
+    checks = [HostCheck("root@a", True, skew_s=0.010, skew_bound_s=0.002),
+              HostCheck("root@b", True, skew_s=-0.030, skew_bound_s=0.004)]  # fmt: skip
+    before = time.time()
+    ctl.begin(checks, together=True)
+    ats = {float(r[r.index("--at") + 1]) for _, r in hosts.calls if r[2] == "host-start"}
+    assert len(ats) == 1
+    (at,) = ats
+    assert before + 3 + 2 <= at <= time.time() + 3 + 2  # the lead: 3 s and 1 s per host
+    said = ctl.said  # type: ignore[attr-defined]
+    assert ("root@a +0.010 s (±0.002), root@b -0.030 s (±0.004); so they start within "
+            "0.068 s") in said[0]  # fmt: skip
+    ctl.start("root@a", resume=2)  # a resumed study does not wait for a past start time
+    assert "--at" not in hosts.calls[-1][1]

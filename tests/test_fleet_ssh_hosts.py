@@ -223,7 +223,7 @@ def _run_cut_and_resume(ssh_hosts: SshFleet, hostfile: Path, tmp_path: Path, her
     try:
         first = subprocess.run(
             [*base, str(hostfile), str(study), "--seed", "7", "--poll", "0.5", "--link-grace", "4",
-             "--no-screen"],
+             "--no-screen", "--together"],
             capture_output=True, text=True, timeout=400,
         )  # fmt: skip
     finally:
@@ -235,6 +235,7 @@ def _run_cut_and_resume(ssh_hosts: SshFleet, hostfile: Path, tmp_path: Path, her
     tag = re.search(r"fleet run (\S+): 3 host\(s\), seed 7", first.stdout)
     assert tag, first.stdout
     assert f"[root@{cut.address}] link lost" in first.stdout
+
     assert f"root@{cut.address}: link lost" in first.stderr
     assert f"--resume {tag[1]}" in first.stderr
     # Resumed once the link is back: the cut host's study went on there and is collected.
@@ -242,6 +243,17 @@ def _run_cut_and_resume(ssh_hosts: SshFleet, hostfile: Path, tmp_path: Path, her
                             capture_output=True, text=True, timeout=400)  # fmt: skip
     print(second.stdout[-3000:], second.stderr[-2000:])
     assert second.returncode == 0, second.stderr
+    # --together: one start time, the clocks' skew stated, each host started on time.
+    assert "every host starts its study at " in first.stdout and "so they start within" in (
+        first.stdout
+    )
+    late = re.findall(r"\[(\S+)\] fleet start: started (\S+) s after it", first.stdout)
+    # (the cut host's line may come before its cut or, from its log, after the resume)
+    started = {h for h, _ in late} | {
+        h for h, _ in re.findall(r"\[(\S+)\] fleet start: started (\S+) s after it", second.stdout)
+    }
+    assert started == {f"root@{h.address}" for h in hosts}
+    assert all(0 <= float(s) < 0.5 for _, s in late), late
     conn = sqlite3.connect(db)
     runs = conn.execute("SELECT id, status, origin, argv FROM runs ORDER BY id").fetchall()
     by_host = {json.loads(o)["fleet_host"]: (i, s, json.loads(a)) for i, s, o, a in runs}

@@ -111,6 +111,9 @@ def _fleet_options(f: Callable[..., None]) -> Callable[..., None]:
                      help="Seconds a host may not answer before it is left to --resume."),
         click.option("--ssh-config", type=click.Path(dir_okay=False, path_type=Path),
                      help=SSH_CONFIG_HELP),
+        click.option("--together", is_flag=True,
+                     help="Every host starts its study at one instant (their clock skew "
+                     "measured and stated)."),
         click.option("--no-screen", is_flag=True,
                      help="Real disks: the hosts do not screen their disks first (as `run`)."),
         db_option,
@@ -127,8 +130,8 @@ def _fleet_options(f: Callable[..., None]) -> Callable[..., None]:
 @_fleet_options
 def run(
     hostfile: Path | None, study_file: Path | None, resume_tag: str | None, seed: int | None,
-    poll_s: float, link_grace_s: float, ssh_config: Path | None, no_screen: bool,
-    db: Path | None,
+    poll_s: float, link_grace_s: float, ssh_config: Path | None, together: bool,
+    no_screen: bool, db: Path | None,
 ) -> None:  # fmt: skip
     """Run STUDY_FILE on every host of HOSTFILE at once, with the same seed, and collect
     every host's results into the local store, tagged by host.
@@ -154,7 +157,8 @@ def run(
         state = _new(hostfile, study_file, seed)
         state.run_options = ["--no-screen"] if no_screen else []
         path = fleet_run.state_path(store, state.tag)
-    _drive(store, state, path, ssh_config, poll_s, link_grace_s, resume=resume_tag is not None)
+    _drive(store, state, path, ssh_config, poll_s, link_grace_s,
+           resume=resume_tag is not None, together=together)  # fmt: skip
 
 
 @fleet.command("study", context_settings={"ignore_unknown_options": True})
@@ -164,8 +168,8 @@ def run(
 @_fleet_options
 def study(
     hostfile: Path, name: str, study_options: tuple[str, ...], seed: int | None,
-    poll_s: float, link_grace_s: float, ssh_config: Path | None, no_screen: bool,
-    db: Path | None,
+    poll_s: float, link_grace_s: float, ssh_config: Path | None, together: bool,
+    no_screen: bool, db: Path | None,
 ) -> None:  # fmt: skip
     """Run built-in study NAME on every host of HOSTFILE at once, as `poolbench study NAME
     STUDY_OPTIONS` there, with the same seed and each host's disks= (see `fleet run`).
@@ -190,7 +194,8 @@ def study(
         builtin=[name, *study_options], run_options=["--no-screen"] if no_screen else [],
     )  # fmt: skip
     path = fleet_run.state_path(store, state.tag)
-    _drive(store, state, path, ssh_config, poll_s, link_grace_s, resume=False)
+    _drive(store, state, path, ssh_config, poll_s, link_grace_s, resume=False,
+           together=together)  # fmt: skip
 
 
 def _check_ssh_config(ssh_config: Path | None) -> None:
@@ -201,7 +206,7 @@ def _check_ssh_config(ssh_config: Path | None) -> None:
 
 def _drive(
     store: Store, state: fleet_run.FleetRun, path: Path, ssh_config: Path | None,
-    poll_s: float, link_grace_s: float, *, resume: bool,
+    poll_s: float, link_grace_s: float, *, resume: bool, together: bool,
 ) -> None:  # fmt: skip
     """Start (or resume) every host, poll them to the end, then the hosts and the answer;
     on any way out (Ctrl-C included) every host's study is told to stop and the state kept."""
@@ -213,7 +218,7 @@ def _drive(
             if not resume:
                 click.echo(f"fleet run {state.tag}: {len(hosts)} host(s), seed {state.seed} "
                            f"(resume: poolbench fleet run --resume {state.tag})")  # fmt: skip
-                ctl.begin(check_fleet(transport, list(hosts.values())))
+                ctl.begin(check_fleet(transport, list(hosts.values())), together)
             else:
                 ctl.resume()
             state.save(path)
@@ -322,10 +327,11 @@ def host_put(tag: str) -> None:
 
 @fleet.command("host-start", hidden=True, context_settings={"ignore_unknown_options": True})
 @click.argument("tag")
+@click.option("--at", type=float, default=None, help="Start at this epoch time (this host's).")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def host_start(tag: str, args: tuple[str, ...]) -> None:
+def host_start(tag: str, at: float | None, args: tuple[str, ...]) -> None:
     """`poolbench ARGS` started detached as fleet run TAG's study; prints its pid."""
-    click.echo(json.dumps({"pid": host_side.start(tag, list(args))}))
+    click.echo(json.dumps({"pid": host_side.start(tag, list(args), at=at)}))
 
 
 @fleet.command("host-status", hidden=True)

@@ -39,6 +39,8 @@ from poolbench.system import stopping
 
 CALL_TIMEOUT = 60.0  # one host-* call, connection included
 FETCH_TIMEOUT = 600.0  # one host's store
+START_LEAD_S = 3.0
+START_PER_HOST_S = 1.0
 ENDED = ("finished", "partial", "failed")  # an interrupted run is resumed, not collected
 
 
@@ -64,6 +66,7 @@ class FleetRun:
     hosts: dict[str, HostRun] = field(default_factory=dict)
     run_options: list[str] = field(default_factory=list)  # more `poolbench run` options
     builtin: list[str] = field(default_factory=list)  # `study NAME OPTIONS...` instead of a file
+    start_at: float | None = None  # every host's study waits for this instant (--together)
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")
@@ -112,13 +115,21 @@ class Controller:
                                timeout=timeout, input_text=input_text)  # fmt: skip
         return r.returncode, r.stdout, r.stderr
 
-    def begin(self, checks: list[HostCheck]) -> None:
-        """Hosts not ready are left out, named; the study starts on every other."""
+    def begin(self, checks: list[HostCheck], together: bool = False) -> None:
+        """Hosts not ready are left out, named; the study starts on every other (with
+        `together`, at one instant all of them wait for, their clocks' skew stated)."""
         for c in checks:
             hr = self.run.hosts.setdefault(c.label, HostRun(c.label))
             if not c.ready:
                 hr.state, hr.reason = "left out", "; ".join(c.problems)
                 self.say(f"[{c.label}] left out: {hr.reason}")
+        ready = [c for c in checks if c.ready]
+        if together and ready:
+            # Each start call is one round trip or two: time for all of them, then some.
+            self.run.start_at = time.time() + START_LEAD_S + START_PER_HOST_S * len(ready)
+            when = time.strftime("%H:%M:%S", time.localtime(self.run.start_at))
+            self.say(f"every host starts its study at {when} by its own clock; "
+                     + skew_text(ready))  # fmt: skip
         for label, hr in self.run.hosts.items():
             if hr.state == "pending":
                 self.start(label)
@@ -140,7 +151,8 @@ class Controller:
                 if resume
                 else ["--disks", host.disks or "", *self.run.run_options]
             )
-            rc, out, err = self._call(label, ["host-start", self.run.tag, "--", *args])
+            at = ["--at", repr(self.run.start_at)] if self.run.start_at and not resume else []
+            rc, out, err = self._call(label, ["host-start", self.run.tag, *at, "--", *args])
         if rc != 0:
             hr.state, hr.reason = "failed", _reason(rc, err)
             self.say(f"[{label}] not started: {hr.reason}")
@@ -260,6 +272,17 @@ class Controller:
             on_round()
             if any(h.state in ("running", "lost") for h in self.run.hosts.values()):
                 self.sleep(self.poll_s)
+
+
+def skew_text(checks: list[HostCheck]) -> str:
+    """How far apart the hosts' clocks are from this one's, as measured (fleet/readiness.py):
+    a start time means what the clocks mean."""
+    known = [c for c in checks if c.skew_s is not None and c.skew_bound_s is not None]
+    if not known:
+        return "their clocks could not be compared with this one's"
+    worst = max(abs(c.skew_s or 0) + (c.skew_bound_s or 0) for c in known)
+    each = ", ".join(f"{c.label} {c.skew_s:+.3f} s (±{c.skew_bound_s:.3f})" for c in known)
+    return f"their clocks against this one's: {each}; so they start within {2 * worst:.3f} s"
 
 
 def _reason(rc: int, err: str) -> str:

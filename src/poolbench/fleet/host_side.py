@@ -21,6 +21,7 @@ import os
 import re
 import signal
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,9 +56,11 @@ def _owner(d: Path) -> str | None:
         return None
 
 
-def start(tag: str, args: list[str], root: Path = RUN_ROOT) -> int:
-    """Start `poolbench ARGS --db RUN_DIR/store.db` detached; its pid. A run of this tag
-    still going is refused (two studies would share one store and its disks)."""
+def start(tag: str, args: list[str], root: Path = RUN_ROOT, at: float | None = None) -> int:
+    """Start `poolbench ARGS --db RUN_DIR/store.db` detached; its pid. With `at` (seconds
+    since the epoch, this host's clock) it waits for that instant first, so that every host
+    of a fleet starts together. A run of this tag still going is refused (two studies would
+    share one store and its disks)."""
     d = run_dir(tag, root)
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
     if lifecycle.owner_alive(_owner(d)):
@@ -76,6 +79,8 @@ def start(tag: str, args: list[str], root: Path = RUN_ROOT) -> int:
             os.dup2(log, 1)
             os.dup2(log, 2)
             os.chdir(d)
+            if at is not None:
+                _wait_until(at)
             # exec, not the Runner: a detached study outlives this call by design, and the
             # Runner waits for what it starts. Its own commands all go through its Runner.
             os.execv(sys.executable, argv)
@@ -91,6 +96,24 @@ def start(tag: str, args: list[str], root: Path = RUN_ROOT) -> int:
     tmp.write_text(json.dumps({"owner": owner, "pid": pid, "argv": argv}))
     tmp.replace(d / STATE)
     return pid
+
+
+def _wait_until(at: float) -> None:
+    """In the detached child, before its exec: its lines go to fd 1, the log, whatever
+    Python's sys.stdout was in the parent."""
+    late = time.time() - at
+    if late > 0:
+        _log(f"fleet start: {late:.2f} s late for the common start time")
+        return
+    when = time.strftime("%H:%M:%S", time.localtime(at))
+    _log(f"fleet start: waiting {-late:.1f} s for the common start time {when}")
+    while (left := at - time.time()) > 0:
+        time.sleep(min(left, 1.0))
+    _log(f"fleet start: started {time.time() - at:.3f} s after it (this host's clock)")
+
+
+def _log(line: str) -> None:
+    os.write(1, (line + "\n").encode())
 
 
 @dataclass(frozen=True)
