@@ -289,6 +289,15 @@ def _run_cut_and_resume(ssh_hosts: SshFleet, hostfile: Path, tmp_path: Path, her
     assert f"warning: {slow} is slower than its peers on seq-write" in second.stdout
     assert not any(f"warning: {p} is slower" in second.stdout for p in peers)
     assert "Over the fleet" in second.stdout and "over 3 host(s)" in second.stdout
+    # Every guard warning a host stored is said under the answer with its host: a figure a
+    # host cannot vouch for is not averaged in silently.
+    stored = conn.execute(
+        "SELECT r.origin, m.config, m.warnings FROM measurements m JOIN runs r ON r.id = m.run_id"
+    ).fetchall()
+    for origin, config, warnings in stored:
+        for w in json.loads(warnings):
+            line = f"⚠ {json.loads(origin)['fleet_host']} {config} seq-write: {w}"
+            assert line[:100] in second.stdout.replace("\n", " "), line
     for h in hosts:  # nothing of the study left running in any host's namespace
         pids = subprocess.run(["ip", "netns", "pids", h.name], capture_output=True, text=True)
         cmds = [Path(f"/proc/{p}/cmdline").read_bytes() for p in pids.stdout.split()]

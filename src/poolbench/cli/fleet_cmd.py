@@ -7,7 +7,6 @@ Agentless, as Ansible and pbench fan out: OpenSSH's client with shared connectio
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +18,7 @@ from rich.table import Table
 
 from poolbench.cli.common import db_option, open_store
 from poolbench.errors import CommandLineError, PoolbenchError, UsageError
-from poolbench.fleet import answer, fleet_run, host_side, sshhosts
+from poolbench.fleet import answer_view, fleet_run, host_side, sshhosts
 from poolbench.fleet.readiness import HostCheck, check_fleet
 from poolbench.fleet.ssh import open_transport
 from poolbench.store.db import Store
@@ -229,7 +228,7 @@ def _drive(
         finally:
             state.save(path)
     _render_hosts(state)
-    _render_answer(fleet_run.measured(store, state))
+    answer_view.render(fleet_run.measured(store, state), fleet_run.warned(store, state))
     error = fleet_run.summary_error(state)
     if error is not None:
         raise error
@@ -269,50 +268,6 @@ def _render_hosts(state: fleet_run.FleetRun) -> None:
         t.add_row(escape(h.label), escape(h.state), str(h.remote_run or "–"),
                   escape(h.remote_status or "–"), str(h.local_run or "–"))  # fmt: skip
     console.print(t)
-
-
-def _render_answer(measured: answer.Measured) -> None:
-    """Per workload: each configuration's hosts side by side, slow hosts named, and each
-    configuration against the best over the fleet (fleet/answer.py)."""
-    table = answer.rows(measured)
-    if not table:
-        return
-    console = Console(width=None if sys.stdout.isatty() else 120)
-    hosts = list(measured)
-    for workload in sorted({r.workload for r in table}):
-        mine = [r for r in table if r.workload == workload]
-        t = Table(title=f"{workload} ({mine[0].unit}), mean ± 95% CI per host",
-                  title_justify="left")  # fmt: skip
-        t.add_column("configuration")
-        for h in hosts:
-            t.add_column(escape(h))
-        for r in mine:
-            cells = {f.host: _figure(f, f.host in r.slow) for f in r.hosts}
-            t.add_row(escape(r.config), *(cells.get(h, "–") for h in hosts))
-        console.print(t)
-    for r in table:
-        for h in r.slow:
-            f = next(f for f in r.hosts if f.host == h)
-            console.print(f"[yellow]warning:[/] {escape(h)} is slower than its peers on "
-                          f"{escape(r.workload)} ({escape(r.config)}: {f.mean:.3g} {r.unit}): "
-                          f"{answer.SLOW_HOST_RULE}; compare its disks and their path "
-                          "(poolbench disks --screen there)", highlight=False)  # fmt: skip
-    changes = answer.verdict(table)
-    if changes:
-        console.print(f"Over the fleet ({answer.BLOCK_RULE}):", highlight=False)
-    for c in changes:
-        if math.isnan(c.low):
-            said = f"{c.ratio - 1:+.1%} on one host (no fleet interval)"
-        else:
-            verdict = "" if c.significant else " n.s."
-            said = f"{c.ratio - 1:+.1%} [{c.low - 1:+.1%}, {c.high - 1:+.1%}]{verdict}"
-        console.print(f"• {escape(c.workload)}: {escape(c.config)} against {escape(c.best)}: "
-                      f"{said} over {c.hosts} host(s)", highlight=False)  # fmt: skip
-
-
-def _figure(f: answer.HostFigure, slow: bool) -> str:
-    text = f"{f.mean:.3g}" if math.isnan(f.low) else f"{f.mean:.3g} ± {(f.high - f.low) / 2:.2g}"
-    return f"[red]{text} slow[/]" if slow else text
 
 
 # The host side of `fleet run`, called over SSH by the controller (fleet/host_side.py).

@@ -321,3 +321,24 @@ def measured(
             per.setdefault((config, workload), (unit, []))[1].append(float(value))
         out[h.label] = per
     return out
+
+
+def warned(store: Store, run: FleetRun) -> dict[str, dict[tuple[str, str], list[str]]]:
+    """Each collected host's guard warnings per (configuration, workload), distinct, in the
+    order first met: a figure a host cannot vouch for is shown so, not averaged in silently."""
+    out: dict[str, dict[tuple[str, str], list[str]]] = {}
+    for h in run.hosts.values():
+        if h.state != "collected" or h.local_run is None:
+            continue
+        per: dict[tuple[str, str], list[str]] = {}
+        rows = store.conn.execute(
+            "SELECT config, workload, warnings FROM measurements WHERE run_id = ? ORDER BY id",
+            (h.local_run,),
+        ).fetchall()
+        for config, workload, text in rows:
+            seen = per.setdefault((config, workload), [])
+            for w in json.loads(text or "[]"):
+                if str(w) not in seen:
+                    seen.append(str(w))
+        out[h.label] = {k: v for k, v in per.items() if v}
+    return out
