@@ -35,6 +35,7 @@ from poolbench.fleet.ssh import SSH_FAILED, Transport
 from poolbench.fleet.sshhosts import FleetHost
 from poolbench.store.db import Store
 from poolbench.store.merge import import_store
+from poolbench.store.queries import StoredFigure, stored_figures
 from poolbench.system import stopping
 
 CALL_TIMEOUT = 60.0  # one host-* call, connection included
@@ -309,17 +310,11 @@ def measured(
     """Each collected host's replicate values per (configuration, workload), for the fleet's
     answer (fleet/answer.py)."""
     out: dict[str, dict[tuple[str, str], tuple[str, list[float]]]] = {}
-    for h in run.hosts.values():
-        if h.state != "collected" or h.local_run is None:
-            continue
+    for label, figures in _collected(store, run).items():
         per: dict[tuple[str, str], tuple[str, list[float]]] = {}
-        rows = store.conn.execute(
-            "SELECT config, workload, unit, value FROM measurements WHERE run_id = ? ORDER BY id",
-            (h.local_run,),
-        ).fetchall()
-        for config, workload, unit, value in rows:
-            per.setdefault((config, workload), (unit, []))[1].append(float(value))
-        out[h.label] = per
+        for f in figures:
+            per.setdefault((f.config, f.workload), (f.unit, []))[1].append(f.value)
+        out[label] = per
     return out
 
 
@@ -327,18 +322,18 @@ def warned(store: Store, run: FleetRun) -> dict[str, dict[tuple[str, str], list[
     """Each collected host's guard warnings per (configuration, workload), distinct, in the
     order first met: a figure a host cannot vouch for is shown so, not averaged in silently."""
     out: dict[str, dict[tuple[str, str], list[str]]] = {}
-    for h in run.hosts.values():
-        if h.state != "collected" or h.local_run is None:
-            continue
+    for label, figures in _collected(store, run).items():
         per: dict[tuple[str, str], list[str]] = {}
-        rows = store.conn.execute(
-            "SELECT config, workload, warnings FROM measurements WHERE run_id = ? ORDER BY id",
-            (h.local_run,),
-        ).fetchall()
-        for config, workload, text in rows:
-            seen = per.setdefault((config, workload), [])
-            for w in json.loads(text or "[]"):
-                if str(w) not in seen:
-                    seen.append(str(w))
-        out[h.label] = {k: v for k, v in per.items() if v}
+        for f in figures:
+            seen = per.setdefault((f.config, f.workload), [])
+            seen.extend(w for w in f.warnings if w not in seen)
+        out[label] = {k: v for k, v in per.items() if v}
     return out
+
+
+def _collected(store: Store, run: FleetRun) -> dict[str, list[StoredFigure]]:
+    return {
+        h.label: stored_figures(store, h.local_run)
+        for h in run.hosts.values()
+        if h.state == "collected" and h.local_run is not None
+    }

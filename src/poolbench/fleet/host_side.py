@@ -27,6 +27,7 @@ from pathlib import Path
 
 from poolbench.engine import lifecycle
 from poolbench.errors import UsageError
+from poolbench.store.opening import snapshot
 
 RUN_ROOT = Path("/var/lib/poolbench/fleet")
 TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -156,26 +157,11 @@ def _runs(path: Path) -> list[dict[str, object]]:
 
 
 def store_snapshot(tag: str, root: Path = RUN_ROOT) -> bytes:
-    """The run's store as one consistent SQLite file (SQLite's online backup: whole even
-    while the study writes), for the controller to import."""
-    import sqlite3
-    import tempfile
-
+    """The run's store as one consistent SQLite file, for the controller to import."""
     path = run_dir(tag, root) / STORE
     if not path.is_file():
         raise UsageError(f"Fleet run {tag} has no store on this host yet.")
-    src = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        with tempfile.TemporaryDirectory(prefix="poolbench-fleet-") as tmp:
-            copy = Path(tmp) / STORE
-            dst = sqlite3.connect(copy)
-            try:
-                src.backup(dst)
-            finally:
-                dst.close()
-            return copy.read_bytes()
-    finally:
-        src.close()
+    return snapshot(path)
 
 
 def stop(tag: str, root: Path = RUN_ROOT) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import tempfile
 import urllib.parse
 from pathlib import Path
 from typing import Literal
@@ -141,6 +142,25 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
         raise from_sqlite(path, exc) from exc
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     return conn
+
+
+def snapshot(path: Path) -> bytes:
+    """A consistent copy of the store at `path`, whole even while another process writes it
+    (SQLite's online backup, read-only on the source): what `fleet run` fetches from a host."""
+    src = connect_readonly(path)
+    try:
+        with tempfile.TemporaryDirectory(prefix="poolbench-snapshot-") as tmp:
+            copy = Path(tmp) / "store.db"
+            dst = sqlite3.connect(copy)
+            try:
+                src.backup(dst)
+            except sqlite3.Error as exc:
+                raise from_sqlite(path, exc) from exc
+            finally:
+                dst.close()
+            return copy.read_bytes()
+    finally:
+        src.close()
 
 
 def check_schema(path: Path, conn: sqlite3.Connection, known: set[str]) -> set[str]:

@@ -46,6 +46,31 @@ def values_by_round(store: Store, run_id: int, config: str) -> dict[str, dict[in
     return dict(per)
 
 
+@dataclass(frozen=True)
+class StoredFigure:
+    """One stored measurement's figure and its guards' warnings (the fleet's answer)."""
+
+    config: str
+    workload: str
+    unit: str
+    value: float
+    warnings: tuple[str, ...]
+
+
+def stored_figures(store: Store, run_id: int) -> list[StoredFigure]:
+    """Every measurement of a run, in the order stored."""
+    rows = store.conn.execute(
+        "SELECT config, workload, unit, value, warnings FROM measurements WHERE run_id = ? "
+        "ORDER BY id",
+        (run_id,),
+    )
+    return [
+        StoredFigure(str(r["config"]), str(r["workload"]), str(r["unit"]), float(r["value"]),
+                     tuple(str(w) for w in json.loads(r["warnings"] or "[]")))
+        for r in rows
+    ]  # fmt: skip
+
+
 def measurement_count(store: Store, run_id: int) -> int:
     row = store.conn.execute(
         "SELECT count(*) FROM measurements WHERE run_id=?", (run_id,)
