@@ -286,3 +286,12 @@ def test_together_gives_every_host_one_start_time_and_states_the_clocks(tmp_path
             "0.068 s") in said[0]  # fmt: skip
     ctl.start("root@a", resume=2)  # a resumed study does not wait for a past start time
     assert "--at" not in hosts.calls[-1][1]
+
+
+def test_a_host_without_disks_runs_the_studys_own(tmp_path: Path) -> None:
+    hosts = Hosts({"a": {"host-put": [(0, "/x/study.toml\n", "")],
+                         "host-start": [(0, '{"pid": 1}', "")]}})  # fmt: skip
+    ctl = _controller(tmp_path, hosts, itertools.count(0.0, 1.0))
+    ctl.hosts["root@a"] = parse_line("root@a")
+    ctl.start("root@a")
+    assert hosts.calls[-1][1][5:] == ["run", "/x/study.toml", "--seed", "7"]

@@ -150,7 +150,7 @@ class Controller:
             args += (
                 ["--resume", str(resume)]
                 if resume
-                else ["--disks", host.disks or "", *self.run.run_options]
+                else [*(["--disks", host.disks] if host.disks else []), *self.run.run_options]
             )
             at = ["--at", repr(self.run.start_at)] if self.run.start_at and not resume else []
             rc, out, err = self._call(label, ["host-start", self.run.tag, *at, "--", *args])

@@ -135,8 +135,11 @@ def _doctor(transport: Transport, host: FleetHost, out: HostCheck) -> bool:
 
 def _disks(transport: Transport, host: FleetHost, out: HostCheck) -> None:
     if host.disks is None:
-        out.disks = "none given"
-        out.warnings.append("no disks= in the host file: a study there needs them")
+        out.disks = "the study's"
+        out.warnings.append(
+            "no disks= in the host file: a study there uses its own [disks] (sparse files, or "
+            "the devices it names, checked there when it starts)"
+        )
         return
     if SPARSE.match(host.disks):
         out.disks = f"{host.disks} sparse files"
