@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from poolbench.backends.base import parse_topology
 from poolbench.cli import study_cmd
 from poolbench.cli.plan_cmd import plan
-from poolbench.engine.pool_ops import GENERIC_LAYOUTS
+from poolbench.engine.trial import GENERIC_LAYOUTS
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import predicted_usable
 from poolbench.study.model import load as load_study

@@ -29,8 +29,8 @@ from poolbench.backends.md import MdBackend
 from poolbench.cli.main import main
 from poolbench.cli.study_cmd import study as study_command
 from poolbench.engine.pool_hooks import distributed_spare
-from poolbench.engine.pool_ops import backend_layout, check_pool_workloads
-from poolbench.engine.trial import spec_for
+from poolbench.engine.pool_ops import check_pool_workloads
+from poolbench.engine.trial import backend_layout, spec_for
 from poolbench.errors import EXIT_INPUT, EXIT_UNSUPPORTED, PoolbenchError, UsageError
 from poolbench.factors.vdev_source import disks_for
 from poolbench.report import export

@@ -2,12 +2,9 @@
 
 * **Trial factors**: the factors of factors/ (factors/registry.py), applied by the trial loop
   itself, not a backend; the dry run asks them what they would run.
-* **Generic layouts** (`parity1`, `parity2`): one single/double-parity array over all the
-  disks, in each backend's own terms (ZFS raidz1/raidz2, btrfs and md raid5/raid6), so one
-  study can compare stacks on the same disks.
-* **The subject** (`subject_for`): the pool as the measurement session sees it, with its
-  hooks (engine/pool_hooks.py: a member offline, the resilver, the expansion, the read-back
-  after every measurement).
+* **The checks before anything is built**: loop disks on tmpfs, pool operations the layout
+  cannot do, a zvol target without a working-set size.
+* **The dry run's list** (`dry_commands`): what one trial would run once its pool is built.
 * **The untar source**: a compressed tarball is unpacked to a plain tar once per run (untimed,
   journaled), so `untar` measures the pool, not xz.
 """
@@ -29,20 +26,15 @@ from poolbench.backends.base import (
     Backend,
     Pool,
     PoolSpec,
-    SupportsVolumes,
     parse_topology,
-    require,
 )
 from poolbench.backends.zfs import expansion_supported, show_trial_operation
 from poolbench.engine import pgbench_run
 from poolbench.engine.measure_checks import block_device_refusal
-from poolbench.engine.pool_hooks import PoolHooks
-from poolbench.engine.subject import BlockDevice, Subject
 from poolbench.engine.workspace import Workspace
 from poolbench.errors import UsageError
 from poolbench.factors import load as load_factor
 from poolbench.factors import registry as factors
-from poolbench.guards import geometry
 from poolbench.guards.devices import MountInfo, Target, mount_of
 from poolbench.guards.workingset import WorkingSet
 from poolbench.records.findings import Findings
@@ -55,25 +47,6 @@ from poolbench.workloads.library import L2ARC_INTERVALS
 from poolbench.workloads.workload import Workload
 
 MiB = 1 << 20
-
-GENERIC_LAYOUTS: dict[str, dict[str, str]] = {
-    "parity1": {"zfs": "raidz1", "btrfs": "raid5", "md": "raid5"},
-    "parity2": {"zfs": "raidz2", "btrfs": "raid6", "md": "raid6"},
-}
-
-
-def backend_layout(backend: str, layout: str) -> str:
-    """A generic layout (`parity1`) in `backend`'s terms; any other layout as it is."""
-    generic = GENERIC_LAYOUTS.get(layout)
-    if generic is None:
-        return layout
-    if backend not in generic:
-        raise UsageError(
-            f"Layout '{layout}' has no meaning for the {backend} backend.",
-            f"Use it with {', '.join(generic)}.",
-        )
-    return generic[backend]
-
 
 RAM_FILESYSTEMS = ("tmpfs", "ramfs")
 
@@ -165,19 +138,6 @@ def check_volume(spec: PoolSpec, workloads: Sequence[Workload], size: str | None
         )
 
 
-def make_volume(backend: Backend, pool: Pool, working_set: int | None) -> BlockDevice | None:
-    """The configuration's zvol, made in the pool (None: it measures the dataset)."""
-    if not zvol.wanted(pool.spec.volume):
-        return None
-    volumes = require(
-        backend, SupportsVolumes, "make a zvol", "Measure a dataset (target = dataset)."
-    )
-    assert working_set is not None  # check_volume refused a zvol without one
-    made = volumes.create_volume(pool, working_set)
-    block = made.get("volblocksize") or 0
-    return BlockDevice(Path(made["path"]), int(made["volsize"]), int(block))
-
-
 def dry_commands(
     runner: Runner, backend: Backend, pool: Pool, levels: Mapping[str, str],
     workloads: Sequence[Workload], wl: Workloads | None = None,
@@ -250,49 +210,6 @@ def _dry_pool_operation(runner: Runner, name: str, w: Workload, levels: Mapping[
     else:
         return False
     return True
-
-
-# -- what the session measures ----------------------------------------------------------------
-def subject_for(
-    runner: Runner,
-    backend: Backend,
-    pool: Pool,
-    config: str,
-    findings: Findings,
-    working_set: int | None = None,
-    levels: dict[str, str] | None = None,
-) -> Subject:
-    """The pool as one object for the measurement session: its mountpoint and members (and
-    the zvol the configuration measures, made here), its backend's cache defeat, the
-    trial's hooks and findings."""
-    spec = pool.spec
-    block = make_volume(backend, pool, working_set)
-    devices = Target(
-        str(pool.mountpoint),
-        MountInfo(str(pool.mountpoint), spec.backend, spec.name, ""),
-        # the pool's own list: an expansion adds its new member to every later window
-        devices=pool.block_devices,
-        how=f"members of {spec.backend} pool {spec.name}",
-        unverified_reason="" if pool.block_devices else "the pool's members are plain files",
-    )
-    return Subject(
-        pool.mountpoint,
-        config,
-        levels=dict(levels or {}),
-        devices=devices,
-        cache_defeat=lambda _files: backend.drop_cache(pool),
-        hooks=PoolHooks(runner, backend, pool, load_factor.of(levels or {})),
-        findings=findings,
-        disposable=spec.backend != "directory",  # a directory outlives the trial
-        write_model=geometry.for_pool(
-            spec.backend,
-            spec.layout,
-            len(pool.block_devices),
-            pool.described,
-            block=block.block_size if block else None,
-        ),  # fmt: skip
-        block_device=block,
-    )
 
 
 # -- untar source -----------------------------------------------------------------------------

@@ -104,7 +104,7 @@ CacheDefeat = Callable[[list[Path]], JsonObject]
 @dataclass(frozen=True)
 class Subject:
     """What a session measures: a mounted filesystem, and for a study's trial the pool under
-    it (engine/pool_ops.py `subject_for`)."""
+    it (engine/trial.py `subject_for`)."""
 
     path: Path
     config: str  # stored as the measurement's configuration (bench: the path)

@@ -1,26 +1,115 @@
-"""What one trial builds: the pool spec from a configuration's levels, the measurement
-options, and the findings every measurement of the trial carries."""
+"""One trial, in order, in one place (`run`): its disks, what the factors do before the
+pool, the pool, the refusal if it is not what was asked, the workloads' options, the findings
+every measurement carries, the measurement of this replicate, the teardown of the pool.
+
+A dry run (a runner that prints) walks the same sequence as far as the pool, then lists what
+the trial would run on it (engine/pool_ops.py `dry_commands`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from poolbench.backends.base import Backend, Pool, PoolSpec
-from poolbench.engine import pool_ops
+from poolbench.backends.base import Backend, Pool, PoolSpec, SupportsVolumes, require
+from poolbench.backends.zvol import wanted as volume_wanted
+from poolbench.engine import pool_ops, stalled
+from poolbench.engine.lifecycle import CommandLog
+from poolbench.engine.pool_hooks import PoolHooks
 from poolbench.engine.records import TrialConfig
-from poolbench.engine.subject import Options
+from poolbench.engine.session import Session
+from poolbench.engine.subject import BlockDevice, Options, Subject
 from poolbench.errors import PoolbenchError, UsageError
+from poolbench.factors import load as load_factor
 from poolbench.factors import registry as factors
 from poolbench.factors.base import AfterPool
+from poolbench.guards import geometry
+from poolbench.guards.devices import MountInfo, Target
 from poolbench.records.findings import Findings
+from poolbench.safety.claims import ClaimSet
 from poolbench.safety.journal import Journal
+from poolbench.store.db import Store
 from poolbench.store.facts import MEMBER_DISKS
 from poolbench.study import matrix
 from poolbench.study.model import Study
 from poolbench.system import probes
 from poolbench.system.runner import Runner
+from poolbench.units import parse_size
 from poolbench.workloads.workload import Workload
+
+
+@dataclass(frozen=True)
+class Bench:
+    """What every trial of one study run shares."""
+
+    runner: Runner
+    store: Store
+    run_id: int
+    study: Study
+    workloads: list[Workload]
+    backends: Mapping[str, Backend]
+    scratch: Path  # sparse files and mountpoints
+    claims: ClaimSet | None  # real devices, claimed by the safety layer
+    seed: int | None  # seeds fio's offsets too, so `run --seed N` replays them
+    tarball: Path | None  # the plain tar `untar` extracts
+    commands: CommandLog
+
+
+def run(bench: Bench, tc: TrialConfig, name: str, journal: Journal, have: set[str]) -> str:
+    """One trial, in order (everything it creates is journaled first: the caller's teardown
+    undoes it). `have`: the workloads the store already has for this replicate. Returns the
+    trial's headline figures."""
+    from poolbench.backends import sources
+
+    runner = bench.runner
+    base = bench.scratch / name
+    backend = bench.backends[tc.backend]
+    # 1. its disks (a factor may choose their source) and what factors do before the pool
+    disks = factors.disks_for(bench.study.disks, tc.levels)
+    devices = sources.make_disks(runner, journal, disks, base, claims=bench.claims)
+    made = factors.before_pool(journal, disks, devices, tc.levels)  # undone at teardown
+    # 2. the pool
+    pool = backend.create(spec_for(tc.config, devices, name, base), journal)
+    try:
+        if runner.dry_run:  # 3. (dry) what the trial would run on it
+            make_volume(backend, pool, parse_size(bench.study.workloads.size))
+            pool_ops.dry_commands(runner, backend, pool, tc.levels, bench.workloads,
+                                  bench.study.workloads)  # fmt: skip
+            headline = ""
+        else:  # 3. refused if not as asked, then measured
+            refuse_if_not_as_asked(tc, backend.verify(pool))
+            headline = _measure(bench, tc, backend, pool, journal, made, have)
+    except PoolbenchError as exc:  # named with the pool when it stopped answering
+        named = stalled.explain(runner, pool, backend.check().dialect, exc)
+        if named is exc:
+            raise
+        raise named from exc
+    # 4. its teardown
+    backend.destroy(pool, journal)
+    return headline
+
+
+def _measure(
+    bench: Bench, tc: TrialConfig, backend: Backend, pool: Pool, journal: Journal,
+    made: Mapping[str, object], have: set[str],
+) -> str:  # fmt: skip
+    """The workloads' options, the findings every measurement carries, this replicate's
+    measurements; returns their headline figures."""
+    options = replace(options_for(bench.study, bench.workloads, tc, bench.tarball), seed=bench.seed)
+    findings = findings_for(bench.runner, journal, backend, pool, tc, options)
+    findings.other.update(made)
+    subject = subject_for(bench.runner, backend, pool, tc.key, findings,
+                          working_set=options.size, levels=tc.levels)  # fmt: skip
+    session = Session(bench.runner, bench.store, bench.run_id, subject, options,
+                      commands=bench.commands)  # fmt: skip
+    session.preflight()
+    results = session.run_once(tc.replicate, skip=have)
+    return ", ".join(
+        f"{r.workload.name} {r.values[-1]:.1f} {r.workload.unit}"
+        for r in results
+        if r.values and r.workload.name not in have
+    )
+
 
 ZFS_POOL_OPTIONS = ("ashift",)
 ZFS_FS_OPTIONS = (
@@ -55,6 +144,25 @@ def _options_by_backend(backend: str, levels: dict[str, str]) -> tuple[dict[str,
     return pool_opts, fs_opts, volume
 
 
+GENERIC_LAYOUTS: dict[str, dict[str, str]] = {
+    "parity1": {"zfs": "raidz1", "btrfs": "raid5", "md": "raid5"},
+    "parity2": {"zfs": "raidz2", "btrfs": "raid6", "md": "raid6"},
+}
+
+
+def backend_layout(backend: str, layout: str) -> str:
+    """A generic layout (`parity1`) in `backend`'s terms; any other layout as it is."""
+    generic = GENERIC_LAYOUTS.get(layout)
+    if generic is None:
+        return layout
+    if backend not in generic:
+        raise UsageError(
+            f"Layout '{layout}' has no meaning for the {backend} backend.",
+            f"Use it with {', '.join(generic)}.",
+        )
+    return generic[backend]
+
+
 def spec_for(cfg: matrix.Config, devices: Sequence[str], name: str, mount_root: Path) -> PoolSpec:
     backend = cfg.backend
     levels = dict(cfg.levels)
@@ -74,7 +182,7 @@ def spec_for(cfg: matrix.Config, devices: Sequence[str], name: str, mount_root: 
         )
     return PoolSpec(
         backend=backend,
-        layout=pool_ops.backend_layout(backend, levels["layout"]),
+        layout=backend_layout(backend, levels["layout"]),
         devices=tuple(devices),
         name=name,
         mount_root=mount_root,
@@ -98,8 +206,6 @@ def options_for(
     study: Study, workloads: list[Workload], tc: TrialConfig, tarball: Path | None
 ) -> Options:
     """The session's options: the study's [workloads], as the trial's factors set them."""
-    from poolbench.units import parse_size
-
     wl = factors.workloads_for(study.workloads, tc.levels)
     return Options(
         workloads=workloads,
@@ -129,3 +235,59 @@ def findings_for(
                    options.seed or 0)  # fmt: skip
     other.update(factors.after_pool(at))
     return Findings(pool=pool.described, other=other)
+
+
+def make_volume(backend: Backend, pool: Pool, working_set: int | None) -> BlockDevice | None:
+    """The configuration's zvol, made in the pool (None: it measures the dataset)."""
+    if not volume_wanted(pool.spec.volume):
+        return None
+    volumes = require(
+        backend, SupportsVolumes, "make a zvol", "Measure a dataset (target = dataset)."
+    )
+    assert working_set is not None  # check_volume refused a zvol without one
+    made = volumes.create_volume(pool, working_set)
+    block = made.get("volblocksize") or 0
+    return BlockDevice(Path(made["path"]), int(made["volsize"]), int(block))
+
+
+# -- what the session measures --------------------------------------------------------------
+def subject_for(
+    runner: Runner,
+    backend: Backend,
+    pool: Pool,
+    config: str,
+    findings: Findings,
+    working_set: int | None = None,
+    levels: dict[str, str] | None = None,
+) -> Subject:
+    """The pool as one object for the measurement session: its mountpoint and members (and
+    the zvol the configuration measures, made here), its backend's cache defeat, the
+    trial's hooks and findings."""
+    spec = pool.spec
+    block = make_volume(backend, pool, working_set)
+    devices = Target(
+        str(pool.mountpoint),
+        MountInfo(str(pool.mountpoint), spec.backend, spec.name, ""),
+        # the pool's own list: an expansion adds its new member to every later window
+        devices=pool.block_devices,
+        how=f"members of {spec.backend} pool {spec.name}",
+        unverified_reason="" if pool.block_devices else "the pool's members are plain files",
+    )
+    return Subject(
+        pool.mountpoint,
+        config,
+        levels=dict(levels or {}),
+        devices=devices,
+        cache_defeat=lambda _files: backend.drop_cache(pool),
+        hooks=PoolHooks(runner, backend, pool, load_factor.of(levels or {})),
+        findings=findings,
+        disposable=spec.backend != "directory",  # a directory outlives the trial
+        write_model=geometry.for_pool(
+            spec.backend,
+            spec.layout,
+            len(pool.block_devices),
+            pool.described,
+            block=block.block_size if block else None,
+        ),  # fmt: skip
+        block_device=block,
+    )

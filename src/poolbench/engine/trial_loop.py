@@ -26,15 +26,14 @@ import logging
 import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from poolbench.backends import registry
-from poolbench.backends.base import Availability, Backend, Pool, unavailable
-from poolbench.engine import lifecycle, pool_ops, replicates, stalled, trial
+from poolbench.backends.base import Availability, Backend, unavailable
+from poolbench.engine import lifecycle, pool_ops, replicates, trial
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import TrialConfig
-from poolbench.engine.session import Session
 from poolbench.errors import PoolbenchError, ToolMissingError, UsageError
 from poolbench.factors import registry as factors
 from poolbench.records.jsontypes import JsonObject
@@ -49,7 +48,6 @@ from poolbench.study import matrix, model
 from poolbench.study.model import Study
 from poolbench.system import probes, stopping, watchdog
 from poolbench.system.runner import Runner
-from poolbench.units import parse_size
 from poolbench.workloads import fio
 from poolbench.workloads.library import parse_list
 
@@ -361,64 +359,17 @@ class StudyRun:
         return queries.failed_trials(self.store, self.run_id)
 
     def _build_measure_destroy(self, tc: TrialConfig, name: str, journal: Journal) -> None:
-        from poolbench.backends import sources
+        """The trial itself, in order (engine/trial.py `run`)."""
+        have = self._measured(tc)
+        bench = trial.Bench(
+            self.runner, self.store, self.run_id, self.study, self.workloads, self.backends,
+            self.paths.scratch, self.claims, self.seed, self.untar_source, self.commands,
+        )  # fmt: skip
+        self.headline = trial.run(bench, tc, name, journal, have)
 
-        backend = self.backends[tc.backend]
-        base = self.paths.scratch / name
-        disks = factors.disks_for(self.study.disks, tc.levels)
-        devices = sources.make_disks(self.runner, journal, disks, base, claims=self.claims)
-        made = factors.before_pool(journal, disks, devices, tc.levels)  # undone at teardown
-        pool = backend.create(trial.spec_for(tc.config, devices, name, base), journal)
-        try:
-            self._use(tc, backend, pool, journal, made)
-        except PoolbenchError as exc:  # named with the pool when it stopped answering
-            named = stalled.explain(self.runner, pool, backend.check().dialect, exc)
-            if named is exc:
-                raise
-            raise named from exc
-        backend.destroy(pool, journal)
-
-    def _use(
-        self, tc: TrialConfig, backend: Backend, pool: Pool, journal: Journal,
-        made: JsonObject,
-    ) -> None:  # fmt: skip
-        if self.runner.dry_run:
-            pool_ops.make_volume(backend, pool, parse_size(self.study.workloads.size))
-            pool_ops.dry_commands(self.runner, backend, pool, tc.levels, self.workloads,
-                                  self.study.workloads)  # fmt: skip
-        else:
-            trial.refuse_if_not_as_asked(tc, backend.verify(pool))
-            self._measure(tc, backend, pool, journal, made)
-
-    def _measure(
-        self, tc: TrialConfig, backend: Backend, pool: Pool, journal: Journal, made: JsonObject
-    ) -> None:
-        # The study's seed seeds fio's offsets too, so `run --seed N` replays them.
-        options = replace(
-            trial.options_for(self.study, self.workloads, tc, self.untar_source), seed=self.seed
-        )
-        findings = trial.findings_for(self.runner, journal, backend, pool, tc, options)
-        findings.other.update(made)
-        subject = pool_ops.subject_for(
-            self.runner,
-            backend,
-            pool,
-            tc.key,
-            findings,
-            working_set=options.size,
-            levels=tc.levels,
-        )
-        session = Session(
-            self.runner, self.store, self.run_id, subject, options, commands=self.commands
-        )
-        session.preflight()
-        have = {w.name for w in self.workloads} - self.missing(tc.config, tc.replicate)
-        results = session.run_once(tc.replicate, skip=have)
-        self.headline = ", ".join(
-            f"{r.workload.name} {r.values[-1]:.1f} {r.workload.unit}"
-            for r in results
-            if r.values and r.workload.name not in have
-        )
+    def _measured(self, tc: TrialConfig) -> set[str]:
+        """The trial's workloads the store already has for its replicate (resume)."""
+        return {w.name for w in self.workloads} - self.missing(tc.config, tc.replicate)
 
 
 def _describe(t: matrix.Trial) -> str:
