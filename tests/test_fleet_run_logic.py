@@ -295,3 +295,27 @@ def test_a_host_without_disks_runs_the_studys_own(tmp_path: Path) -> None:
     ctl.hosts["root@a"] = parse_line("root@a")
     ctl.start("root@a")
     assert hosts.calls[-1][1][5:] == ["run", "/x/study.toml", "--seed", "7"]
+
+
+def test_a_refused_fleet_run_leaves_no_store_and_no_state(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    hosts = tmp_path / "fleet.ssh"
+    hosts.write_text("root@127.0.0.1:1 disks=2x1G\n")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\n[bogus]\n')
+    home = tmp_path / "store"
+    env = {**os.environ, "POOLBENCH_DB": str(home / "results.db")}
+    for args, code, said in [
+        (["--resume", "nosuch"], 5, "No fleet run nosuch in"),
+        (["--resume", "../../etc/x"], 5, "No fleet run ../../etc/x"),
+        ([str(hosts), str(bad)], 5, "The study file is not valid"),
+        ([str(hosts), str(tmp_path / "none.toml")], 5, "Cannot read the study file"),
+        ([str(tmp_path / "none.ssh"), str(bad)], 5, "Cannot read the host file"),
+    ]:
+        p = subprocess.run([sys.executable, "-m", "poolbench", "fleet", "run", *args],
+                           capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+        assert (p.returncode, said in p.stderr) == (code, True), (args, p.stderr)
+        assert "Traceback" not in p.stderr and not home.exists(), args

@@ -148,14 +148,15 @@ def run(
             "Example: poolbench fleet run fleet.ssh study.toml",
         )
     _check_ssh_config(ssh_config)
-    store = open_store(db)
+    # Everything the command line names is checked before the store is opened (or made).
     if resume_tag is not None:
-        state, path = _resumed(store, resume_tag)
+        state, path = _resumed(_store_path(db), resume_tag)
     else:
         assert hostfile is not None and study_file is not None
         state = _new(hostfile, study_file, seed)
         state.run_options = ["--no-screen"] if no_screen else []
-        path = fleet_run.state_path(store, state.tag)
+        path = fleet_run.state_path(_store_path(db), state.tag)
+    store = open_store(db)
     _drive(store, state, path, ssh_config, poll_s, link_grace_s,
            resume=resume_tag is not None, together=together)  # fmt: skip
 
@@ -192,7 +193,7 @@ def study(
         random.SystemRandom().randrange(2**31) if seed is None else seed,
         builtin=[name, *study_options], run_options=["--no-screen"] if no_screen else [],
     )  # fmt: skip
-    path = fleet_run.state_path(store, state.tag)
+    path = fleet_run.state_path(store.path, state.tag)
     _drive(store, state, path, ssh_config, poll_s, link_grace_s, resume=False,
            together=together)  # fmt: skip
 
@@ -251,10 +252,16 @@ def _new(hostfile: Path, study_file: Path, seed: int | None) -> fleet_run.FleetR
     )  # fmt: skip
 
 
-def _resumed(store: Store, tag: str) -> tuple[fleet_run.FleetRun, Path]:
-    path = fleet_run.state_path(store, tag) if host_side.TAG_RE.match(tag) else None
+def _store_path(db: Path | None) -> Path:
+    from poolbench.store.db import default_path
+
+    return default_path() if db is None else db
+
+
+def _resumed(store_path: Path, tag: str) -> tuple[fleet_run.FleetRun, Path]:
+    path = fleet_run.state_path(store_path, tag) if host_side.TAG_RE.match(tag) else None
     if path is None or not path.is_file():
-        raise UsageError(f"No fleet run {tag} in {store.path.parent / 'fleet'}.",
+        raise UsageError(f"No fleet run {tag} in {store_path.parent / 'fleet'}.",
                          "Give the tag `poolbench fleet run` printed.")  # fmt: skip
     return fleet_run.FleetRun.load(path), path
 

@@ -70,6 +70,7 @@ class FleetRun:
     start_at: float | None = None  # every host's study waits for this instant (--together)
 
     def save(self, path: Path) -> None:
+        path.parent.mkdir(exist_ok=True)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(self), indent=2))
         tmp.replace(path)
@@ -85,10 +86,9 @@ def new_tag() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
-def state_path(store: Store, tag: str) -> Path:
-    d = store.path.parent / "fleet"
-    d.mkdir(exist_ok=True)
-    return d / f"{tag}.json"
+def state_path(store_path: Path, tag: str) -> Path:
+    """Where fleet run TAG's state is kept: beside the local store (made on the first save)."""
+    return store_path.parent / "fleet" / f"{tag}.json"
 
 
 @dataclass
