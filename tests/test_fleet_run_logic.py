@@ -319,3 +319,28 @@ def test_a_refused_fleet_run_leaves_no_store_and_no_state(tmp_path: Path) -> Non
                            capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
         assert (p.returncode, said in p.stderr) == (code, True), (args, p.stderr)
         assert "Traceback" not in p.stderr and not home.exists(), args
+
+
+def test_the_fleets_answer_as_json_holds_the_printed_figures() -> None:
+    from poolbench.fleet import answer_view
+
+    measured = {
+        "a": {("raid0", "w"): ("MiB/s", [40.0, 42.0]), ("raid1", "w"): ("MiB/s", [20.0])},
+        "b": {("raid0", "w"): ("MiB/s", [10.0, 10.0]), ("raid1", "w"): ("MiB/s", [5.0])},
+    }
+    doc = answer_view.to_json(measured, {"b": {("raid0", "w"): ["too short"]}})
+    json.dumps(doc, allow_nan=False)  # strict JSON: no NaN where an interval is unknown
+    r0, r1 = doc["rows"]  # type: ignore[misc]
+    a0, b0 = r0["hosts"]
+    assert (a0["mean"], a0["n"], a0["slow"], a0["warnings"]) == (41.0, 2, False, [])
+    assert (b0["mean"], b0["slow"], b0["warnings"]) == (10.0, True, ["too short"])
+    assert r1["hosts"][0]["ci_low"] is None  # one replicate: no interval
+    (v,) = doc["verdict"]  # type: ignore[misc]
+    # raid1/raid0: 20/41 on a, 5/10 on b: two log ratios, t(0.975, 1) = 12.706
+    import math
+
+    d = [math.log(20 / 41), math.log(0.5)]
+    assert v["ratio"] == pytest.approx(math.exp(sum(d) / 2)) and v["hosts"] == 2
+    half = 12.706204736174707 * abs(d[0] - d[1]) / math.sqrt(2) / math.sqrt(2)
+    assert v["ci_high"] == pytest.approx(math.exp(sum(d) / 2 + half))
+    assert "slow-member rule" in doc["rules"]["slow_host"]  # type: ignore[index]

@@ -366,11 +366,19 @@ def test_ctrl_c_stops_every_hosts_study_cleanly_and_resume_finishes_them(
         assert pids.stdout.split()  # its sshd
         for p in pids.stdout.split():
             assert " btrfs " not in Path(f"/proc/{p}/mounts").read_text()
-    second = subprocess.run([*base, "--resume", tag[1]], capture_output=True, text=True,
-                            timeout=400)  # fmt: skip
+    second = subprocess.run([*base, "--resume", tag[1], "--json"], capture_output=True,
+                            text=True, timeout=400)  # fmt: skip
     print(second.stdout[-2000:], second.stderr[-2000:])
     assert second.returncode == 0, second.stderr
-    assert second.stdout.count("resumed (study.toml") == 3
+    # --json: the progress on stderr, one document on stdout
+    assert second.stderr.count("resumed (study.toml") == 3
+    doc = json.loads(second.stdout)
+    assert doc["tag"] == tag[1] and {h["state"] for h in doc["hosts"]} == {"collected"}
+    assert sorted(h["remote_status"] for h in doc["hosts"]) == ["finished"] * 3
+    assert {r["config"] for r in doc["answer"]["rows"]} == {
+        "backend=btrfs layout=raid0", "backend=btrfs layout=raid1"
+    }  # fmt: skip
+    assert all(len(r["hosts"]) == 3 for r in doc["answer"]["rows"])
     conn = sqlite3.connect(db)
     runs = conn.execute("SELECT status, origin FROM runs").fetchall()
     assert sorted(json.loads(o)["fleet_host"] for _, o in runs) == sorted(

@@ -6,9 +6,11 @@ Agentless, as Ansible and pbench fan out: OpenSSH's client with shared connectio
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -113,6 +115,8 @@ def _fleet_options(f: Callable[..., None]) -> Callable[..., None]:
         click.option("--together", is_flag=True,
                      help="Every host starts its study at one instant (their clock skew "
                      "measured and stated)."),
+        click.option("--json", "as_json", is_flag=True,
+                     help="Print the hosts and the fleet's answer as JSON (progress on stderr)."),
         click.option("--no-screen", is_flag=True,
                      help="Real disks: the hosts do not screen their disks first (as `run`)."),
         db_option,
@@ -130,7 +134,7 @@ def _fleet_options(f: Callable[..., None]) -> Callable[..., None]:
 def run(
     hostfile: Path | None, study_file: Path | None, resume_tag: str | None, seed: int | None,
     poll_s: float, link_grace_s: float, ssh_config: Path | None, together: bool,
-    no_screen: bool, db: Path | None,
+    as_json: bool, no_screen: bool, db: Path | None,
 ) -> None:  # fmt: skip
     """Run STUDY_FILE on every host of HOSTFILE at once, with the same seed, and collect
     every host's results into the local store, tagged by host.
@@ -157,8 +161,8 @@ def run(
         state.run_options = ["--no-screen"] if no_screen else []
         path = fleet_run.state_path(_store_path(db), state.tag)
     store = open_store(db)
-    _drive(store, state, path, ssh_config, poll_s, link_grace_s,
-           resume=resume_tag is not None, together=together)  # fmt: skip
+    _drive(store, state, path, Driving(ssh_config, poll_s, link_grace_s, together, as_json),
+           resume=resume_tag is not None)  # fmt: skip
 
 
 @fleet.command("study", context_settings={"ignore_unknown_options": True})
@@ -169,7 +173,7 @@ def run(
 def study(
     hostfile: Path, name: str, study_options: tuple[str, ...], seed: int | None,
     poll_s: float, link_grace_s: float, ssh_config: Path | None, together: bool,
-    no_screen: bool, db: Path | None,
+    as_json: bool, no_screen: bool, db: Path | None,
 ) -> None:  # fmt: skip
     """Run built-in study NAME on every host of HOSTFILE at once, as `poolbench study NAME
     STUDY_OPTIONS` there, with the same seed and each host's disks= (see `fleet run`).
@@ -194,8 +198,8 @@ def study(
         builtin=[name, *study_options], run_options=["--no-screen"] if no_screen else [],
     )  # fmt: skip
     path = fleet_run.state_path(store.path, state.tag)
-    _drive(store, state, path, ssh_config, poll_s, link_grace_s, resume=False,
-           together=together)  # fmt: skip
+    _drive(store, state, path, Driving(ssh_config, poll_s, link_grace_s, together, as_json),
+           resume=False)  # fmt: skip
 
 
 def _check_ssh_config(ssh_config: Path | None) -> None:
@@ -204,21 +208,36 @@ def _check_ssh_config(ssh_config: Path | None) -> None:
                          "Give ssh's configuration file (ssh -F).")  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Driving:
+    """How `fleet run` and `fleet study` drive their hosts (their shared options)."""
+
+    ssh_config: Path | None
+    poll_s: float
+    link_grace_s: float
+    together: bool
+    as_json: bool
+
+
 def _drive(
-    store: Store, state: fleet_run.FleetRun, path: Path, ssh_config: Path | None,
-    poll_s: float, link_grace_s: float, *, resume: bool, together: bool,
-) -> None:  # fmt: skip
+    store: Store, state: fleet_run.FleetRun, path: Path, how: Driving, *, resume: bool
+) -> None:
     """Start (or resume) every host, poll them to the end, then the hosts and the answer;
-    on any way out (Ctrl-C included) every host's study is told to stop and the state kept."""
+    on any way out (Ctrl-C included) every host's study is told to stop and the state kept.
+    With --json the progress goes to stderr and stdout is one JSON document."""
     hosts = {h.label: h for h in sshhosts.load(Path(state.hostfile))}
-    with open_transport(LocalRunner(), ssh_config) as transport:
-        ctl = fleet_run.Controller(transport, store, state, hosts, click.echo, poll_s,
-                                   link_grace_s)  # fmt: skip
+
+    def say(line: str) -> None:
+        click.echo(line, err=how.as_json)
+
+    with open_transport(LocalRunner(), how.ssh_config) as transport:
+        ctl = fleet_run.Controller(transport, store, state, hosts, say, how.poll_s,
+                                   how.link_grace_s)  # fmt: skip
         try:
             if not resume:
-                click.echo(f"fleet run {state.tag}: {len(hosts)} host(s), seed {state.seed} "
-                           f"(resume: poolbench fleet run --resume {state.tag})")  # fmt: skip
-                ctl.begin(check_fleet(transport, list(hosts.values())), together)
+                say(f"fleet run {state.tag}: {len(hosts)} host(s), seed {state.seed} "
+                    f"(resume: poolbench fleet run --resume {state.tag})")  # fmt: skip
+                ctl.begin(check_fleet(transport, list(hosts.values())), how.together)
             else:
                 ctl.resume()
             state.save(path)
@@ -228,8 +247,28 @@ def _drive(
             raise
         finally:
             state.save(path)
-    _render_hosts(state)
-    answer_view.render(fleet_run.measured(store, state), fleet_run.warned(store, state))
+    measured, warned = fleet_run.measured(store, state), fleet_run.warned(store, state)
+    if how.as_json:
+        skip = ("offset", "last_answer")  # the controller's own bookkeeping
+        hosts_doc = [
+            {k: v for k, v in dataclasses.asdict(h).items() if k not in skip}
+            for h in state.hosts.values()
+        ]
+        click.echo(
+            json.dumps(
+                {
+                    "tag": state.tag,
+                    "seed": state.seed,
+                    "study": state.study_file,
+                    "hosts": hosts_doc,
+                    "answer": answer_view.to_json(measured, warned),
+                },
+                indent=2,
+            )
+        )
+    else:
+        _render_hosts(state)
+        answer_view.render(measured, warned)
     error = fleet_run.summary_error(state)
     if error is not None:
         raise error

@@ -72,3 +72,34 @@ def _verdict(console: Console, changes: list[answer.Change]) -> None:
 def _figure(f: answer.HostFigure, slow: bool) -> str:
     text = f"{f.mean:.3g}" if math.isnan(f.low) else f"{f.mean:.3g} ± {(f.high - f.low) / 2:.2g}"
     return f"[red]{text} slow[/]" if slow else text
+
+
+def to_json(measured: answer.Measured, warned: Warned) -> dict[str, object]:
+    """The fleet's answer for `--json`: what `render` prints, as numbers (null where a figure
+    has no interval)."""
+    table = answer.rows(measured)
+    return {
+        "rows": [
+            {
+                "config": r.config, "workload": r.workload, "unit": r.unit,
+                "hosts": [
+                    {"host": f.host, "n": f.n, "mean": f.mean, "ci_low": _num(f.low),
+                     "ci_high": _num(f.high), "slow": f.host in r.slow,
+                     "warnings": warned.get(f.host, {}).get((r.config, r.workload), [])}
+                    for f in r.hosts
+                ],
+            }
+            for r in table
+        ],
+        "verdict": [
+            {"workload": c.workload, "config": c.config, "best": c.best, "ratio": c.ratio,
+             "ci_low": _num(c.low), "ci_high": _num(c.high), "hosts": c.hosts,
+             "significant": c.significant}
+            for c in answer.verdict(table)
+        ],
+        "rules": {"slow_host": answer.SLOW_HOST_RULE, "verdict": answer.BLOCK_RULE},
+    }  # fmt: skip
+
+
+def _num(x: float) -> float | None:
+    return None if math.isnan(x) else x
