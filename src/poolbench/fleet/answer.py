@@ -4,15 +4,20 @@ over the fleet with the host as a block.
 
 * **A slow host** by the slow-member rule one level up (guards/members.py SLOW_FRACTION, as
   the disk screen names a slow disk): its whole 95% interval below 0.75 x the median of the
-  other hosts' means (its mean when it ran once). The other hosts' figures are what the
-  fleet's verdict should be read from; the slow host is named, never averaged in silently.
+  other hosts' means (its mean when it ran once). It is named, never averaged in silently.
+  It stays in the verdict below: there each host is compared only with itself, so a host
+  slower in everything moves neither the ratio nor its interval, and a host slow in one
+  configuration only is exactly what widens the interval, as it should.
 * **The verdict over the fleet**: each configuration against the best one, per workload, in
   blocks of hosts. On each host the two configurations ran on the same machine with its own
   disks, so per host d = log(mean of the configuration) - log(mean of the best), and the
   change is exp(mean d) over the hosts with Student's t interval on n - 1 df (the paired
   analysis of a randomized complete block design, hosts the blocks): a host twice as fast
   as another in everything moves neither the ratio nor its interval. With one host there
-  is no fleet interval; that host's own answer is its run's report.
+  is no fleet interval; that host's own answer is its run's report. The best is picked
+  from the same figures it is then compared with, so a difference whose interval only just
+  misses 1 is weaker evidence than it looks (the winner's curse); with several layouts
+  close together, read the intervals, not only the word "significant".
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ SLOW_HOST_RULE = (
 )
 BLOCK_RULE = (
     "each configuration against the best, hosts as blocks: per host the log ratio of the two "
-    "means, Student's t over the hosts (n - 1 df), 95%"
+    "means, Student's t over the hosts (n - 1 df), 95%; the best is picked from these same "
+    "figures, so an interval that only just misses 1 is weak evidence"
 )
 
 
