@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from poolbench.engine import lifecycle
 from poolbench.errors import UsageError
 from poolbench.fleet import host_side
 from poolbench.fleet.fleet_run import Controller, FleetRun, HostRun, summary_error
@@ -44,17 +43,68 @@ def test_a_detached_start_logs_and_ends_and_its_status_reads_from_an_offset(
     assert host_side.stop("t1", root=tmp_path) is False  # nothing running to stop
 
 
-def test_a_run_still_going_is_not_started_twice_and_a_bad_tag_is_refused(
-    tmp_path: Path,
-) -> None:
-    d = tmp_path / "t2"
-    d.mkdir()
-    (d / "state.json").write_text(json.dumps({"owner": lifecycle.owner_id()}))  # alive: us
-    with pytest.raises(UsageError, match="still going on this host"):
-        host_side.start("t2", ["--version"], root=tmp_path)
+def test_one_fleet_study_at_a_time_on_a_host_and_a_bad_tag_is_refused(tmp_path: Path) -> None:
+    # The first study waits for its start time, holding the host's lock: a second start, of
+    # its tag or of another (say, a new fleet run after a lost link), is refused by name.
+    host_side.start("t2", ["runs"], root=tmp_path, at=time.time() + 30)
+    for tag in ("t2", "other"):
+        with pytest.raises(UsageError, match="Fleet run t2 is still going on this host"):
+            host_side.start(tag, ["runs"], root=tmp_path)
+    assert not (tmp_path / "other" / "state.json").exists()
+    assert host_side.stop("t2", root=tmp_path) is True  # Ctrl-C to its session, waiting
+    _wait_ended("t2", tmp_path)
+    host_side.start("other", ["runs"], root=tmp_path)  # the lock went with it
+    _wait_ended("other", tmp_path)
     for tag in ["../etc", "", "a/b", "-x", "a" * 65]:
         with pytest.raises(UsageError, match="is not a fleet run's tag"):
             host_side.run_dir(tag, tmp_path)
+
+
+def test_a_start_cancelled_before_it_arrives_never_begins(tmp_path: Path) -> None:
+    # The controller, stopped while its start call was on the way, cancels that start by
+    # name; the start arriving after that writes its pid but begins nothing.
+    assert host_side.stop("t6", root=tmp_path, attempt="beef0001") is False
+    host_side.start("t6", ["runs"], root=tmp_path, attempt="beef0001")
+    st = _wait_ended("t6", tmp_path)
+    assert st.log == "fleet start: cancelled by the controller before the study began\n"
+    # Another start of that tag (a resume) is not cancelled by it.
+    host_side.start("t6", ["runs"], root=tmp_path, attempt="beef0002")
+    assert "There is no result store" in _wait_ended("t6", tmp_path).log
+    with pytest.raises(UsageError, match="not a start attempt"):
+        host_side.stop("t6", root=tmp_path, attempt="../x")
+
+
+def _wait_ended(tag: str, root: Path) -> host_side.HostStatus:
+    deadline = time.monotonic() + 60
+    while (st := host_side.status(tag, root=root)).running:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    return st
+
+
+def test_the_log_is_cut_at_whole_lines_and_never_stalls_or_splits_a_character() -> None:
+    full = host_side.LOG_CHUNK
+    assert host_side.log_cut(b"one\ntwo", partial=True) == 4  # "two" waits for its end
+    assert host_side.log_cut(b"one\ntwo", partial=False) == 7  # the log's end: all of it
+    assert host_side.log_cut(b"x" * full, partial=True) == full  # one long line: sent on
+    e_acute = "\u00e9".encode()  # two bytes
+    euro = "\u20ac".encode()  # three bytes
+    for char in (e_acute, euro, "\U0001f600".encode()):
+        for kept in range(1, len(char)):  # the chunk ends inside the character
+            chunk = (b"x" * full)[: full - kept] + char[:kept]
+            assert host_side.log_cut(chunk, partial=True) == full - kept
+        chunk = (b"x" * full)[: full - len(char)] + char  # ends with the whole character
+        assert host_side.log_cut(chunk, partial=True) == full
+
+
+def test_status_says_there_is_more_log_after_a_full_chunk(tmp_path: Path) -> None:
+    d = tmp_path / "t8"
+    d.mkdir()
+    (d / "log").write_bytes(b"a" * (host_side.LOG_CHUNK - 1) + b"\n" + b"tail\n")
+    first = host_side.status("t8", root=tmp_path)  # no study runs: it ended
+    assert (first.running, first.next_offset, first.more) == (False, host_side.LOG_CHUNK, True)
+    rest = host_side.status("t8", offset=first.next_offset, root=tmp_path)
+    assert (rest.log, rest.more) == ("tail\n", False)
 
 
 def test_the_store_is_sent_as_one_consistent_copy(tmp_path: Path) -> None:
@@ -181,6 +231,131 @@ def test_resume_resumes_a_stopped_study_there_and_collects_an_ended_one(
     assert summary_error(ctl.run) is None
 
 
+def test_a_study_still_tearing_down_at_resume_is_resumed_when_it_stops(tmp_path: Path) -> None:
+    # Resumed right after a Ctrl-C: host a's study is still tearing down (running), then
+    # ends interrupted; the same resume resumes it there, once, and collects it.
+    hosts = Hosts({
+        "a": {"host-status": [_status(True, "tearing down\n", 13, [(1, "running")]),
+                              _status(False, "", 13, [(1, "interrupted")]),
+                              _status(False, "", 13, [(1, "finished")])],
+              "host-put": [(0, "/var/lib/poolbench/fleet/tag1/study.toml\n", "")],
+              "host-start": [(0, '{"pid": 12}', "")],
+              "host-fetch": [(0, _store_b64(tmp_path, "finished"), "")]},
+    })  # fmt: skip
+    ctl = _controller(tmp_path, hosts, itertools.count(0.0, 1.0))
+    ctl.run.hosts["root@a"].state = "stopped"
+    ctl.resume()
+    ctl.wait(lambda: None)
+    starts = [r for _, r in hosts.calls if r[2] == "host-start"]
+    assert len(starts) == 1 and starts[0][starts[0].index("--resume") + 1] == "1"
+    assert ctl.run.hosts["root@a"].state == "collected"
+    assert "[root@a] its study stopped there (run 1 interrupted): resuming it" in ctl.said  # type: ignore[attr-defined]
+
+
+def test_a_host_collected_before_its_state_was_saved_is_not_lost(tmp_path: Path) -> None:
+    # The controller died after the import and before saving: the resume imports nothing
+    # new and takes the run already here, instead of a host silently missing its figures.
+    b64 = _store_b64(tmp_path, "finished")
+    hosts = Hosts({"a": {"host-status": [_status(False, "", 0, [(1, "finished")])],
+                         "host-fetch": [(0, b64, "")]}})  # fmt: skip
+    ctl = _controller(tmp_path, hosts, itertools.count(0.0, 1.0))
+    ctl.run.hosts["root@a"].state = "running"
+    ctl.resume()
+    first = ctl.run.hosts["root@a"].local_run
+    ctl.run.hosts["root@a"].state = "running"  # as the saved state still says
+    ctl.run.hosts["root@a"].local_run = None
+    ctl.resume()
+    a = ctl.run.hosts["root@a"]
+    assert (a.state, a.local_run, len(ctl.store.runs())) == ("collected", first, 1)
+
+
+def test_one_host_answering_nonsense_is_that_hosts_failure_only(tmp_path: Path) -> None:
+    hosts = Hosts({
+        "a": {"host-put": [(0, "/p\n", "")], "host-start": [(0, '{"pid": 1}', "")],
+              "host-status": [(0, "<html>proxy error</html>", "")]},
+        "b": {"host-put": [(0, "/p\n", "")], "host-start": [(0, '{"pid": 2}', "")],
+              "host-status": [_status(False, "done\n", 5, [(1, "finished")])],
+              "host-fetch": [(0, _store_b64(tmp_path, "finished"), "")]},
+    })  # fmt: skip
+    ctl = _controller(tmp_path, hosts, itertools.count(0.0, 1.0))
+    ctl.begin([])
+    ctl.wait(lambda: None)
+    a, b = ctl.run.hosts["root@a"], ctl.run.hosts["root@b"]
+    assert a.state == "failed" and "not a fleet run's status: '<html>proxy error" in a.reason
+    assert b.state == "collected"
+    assert not [r for _, r in hosts.calls if r[2] == "host-stop"]  # nobody was stopped
+
+
+def test_a_long_log_is_read_to_its_end_before_the_store_is_collected(tmp_path: Path) -> None:
+    hosts = Hosts({
+        "a": {"host-put": [(0, "/p\n", "")], "host-start": [(0, '{"pid": 1}', "")],
+              "host-status": [
+                  (0, json.dumps({"running": False, "log": "part 1\n", "next": 7,
+                                  "runs": [{"id": 1, "status": "finished", "name": "x"}],
+                                  "more": True}), ""),
+                  _status(False, "part 2\n", 14, [(1, "finished")])],
+              "host-fetch": [(0, _store_b64(tmp_path, "finished"), "")]},
+    })  # fmt: skip
+    ctl = _controller(tmp_path, hosts, itertools.count(0.0, 1.0))
+    ctl.begin([])
+    ctl.wait(lambda: None)
+    said = ctl.said  # type: ignore[attr-defined]
+    assert said.index("[root@a] part 1") < said.index("[root@a] part 2")
+    assert said.index("[root@a] part 2") < said.index(
+        "[root@a] finished: run 1 there is run 1 here"
+    )
+    froms = [r[r.index("--from") + 1] for _, r in hosts.calls if "--from" in r]
+    assert froms == ["0", "7"]
+
+
+def test_a_stop_while_a_start_is_on_its_way_cancels_that_start(tmp_path: Path) -> None:
+    class CtrlCOnStart(Hosts):
+        def __call__(self, argv: tuple[str, ...]) -> CommandResult:
+            result = super().__call__(argv)
+            if shlex.split(argv[-1])[2] == "host-start" and argv[argv.index("--") + 1] == "b":
+                raise KeyboardInterrupt  # the user's Ctrl-C while b's start is on its way
+            return result
+
+    saved: list[str] = []
+    hosts = CtrlCOnStart({
+        h: {"host-put": [(0, "/p\n", "")], "host-start": [(0, '{"pid": 1}', "")],
+            "host-stop": [(0, '{"stopped": true}', "")]} for h in ("a", "b")
+    })  # fmt: skip
+    ctl = _controller(tmp_path, hosts, itertools.count(0.0, 1.0))
+    ctl.save = lambda: saved.append(ctl.run.hosts["root@b"].state)
+    with pytest.raises(KeyboardInterrupt):
+        ctl.begin([])
+    ctl.stop_all()
+    assert saved[-1] == "starting"  # on disk before the call went out
+    start_b = next(r for h, r in hosts.calls if h == "b" and r[2] == "host-start")
+    attempt = start_b[start_b.index("--attempt") + 1]
+    stops = {h: r for h, r in hosts.calls if r[2] == "host-stop"}
+    assert stops["b"][3:] == ["tag1", "--attempt", attempt]  # that very start cancelled
+    assert stops["a"][3:] == ["tag1"]  # a running study: its Ctrl-C
+    assert {h.state for h in ctl.run.hosts.values()} == {"stopped"}
+
+
+def test_resume_reaches_the_hosts_the_run_began_with(tmp_path: Path) -> None:
+    from poolbench.fleet import fleet_run
+    from poolbench.fleet.sshhosts import load
+
+    f = tmp_path / "fleet.ssh"
+    f.write_text("root@nas1:2222 disks=/dev/sdb,/dev/sdc\nadmin@nas2 poolbench=/opt/pb\n")
+    run = FleetRun("tag1", "s.toml", "", str(f), 7)
+    began = load(f)
+    fleet_run.remember_hosts(run, began)
+    run.save(tmp_path / "state.json")
+    f.write_text("root@nas3\n")  # the host file changed since
+    hosts = fleet_run.fleet_hosts(FleetRun.load(tmp_path / "state.json"))
+    assert hosts == {h.label: h for h in began}
+    assert list(hosts) == ["root@nas1:2222", "admin@nas2"]
+    assert (hosts["root@nas1:2222"].target.port, hosts["root@nas1:2222"].disks) == (
+        2222,
+        "/dev/sdb,/dev/sdc",
+    )
+    assert (hosts["admin@nas2"].target.user, hosts["admin@nas2"].poolbench) == ("admin", "/opt/pb")
+
+
 # -- the fleet's answer, on hand-worked figures ----------------------------------------------
 
 
@@ -222,10 +397,19 @@ def test_a_built_in_study_runs_as_the_hosts_own_study_command(tmp_path: Path) ->
     ctl.run.builtin = ["parity", "--widths", "4,6"]
     ctl.start("root@a")
     (start,) = [r for _, r in hosts.calls]  # no study file is sent
-    assert start[2:5] == ["host-start", "tag1", "--"]
-    assert start[5:] == ["study", "parity", "--widths", "4,6", "--seed", "7", "--disks", "2x1G"]
+    assert start[2:4] == ["host-start", "tag1"] and start[4] == "--attempt"
+    assert _study_args(start) == [
+        "study",
+        "parity",
+        "--widths",
+        "4,6",
+        "--seed",
+        "7",
+        "--disks",
+        "2x1G",
+    ]
     ctl.start("root@a", resume=3)
-    assert hosts.calls[-1][1][5:] == ["study", "parity", "--widths", "4,6", "--seed", "7",
+    assert _study_args(hosts.calls[-1][1]) == ["study", "parity", "--widths", "4,6", "--seed", "7",
                                       "--resume", "3"]  # fmt: skip
 
 
@@ -294,7 +478,12 @@ def test_a_host_without_disks_runs_the_studys_own(tmp_path: Path) -> None:
     ctl = _controller(tmp_path, hosts, itertools.count(0.0, 1.0))
     ctl.hosts["root@a"] = parse_line("root@a")
     ctl.start("root@a")
-    assert hosts.calls[-1][1][5:] == ["run", "/x/study.toml", "--seed", "7"]
+    assert _study_args(hosts.calls[-1][1]) == ["run", "/x/study.toml", "--seed", "7"]
+
+
+def _study_args(remote: list[str]) -> list[str]:
+    """The command a host-start call starts there: what follows its `--`."""
+    return remote[remote.index("--") + 1 :]
 
 
 def test_a_refused_fleet_run_leaves_no_store_and_no_state(tmp_path: Path) -> None:

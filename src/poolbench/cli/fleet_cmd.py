@@ -189,6 +189,12 @@ def study(
             "its disks= in the host file, the seed and the store from fleet study itself.",
             "Give --seed before NAME; put each host's disks in the host file.",
         )
+    if "--" in study_options:
+        raise CommandLineError(
+            "`--` cannot stand among a fleet study's options: each host's study command is "
+            "built from them, and `--` there would end its options early.",
+            "Give the study's options without `--`.",
+        )
     _check_ssh_config(ssh_config)
     sshhosts.load(hostfile)  # a bad host file is refused before anything is made
     store = open_store(db)
@@ -225,14 +231,16 @@ def _drive(
     """Start (or resume) every host, poll them to the end, then the hosts and the answer;
     on any way out (Ctrl-C included) every host's study is told to stop and the state kept.
     With --json the progress goes to stderr and stdout is one JSON document."""
-    hosts = {h.label: h for h in sshhosts.load(Path(state.hostfile))}
+    if not state.targets:  # a new run: the hosts as the host file says now, kept
+        fleet_run.remember_hosts(state, sshhosts.load(Path(state.hostfile)))
+    hosts = fleet_run.fleet_hosts(state)
 
     def say(line: str) -> None:
         click.echo(line, err=how.as_json)
 
     with open_transport(LocalRunner(), how.ssh_config) as transport:
         ctl = fleet_run.Controller(transport, store, state, hosts, say, how.poll_s,
-                                   how.link_grace_s)  # fmt: skip
+                                   how.link_grace_s, save=lambda: state.save(path))  # fmt: skip
         try:
             if not resume:
                 say(f"fleet run {state.tag}: {len(hosts)} host(s), seed {state.seed} "
@@ -242,8 +250,14 @@ def _drive(
                 ctl.resume()
             state.save(path)
             ctl.wait(lambda: state.save(path))
-        except BaseException:
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: every host's study stops too
             ctl.stop_all()
+            raise
+        except Exception as exc:
+            # Not the user's stop: the hosts' studies go on there, as after a lost link.
+            say(f"fleet run {state.tag} stopped here ({type(exc).__name__}); every host's "
+                f"study goes on there: `poolbench fleet run --resume {state.tag}` collects "
+                "them")  # fmt: skip
             raise
         finally:
             state.save(path)
@@ -329,10 +343,11 @@ def host_put(tag: str) -> None:
 @fleet.command("host-start", hidden=True, context_settings={"ignore_unknown_options": True})
 @click.argument("tag")
 @click.option("--at", type=float, default=None, help="Start at this epoch time (this host's).")
+@click.option("--attempt", default=None, help="This start's name (host-stop can cancel it).")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def host_start(tag: str, at: float | None, args: tuple[str, ...]) -> None:
+def host_start(tag: str, at: float | None, attempt: str | None, args: tuple[str, ...]) -> None:
     """`poolbench ARGS` started detached as fleet run TAG's study; prints its pid."""
-    click.echo(json.dumps({"pid": host_side.start(tag, list(args), at=at)}))
+    click.echo(json.dumps({"pid": host_side.start(tag, list(args), at=at, attempt=attempt)}))
 
 
 @fleet.command("host-status", hidden=True)
@@ -354,6 +369,7 @@ def host_fetch(tag: str) -> None:
 
 @fleet.command("host-stop", hidden=True)
 @click.argument("tag")
-def host_stop(tag: str) -> None:
+@click.option("--attempt", default=None, help="Cancel this start too, should it come later.")
+def host_stop(tag: str, attempt: str | None) -> None:
     """Ctrl-C to fleet run TAG's study here."""
-    click.echo(json.dumps({"stopped": host_side.stop(tag)}))
+    click.echo(json.dumps({"stopped": host_side.stop(tag, attempt=attempt)}))

@@ -25,13 +25,14 @@ import secrets
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from poolbench.errors import PoolbenchError
 from poolbench.fleet import host_side
 from poolbench.fleet.readiness import HostCheck, check_host
-from poolbench.fleet.ssh import SSH_FAILED, Transport
+from poolbench.fleet.ssh import SSH_FAILED, SshTarget, Transport
 from poolbench.fleet.sshhosts import FleetHost
 from poolbench.store.db import Store
 from poolbench.store.merge import import_store
@@ -39,6 +40,8 @@ from poolbench.store.queries import StoredFigure, stored_figures
 from poolbench.system import stopping
 
 CALL_TIMEOUT = 60.0  # one host-* call, connection included
+STOP_TIMEOUT = 30.0  # one host-stop call: every host is told at once, so this bounds them all
+STOP_WORKERS = 16
 FETCH_TIMEOUT = 600.0  # one host's store
 START_LEAD_S = 3.0
 START_PER_HOST_S = 1.0
@@ -48,13 +51,15 @@ ENDED = ("finished", "partial", "failed")  # an interrupted run is resumed, not 
 @dataclass
 class HostRun:
     label: str
-    state: str = "pending"  # pending, running, lost, collected, failed, left out
+    state: str = "pending"  # pending, starting, running, lost, collected, failed, left out,
+    # stopped
     offset: int = 0  # how much of its log was printed
     remote_run: int | None = None
     remote_status: str | None = None
     local_run: int | None = None
     reason: str = ""
     last_answer: float = 0.0
+    attempt: str = ""  # the name of its last start call (a stop can cancel it in flight)
 
 
 @dataclass
@@ -68,6 +73,9 @@ class FleetRun:
     run_options: list[str] = field(default_factory=list)  # more `poolbench run` options
     builtin: list[str] = field(default_factory=list)  # `study NAME OPTIONS...` instead of a file
     start_at: float | None = None  # every host's study waits for this instant (--together)
+    targets: dict[str, dict[str, object]] = field(default_factory=dict)  # label -> its host
+    # file line as the run began (fleet_hosts): --resume reaches the same hosts, whatever
+    # the host file says by then
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(exist_ok=True)
@@ -80,6 +88,29 @@ class FleetRun:
         doc = json.loads(path.read_text())
         hosts = {k: HostRun(**v) for k, v in doc.pop("hosts").items()}
         return cls(**doc, hosts=hosts)
+
+
+def remember_hosts(run: FleetRun, hosts: list[FleetHost]) -> None:
+    run.targets = {
+        h.label: {"host": h.target.host, "user": h.target.user, "port": h.target.port,
+                  "disks": h.disks, "poolbench": h.poolbench}
+        for h in hosts
+    }  # fmt: skip
+
+
+def fleet_hosts(run: FleetRun) -> dict[str, FleetHost]:
+    """The hosts the run began with (remember_hosts)."""
+    out = {}
+    for label, t in run.targets.items():
+        port = t.get("port")
+        target = SshTarget(str(t["host"]), _opt(t.get("user")),
+                           int(port) if isinstance(port, int) else None)  # fmt: skip
+        out[label] = FleetHost(target, _opt(t.get("disks")), str(t.get("poolbench") or "poolbench"))
+    return out
+
+
+def _opt(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def new_tag() -> str:
@@ -102,6 +133,9 @@ class Controller:
     link_grace_s: float = 120.0
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
+    save: Callable[[], None] = lambda: None  # the run's state to disk (before a start call)
+    restart: set[str] = field(default_factory=set)  # hosts whose stopped study is resumed
+    # once when met (set by `resume`: the user asked for them to be finished)
 
     def _call(
         self,
@@ -153,7 +187,13 @@ class Controller:
                 else [*(["--disks", host.disks] if host.disks else []), *self.run.run_options]
             )
             at = ["--at", repr(self.run.start_at)] if self.run.start_at and not resume else []
-            rc, out, err = self._call(label, ["host-start", self.run.tag, *at, "--", *args])
+            # On record before the call: a stop that lands while it is on its way cancels
+            # this very start there (stop_all), so no study is left running unseen.
+            hr.state, hr.attempt = "starting", secrets.token_hex(4)
+            self.save()
+            rc, out, err = self._call(
+                label, ["host-start", self.run.tag, *at, "--attempt", hr.attempt, "--", *args]
+            )
         if rc != 0:
             hr.state, hr.reason = "failed", _reason(rc, err)
             self.say(f"[{label}] not started: {hr.reason}")
@@ -182,21 +222,43 @@ class Controller:
         if hr.state == "lost":
             self.say(f"[{label}] link back")
         hr.state, hr.last_answer = "running", now
-        st = json.loads(out)
-        for line in str(st["log"]).splitlines():
-            self.say(f"[{label}] {line}")
-        hr.offset = int(st["next"])
-        runs = st["runs"]
-        if runs:
-            hr.remote_run, hr.remote_status = int(runs[-1]["id"]), str(runs[-1]["status"])
-        if not st["running"]:
+        try:
+            running, more = self._take_status(hr, out)
+        except (ValueError, KeyError, TypeError, IndexError):
+            hr.state = "failed"
+            hr.reason = f"its answer is not a fleet run's status: {out.strip()[:80]!r}"
+            self.say(f"[{label}] {hr.reason}")
+            return
+        if running:
+            return
+        if more:  # the study ended with more log than one answer carries: the rest first
+            self.poll_once(label)
+        else:
             self.collect(label)
+
+    def _take_status(self, hr: HostRun, out: str) -> tuple[bool, bool]:
+        """One host-status answer taken in: its log said, its runs noted; (running, more)."""
+        st = json.loads(out)
+        log, nxt, runs = str(st["log"]), int(st["next"]), list(st["runs"])
+        last = (int(runs[-1]["id"]), str(runs[-1]["status"])) if runs else None
+        for line in log.splitlines():
+            self.say(f"[{hr.label}] {line}")
+        hr.offset = nxt
+        if last:
+            hr.remote_run, hr.remote_status = last
+        return bool(st["running"]), bool(st.get("more", False))
 
     def collect(self, label: str) -> None:
         hr = self.run.hosts[label]
         if hr.remote_status not in ENDED:
-            hr.state = "failed"
             what = f"run {hr.remote_run} {hr.remote_status}" if hr.remote_run else "no run begun"
+            if label in self.restart:
+                self.restart.discard(label)
+                self.say(f"[{label}] its study stopped there ({what}): "
+                         + ("resuming it" if hr.remote_run else "starting it"))  # fmt: skip
+                self.start(label, resume=hr.remote_run)
+                return
+            hr.state = "failed"
             hr.reason = f"its study stopped there ({what})"
             self.say(f"[{label}] {hr.reason}: `poolbench fleet run --resume {self.run.tag}`")
             return
@@ -217,37 +279,53 @@ class Controller:
             tags = {"fleet_host": label, "fleet_tag": self.run.tag}
             report = import_store(self.store, local, [hr.remote_run] if hr.remote_run else None,
                                   source=f"ssh://{label}{remote}", tags=tags)  # fmt: skip
-        hr.local_run = report.imported[0][1] if report.imported else hr.local_run
-        hr.state = "collected"
+        # Already here (collected before, its state not saved in time): the run it became.
+        ids = [new for _, new in report.imported] or [here for _, here in report.existing]
+        if not ids:
+            hr.state, hr.reason = "failed", f"its store has no run {hr.remote_run}"
+            self.say(f"[{label}] {hr.reason}")
+            return
+        hr.local_run, hr.state = ids[0], "collected"
         self.say(f"[{label}] {hr.remote_status}: run {hr.remote_run} there is run "
                  f"{hr.local_run} here")  # fmt: skip
 
     def stop_all(self) -> None:
-        """Ctrl-C to every host's study (each tears down there, its finished results kept);
-        a second signal here does not cut this short (each call has its time limit)."""
-        with stopping.deferred("telling every host's study to stop"):
-            for label, hr in self.run.hosts.items():
-                if hr.state not in ("running", "lost"):
-                    continue
-                rc, _, err = self._call(label, ["host-stop", self.run.tag])
-                hr.state = "stopped" if rc == 0 else hr.state
-                self.say(
-                    f"[{label}] "
-                    + (
-                        "stopped (Ctrl-C there: torn down, what was finished kept)"
-                        if rc == 0
-                        else f"could not be told to stop: {_reason(rc, err)}"
-                    )
-                )
+        """Ctrl-C to every host's study (each tears down there, its finished results kept),
+        all hosts at once; a host whose start was on its way has that start cancelled. A
+        second signal here does not cut this short (each call has its time limit)."""
+        todo = [hr for hr in self.run.hosts.values() if hr.state in ("starting", "running", "lost")]
+        if not todo:
+            return
+        with (
+            stopping.deferred("telling every host's study to stop"),
+            ThreadPoolExecutor(max_workers=min(len(todo), STOP_WORKERS)) as pool,
+        ):
+            answers = list(pool.map(self._stop_one, todo))
+        for hr, (rc, err) in zip(todo, answers, strict=True):
+            if rc == 0:
+                hr.state = "stopped"
+                self.say(f"[{hr.label}] stopped (Ctrl-C there: torn down, what was finished kept)")
+            else:
+                self.say(f"[{hr.label}] could not be told to stop: {_reason(rc, err)}")
+
+    def _stop_one(self, hr: HostRun) -> tuple[int, str]:
+        cancel = ["--attempt", hr.attempt] if hr.state == "starting" and hr.attempt else []
+        rc, _, err = self._call(
+            hr.label, ["host-stop", self.run.tag, *cancel], timeout=STOP_TIMEOUT
+        )
+        return rc, err
 
     def resume(self) -> None:
         """Each host not collected yet: one left out is checked again and started if ready
-        now; the others polled: a study that ended is collected, one that stopped is resumed
-        there (`run --resume`), one never begun is started."""
+        now; the others polled: a study that ended is collected, one that stopped (or never
+        began) is resumed there (`run --resume`) or started, once, when it is met, now or
+        while waiting (a study told to stop a moment ago may still be tearing down)."""
+        self.restart = {k for k, h in self.run.hosts.items() if h.state != "collected"}
         for label, hr in self.run.hosts.items():
             if hr.state == "collected":
                 continue
             if hr.state == "left out":
+                self.restart.discard(label)
                 c = check_host(self.transport, self.hosts[label], time.time)
                 if not c.ready:
                     hr.reason = "; ".join(c.problems)
@@ -258,12 +336,10 @@ class Controller:
                 continue
             hr.state, hr.last_answer = "running", self.clock()
             self.poll_once(label)
-            if hr.state != "failed" or hr.reason.startswith("link"):
-                continue
-            if hr.remote_run is None:
+            never_put = hr.state == "failed" and hr.remote_run is None  # no such run there
+            if never_put and label in self.restart and not hr.reason.startswith("link"):
+                self.restart.discard(label)
                 self.start(label)
-            elif hr.remote_status not in ENDED:
-                self.start(label, resume=hr.remote_run)
 
     def wait(self, on_round: Callable[[], None]) -> None:
         while any(h.state in ("running", "lost") for h in self.run.hosts.values()):

@@ -32,6 +32,7 @@ class ImportReport:
     source: str
     imported: list[tuple[int, int]] = field(default_factory=list)  # (their id, our new id)
     skipped: list[tuple[int, str]] = field(default_factory=list)  # (their id, why)
+    existing: list[tuple[int, int]] = field(default_factory=list)  # (their id, ours): here already
     rows: dict[str, int] = field(default_factory=dict)  # table -> rows copied
     tags: dict[str, str] = field(default_factory=dict)  # said in each imported run's origin
 
@@ -143,6 +144,7 @@ def _import_runs(
         here = _existing(local.conn, uid, row)
         if here is not None:
             report.skipped.append((src_id, f"already in the local store as run {here}"))
+            report.existing.append((src_id, here))
             continue
         new_id = _copy_run(local, src, row, run_cols, uid, report, tables)
         report.imported.append((src_id, new_id))
