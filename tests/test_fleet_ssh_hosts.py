@@ -319,6 +319,8 @@ def test_ctrl_c_stops_every_hosts_study_cleanly_and_resume_finishes_them(
     import sys
     import time
 
+    from poolbench.errors import EXIT_INPUT
+
     here = str(Path(sys.executable).parent / "poolbench")
     hosts = ssh_hosts.hosts
     hostfile = tmp_path / "fleet.ssh"
@@ -336,6 +338,18 @@ def test_ctrl_c_stops_every_hosts_study_cleanly_and_resume_finishes_them(
         while not all(list((h.store / "fleet").glob("*/store.db")) for h in hosts):
             assert time.monotonic() < deadline and ctl.poll() is None
             time.sleep(0.1)
+        # A second fleet study asked of each host meanwhile (as a new fleet run would ask):
+        # refused there by name (one fleet study per host: they would share its disks).
+        for h in hosts:
+            other = subprocess.run(
+                ["ip", "netns", "exec", ssh_hosts.ctl, "ssh", "-F", str(ssh_hosts.ssh_config),
+                 f"root@{h.address}", here, "fleet", "host-start", "other", "--", "runs"],
+                capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert other.returncode == EXIT_INPUT, other.stderr
+            assert (
+                "Fleet run 20" in other.stderr and "is still going on this host" in other.stderr
+            ), other.stderr
         ctl.send_signal(signal.SIGINT)
         out, err = ctl.communicate(timeout=120)
     finally:
