@@ -8,19 +8,28 @@ has something to do; every other stage is the protocol's default, which does not
 Whatever a factor changes outside its pool is journaled before it is changed, so the trial's
 teardown undoes it (on error, Ctrl-C and in `poolbench cleanup` too). What a factor did is
 its section of every measurement of the trial (Findings.other, under `section`).
+
+A factor is its module: factors/registry.py finds every module of this package that exports
+a `FACTOR`, and applies them in the order their `order` declares. The module's `specs` are
+its pure half (its level keys, accepted levels, description, untimed work), which study/
+validates and estimates with. Nothing here is imported at run time but pure packages (the
+stages' types are for the type checker), so study/ can take the specs without a cycle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from poolbench.backends.base import Backend, Pool
-from poolbench.records.jsontypes import JsonObject
-from poolbench.safety.journal import Journal
-from poolbench.study.model import Disks, Workloads
-from poolbench.system.runner import Runner
+from poolbench.factors.specs import Spec
+
+if TYPE_CHECKING:
+    from poolbench.backends.base import Backend, Pool
+    from poolbench.records.jsontypes import JsonObject
+    from poolbench.safety.journal import Journal
+    from poolbench.study.model import Disks, Workloads
+    from poolbench.system.runner import Runner
 
 Levels = Mapping[str, str]
 
@@ -61,14 +70,23 @@ class AfterPool:
     seed: int
 
 
+@runtime_checkable
 class Factor(Protocol):
-    """One trial factor. `keys`: the levels it owns (the first is its name); `section`: the
-    key of what it did in Findings.other ('' when it records nothing itself)."""
+    """One trial factor. `specs`: the levels it owns (the first is its name); `order`: its
+    place among the factors a trial applies (lower first; each factor's says why it stands
+    where it does); `section`: the key of what it did in Findings.other ('' when it records
+    nothing itself)."""
 
-    keys: tuple[str, ...]
+    specs: tuple[Spec, ...]
+    order: int
     section: str
     # Factors whose `after_pool` this one does instead when both are active (aging: fill)
     replaces: tuple[str, ...] = ()
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The level keys it owns; the first is its name."""
+        return tuple(s.key for s in self.specs)
 
     def check_study(self, disks: Disks, configs: Sequence[Levels]) -> None:
         """Refuse, before anything is built, a study no configuration of which can run."""
