@@ -13,8 +13,16 @@ from typing import TypeGuard
 import pytest
 
 from poolbench import discovery
+from poolbench.backends.base import Pool, PoolSpec
+from poolbench.backends.md import MdBackend
+from poolbench.engine.pool_hooks import PoolHooks
 from poolbench.factors import registry as factors
+from poolbench.factors.base import AfterMeasurement, Factor
+from poolbench.factors.specs import Spec, one_of
+from poolbench.records.jsontypes import JsonObject
 from poolbench.study.builtin import registry as studies
+from poolbench.system.runner import RecordingRunner
+from poolbench.workloads.library import get
 
 # The order of a trial's factor stages when the registry was a listed tuple (issue 40): the
 # ARC's ceiling before the pool's data is laid down, the fill before the aging that replaces
@@ -91,3 +99,29 @@ def test_two_factors_owning_one_key_or_one_place_are_refused() -> None:
         discovery.by_name([fill, fill], lambda f: f.keys)
     with pytest.raises(discovery.DuplicateMember, match="'order 40'"):
         discovery.by_name([fill, fill, aging], lambda f: (f"order {f.order}",))
+
+
+# -- what a found factor reads back after each measurement ------------------------------------
+class _ReadsBack(Factor):
+    """A factor that reads the pool back after each measurement (as `dedup` does)."""
+
+    specs = (Spec("readsback", "test", one_of("on")),)
+    order = 1000
+    section = "readsback"
+
+    def after_measurement(self, at: AfterMeasurement) -> JsonObject | None:
+        return {"pool": at.pool.spec.name, "level": at.levels["readsback"]}
+
+
+def test_a_factor_reads_the_pool_back_into_each_measurements_pool_section(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PoolHooks.after (engine/session.py merges it into the measurement's `pool` section)
+    asks the configuration's factors, and only those it has a level of."""
+    monkeypatch.setitem(factors.FACTORS, "readsback", _ReadsBack())
+    spec = PoolSpec("md", "raid5", ("/dev/loop1",), "pbrb", Path("/var/tmp/x"))
+    pool = Pool(spec, Path("/mnt/x"), [])
+    md = MdBackend(RecordingRunner())  # no accounting of its own: only the factor's reading
+    said = PoolHooks(RecordingRunner(), md, pool, {"readsback": "on"}).after(get("seq-write"))
+    assert said == {"readsback": {"pool": "pbrb", "level": "on"}}
+    assert PoolHooks(RecordingRunner(), md, pool, {}).after(get("seq-write")) == {}

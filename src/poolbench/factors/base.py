@@ -3,11 +3,14 @@
 A trial is: the study checked (`check_study`, `check`) → its disks made (`disks`: the
 configuration's [disks]; `workloads`: its [workloads]) → `before_pool` (the disks made, no
 pool yet) → the pool built and verified → `after_pool` (before any workload: the system
-around the pool, the pool's data) → the workloads → teardown. A factor acts only where it
-has something to do; every other stage is the protocol's default, which does nothing.
-Whatever a factor changes outside its pool is journaled before it is changed, so the trial's
-teardown undoes it (on error, Ctrl-C and in `poolbench cleanup` too). What a factor did is
-its section of every measurement of the trial (Findings.other, under `section`).
+around the pool, the pool's data) → the workloads, each followed by `after_measurement` (what
+the pool says of the factor once the measurement's writes are synced) → teardown. A factor
+acts only where it has something to do; every other stage is the protocol's default, which
+does nothing. Whatever a factor changes outside its pool is journaled before it is changed,
+so the trial's teardown undoes it (on error, Ctrl-C and in `poolbench cleanup` too). What a
+factor did is its section of every measurement of the trial (Findings.other, under
+`section`); what it reads back after a measurement is that measurement's (its `pool`
+section, under `section`).
 
 A factor is its module: factors/registry.py finds every module of this package that exports
 a `FACTOR`, and applies them in the order their `order` declares. The module's `specs` are
@@ -70,6 +73,17 @@ class AfterPool:
     seed: int
 
 
+@dataclass(frozen=True)
+class AfterMeasurement:
+    """A measurement just taken on the trial's pool, its writes synced into the pool's own
+    accounting (ZFS: a txg)."""
+
+    runner: Runner
+    backend: Backend
+    pool: Pool
+    levels: Levels
+
+
 @runtime_checkable
 class Factor(Protocol):
     """One trial factor. `specs`: the levels it owns (the first is its name); `order`: its
@@ -110,6 +124,11 @@ class Factor(Protocol):
 
     def after_pool(self, at: AfterPool) -> JsonObject | None:
         """Act on the built pool (or its host) before the workloads; its section, or None."""
+        return None
+
+    def after_measurement(self, at: AfterMeasurement) -> JsonObject | None:
+        """Read back what the pool says of this factor after each measurement: its part of
+        the measurement's `pool` section (under `section`), or None."""
         return None
 
     def dry_run(self, runner: Runner, backend: Backend, pool: Pool, levels: Levels) -> None:

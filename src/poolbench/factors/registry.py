@@ -14,7 +14,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeGuard
 
 from poolbench import discovery
-from poolbench.factors.base import AfterPool, BeforePool, Factor, Levels, Preflight
+from poolbench.factors.base import (
+    AfterMeasurement,
+    AfterPool,
+    BeforePool,
+    Factor,
+    Levels,
+    Preflight,
+)
 from poolbench.factors.specs import Basis, Spec
 
 if TYPE_CHECKING:
@@ -92,6 +99,12 @@ def after_pool(at: AfterPool) -> JsonObject:
     """Every active factor's act on the built pool, in order (one that another active
     factor `replaces` left to it); their sections by name."""
     return _sections((f.section, f.after_pool(at)) for f in acting(at.levels))
+
+
+def after_measurement(at: AfterMeasurement) -> JsonObject:
+    """What the pool says of each active factor after a measurement (its part of the
+    measurement's `pool` section), by section name."""
+    return _sections((f.section, f.after_measurement(at)) for f in active(at.levels))
 
 
 def acting(levels: Levels) -> list[Factor]:
