@@ -1,9 +1,10 @@
-"""The `dedup` factor without a pool: `zpool status -D` read in both dialects,
+"""The `dedup` factor and study without a pool: `zpool status -D` read in both dialects,
 recorded from pools that had 64 MiB written in 128 KiB records half of them duplicates (fio
 dedupe_percentage=50): zfs-fuse here, OpenZFS 2.3.2 in the guest (vm/, `zpool status -D -p`
 and without -p; its format strings: cmd/zpool/zpool_main.c print_dedup_stats,
 lib/libzutil/zutil_pool.c zpool_dump_ddt), the commands the factor runs and its dry run
-prints, and its refusal off ZFS."""
+prints, its refusal off ZFS, the dup-write job, and the notes' RAM figure computed by hand.
+The real run is tests/test_studies_builtin.py's small-scale dedup study on zfs-fuse."""
 
 from __future__ import annotations
 
@@ -18,8 +19,12 @@ from poolbench.factors import dedup
 from poolbench.factors import registry as factors
 from poolbench.factors.base import AfterMeasurement, AfterPool, Preflight
 from poolbench.safety.journal import Journal
+from poolbench.study.builtin import dedup as study
+from poolbench.study.builtin.context import Context
 from poolbench.study.model import Disks
 from poolbench.system.runner import RecordingRunner
+from poolbench.workloads.fiojob import JobParams, render
+from poolbench.workloads.library import get
 from poolbench.zfs import commands
 from poolbench.zfs.parse import DedupTable, nicenum, parse_dedup_table
 
@@ -134,3 +139,27 @@ def test_dedup_is_refused_off_zfs_before_anything_is_built() -> None:
     with pytest.raises(UsageError, match="the btrfs backend has no inline deduplication"):
         factors.check(disks, {"dedup": "on"}, "btrfs", "")
     dedup.FACTOR.check(Preflight(disks, {"dedup": "on"}, "zfs", "zfs-fuse"))  # no refusal
+
+
+def test_dup_write_asks_fio_for_half_its_records_duplicated() -> None:
+    job = render(get("dup-write"), JobParams("/x", 64 * MiB))
+    assert "dedupe_percentage=50\n" in job and "bs=131072\n" in job
+    assert "refill_buffers=1\n" in job  # the rest fresh random data, never zeros
+
+
+def test_the_ram_figure_is_blocks_times_entries_per_block_times_bytes_per_entry() -> None:
+    d = dedup.DedupReading("on", 2.04, 251, 251 * 587, 251 * 163, 512, 64 * MiB)
+    line = study.ram_line(d, 20 << 40)
+    blocks = (20 << 40) / (128 * 1024)  # 163,840,000 records of 128 KiB
+    ram = blocks * (251 / 512) * 163  # = 20 TiB × (in-core bytes per byte stored)
+    assert f"{blocks:,.0f} blocks of 128 KiB × 0.49 entries per block × 163 B" in line
+    assert f"= {ram / GiB:.2f} GiB" in line and "says 100.00 GiB" in line
+    assert study.ram_line(dedup.DedupReading("off", 1.0, 0, 0, 0, 0, 0), 1 << 40) is None
+
+
+def test_the_study_is_dedup_off_and_on_over_one_layout_with_the_duplicating_write() -> None:
+    data = study.build(Context(2, "1G", dialect="zfs-fuse"))
+    assert data["factors"] == {"backend": ["zfs"], "layout": ["mirror:2"], "dedup": ["off", "on"]}
+    assert data["workloads"]["names"] == ["dup-write"]
+    assert study.pool_bytes(Context(2, "1G")) == 2 * GiB
+    assert study.pool_bytes(Context(2, "1G", options={"pool_size": "20T"})) == 20 << 40
