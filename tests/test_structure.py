@@ -68,6 +68,7 @@ JSON_ALIAS_USERS: dict[str, str] = {
     "factors/fill.py": "the `fill` section of the guards JSON (Findings.other)",
     "factors/arc_max.py": "the `arc_limit` section of the guards JSON (Findings.other)",
     "factors/slow_member.py": "the `slow_member` section of the guards JSON (Findings.other)",
+    "factors/dedup.py": "the `dedup` sections of the guards JSON (Findings.other, pool)",
     "engine/l2arc_reads.py": "the `l2arc` section of the guards JSON (Findings.other)",
     "engine/resilver_load.py": "the `load` part of the guards' `resilver` section",
     "guards/l2arc.py": "an interval's and the steady figures in the guards' `l2arc` section",

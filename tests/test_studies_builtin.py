@@ -72,6 +72,7 @@ EXPECTED_TRIALS = {
     "l2arc": 2 * 3,  # the pool alone and with a cache device
     "aging": 2 * 3 * 3,  # mirror pairs and raidz1 × 0, 1, 3 aging rounds at 80% fill
     "slow-disk": 4 * 2 * 3,  # mirror:2, raidz1, raidz2, dRAID × with and without a slow disk
+    "dedup": 1 * 2 * 3,  # mirror:2 × dedup off, on
 }
 
 
@@ -472,6 +473,8 @@ SMALL: dict[str, list[str]] = {
         "--workloads", "rand-mix70-4k", "--runtime", "1",
     ],
     "qd-curve": ["--disks", "2x128M", "--depths", "1,8", "--jobs", "1", "--runtime", "1"],
+    # one pass of 64 MiB (no repeats for the minimum window): 512 records of 128 KiB
+    "dedup": ["--disks", "2x256M", "--size", "64M", "--min-window", "0", "--pool-size", "20T"],
 }  # fmt: skip
 SMALL_SIZE = "16M"
 
@@ -765,7 +768,43 @@ def _check_qd_curve(rows: list[dict[str, Any]], out: str) -> None:
             assert f"qd{qd}: {iops:,.0f} IOPS, mean {qd * 1000 / iops:.2f} ms (Little's" in out
 
 
+def _check_dedup(rows: list[dict[str, Any]], out: str) -> None:
+    """64 MiB of dup-write in 128 KiB records: 512 records, each a repeat of the last unique
+    one with probability 0.5 (fio dedupe_percentage=50), so the unique ones, the DDT's
+    entries, are Binomial(512, 0.5): 256, sd 11.3; within 4 sd, 211..301, and the pool's
+    dedupratio (blocks referenced ÷ blocks stored, all 128 KiB) 512/301..512/211 =
+    1.70..2.43 around 2. dedup=off: ratio 1.00 and no table."""
+    from poolbench.factors.dedup import DedupReading
+
+    for r in _by(rows, "dup-write"):
+        d = DedupReading.decode(r["guards"])
+        assert d is not None and d.ratio is not None, r["guards"]["pool"]
+        if "dedup=off" in r["config"]:
+            assert (d.ratio, d.entries, d.core_bytes) == (1.0, 0, 0), d
+            continue
+        # the data file's 512 records, and the few small files poolbench writes on the pool
+        # itself (its job file), deduplicated as any other
+        assert 512 <= d.referenced_blocks <= 520 and d.referenced_bytes >= 64 << 20, d
+        assert 211 <= d.entries <= 301, d
+        assert 1.70 <= d.ratio <= 2.43 and d.ratio == pytest.approx(512 / d.entries, rel=0.02)
+        # a few hundred bytes per entry in core (zfs-fuse: the table's ZAP blocks per entry)
+        assert d.core_bytes_per_entry is not None and 32 <= d.core_bytes_per_entry <= 1024, d
+    assert re.search(r"dedup=on: dup-write [\d.]+ MiB/s; dedupratio [\d.]+x; DDT \d+ entries", out)
+    assert "dedup=off: dup-write" in out and "no dedup table" in out
+    # scaled to the --pool-size: 20 TiB × the table's in-core bytes per byte stored (the
+    # notes take the last replicate's table)
+    last = max(_by(rows, "dup-write"), key=lambda r: (r["replicate"], "dedup=on" in r["config"]))
+    d = DedupReading.decode(last["guards"])
+    assert d is not None and "dedup=on" in last["config"]
+    m = re.search(r"RAM for the DDT at 20\.00 TiB stored like this: [\d,]+ blocks of 128 KiB "
+                  r"× 0\.\d\d entries per block × \d+ B in core = ([\d.]+) GiB", out)  # fmt: skip
+    assert m, out
+    assert float(m.group(1)) == pytest.approx((20 << 40) * d.core_bytes / d.referenced_bytes
+                                              / (1 << 30), rel=0.01)  # fmt: skip
+
+
 CHECKS = {
+    "dedup": _check_dedup,
     "sync-slog": _check_sync_slog,
     "geometry": _check_geometry,
     "qd-curve": _check_qd_curve,

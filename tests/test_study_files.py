@@ -38,6 +38,7 @@ EXPECTED_TRIALS = {
     "l2arc.toml": 2 * 3,  # the pool alone and with a cache device
     "aging.toml": 2 * 3 * 3,  # mirror pairs and raidz1 × 0, 1, 3 aging rounds
     "slow-disk.toml": 4 * 2 * 3,  # mirror:2, raidz1, raidz2, dRAID × with/without a slow disk
+    "dedup.toml": 1 * 2 * 3,  # mirror:2 × dedup off, on
 }
 
 INVALID = {

@@ -295,6 +295,7 @@ def test_facts_without_recorded_disks_say_so_and_devices_bring_their_own() -> No
     rows = [{"config": K9, "workload": "capacity", "replicate": 0, "value": 1.0, "guards": {}}]
     facts = facts_from_records({"study_text": STUDY_TEXT}, rows)
     assert facts.sectors is None and facts.configs[0].usable_bytes is None
+    assert facts.configs[0].rows == tuple(rows)  # what a factor's study decodes its section from
     assert "did not record" in ashift.sector_note(facts)
     devices = STUDY_TEXT.replace('count = 4\nsize = "128M"', 'source = "devices"\n'
                                  'devices = ["/dev/sdb", "/dev/sdc", "/dev/sdd"]')  # fmt: skip

@@ -25,6 +25,8 @@ from poolbench.engine import l2arc_reads, resilver_load
 from poolbench.engine.hooks import OpResult
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.factors import load as load_factor
+from poolbench.factors import registry as factors
+from poolbench.factors.base import AfterMeasurement, Levels
 from poolbench.factors.fill import usable_bytes
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
@@ -52,12 +54,13 @@ class PoolHooks:
     """engine.hooks.TrialHooks for one trial's pool."""
 
     def __init__(
-        self, runner: Runner, backend: Backend, pool: Pool, load: str | None = None
+        self, runner: Runner, backend: Backend, pool: Pool, levels: Levels | None = None
     ) -> None:
         self.runner = runner
         self.backend = backend
         self.pool = pool
-        self.load = load  # the resilver's foreground workload (the `load` factor), if any
+        self.levels = levels or {}  # the configuration's: its factors read back after each
+        self.load = load_factor.of(self.levels)  # the resilver's foreground workload, if any
         self.offline_leaf: str | None = None
         self.offline_top: TopVdev | None = None
 
@@ -229,13 +232,19 @@ class PoolHooks:
 
     def after(self, w: Workload) -> JsonObject:
         accounts = capability(self.backend, SupportsAccounting)
+        if accounts is not None:
+            # After the timed window: the workload's blocks in the pool's own accounting (in
+            # the guest, 400 small files fsync'd were not yet in the special class's alloc)
+            accounts.sync_txg(self.pool)
+        # what the configuration's factors read back (the dedup table of a dedup=on pool)
+        out = factors.after_measurement(
+            AfterMeasurement(self.runner, self.backend, self.pool, self.levels)
+        )
         if accounts is None:
-            return {}
-        # After the timed window: the workload's blocks in the pool's own accounting (in
-        # the guest, 400 small files fsync'd were not yet in the special class's alloc)
-        accounts.sync_txg(self.pool)
+            return out
         ratio = accounts.compressratio(self.pool)
-        out: JsonObject = {"compressratio": ratio} if ratio else {}
+        if ratio:
+            out["compressratio"] = ratio
         volume = accounts.volume_space(self.pool)  # a zvol target: what it is charged
         if volume:
             out["zvol"] = volume

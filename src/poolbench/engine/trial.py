@@ -20,7 +20,6 @@ from poolbench.engine.records import TrialConfig
 from poolbench.engine.session import Session
 from poolbench.engine.subject import BlockDevice, Options, Subject
 from poolbench.errors import PoolbenchError, UsageError
-from poolbench.factors import load as load_factor
 from poolbench.factors import registry as factors
 from poolbench.factors.base import AfterPool
 from poolbench.guards import geometry
@@ -279,7 +278,7 @@ def subject_for(
         levels=dict(levels or {}),
         devices=devices,
         cache_defeat=lambda _files: backend.drop_cache(pool),
-        hooks=PoolHooks(runner, backend, pool, load_factor.of(levels or {})),
+        hooks=PoolHooks(runner, backend, pool, levels),
         findings=findings,
         disposable=spec.backend != "directory",  # a directory outlives the trial
         write_model=geometry.for_pool(

@@ -36,6 +36,7 @@ from poolbench.backends.base import Backend, Pool, SupportsFragmentation, capabi
 from poolbench.errors import PoolbenchError
 from poolbench.factors import fill, specs
 from poolbench.factors.base import AfterPool, Factor, Levels, Preflight
+from poolbench.factors.specs import Spec, int_in
 from poolbench.records import sections
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
@@ -314,10 +315,31 @@ def fragmentation_of(backend: Backend, pool: Pool) -> Fragmentation:
     return frag
 
 
+def _alone_mib(levels: specs.Levels, basis: specs.Basis) -> float:
+    """The estimate: aging without a fill factor fills the pool itself (at AGING_FILL)."""
+    return 0.0 if fill.KEY in levels else fill.prefill_mib(levels, basis)
+
+
 class Aging(Factor):
     """The pool aged to its fill level before its workloads, instead of filled in one pass."""
 
-    keys = (KEY, FRAG_KEY)
+    specs = (
+        Spec(
+            KEY,
+            "rounds of file deletions, overwrites and creations that age the pool "
+            "at its fill level (80% without a fill factor) before the workloads run: "
+            "0..50",
+            int_in(0, 50),
+            _alone_mib,
+        ),
+        Spec(
+            FRAG_KEY,
+            "with aging, OpenZFS: more rounds (at most 10) until the pool's "
+            "fragmentation property reaches this percent: 1..100",
+            int_in(1, 100),
+        ),
+    )
+    order = 50  # the fill it replaces, where the fill stands
     section = sections.AGING
     replaces = (fill.KEY,)
 

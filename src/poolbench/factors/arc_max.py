@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from poolbench import capabilities
-from poolbench.errors import PoolbenchError, Unsupported
-from poolbench.factors import specs
+from poolbench.errors import PoolbenchError, Unsupported, UsageError
 from poolbench.factors.base import AfterPool, Factor, Preflight
+from poolbench.factors.specs import Spec
 from poolbench.guards.cache import ARCSTATS, read_arcstats
 from poolbench.records import sections
 from poolbench.records.jsontypes import JsonObject
@@ -27,9 +27,16 @@ from poolbench.system import modparams
 from poolbench.units import parse_size
 
 MiB = 1 << 20
-KEY = specs.ARC_MAX
+KEY = "arc_max"
 MIN_ARC_MAX = 64 * MiB  # OpenZFS ignores a smaller zfs_arc_max
 MIN_ARC_MIN = 32 * MiB  # and a smaller zfs_arc_min (2 × the largest block, 16 MiB)
+
+
+def _at_least_the_floor(v: object) -> bool:
+    try:
+        return parse_size(str(v)) >= MIN_ARC_MAX
+    except UsageError:
+        return False
 
 
 def wanted(levels: Mapping[str, str]) -> int | None:
@@ -116,7 +123,15 @@ def _set(journal: Journal, name: str, value: int, effective: int, root: Path) ->
 class ArcMax(Factor):
     """The ARC's ceiling lowered after the pool is built, before its workloads."""
 
-    keys = (KEY,)
+    specs = (
+        Spec(
+            KEY,
+            "OpenZFS: the ARC's ceiling (zfs_arc_max) during each trial, restored "
+            "after: a size of at least 64M",
+            _at_least_the_floor,
+        ),
+    )
+    order = 30  # the ARC's ceiling before the pool's data is laid down
     section = sections.ARC_LIMIT
 
     def check(self, at: Preflight) -> None:

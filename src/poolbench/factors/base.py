@@ -3,24 +3,36 @@
 A trial is: the study checked (`check_study`, `check`) → its disks made (`disks`: the
 configuration's [disks]; `workloads`: its [workloads]) → `before_pool` (the disks made, no
 pool yet) → the pool built and verified → `after_pool` (before any workload: the system
-around the pool, the pool's data) → the workloads → teardown. A factor acts only where it
-has something to do; every other stage is the protocol's default, which does nothing.
-Whatever a factor changes outside its pool is journaled before it is changed, so the trial's
-teardown undoes it (on error, Ctrl-C and in `poolbench cleanup` too). What a factor did is
-its section of every measurement of the trial (Findings.other, under `section`).
+around the pool, the pool's data) → the workloads, each followed by `after_measurement` (what
+the pool says of the factor once the measurement's writes are synced) → teardown. A factor
+acts only where it has something to do; every other stage is the protocol's default, which
+does nothing. Whatever a factor changes outside its pool is journaled before it is changed,
+so the trial's teardown undoes it (on error, Ctrl-C and in `poolbench cleanup` too). What a
+factor did is its section of every measurement of the trial (Findings.other, under
+`section`); what it reads back after a measurement is that measurement's (its `pool`
+section, under `section`).
+
+A factor is its module: factors/registry.py finds every module of this package that exports
+a `FACTOR`, and applies them in the order their `order` declares. The module's `specs` are
+its pure half (its level keys, accepted levels, description, untimed work), which study/
+validates and estimates with. Nothing here is imported at run time but pure packages (the
+stages' types are for the type checker), so study/ can take the specs without a cycle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from poolbench.backends.base import Backend, Pool
-from poolbench.records.jsontypes import JsonObject
-from poolbench.safety.journal import Journal
-from poolbench.study.model import Disks, Workloads
-from poolbench.system.runner import Runner
+from poolbench.factors.specs import Spec
+
+if TYPE_CHECKING:
+    from poolbench.backends.base import Backend, Pool
+    from poolbench.records.jsontypes import JsonObject
+    from poolbench.safety.journal import Journal
+    from poolbench.study.model import Disks, Workloads
+    from poolbench.system.runner import Runner
 
 Levels = Mapping[str, str]
 
@@ -61,14 +73,34 @@ class AfterPool:
     seed: int
 
 
-class Factor(Protocol):
-    """One trial factor. `keys`: the levels it owns (the first is its name); `section`: the
-    key of what it did in Findings.other ('' when it records nothing itself)."""
+@dataclass(frozen=True)
+class AfterMeasurement:
+    """A measurement just taken on the trial's pool, its writes synced into the pool's own
+    accounting (ZFS: a txg)."""
 
-    keys: tuple[str, ...]
+    runner: Runner
+    backend: Backend
+    pool: Pool
+    levels: Levels
+
+
+@runtime_checkable
+class Factor(Protocol):
+    """One trial factor. `specs`: the levels it owns (the first is its name); `order`: its
+    place among the factors a trial applies (lower first; each factor's says why it stands
+    where it does); `section`: the key of what it did in Findings.other ('' when it records
+    nothing itself)."""
+
+    specs: tuple[Spec, ...]
+    order: int
     section: str
     # Factors whose `after_pool` this one does instead when both are active (aging: fill)
     replaces: tuple[str, ...] = ()
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The level keys it owns; the first is its name."""
+        return tuple(s.key for s in self.specs)
 
     def check_study(self, disks: Disks, configs: Sequence[Levels]) -> None:
         """Refuse, before anything is built, a study no configuration of which can run."""
@@ -92,6 +124,11 @@ class Factor(Protocol):
 
     def after_pool(self, at: AfterPool) -> JsonObject | None:
         """Act on the built pool (or its host) before the workloads; its section, or None."""
+        return None
+
+    def after_measurement(self, at: AfterMeasurement) -> JsonObject | None:
+        """Read back what the pool says of this factor after each measurement: its part of
+        the measurement's `pool` section (under `section`), or None."""
         return None
 
     def dry_run(self, runner: Runner, backend: Backend, pool: Pool, levels: Levels) -> None:

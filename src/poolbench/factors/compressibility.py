@@ -4,17 +4,28 @@ compressibility` for one configuration."""
 
 from __future__ import annotations
 
-from poolbench.factors import specs
-from poolbench.factors.base import Factor, Levels
-from poolbench.study.model import Workloads
+from typing import TYPE_CHECKING
 
-KEY = specs.COMPRESSIBILITY
+from poolbench.factors.base import Factor, Levels
+from poolbench.factors.specs import Spec, int_in
+
+if TYPE_CHECKING:
+    from poolbench.study.model import Workloads
+
+KEY = "compressibility"
 
 
 class Compressibility(Factor):
     """The configuration's [workloads] with its compressibility."""
 
-    keys = (KEY,)
+    specs = (
+        Spec(
+            KEY,
+            "overrides [workloads] compressibility per configuration: 0..99 percent",
+            int_in(0, 99),
+        ),
+    )
+    order = 20  # the configuration's [workloads], which nothing after it changes
     section = ""
 
     def workloads(self, workloads: Workloads, levels: Levels) -> Workloads:

@@ -13,6 +13,7 @@ from poolbench.backends.base import Backend, Pool
 from poolbench.errors import UsageError
 from poolbench.factors import specs
 from poolbench.factors.base import AfterPool, Factor, Levels
+from poolbench.factors.specs import Spec, int_in
 from poolbench.records import sections
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
@@ -94,10 +95,30 @@ def prefill(
     return record
 
 
+def prefill_mib(levels: specs.Levels, basis: specs.Basis) -> float:
+    """The estimate's untimed work: the pool filled (a share of the raw space) before the
+    workloads, once more in part for every aging round (aging fills through this)."""
+    aged = levels.get(specs.AGING) is not None
+    level = levels.get(KEY, specs.AGING_FILL if aged else None)
+    if level is None:
+        return 0.0
+    rewrites = 1 + specs.AGING_REWRITE_PER_ROUND * int(str(levels.get(specs.AGING) or 0))
+    return int(str(level)) / 100 * basis.raw_mib * rewrites
+
+
 class Fill(Factor):
     """The pool filled before its workloads (unless a factor that `replaces` it is active)."""
 
-    keys = (KEY,)
+    specs = (
+        Spec(
+            KEY,
+            "percent of the pool's usable space filled (incompressible, untimed) "
+            "before the workloads run: 1..95",
+            int_in(1, 95),
+            prefill_mib,
+        ),
+    )
+    order = 40  # the pool's data laid down, after the ARC's ceiling and before any member slows
     section = sections.FILL
 
     def after_pool(self, at: AfterPool) -> JsonObject | None:

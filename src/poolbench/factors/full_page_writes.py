@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from poolbench.factors import specs
 from poolbench.factors.base import Factor, Levels
+from poolbench.factors.specs import Spec, one_of
 
-KEY = specs.FULL_PAGE_WRITES
+KEY = "full_page_writes"
 DEFAULT = "on"  # PostgreSQL's own default, stated so every cluster records what it ran with
 
 
 class FullPageWrites(Factor):
-    keys = (KEY,)
+    specs = (Spec(KEY, "PostgreSQL (pgbench workloads): on | off", one_of("on", "off")),)
+    order = 80  # acts only inside a pgbench workload: last
     section = ""  # the pgbench section records the settings the cluster ran with
 
     def postgres_settings(self, levels: Levels) -> Mapping[str, str]:

@@ -7,11 +7,18 @@ the dry run shows of it."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from poolbench.errors import UsageError
 from poolbench.factors import specs
 from poolbench.factors.base import Factor, Levels
-from poolbench.system.runner import Runner
+from poolbench.factors.specs import Spec
+from poolbench.workloads.library import parse_load
 
-KEY = specs.LOAD
+if TYPE_CHECKING:
+    from poolbench.system.runner import Runner
+
+KEY = "load"
 NONE = "none"
 
 
@@ -31,10 +38,34 @@ def dry_resilver(runner: Runner, levels: Levels) -> None:
     runner.run(["fio", "--output-format=json+", "load-alone.fio"])
 
 
+def _is_load(v: object) -> bool:
+    if str(v) == NONE:
+        return True
+    try:
+        parse_load(str(v))
+    except UsageError:
+        return False
+    return True
+
+
+def _untimed_mib(levels: specs.Levels, basis: specs.Basis) -> float:
+    """A resilver's foreground: as long again as the resilver, then once alone."""
+    return 0.0 if str(levels.get(KEY, NONE)) == NONE else 2 * basis.resilver_run_mib
+
+
 class Load(Factor):
     """Acts inside the resilver workload (engine/pool_hooks.py asks `of`), not before it."""
 
-    keys = (KEY,)
+    specs = (
+        Spec(
+            KEY,
+            "the resilver's foreground workload: none, or a fio workload (seq-read, "
+            "rand-read-4k, rand-write-4k) with an optional rate, seq-read@20M",
+            _is_load,
+            _untimed_mib,
+        ),
+    )
+    order = 70  # acts inside the resilver workload, after every stage before the workloads
     section = ""  # recorded in the resilver's own section, under `load`
 
 

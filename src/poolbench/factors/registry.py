@@ -1,44 +1,58 @@
 """Factor name → factor, in the order a trial applies them; and each stage of a trial over
 the factors a configuration has. The trial loop, its dry run and its checks call these and
-name no factor. A plain dict, as backends/registry.py is."""
+name no factor.
+
+The factors are found, not listed: every module of this package but HELPERS exports its
+factor as `FACTOR` (poolbench/discovery.py), and each declares its place in a trial as
+`order` (lower first), so a new factor is its module alone. Two factors that own one level
+key, or declare one place, are refused. Their specs (the pure half: keys, accepted levels,
+descriptions, untimed work) are gathered here for study/'s validation and estimate."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypeGuard
 
-from poolbench.backends.base import Backend, Pool
-from poolbench.factors import (
-    aging,
-    arc_max,
-    compressibility,
-    fill,
-    full_page_writes,
-    load,
-    slow_member,
-    vdev_source,
+from poolbench import discovery
+from poolbench.factors.base import (
+    AfterMeasurement,
+    AfterPool,
+    BeforePool,
+    Factor,
+    Levels,
+    Preflight,
 )
-from poolbench.factors.base import AfterPool, BeforePool, Factor, Levels, Preflight
-from poolbench.records.jsontypes import JsonObject
-from poolbench.safety.journal import Journal
-from poolbench.study.model import Disks, Workloads
-from poolbench.system.runner import Runner
+from poolbench.factors.specs import Basis, Spec
 
-# In the order a trial applies them: the ARC's ceiling before the pool's data is laid down.
-FACTORS: dict[str, Factor] = {
-    f.keys[0]: f
-    for f in (
-        vdev_source.FACTOR,
-        compressibility.FACTOR,
-        arc_max.FACTOR,
-        fill.FACTOR,
-        aging.FACTOR,
-        slow_member.FACTOR,
-        load.FACTOR,
-        full_page_writes.FACTOR,
-    )
-}
+if TYPE_CHECKING:
+    from poolbench.backends.base import Backend, Pool
+    from poolbench.records.jsontypes import JsonObject
+    from poolbench.safety.journal import Journal
+    from poolbench.study.model import Disks, Workloads
+    from poolbench.system.runner import Runner
+
+HELPERS = ("base", "registry", "specs")  # the modules of this package that are no factor
+
+
+def _is_factor(value: object) -> TypeGuard[Factor]:
+    return isinstance(value, Factor)
+
+
+FOUND = discovery.members("poolbench.factors", "FACTOR", _is_factor, HELPERS)
+_ORDERED = sorted(FOUND.members, key=lambda f: f.order)
+discovery.by_name(_ORDERED, lambda f: (f"order {f.order}",))  # one factor per place
+discovery.by_name(_ORDERED, lambda f: f.keys)  # one factor per level key
+# In the order a trial applies them (each factor's `order` says why it stands there).
+FACTORS: dict[str, Factor] = {f.keys[0]: f for f in _ORDERED}
 # Every level key a factor owns: what the backends are not asked to take.
 KEYS: tuple[str, ...] = tuple(k for f in FACTORS.values() for k in f.keys)
+# The pure half: what a study file may give each key, for study/ (model.py, estimate.py).
+SPECS: tuple[Spec, ...] = tuple(s for f in FACTORS.values() for s in f.specs)
+
+
+def untimed_mib(levels: Mapping[str, object], basis: Basis) -> float:
+    """The untimed work (MiB) a configuration's factors add to each of its trials."""
+    return sum(s.untimed_mib(levels, basis) for s in SPECS if s.key in levels)
 
 
 def active(levels: Levels) -> list[Factor]:
@@ -85,6 +99,12 @@ def after_pool(at: AfterPool) -> JsonObject:
     """Every active factor's act on the built pool, in order (one that another active
     factor `replaces` left to it); their sections by name."""
     return _sections((f.section, f.after_pool(at)) for f in acting(at.levels))
+
+
+def after_measurement(at: AfterMeasurement) -> JsonObject:
+    """What the pool says of each active factor after a measurement (its part of the
+    measurement's `pool` section), by section name."""
+    return _sections((f.section, f.after_measurement(at)) for f in active(at.levels))
 
 
 def acting(levels: Levels) -> list[Factor]:

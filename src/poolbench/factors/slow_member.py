@@ -14,19 +14,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from poolbench import capabilities
 from poolbench.errors import UsageError
-from poolbench.factors import specs
 from poolbench.factors.base import BeforePool, Factor, Levels, Preflight
+from poolbench.factors.specs import Spec, int_in
 from poolbench.records import sections
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
-from poolbench.study.model import Disks
 from poolbench.system import throttle as blkio
 
+if TYPE_CHECKING:
+    from poolbench.study.model import Disks
+
 MiB = 1 << 20
-KEY = specs.SLOW_MEMBER
+KEY = "slow_member"
 NONE = 100  # the level at which no member is slow
 POSITION = 0  # the member made slow: the first disk in the pool's order
 
@@ -112,7 +115,15 @@ def throttle(
 class SlowMember(Factor):
     """The first member capped before the pool is built; lifted at teardown."""
 
-    keys = (KEY,)
+    specs = (
+        Spec(
+            KEY,
+            "one member's speed as a percent of its peers' (blkio throttle; 100: "
+            "none slow): 1..100",
+            int_in(1, 100),
+        ),
+    )
+    order = 60  # its cap is set before the pool is built; after the pool's data is laid down
     section = sections.SLOW_MEMBER
 
     def check_study(self, disks: Disks, configs: Sequence[Levels]) -> None:

@@ -4,10 +4,15 @@ vdev_source`. It acts where the trial makes its disks (backends/sources.py)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from poolbench.errors import UsageError
 from poolbench.factors import specs
 from poolbench.factors.base import Factor, Levels, Preflight
-from poolbench.study.model import Disks
+from poolbench.factors.specs import Spec, one_of
+
+if TYPE_CHECKING:
+    from poolbench.study.model import Disks
 
 KEY = specs.VDEV_SOURCE
 
@@ -32,7 +37,14 @@ def disks_for(disks: Disks, levels: Levels) -> Disks:
 class VdevSource(Factor):
     """The configuration's [disks] with its vdev source."""
 
-    keys = (KEY,)
+    specs = (
+        Spec(
+            KEY,
+            "overrides [disks] vdev_source per configuration: whole | partition | slice",
+            one_of("whole", "partition", "slice"),
+        ),
+    )
+    order = 10  # first: what the disks are made of, before anything is made on them
     section = ""
 
     def check(self, at: Preflight) -> None:

@@ -114,6 +114,10 @@ class ConfigFacts:
     slow_flags: Mapping[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
     # the same by the disk_wait rule (OpenZFS: guards members_slow.latency)
     latency_flags: Mapping[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
+    # Every stored measurement of the configuration, in the order stored: a study whose
+    # factor reads the pool back (factors/) decodes that factor's typed section from these,
+    # so a new factor and its study need no field here.
+    rows: tuple[FactRow, ...] = ()
 
     def level(self, factor: str, default: str = "") -> str:
         return self.levels.get(factor, default)
@@ -243,6 +247,7 @@ def _config(key: str, levels: dict[str, str], rows: list[FactRow]) -> ConfigFact
         expansions=tuple(sorted(_expansions(rows), key=lambda e: e.replicate)),
         zvol=_zvol_space(rows),
         latency_bins=_latency_bins(rows),
+        rows=tuple(rows),
         **study_extras(rows),
     )
 

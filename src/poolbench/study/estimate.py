@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from poolbench.factors import registry as factor_registry
 from poolbench.factors import specs as factor_specs
 from poolbench.stats.policy import ReplicatePolicy
 from poolbench.study import matrix
@@ -130,7 +131,7 @@ def estimate(study: Study) -> Estimate:
         resilver_run_mib=ws / MiB * RESILVER_FACTOR + 2 * CACHE_DROP_S * ASSUMED_MIB_S,
     )
     # what each configuration's factors do untimed before (or around) the measurements
-    fill_extra = sum(factor_specs.untimed_mib(dict(c.levels), basis) for c in configs)
+    fill_extra = sum(factor_registry.untimed_mib(dict(c.levels), basis) for c in configs)
     fill_s = fill_extra / ASSUMED_MIB_S
     n, n_max = len(configs) * study.replicates, len(configs) * study.max_replicates
     # The engine compares a workload's configurations by the family rule unless its figure

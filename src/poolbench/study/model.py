@@ -54,7 +54,7 @@ from pydantic import (
 
 from poolbench.emulate.model import PRESETS, HddParams
 from poolbench.errors import UsageError
-from poolbench.factors import specs as factor_specs
+from poolbench.factors import registry as factor_registry
 from poolbench.planner.layout import check_widths
 from poolbench.study import consistency
 from poolbench.study.problems import located, problems
@@ -85,13 +85,13 @@ KNOWN_FACTORS = {
     "chunk": "md chunk size (mdadm --chunk), e.g. 64K, 512K",
     "assume_clean": "md: yes | no; yes skips the initial resync (mdadm --assume-clean)",
     "metadata_profile": "btrfs metadata profile",
-    # Trial factors: the trial loop applies them, not the backend (factors/specs.py).
-    **{spec.key: spec.description for spec in factor_specs.SPECS},
+    # Trial factors: the trial loop applies them, not the backend (each factors/ module's specs).
+    **{spec.key: spec.description for spec in factor_registry.SPECS},
 }
 
 # Levels a trial factor accepts (backend options are checked by the backend).
 _TRIAL_LEVELS: dict[str, Callable[[Any], bool]] = {
-    spec.key: spec.valid for spec in factor_specs.SPECS
+    spec.key: spec.valid for spec in factor_registry.SPECS
 }
 
 

@@ -52,6 +52,31 @@ def streaming(direction: Literal["read", "write"]) -> Workload:
     )
 
 
+DUP_PERCENT = 50  # dup-write: the share of records that repeat an earlier record
+DUP_RECORD = 128 * 1024  # ZFS's default recordsize: each record one block the DDT sees
+
+
+def dup_write() -> Workload:
+    """A sequential write whose records are half duplicates (fio's dedupe_percentage: each
+    record is, with that probability, the last unique one again), for deduplication."""
+    return Workload(
+        name="dup-write",
+        family="streaming",
+        summary=f"Sequential write of the working set in 128 KiB records, {DUP_PERCENT}% of "
+        "them repeating an earlier record (fio dedupe_percentage): data a dedup table halves; "
+        "fsync counted.",
+        direction="write",
+        unit="MiB/s",
+        fio={
+            "rw": "write",
+            "bs": str(DUP_RECORD),
+            "ioengine": "psync",
+            "dedupe_percentage": str(DUP_PERCENT),
+        },  # fmt: skip
+        fresh_file=True,
+    )
+
+
 def random_io(
     direction: Literal["read", "write"], bs: int, iodepth: int = 0, jobs: int = 0
 ) -> Workload:
@@ -377,6 +402,7 @@ def get(name: str) -> Workload:
     fixed = {
         "seq-write": lambda: streaming("write"),
         "seq-read": lambda: streaming("read"),
+        "dup-write": dup_write,
         "reread": reread,
         "untar": untar,
         "degraded-read": degraded_read,
@@ -413,7 +439,7 @@ def get(name: str) -> Workload:
     forms = ", ".join(f for _p, f, _e in _FAMILIES)
     raise UsageError(
         f"Unknown workload '{name}'.",
-        f"Run 'poolbench workloads' for the list: seq-write, seq-read, reread, "
+        f"Run 'poolbench workloads' for the list: seq-write, seq-read, dup-write, reread, "
         f"{', '.join(SPECIAL)}, and the "
         f"families {forms}, {pgbench.FORMS}, and trace:NAME / trace-fast:NAME (a trace "
         "recorded with `poolbench record`).",
@@ -449,7 +475,7 @@ def parse_list(text: str) -> list[Workload]:
 
 def catalogue(record: int = 128 * 1024) -> list[Workload]:
     """Every workload, with the families shown at one example parameter."""
-    items = [streaming("write"), streaming("read"), reread()]
+    items = [streaming("write"), streaming("read"), reread(), dup_write()]
     items += [random_io("read", 4096), random_io("write", 4096)]
     items += [random_io("read", 64 * 1024), random_io("write", 64 * 1024)]
     items += [random_mix(70, 4096), random_io("read", 4096, iodepth=16, jobs=4)]

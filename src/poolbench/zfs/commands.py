@@ -41,6 +41,17 @@ def status(name: str, dialect: str = ZFS_FUSE, full_paths: bool = False) -> list
     return ["zpool", "status", *(["-P"] if full_paths and dialect == OPENZFS else []), name]
 
 
+def dedup_status(name: str, dialect: str) -> list[str]:
+    """`zpool status -D POOL`: the pool with its dedup table's summary and histogram, the
+    summary's sizes exact (-p) where the dialect has it (OpenZFS; zfs-fuse has no -p)."""
+    return ["zpool", "status", "-D", *(["-p"] if dialect == OPENZFS else []), name]
+
+
+def set_property(dataset: str, prop: str, value: str) -> list[str]:
+    """`zfs set PROP=VALUE DATASET`."""
+    return ["zfs", "set", f"{prop}={value}", dataset]
+
+
 def create(
     name: str,
     vdev_words: Sequence[str],

@@ -19,7 +19,7 @@ from poolbench.system.runner import Runner
 from poolbench.zfs import commands, parse, pools
 from poolbench.zfs.dialect import OPENZFS, ZFS_FUSE
 from poolbench.zfs.errors import ZfsCommandError
-from poolbench.zfs.parse import IostatRow, PoolStatus, ResilverStatus, ScrubStatus
+from poolbench.zfs.parse import DedupTable, IostatRow, PoolStatus, ResilverStatus, ScrubStatus
 
 __all__ = ["PoolCreate", "VdevConfig"]
 
@@ -206,6 +206,20 @@ def vdev_config_or_none(
 def dataset_props(runner: Runner, dataset: str, props: Sequence[str]) -> dict[str, dict[str, str]]:
     """property -> {"value", "source"} of `dataset` (`zfs get -Hp`); failures raise."""
     return parse.parse_zfs_get(pools.read(runner, commands.dataset_props(dataset, props)).stdout)
+
+
+def set_property(runner: Runner, dataset: str, prop: str, value: str) -> None:
+    """`zfs set PROP=VALUE`; a failure raises its typed error."""
+    pools.run(runner, commands.set_property(dataset, prop, value))
+
+
+def dedup_table(runner: Runner, pool: str, dialect: str, version: str) -> DedupTable:
+    """The pool's dedup table as `zpool status -D` reports it; `version` the ZFS's own
+    (`zpool version`'s "zfs-2.3.2-1"; zfs-fuse's), since OpenZFS before 2.3 and zfs-fuse
+    print its sizes per entry and 2.3 in all. A failure raises its typed error."""
+    text = pools.read(runner, commands.dedup_status(pool, dialect)).stdout
+    averaged = dialect != OPENZFS or parse.version_tuple(version) < (2, 3)
+    return parse.parse_dedup_table(text, averaged)
 
 
 def dataset_value(runner: Runner, dataset: str, prop: str) -> str | None:

@@ -363,3 +363,52 @@ def parse_iostat(text: str) -> list[IostatRow]:
             row[col] = int(v) if is_digits(v) else None
         rows.append(row)
     return rows
+
+
+# -- the dedup table (`zpool status -D`) ----------------------------------------------------
+@dataclass(frozen=True)
+class DedupTable:
+    """What `zpool status -D` says of the pool's dedup table (DDT): its entries (one per
+    unique block written with dedup on), their size on disk and in core in all (bytes), and
+    the blocks and logical bytes they are referenced by (its histogram's total)."""
+
+    entries: int
+    disk_bytes: int
+    core_bytes: int
+    referenced_blocks: int
+    referenced_bytes: int
+
+
+_DDT = re.compile(r"DDT entries (\d+), size (\S+) on disk, (\S+) in core")
+_NICE = re.compile(r"(\d+(?:\.\d+)?)([BKMGTPE]?)")
+
+
+def nicenum(text: str) -> int:
+    """A number as ZFS prints it for people (zfs_nicenum: 1024-based, "597", "1.26K",
+    "389B", "64M"), or exactly (-p: "1290")."""
+    m = _NICE.fullmatch(text.strip())
+    if m is None:
+        raise ValueError(f"not a ZFS number: {text!r}")
+    power = "BKMGTPE".index(m.group(2) or "B")  # B (bytes) and no suffix alike
+    return round(float(m.group(1)) * (1 << 10 * power))
+
+
+def parse_dedup_table(text: str, averaged: bool) -> DedupTable:
+    """The DDT summary of `zpool status -D` in either dialect: " dedup: DDT entries N, size
+    D on disk, C in core[, X cached (P%)]" (OpenZFS; "no DDT entries" when empty) or the
+    line without " dedup: " (zfs-fuse; nothing at all when empty), then the histogram whose
+    "Total" row counts the referenced blocks and bytes. `averaged`: the sizes printed are
+    per entry (zfs-fuse and OpenZFS before 2.3 divide them by the entries; 2.3 prints the
+    totals), so they are multiplied back."""
+    m = _DDT.search(text)
+    if m is None:  # no table: dedup never wrote a block, or every one was freed
+        return DedupTable(0, 0, 0, 0, 0)
+    entries = int(m.group(1))
+    scale = entries if averaged else 1
+    blocks = size = 0
+    for line in text[m.end() :].splitlines():
+        words = line.split()
+        if len(words) == 9 and words[0] == "Total":  # allocated ×4, referenced ×4
+            blocks, size = nicenum(words[5]), nicenum(words[6])
+    return DedupTable(entries, nicenum(m.group(2)) * scale, nicenum(m.group(3)) * scale,
+                      blocks, size)  # fmt: skip

@@ -1,67 +1,36 @@
-"""Every built-in study by name: a plain dict, no discovery. A new study is its own module
-(build, notes, BUILTIN) plus one line in STUDIES below; the CLI's options, `--list`, the
-examples test and `--print-toml` all come from here."""
+"""Every built-in study by name. A study is its module alone: every module of this package
+but HELPERS exports its study as `BUILTIN` (build, notes, question: study/builtin/base.py),
+found here (poolbench/discovery.py) and listed by name; the CLI's options, `--list`, the
+examples test and `--print-toml` all come from here. Two studies of one name are refused."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeGuard
 
+from poolbench import discovery
 from poolbench.errors import UsageError
-from poolbench.study.builtin import (
-    aging,
-    ashift,
-    capacity,
-    compression,
-    concurrency,
-    database,
-    expand,
-    fill,
-    fs_compare,
-    geometry,
-    l2arc,
-    mirror,
-    parity,
-    qd_curve,
-    recordsize,
-    resilver,
-    slow_disk,
-    special,
-    sync_slog,
-    vdev_source,
-    volblocksize,
-    width,
-)
 from poolbench.study.builtin.base import COMMON_OPTIONS, Builtin, StudyDict
 from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.toml_file import to_toml
 
-STUDIES: dict[str, Builtin] = {
-    b.name: b
-    for b in (
-        parity.BUILTIN,
-        ashift.BUILTIN,
-        vdev_source.BUILTIN,
-        mirror.BUILTIN,
-        recordsize.BUILTIN,
-        compression.BUILTIN,
-        fs_compare.BUILTIN,
-        concurrency.BUILTIN,
-        fill.BUILTIN,
-        resilver.BUILTIN,
-        width.BUILTIN,
-        capacity.BUILTIN,
-        sync_slog.BUILTIN,
-        geometry.BUILTIN,
-        qd_curve.BUILTIN,
-        special.BUILTIN,
-        expand.BUILTIN,
-        volblocksize.BUILTIN,
-        database.BUILTIN,
-        l2arc.BUILTIN,
-        aging.BUILTIN,
-        slow_disk.BUILTIN,
-    )
-}
+# The modules of this package that are no study: the registry, the skeleton and context
+# every study builds with, the TOML writer, and notes several studies share.
+HELPERS = (
+    "base", "context", "headline", "l2arc_notes", "registry", "resilver_load", "slow_guard",
+    "toml_file",
+)  # fmt: skip
+
+
+def _is_builtin(value: object) -> TypeGuard[Builtin]:
+    return isinstance(value, Builtin)
+
+
+FOUND = discovery.members("poolbench.study.builtin", "BUILTIN", _is_builtin, HELPERS)
+# By name: the order `--list`, the CLI's options and the examples take.
+STUDIES: dict[str, Builtin] = discovery.by_name(
+    sorted(FOUND.members, key=lambda b: b.name), lambda b: (b.name,)
+)
 
 # Help for options several studies share; an option only one study has takes its own help.
 OPTION_HELP = {
