@@ -374,7 +374,7 @@ def summary_error(run: FleetRun) -> PoolbenchError | None:
         return None
     return PoolbenchError(
         f"{len(bad)} of {len(run.hosts)} host(s) did not finish fleet run {run.tag}: "
-        + "; ".join(f"{h.label}: {h.reason or h.state}" for h in bad)
+        + "; ".join(f"{h.label}: {(h.reason or h.state).rstrip('.')}" for h in bad)
         + ".",
         f"Fix what is named, then `poolbench fleet run --resume {run.tag}` finishes them.",
     )
