@@ -22,7 +22,7 @@ from poolbench.safety.journal import Journal
 from poolbench.study.builtin import dedup as study
 from poolbench.study.builtin.context import Context
 from poolbench.study.model import Disks
-from poolbench.system.runner import RecordingRunner
+from poolbench.system.runner import CommandResult, RecordingRunner
 from poolbench.workloads.fiojob import JobParams, render
 from poolbench.workloads.library import get
 from poolbench.zfs import commands
@@ -80,13 +80,14 @@ def _pool() -> Pool:
                          Path("/var/tmp/x")), Path("/var/tmp/x/pbdd"), [])  # fmt: skip
 
 
-def _backend(dry_run: bool, dedup_value: str = "on") -> ZfsBackend:
+def _backend(dry_run: bool, dedup_value: str = "on", status: object = None) -> ZfsBackend:
     runner = RecordingRunner(
         responses={
             ("zpool", "version"): "zfs-2.3.2-1\nzfs-kmod-2.3.2-1\n",
             ("zpool", "list", "-H"): "",
             ("zfs", "get", "-Hp", "-o", "value", "dedup", "pbdd"): f"{dedup_value}\n",
-            ("zpool", "status", "-D", "-p", "pbdd"): _text("openzfs-2.3.2-status-D-p.txt"),
+            ("zpool", "status", "-D", "-p", "pbdd"): status
+            or _text("openzfs-2.3.2-status-D-p.txt"),
             ("zpool", "get", "-Hp", "-o", "value", "dedupratio", "pbdd"): "2.04\n",  # as it said
         },
         dry_run=dry_run,
@@ -132,6 +133,33 @@ def test_after_each_measurement_the_table_and_ratio_are_read_back_as_a_typed_sec
     assert reading.core_bytes_per_entry == 144.0
     assert reading.entries_per_block == pytest.approx(250 / 512)
     assert dedup.DedupReading.decode({"pool": {}}) is None
+
+
+def test_a_table_that_cannot_be_read_is_said_in_the_reading_not_raised() -> None:
+    # The measurement just taken, and the trial, must not be lost to a `zpool status -D`
+    # that fails or to a wording the parse does not know: the reading says why, and the
+    # study's notes warn instead of scaling a table that was not read.
+    def failed(argv: tuple[str, ...]) -> CommandResult:
+        return CommandResult(argv, 1, "", "internal error: out of memory\n", 0.0)
+
+    unit = " dedup: DDT entries 250, size 24KiB on disk, 35.2KiB in core\n"  # a new unit
+    wording = " dedup: DDT entries 250, 24K on disk, 35.2K in core\n"  # a new wording
+    for status, why in ((failed, "Command failed with exit code 1: zpool status -D -p pbdd"),
+                        (unit, "not a ZFS number: '24KiB'"),
+                        (wording, "a DDT summary this parse does not know")):  # fmt: skip
+        backend = _backend(dry_run=False, status=status)
+        at = AfterMeasurement(backend.runner, backend, _pool(), {"dedup": "on"})
+        reading = dedup.DedupReading.decode({"pool": factors.after_measurement(at)})
+        assert reading is not None and reading.ratio == 2.04 and reading.entries == 0
+        assert reading.unread.startswith(why), reading.unread
+        line = study.table_line(reading)
+        assert "WARNING: the dedup table could not be read" in line and why in line
+        assert study.ram_line(reading, 1 << 40) is None
+    # dedup=on with a table of no entry after a write: a warning, not "no dedup table"
+    empty = dedup.DedupReading("on", 1.0, 0, 0, 0, 0, 0)
+    assert "WARNING: dedup=on but the pool shows no dedup table" in study.table_line(empty)
+    off = dedup.DedupReading("off", 1.0, 0, 0, 0, 0, 0)
+    assert study.table_line(off) == "dedupratio 1.00x, no dedup table"
 
 
 def test_dedup_is_refused_off_zfs_before_anything_is_built() -> None:

@@ -67,6 +67,11 @@ def _median(values: tuple[float, ...]) -> float | None:
 
 def table_line(d: DedupReading) -> str:
     ratio = f"dedupratio {d.ratio:.2f}x" if d.ratio is not None else "dedupratio not read"
+    if d.unread:
+        return f"{ratio}; WARNING: the dedup table could not be read ({d.unread}), no RAM figure"
+    if not d.entries and d.level == "on":
+        # dedup=on and a write behind it: a table with no entry is a reading not to trust
+        return f"{ratio}; WARNING: dedup=on but the pool shows no dedup table, no RAM figure"
     if not d.entries:
         return f"{ratio}, no dedup table"
     per_gib = GiB / d.referenced_bytes if d.referenced_bytes else 0.0
