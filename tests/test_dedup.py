@@ -191,3 +191,7 @@ def test_the_study_is_dedup_off_and_on_over_one_layout_with_the_duplicating_writ
     assert data["workloads"]["names"] == ["dup-write"]
     assert study.pool_bytes(Context(2, "1G")) == 2 * GiB
     assert study.pool_bytes(Context(2, "1G", options={"pool_size": "20T"})) == 20 << 40
+    # the default is said, since a mirror of those disks holds half of it
+    said = study.basis_line(Context(2, "1G"))
+    assert said is not None and "takes the 2 disks' raw space, 2.00 GiB, as the data" in said
+    assert study.basis_line(Context(2, "1G", options={"pool_size": "20T"})) is None

@@ -52,6 +52,17 @@ def pool_bytes(ctx: Context) -> int:
     return parse_size(given) if given else ctx.disk_bytes * ctx.n
 
 
+def basis_line(ctx: Context) -> str | None:
+    """What the RAM figure's data stands for when --pool-size was not given: the disks' raw
+    space, more than the data a mirror or raidz of them can hold."""
+    if ctx.options.get("pool_size"):
+        return None
+    return (
+        f"(the RAM figure takes the {ctx.n} disks' raw space, {_bytes(pool_bytes(ctx))}, as the "
+        "data: more than their redundancy lets them hold; --pool-size says how much you mean)"
+    )
+
+
 def reading(c: ConfigFacts) -> DedupReading | None:
     """The dedup table after the configuration's last write (its last replicate)."""
     got = [(r["replicate"], DedupReading.decode(r["guards"])) for r in c.rows
@@ -124,6 +135,8 @@ def notes(ctx: Context, facts: StudyFacts) -> list[str]:
         ram = ram_line(d, pool_bytes(ctx)) if d.level == "on" else None
         if ram:
             lines.append(f"    {ram}")
+            basis = basis_line(ctx)
+            lines += [f"    {basis}"] if basis else []
     if not lines:
         return []
     return ["deduplication (the last replicate's dedup table, per configuration):", *lines]
