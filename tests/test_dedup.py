@@ -80,10 +80,12 @@ def _pool() -> Pool:
                          Path("/var/tmp/x")), Path("/var/tmp/x/pbdd"), [])  # fmt: skip
 
 
-def _backend(dry_run: bool, dedup_value: str = "on", status: object = None) -> ZfsBackend:
+def _backend(
+    dry_run: bool, dedup_value: str = "on", status: object = None, kmod: str = "2.3.2-1"
+) -> ZfsBackend:
     runner = RecordingRunner(
         responses={
-            ("zpool", "version"): "zfs-2.3.2-1\nzfs-kmod-2.3.2-1\n",
+            ("zpool", "version"): f"zfs-2.3.2-1\nzfs-kmod-{kmod}\n",
             ("zpool", "list", "-H"): "",
             ("zfs", "get", "-Hp", "-o", "value", "dedup", "pbdd"): f"{dedup_value}\n",
             ("zpool", "status", "-D", "-p", "pbdd"): status
@@ -133,6 +135,15 @@ def test_after_each_measurement_the_table_and_ratio_are_read_back_as_a_typed_sec
     assert reading.core_bytes_per_entry == 144.0
     assert reading.entries_per_block == pytest.approx(250 / 512)
     assert dedup.DedupReading.decode({"pool": {}}) is None
+
+
+def test_the_kernel_modules_version_says_whether_the_sizes_are_per_entry() -> None:
+    # OpenZFS 2.3 userland on a 2.2 kernel module (an upgrade not yet rebooted into): the
+    # module divides the sizes by the entries (2.2's module/zfs/ddt.c), so they are per entry
+    backend = _backend(dry_run=False, kmod="2.2.7-pve1")
+    at = AfterMeasurement(backend.runner, backend, _pool(), {"dedup": "on"})
+    reading = dedup.read_back(at)
+    assert (reading.disk_bytes, reading.core_bytes) == (24576 * 250, 36000 * 250)
 
 
 def test_a_table_that_cannot_be_read_is_said_in_the_reading_not_raised() -> None:
