@@ -48,7 +48,7 @@ def test_nicenum_reads_what_zfs_prints_for_people_and_exactly() -> None:
 def test_zfs_fuse_prints_the_tables_sizes_per_entry() -> None:
     # "DDT entries 288, size 597 on disk, 170 in core": onnv's ddt_get_dedup_object_stats
     # divides the sizes by the entries, so the totals are those times 288; the histogram's
-    # total: 288 blocks allocated hold the 512 referenced (64 MiB written in 1 MiB records).
+    # total: 288 blocks allocated hold the 512 referenced (64 MiB written in 128 KiB records).
     got = parse_dedup_table(_text("zfsfuse-status-D-dedup.txt"), averaged=True)
     assert got == DedupTable(288, 597 * 288, 170 * 288, 512, 64 * MiB)
 
@@ -206,3 +206,27 @@ def test_the_study_is_dedup_off_and_on_over_one_layout_with_the_duplicating_writ
     said = study.basis_line(Context(2, "1G"))
     assert said is not None and "takes the 2 disks' raw space, 2.00 GiB, as the data" in said
     assert study.basis_line(Context(2, "1G", options={"pool_size": "20T"})) is None
+
+
+def test_the_notes_give_the_median_write_and_scale_the_last_replicates_table() -> None:
+    from poolbench.store.factrows import FactRow
+    from poolbench.store.facts import ConfigFacts, StudyFacts
+
+    def row(replicate: int, d: dedup.DedupReading) -> FactRow:
+        return FactRow(config="", workload="dup-write", replicate=replicate, value=0.0,
+                       guards={"pool": {"dedup": d.to_json()}})  # fmt: skip
+
+    first = dedup.DedupReading("on", 2.0, 256, 0, 256 * 100, 512, 64 * MiB)
+    last = dedup.DedupReading("on", 2.04, 251, 251 * 587, 251 * 163, 512, 64 * MiB)
+    on = ConfigFacts("backend=zfs dedup=on", {"dedup": "on"},
+                     figures={"dup-write": (400.0, 100.0, 300.0, 200.0)},
+                     rows=(row(2, last), row(1, first)))  # fmt: skip
+    facts = StudyFacts("dedup", "loop", 2, GiB, (on,))
+    lines = study.notes(Context(2, "1G"), facts)
+    # the median of four replicates is the mean of the middle two, 250 (not 300)
+    assert lines[1].startswith("  backend=zfs dedup=on: dup-write 250.0 MiB/s; dedupratio 2.04x")
+    assert "DDT 251 entries for 512 blocks written (0.49 per block), 163 B in core" in lines[1]
+    ram = 2 * GiB * (251 * 163) / (64 * MiB)  # the raw space × in-core bytes per byte stored
+    assert "RAM for the DDT at 2.00 GiB stored like this" in lines[2]
+    assert f"= {ram / MiB:.1f} MiB" in lines[2]
+    assert "takes the 2 disks' raw space, 2.00 GiB, as the data" in lines[3]

@@ -11,6 +11,7 @@ entry), not the rule of thumb.
 
 from __future__ import annotations
 
+import statistics
 from typing import TYPE_CHECKING
 
 from poolbench.factors.dedup import DedupReading
@@ -71,11 +72,6 @@ def reading(c: ConfigFacts) -> DedupReading | None:
     return last[-1] if last else None
 
 
-def _median(values: tuple[float, ...]) -> float | None:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2] if ordered else None
-
-
 def table_line(d: DedupReading) -> str:
     ratio = f"dedupratio {d.ratio:.2f}x" if d.ratio is not None else "dedupratio not read"
     if d.unread:
@@ -126,7 +122,8 @@ def notes(ctx: Context, facts: StudyFacts) -> list[str]:
     lines = []
     for c in facts.configs:
         d = reading(c)
-        speed = _median(c.figures.get(WORKLOAD, ()))
+        got = c.figures.get(WORKLOAD, ())
+        speed = statistics.median(got) if got else None
         head = f"  {c.key}: {WORKLOAD} {speed:.1f} MiB/s" if speed is not None else f"  {c.key}:"
         if d is None:
             lines.append(f"{head}; the pool was not read back")
