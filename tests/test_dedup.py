@@ -22,7 +22,7 @@ from poolbench.safety.journal import Journal
 from poolbench.study.builtin import dedup as study
 from poolbench.study.builtin.context import Context
 from poolbench.study.model import Disks
-from poolbench.system.runner import RecordingRunner
+from poolbench.system.runner import CommandResult, RecordingRunner
 from poolbench.workloads.fiojob import JobParams, render
 from poolbench.workloads.library import get
 from poolbench.zfs import commands
@@ -48,7 +48,7 @@ def test_nicenum_reads_what_zfs_prints_for_people_and_exactly() -> None:
 def test_zfs_fuse_prints_the_tables_sizes_per_entry() -> None:
     # "DDT entries 288, size 597 on disk, 170 in core": onnv's ddt_get_dedup_object_stats
     # divides the sizes by the entries, so the totals are those times 288; the histogram's
-    # total: 288 blocks allocated hold the 512 referenced (64 MiB written in 1 MiB records).
+    # total: 288 blocks allocated hold the 512 referenced (64 MiB written in 128 KiB records).
     got = parse_dedup_table(_text("zfsfuse-status-D-dedup.txt"), averaged=True)
     assert got == DedupTable(288, 597 * 288, 170 * 288, 512, 64 * MiB)
 
@@ -80,13 +80,16 @@ def _pool() -> Pool:
                          Path("/var/tmp/x")), Path("/var/tmp/x/pbdd"), [])  # fmt: skip
 
 
-def _backend(dry_run: bool, dedup_value: str = "on") -> ZfsBackend:
+def _backend(
+    dry_run: bool, dedup_value: str = "on", status: object = None, kmod: str = "2.3.2-1"
+) -> ZfsBackend:
     runner = RecordingRunner(
         responses={
-            ("zpool", "version"): "zfs-2.3.2-1\nzfs-kmod-2.3.2-1\n",
+            ("zpool", "version"): f"zfs-2.3.2-1\nzfs-kmod-{kmod}\n",
             ("zpool", "list", "-H"): "",
             ("zfs", "get", "-Hp", "-o", "value", "dedup", "pbdd"): f"{dedup_value}\n",
-            ("zpool", "status", "-D", "-p", "pbdd"): _text("openzfs-2.3.2-status-D-p.txt"),
+            ("zpool", "status", "-D", "-p", "pbdd"): status
+            or _text("openzfs-2.3.2-status-D-p.txt"),
             ("zpool", "get", "-Hp", "-o", "value", "dedupratio", "pbdd"): "2.04\n",  # as it said
         },
         dry_run=dry_run,
@@ -134,6 +137,42 @@ def test_after_each_measurement_the_table_and_ratio_are_read_back_as_a_typed_sec
     assert dedup.DedupReading.decode({"pool": {}}) is None
 
 
+def test_the_kernel_modules_version_says_whether_the_sizes_are_per_entry() -> None:
+    # OpenZFS 2.3 userland on a 2.2 kernel module (an upgrade not yet rebooted into): the
+    # module divides the sizes by the entries (2.2's module/zfs/ddt.c), so they are per entry
+    backend = _backend(dry_run=False, kmod="2.2.7-pve1")
+    at = AfterMeasurement(backend.runner, backend, _pool(), {"dedup": "on"})
+    reading = dedup.read_back(at)
+    assert (reading.disk_bytes, reading.core_bytes) == (24576 * 250, 36000 * 250)
+
+
+def test_a_table_that_cannot_be_read_is_said_in_the_reading_not_raised() -> None:
+    # The measurement just taken, and the trial, must not be lost to a `zpool status -D`
+    # that fails or to a wording the parse does not know: the reading says why, and the
+    # study's notes warn instead of scaling a table that was not read.
+    def failed(argv: tuple[str, ...]) -> CommandResult:
+        return CommandResult(argv, 1, "", "internal error: out of memory\n", 0.0)
+
+    unit = " dedup: DDT entries 250, size 24KiB on disk, 35.2KiB in core\n"  # a new unit
+    wording = " dedup: DDT entries 250, 24K on disk, 35.2K in core\n"  # a new wording
+    for status, why in ((failed, "Command failed with exit code 1: zpool status -D -p pbdd"),
+                        (unit, "not a ZFS number: '24KiB'"),
+                        (wording, "a DDT summary this parse does not know")):  # fmt: skip
+        backend = _backend(dry_run=False, status=status)
+        at = AfterMeasurement(backend.runner, backend, _pool(), {"dedup": "on"})
+        reading = dedup.DedupReading.decode({"pool": factors.after_measurement(at)})
+        assert reading is not None and reading.ratio == 2.04 and reading.entries == 0
+        assert reading.unread.startswith(why), reading.unread
+        line = study.table_line(reading)
+        assert "WARNING: the dedup table could not be read" in line and why in line
+        assert study.ram_line(reading, 1 << 40) is None
+    # dedup=on with a table of no entry after a write: a warning, not "no dedup table"
+    empty = dedup.DedupReading("on", 1.0, 0, 0, 0, 0, 0)
+    assert "WARNING: dedup=on but the pool shows no dedup table" in study.table_line(empty)
+    off = dedup.DedupReading("off", 1.0, 0, 0, 0, 0, 0)
+    assert study.table_line(off) == "dedupratio 1.00x, no dedup table"
+
+
 def test_dedup_is_refused_off_zfs_before_anything_is_built() -> None:
     disks = Disks(count=2, size="128M")
     with pytest.raises(UsageError, match="the btrfs backend has no inline deduplication"):
@@ -163,3 +202,31 @@ def test_the_study_is_dedup_off_and_on_over_one_layout_with_the_duplicating_writ
     assert data["workloads"]["names"] == ["dup-write"]
     assert study.pool_bytes(Context(2, "1G")) == 2 * GiB
     assert study.pool_bytes(Context(2, "1G", options={"pool_size": "20T"})) == 20 << 40
+    # the default is said, since a mirror of those disks holds half of it
+    said = study.basis_line(Context(2, "1G"))
+    assert said is not None and "takes the 2 disks' raw space, 2.00 GiB, as the data" in said
+    assert study.basis_line(Context(2, "1G", options={"pool_size": "20T"})) is None
+
+
+def test_the_notes_give_the_median_write_and_scale_the_last_replicates_table() -> None:
+    from poolbench.store.factrows import FactRow
+    from poolbench.store.facts import ConfigFacts, StudyFacts
+
+    def row(replicate: int, d: dedup.DedupReading) -> FactRow:
+        return FactRow(config="", workload="dup-write", replicate=replicate, value=0.0,
+                       guards={"pool": {"dedup": d.to_json()}})  # fmt: skip
+
+    first = dedup.DedupReading("on", 2.0, 256, 0, 256 * 100, 512, 64 * MiB)
+    last = dedup.DedupReading("on", 2.04, 251, 251 * 587, 251 * 163, 512, 64 * MiB)
+    on = ConfigFacts("backend=zfs dedup=on", {"dedup": "on"},
+                     figures={"dup-write": (400.0, 100.0, 300.0, 200.0)},
+                     rows=(row(2, last), row(1, first)))  # fmt: skip
+    facts = StudyFacts("dedup", "loop", 2, GiB, (on,))
+    lines = study.notes(Context(2, "1G"), facts)
+    # the median of four replicates is the mean of the middle two, 250 (not 300)
+    assert lines[1].startswith("  backend=zfs dedup=on: dup-write 250.0 MiB/s; dedupratio 2.04x")
+    assert "DDT 251 entries for 512 blocks written (0.49 per block), 163 B in core" in lines[1]
+    ram = 2 * GiB * (251 * 163) / (64 * MiB)  # the raw space × in-core bytes per byte stored
+    assert "RAM for the DDT at 2.00 GiB stored like this" in lines[2]
+    assert f"= {ram / MiB:.1f} MiB" in lines[2]
+    assert "takes the 2 disks' raw space, 2.00 GiB, as the data" in lines[3]

@@ -23,6 +23,7 @@ from poolbench.factors.base import AfterMeasurement, AfterPool, Factor, Levels, 
 from poolbench.factors.specs import Spec, one_of
 from poolbench.records.jsontypes import JsonObject
 from poolbench.zfs import ops
+from poolbench.zfs.errors import ZfsCommandError
 
 if TYPE_CHECKING:
     from poolbench.backends.base import Backend, Pool
@@ -45,6 +46,8 @@ class DedupReading:
     core_bytes: int
     referenced_blocks: int
     referenced_bytes: int
+    # why the table could not be read ('' when it was): the measurement stands without it
+    unread: str = ""
 
     @property
     def core_bytes_per_entry(self) -> float | None:
@@ -70,6 +73,7 @@ class DedupReading:
             level=str(got.get("level", "")),
             ratio=float(ratio) if isinstance(ratio, int | float) else None,
             **{f: int(got.get(f) or 0) for f in _COUNTS},
+            unread=str(got.get("unread") or ""),
         )
 
 
@@ -115,13 +119,19 @@ def apply(at: AfterPool) -> JsonObject:
 
 
 def read_back(at: AfterMeasurement) -> DedupReading:
-    """What the pool says of deduplication now (its writes synced by the caller)."""
-    name = at.pool.spec.name
+    """What the pool says of deduplication now (its writes synced by the caller). A table
+    that cannot be read or parsed (`zpool status -D` failing, a wording this parse does not
+    know) is said in the reading, not raised: the measurement just taken, and the trial,
+    stand without it."""
+    name, level = at.pool.spec.name, at.levels[KEY]
     avail = at.backend.check()
-    table = ops.dedup_table(at.runner, name, avail.dialect, avail.version)
-    said = ops.pool_prop(at.runner, name, "dedupratio", avail.dialect)
-    t = table
-    return DedupReading(at.levels[KEY], ratio(said), t.entries, t.disk_bytes, t.core_bytes,
+    said = ratio(ops.pool_prop(at.runner, name, "dedupratio", avail.dialect))
+    try:
+        t = ops.dedup_table(at.runner, name, avail.dialect, avail.version)
+    except (ZfsCommandError, ValueError) as e:
+        why = e.problem if isinstance(e, ZfsCommandError) else str(e)
+        return DedupReading(level, said, 0, 0, 0, 0, 0, unread=why.splitlines()[0])
+    return DedupReading(level, said, t.entries, t.disk_bytes, t.core_bytes,
                         t.referenced_blocks, t.referenced_bytes)  # fmt: skip
 
 

@@ -218,8 +218,18 @@ def dedup_table(runner: Runner, pool: str, dialect: str, version: str) -> DedupT
     (`zpool version`'s "zfs-2.3.2-1"; zfs-fuse's), since OpenZFS before 2.3 and zfs-fuse
     print its sizes per entry and 2.3 in all. A failure raises its typed error."""
     text = pools.read(runner, commands.dedup_status(pool, dialect)).stdout
-    averaged = dialect != OPENZFS or parse.version_tuple(version) < (2, 3)
+    # The kernel module averages them (module/zfs/ddt.c), not the zpool command: after an
+    # upgrade not yet rebooted into, its version is not the userland's.
+    kernel = _kernel_version(runner) if dialect == OPENZFS else None
+    averaged = dialect != OPENZFS or parse.version_tuple(kernel or version) < (2, 3)
     return parse.parse_dedup_table(text, averaged)
+
+
+def _kernel_version(runner: Runner) -> str | None:
+    """`zpool version`'s kernel module line ("zfs-kmod-2.2.7-pve1"), or None."""
+    v = runner.run(commands.version(), check=False, mutates=False)
+    lines = [x for x in v.stdout.splitlines() if x.startswith("zfs-kmod-")]
+    return lines[0] if v.returncode == 0 and lines else None
 
 
 def dataset_value(runner: Runner, dataset: str, prop: str) -> str | None:

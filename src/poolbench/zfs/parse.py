@@ -401,6 +401,9 @@ def parse_dedup_table(text: str, averaged: bool) -> DedupTable:
     per entry (zfs-fuse and OpenZFS before 2.3 divide them by the entries; 2.3 prints the
     totals), so they are multiplied back."""
     m = _DDT.search(text)
+    if m is None and re.search(r"DDT entries \d", text):  # a table, in words not known here
+        line = text[text.index("DDT entries") :].splitlines()[0]
+        raise ValueError(f"a DDT summary this parse does not know: {line!r}")
     if m is None:  # no table: dedup never wrote a block, or every one was freed
         return DedupTable(0, 0, 0, 0, 0)
     entries = int(m.group(1))

@@ -11,6 +11,7 @@ entry), not the rule of thumb.
 
 from __future__ import annotations
 
+import statistics
 from typing import TYPE_CHECKING
 
 from poolbench.factors.dedup import DedupReading
@@ -52,6 +53,17 @@ def pool_bytes(ctx: Context) -> int:
     return parse_size(given) if given else ctx.disk_bytes * ctx.n
 
 
+def basis_line(ctx: Context) -> str | None:
+    """What the RAM figure's data stands for when --pool-size was not given: the disks' raw
+    space, more than the data a mirror or raidz of them can hold."""
+    if ctx.options.get("pool_size"):
+        return None
+    return (
+        f"(the RAM figure takes the {ctx.n} disks' raw space, {_bytes(pool_bytes(ctx))}, as the "
+        "data: more than their redundancy lets them hold; --pool-size says how much you mean)"
+    )
+
+
 def reading(c: ConfigFacts) -> DedupReading | None:
     """The dedup table after the configuration's last write (its last replicate)."""
     got = [(r["replicate"], DedupReading.decode(r["guards"])) for r in c.rows
@@ -60,13 +72,13 @@ def reading(c: ConfigFacts) -> DedupReading | None:
     return last[-1] if last else None
 
 
-def _median(values: tuple[float, ...]) -> float | None:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2] if ordered else None
-
-
 def table_line(d: DedupReading) -> str:
     ratio = f"dedupratio {d.ratio:.2f}x" if d.ratio is not None else "dedupratio not read"
+    if d.unread:
+        return f"{ratio}; WARNING: the dedup table could not be read ({d.unread}), no RAM figure"
+    if not d.entries and d.level == "on":
+        # dedup=on and a write behind it: a table with no entry is a reading not to trust
+        return f"{ratio}; WARNING: dedup=on but the pool shows no dedup table, no RAM figure"
     if not d.entries:
         return f"{ratio}, no dedup table"
     per_gib = GiB / d.referenced_bytes if d.referenced_bytes else 0.0
@@ -110,7 +122,8 @@ def notes(ctx: Context, facts: StudyFacts) -> list[str]:
     lines = []
     for c in facts.configs:
         d = reading(c)
-        speed = _median(c.figures.get(WORKLOAD, ()))
+        got = c.figures.get(WORKLOAD, ())
+        speed = statistics.median(got) if got else None
         head = f"  {c.key}: {WORKLOAD} {speed:.1f} MiB/s" if speed is not None else f"  {c.key}:"
         if d is None:
             lines.append(f"{head}; the pool was not read back")
@@ -119,6 +132,8 @@ def notes(ctx: Context, facts: StudyFacts) -> list[str]:
         ram = ram_line(d, pool_bytes(ctx)) if d.level == "on" else None
         if ram:
             lines.append(f"    {ram}")
+            basis = basis_line(ctx)
+            lines += [f"    {basis}"] if basis else []
     if not lines:
         return []
     return ["deduplication (the last replicate's dedup table, per configuration):", *lines]
