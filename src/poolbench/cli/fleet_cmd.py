@@ -261,31 +261,36 @@ def _drive(
             raise
         finally:
             state.save(path)
-    measured, warned = fleet_run.measured(store, state), fleet_run.warned(store, state)
-    if how.as_json:
-        skip = ("offset", "last_answer")  # the controller's own bookkeeping
-        hosts_doc = [
-            {k: v for k, v in dataclasses.asdict(h).items() if k not in skip}
-            for h in state.hosts.values()
-        ]
-        click.echo(
-            json.dumps(
-                {
-                    "tag": state.tag,
-                    "seed": state.seed,
-                    "study": state.study_file,
-                    "hosts": hosts_doc,
-                    "answer": answer_view.to_json(measured, warned),
-                },
-                indent=2,
-            )
-        )
-    else:
-        _render_hosts(state)
-        answer_view.render(measured, warned)
+    _show(store, state, how.as_json)
     error = fleet_run.summary_error(state)
     if error is not None:
         raise error
+
+
+def _show(store: Store, state: fleet_run.FleetRun, as_json: bool) -> None:
+    """The hosts and the fleet's answer: tables, or with --json one document on stdout."""
+    measured, warned = fleet_run.measured(store, state), fleet_run.warned(store, state)
+    if not as_json:
+        _render_hosts(state)
+        answer_view.render(measured, warned)
+        return
+    skip = ("offset", "last_answer", "attempt")  # the controller's own bookkeeping
+    hosts_doc = [
+        {k: v for k, v in dataclasses.asdict(h).items() if k not in skip}
+        for h in state.hosts.values()
+    ]
+    click.echo(
+        json.dumps(
+            {
+                "tag": state.tag,
+                "seed": state.seed,
+                "study": state.study_file,
+                "hosts": hosts_doc,
+                "answer": answer_view.to_json(measured, warned),
+            },
+            indent=2,
+        )
+    )
 
 
 def _new(hostfile: Path, study_file: Path, seed: int | None) -> fleet_run.FleetRun:
