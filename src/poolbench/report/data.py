@@ -16,6 +16,7 @@ from poolbench.engine import slow_members
 from poolbench.errors import UsageError
 from poolbench.records.findings import Findings, modelled_amplification, write_amplification
 from poolbench.records.jsontypes import JsonObject
+from poolbench.records.latency import Latency
 from poolbench.records.measurement import Measurement
 from poolbench.records.run_metadata import RunMetadata
 from poolbench.report.metrics import VALUE, Figure, Metric, fallback_note, tail_warning
@@ -50,7 +51,7 @@ class Cell:
 
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)  # the run's (RunData.policy)
     # Per replicate, fio's completion latency as stored (store 0005_latency), None without.
-    clats: list[JsonObject | None] = field(default_factory=list)
+    clats: list[Latency | None] = field(default_factory=list)
     _figures: dict[tuple[str, int, int, int], Figure] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -131,7 +132,7 @@ class RunData:
     argv: list[str]
     metadata: RunMetadata
     error: str | None
-    measurements: list[JsonObject]
+    measurements: list[Measurement]  # as stored, in the store's order
     commands: list[JsonObject]
     cells: dict[tuple[str, str], Cell]
     configs: list[str]
@@ -198,7 +199,7 @@ class RunData:
         if self.metadata.compressibility is not None:
             return self.metadata.compressibility
         for m in self.measurements:
-            data = Findings.from_json(m["guards"]).data
+            data = m.findings.data
             if data is not None:
                 return data.compressibility_percent
         return None
@@ -225,7 +226,7 @@ class RunData:
         if self.metadata.fio_version:
             found.append(self.metadata.fio_version)
         for m in self.measurements:
-            fio = Findings.from_json(m["guards"]).fio
+            fio = m.findings.fio
             v = fio.version if fio is not None else None
             if v and v not in found:
                 found.append(v)
@@ -261,21 +262,20 @@ def key_of(levels: dict[str, str]) -> str:
     return " ".join(f"{k}={v}" for k, v in levels.items())
 
 
-def cell_config(m: JsonObject) -> str:
+def cell_config(m: Measurement) -> str:
     """The configuration a measurement row belongs to in the reports: a run measured on many
     hosts keeps each host's replicates apart, the host one more factor of it."""
-    return str(m["config"]) + (f" host={m['host']}" if m.get("host") else "")
+    return m.config + (f" host={m.host}" if m.host else "")
 
 
-def _stored_levels(m: JsonObject, config: str) -> dict[str, str]:
+def _stored_levels(m: Measurement, config: str) -> dict[str, str]:
     """A measurement's factor levels: as stored (0006_config_levels), a fleet host added as
     one more factor; rows stored before that are read from their key."""
-    stored = m.get("config_levels")  # decoded by the record: a dict, or None
-    if not isinstance(stored, dict):
+    if m.config_levels is None:
         return parse_key(config)
-    levels = {str(k): str(v) for k, v in stored.items()}
-    if levels and m.get("host"):
-        levels["host"] = str(m["host"])
+    levels = dict(m.config_levels)
+    if levels and m.host:
+        levels["host"] = m.host
     return levels
 
 
@@ -323,34 +323,26 @@ def _commands(store: Store, run_id: int) -> list[JsonObject]:
     return commands
 
 
-def _measurement(r: Any) -> JsonObject:
-    """One stored measurement row, its JSON columns decoded by the record the engine stored
-    (records/measurement.py: a wrong type is read as empty)."""
-    return {**dict(r), **Measurement.from_row(dict(r)).to_json()}
-
-
 def load_run(store: Store, ref: str) -> RunData:
     run_id = resolve_run(store, ref)
     row = store.run(run_id)
-    measurements = [_measurement(r) for r in store.measurements(run_id)]
+    # each row's JSON columns decoded once by the record (a wrong type is read as empty)
+    measurements = [Measurement.from_row(dict(r)) for r in store.measurements(run_id)]
     commands = _commands(store, run_id)
     cells: dict[tuple[str, str], Cell] = {}
     config_levels: dict[str, dict[str, str]] = {}
-    for m in sorted(measurements, key=lambda m: (m["replicate"], m["id"])):
+    for m in sorted(measurements, key=lambda m: (m.replicate, m.row_id or 0)):
         config = cell_config(m)
         config_levels.setdefault(config, _stored_levels(m, config))
-        ck = (config, str(m["workload"]))
-        cell = cells.setdefault(ck, Cell(ck[0], ck[1], str(m["unit"])))
-        cell.values.append(float(m["value"]))
-        cell.replicates.append(int(m["replicate"]))
-        if m["device_mib_s"] is not None:
-            cell.device_mib_s.append(float(m["device_mib_s"]))
-        for w in m["warnings"]:
-            if str(w) not in cell.warnings:
-                cell.warnings.append(str(w))
-        cell.guards.append(m["guards"])
-        cell.workload_def = m["workload_def"]
-        cell.clats.append(m.get("clat"))
+        cell = cells.setdefault((config, m.workload), Cell(config, m.workload, m.unit))
+        cell.values.append(m.value)
+        cell.replicates.append(m.replicate)
+        if m.device_mib_s is not None:
+            cell.device_mib_s.append(m.device_mib_s)
+        cell.warnings += [w for w in dict.fromkeys(m.warnings) if w not in cell.warnings]
+        cell.guards.append(m.findings.to_json())
+        cell.workload_def = m.workload_def
+        cell.clats.append(m.latency)
     argv = _json(row["argv"], [])
     run = RunData(
         id=run_id,
@@ -373,7 +365,7 @@ def load_run(store: Store, ref: str) -> RunData:
     )
     _finish_cells(run)
     run.configs = _config_order(run, [c.config for c in cells.values()])
-    run.workloads = _workload_order(run, [m["workload"] for m in measurements])
+    run.workloads = _workload_order(run, [m.workload for m in measurements])
     return run
 
 

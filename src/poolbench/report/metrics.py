@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from poolbench.errors import CommandLineError
+from poolbench.records.latency import Latency
 from poolbench.stats import logscale
 from poolbench.stats.compare import Ratio, compare_family
 from poolbench.stats.policy import ReplicatePolicy
@@ -106,9 +107,7 @@ class Metric:
     def unit(self, workload_unit: str) -> str:
         return LATENCY_UNIT if self.is_latency else workload_unit
 
-    def values(
-        self, values: Sequence[float], clats: Sequence[Mapping[str, Any] | None]
-    ) -> list[float]:
+    def values(self, values: Sequence[float], clats: Sequence[Latency | None]) -> list[float]:
         """Per replicate: the figures themselves, or each run's percentile in µs (replicates
         without one are left out; see `missing`)."""
         if not self.is_latency:
@@ -119,7 +118,7 @@ class Metric:
         self,
         policy: ReplicatePolicy,
         values: Sequence[float],
-        clats: Sequence[Mapping[str, Any] | None],
+        clats: Sequence[Latency | None],
     ) -> Figure:
         """The cell's figure: for a latency percentile, of all I/Os when every replicate
         stored its histogram, else the geometric mean of the runs' percentiles (module doc)."""
@@ -160,18 +159,10 @@ POOLED_NAME = "of all I/Os"  # stats.pooled.WHAT: a percentile of every completi
 GEOMEAN_NAME = "geometric mean of the runs'"
 
 
-def histograms(clats: Sequence[Mapping[str, Any] | None]) -> list[dict[int, int]] | None:
+def histograms(clats: Sequence[Latency | None]) -> list[dict[int, int]] | None:
     """Every replicate's stored clat histogram (ns bin → count), or None when one lacks it."""
-    out = []
-    for c in clats:
-        bins = c.get("bins") if isinstance(c, Mapping) else None
-        if not isinstance(bins, Mapping) or not bins:
-            return None
-        try:
-            out.append({int(k): int(v) for k, v in bins.items()})
-        except (TypeError, ValueError):
-            return None
-    return out or None
+    out = [dict(c.bins) for c in clats if c is not None and c.bins]
+    return out if out and len(out) == len(clats) else None
 
 
 def statistic_label(metric: Metric, figures: Sequence[Figure]) -> str:
@@ -207,13 +198,12 @@ def parse_metrics(text: str | None) -> list[Metric]:
     return [METRICS[n] for n in dict.fromkeys(names)]
 
 
-def percentile_ns(clat: Mapping[str, Any] | None, percentile: str | None) -> float | None:
+def percentile_ns(clat: Latency | None, percentile: str | None) -> float | None:
     """One run's stored percentile in ns (store 0005_latency's `clat`), or None."""
-    if not isinstance(clat, Mapping) or percentile is None:
+    if clat is None or percentile is None:
         return None
-    pct = clat.get("percentiles")
-    v = pct.get(percentile) if isinstance(pct, Mapping) else None
-    return float(v) if isinstance(v, int | float) and v > 0 else None
+    v = clat.p(float(percentile))
+    return v if v is not None and v > 0 else None
 
 
 def latency_matters(workload_def: Mapping[str, Any]) -> bool:
@@ -229,16 +219,16 @@ def latency_matters(workload_def: Mapping[str, Any]) -> bool:
     return any(str(opts.get(k, "0")) not in ("0", "") for k in ("sync", "fsync", "fdatasync"))
 
 
-def tail_warning(metric: Metric, clats: Sequence[Mapping[str, Any] | None]) -> str:
+def tail_warning(metric: Metric, clats: Sequence[Latency | None]) -> str:
     """Why a tail percentile of these runs is a figure about a few I/Os, or ""."""
     if metric.percentile is None:
         return ""
     q = float(metric.percentile)
     few = []
     for i, c in enumerate(clats):
-        n = c.get("samples") if isinstance(c, Mapping) else None
-        if isinstance(n, int) and n * (100 - q) / 100 < MIN_BEYOND:
-            few.append((i + 1, n))
+        # samples 0: a latency stored without fio's count of completions (nothing to judge)
+        if c is not None and c.samples and c.beyond(q) < MIN_BEYOND:
+            few.append((i + 1, c.samples))
     if not few:
         return ""
     runs = ", ".join(f"{i} ({n:,} I/Os)" for i, n in few)
