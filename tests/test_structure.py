@@ -42,7 +42,7 @@ LONG_MODULES: dict[str, str] = {}
 # unknown shape at the edge keeps one, in a module named below with the reason.
 UNTYPED = re.compile(r"dict\[str, Any\]|Mapping\[str, Any\]|JsonObject|StudyDict")
 # Lines spelling one in src (the grep of issue 40); its goal is 80. Lower it as they go.
-UNTYPED_CEILING = 261
+UNTYPED_CEILING = 257
 # Every module that spells one, and why; "debt:" marks a value whose shape is known.
 UNTYPED_MODULES: dict[str, str] = {
     "backends/_common.py": "a remount's cache drop record: the guards' `cache` section",
@@ -101,7 +101,6 @@ UNTYPED_MODULES: dict[str, str] = {
     "report/compare_runs.py": "the two runs' metadata (`runs.metadata` JSON), compared key by key",
     "report/data.py": "debt: stored rows' JSON columns, read by key in report/",
     "report/export.py": "`export --json`: the rows as written",
-    "report/header.py": "the run's metadata (`runs.metadata` JSON): its disks and devices",
     "report/history.py": "`history --json`: the series, its points and steps",
     "report/metrics.py": "debt: the `clat` JSON and a workload definition, read by key",
     "safety/blockdevice.py": "`disks --json`; wipefs's JSON entries (a device's signatures)",

@@ -19,6 +19,7 @@ from poolbench.records.jsontypes import JsonObject
 from poolbench.records.latency import Latency
 from poolbench.records.measurement import Measurement
 from poolbench.records.run_metadata import RunMetadata
+from poolbench.records.stored_study import StoredStudy
 from poolbench.report.metrics import VALUE, Figure, Metric, fallback_note, tail_warning
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.store import queries
@@ -158,7 +159,7 @@ class RunData:
 
     # -- what the run measured -----------------------------------------------------------
     @property
-    def study(self) -> JsonObject:
+    def study(self) -> StoredStudy:
         return self.metadata.study
 
     def cell(self, config: str, workload: str) -> Cell | None:
@@ -193,9 +194,8 @@ class RunData:
         return short or config
 
     def compressibility(self) -> int | None:
-        wl = self.study.get("workloads")
-        if isinstance(wl, dict) and isinstance(wl.get("compressibility"), int):
-            return int(wl["compressibility"])
+        if self.study.workloads.compressibility is not None:
+            return self.study.workloads.compressibility
         if self.metadata.compressibility is not None:
             return self.metadata.compressibility
         for m in self.measurements:
@@ -207,12 +207,12 @@ class RunData:
     def working_set_bytes(self) -> int | None:
         if self.metadata.working_set_bytes is not None:
             return self.metadata.working_set_bytes
-        wl = self.study.get("workloads")
-        if isinstance(wl, dict) and isinstance(wl.get("size"), str):
+        size = self.study.workloads.size
+        if size is not None:
             from poolbench.units import parse_size
 
             try:
-                return parse_size(wl["size"])
+                return parse_size(size)
             except UsageError:
                 return None
         return None
@@ -234,8 +234,8 @@ class RunData:
 
     def ci_target(self) -> float:
         """The relative CI half-width the run aimed for (0.05 = ±5%)."""
-        t = self.study.get("ci_target")
-        if isinstance(t, int | float):
+        t = self.study.ci_target
+        if t is not None:
             return float(t) / 100
         stop = self.metadata.stop.ci_target
         return stop if stop is not None else 0.05
@@ -245,11 +245,11 @@ class RunData:
         max_replicates / ci_target, a bench's options.stop; the defaults when neither is
         stored (or what is stored is not a valid policy)."""
         s, stop = self.study, self.metadata.stop
-        lo = s.get("replicates", 3 if stop.min_runs is None else stop.min_runs)
-        hi = s.get("max_replicates", 10 if stop.max_runs is None else stop.max_runs)
+        lo = s.replicates or (3 if stop.min_runs is None else stop.min_runs)
+        hi = s.max_replicates or (10 if stop.max_runs is None else stop.max_runs)
         try:
-            return ReplicatePolicy(self.ci_target(), int(lo), int(hi))
-        except (TypeError, ValueError):
+            return ReplicatePolicy(self.ci_target(), lo, hi)
+        except ValueError:
             return ReplicatePolicy(self.ci_target())
 
     def started_text(self) -> str:
@@ -384,15 +384,15 @@ def _unique(items: list[str]) -> list[str]:
 def _config_order(run: RunData, seen: list[str]) -> list[str]:
     """Study order (factor by factor, levels as the study lists them), else first seen."""
     configs = _unique(seen)
-    factors = run.study.get("factors")
-    if not isinstance(factors, dict):
+    factors = run.study.factors
+    if factors is None:
         return configs
 
     def rank(c: str) -> tuple[int, ...]:
         levels = run.levels(c)
         out = []
         for k in levels:
-            listed = [str(x) for x in factors.get(k, [])]
+            listed = factors.get(k, [])
             out.append(listed.index(levels[k]) if levels[k] in listed else len(listed))
         return tuple(out)
 
@@ -401,12 +401,11 @@ def _config_order(run: RunData, seen: list[str]) -> list[str]:
 
 def _workload_order(run: RunData, seen: list[str]) -> list[str]:
     workloads = _unique(seen)
-    wl = run.study.get("workloads")
-    names = wl.get("names") if isinstance(wl, dict) else None
-    if not isinstance(names, list) and run.metadata.workload_order is not None:
-        names = list(run.metadata.workload_order)
-    if isinstance(names, list):
-        order = [str(n) for n in names]
+    names = run.study.workloads.names
+    if names is None:
+        names = run.metadata.workload_order
+    if names is not None:
+        order = list(names)
         return sorted(workloads, key=lambda w: order.index(w) if w in order else len(order))
     return workloads
 
