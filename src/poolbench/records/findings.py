@@ -109,6 +109,16 @@ class DeviceFinding:
             more={k: v for k, v in d.items() if k not in known},
         )
 
+    @property
+    def amplification(self) -> float | None:
+        """The measured write amplification (guards/amplification), if any."""
+        return _number(_part(_part(self.more, "amplification"), "amplification"))
+
+    @property
+    def amplification_model(self) -> float | None:
+        """What the layout's model said the write must cost, if any."""
+        return _number(_part(_part(_part(self.more, "amplification"), "model"), "ratio"))
+
 
 @dataclass(frozen=True)
 class FioFinding:
@@ -221,15 +231,19 @@ class Findings:
 def write_amplification(guards: Mapping[str, Any]) -> float | None:
     """The measured write amplification stored in one measurement's guards, if any."""
     dev = guards.get("device")
-    amp = dev.get("amplification") if isinstance(dev, dict) else None
-    value = amp.get("amplification") if isinstance(amp, dict) else None
-    return float(value) if isinstance(value, int | float) else None
+    return DeviceFinding.from_json(dev).amplification if isinstance(dev, dict) else None
 
 
 def modelled_amplification(guards: Mapping[str, Any]) -> float | None:
     """What the layout's model said the write must cost if any."""
     dev = guards.get("device")
-    amp = dev.get("amplification") if isinstance(dev, dict) else None
-    model = amp.get("model") if isinstance(amp, dict) else None
-    ratio = model.get("ratio") if isinstance(model, dict) else None
-    return float(ratio) if isinstance(ratio, int | float) else None
+    return DeviceFinding.from_json(dev).amplification_model if isinstance(dev, dict) else None
+
+
+def _part(section: object, key: str) -> object:
+    """A stored section's part, or None when the section is not an object."""
+    return section.get(key) if isinstance(section, Mapping) else None
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None

@@ -14,7 +14,7 @@ from typing import Any
 from poolbench import is_digits
 from poolbench.engine import slow_members
 from poolbench.errors import UsageError
-from poolbench.records.findings import Findings, modelled_amplification, write_amplification
+from poolbench.records.findings import Findings
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.latency import Latency
 from poolbench.records.measurement import Measurement
@@ -42,7 +42,7 @@ class Cell:
     replicates: list[int] = field(default_factory=list)
     device_mib_s: list[float] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    guards: list[JsonObject] = field(default_factory=list)
+    guards: list[Findings] = field(default_factory=list)  # per replicate, decoded
     workload_def: JsonObject = field(default_factory=dict)
 
     @property
@@ -95,13 +95,13 @@ class Cell:
     def amplification(self) -> float | None:
         """Mean measured write amplification (device ÷ application bytes) of the replicates,
         None for a read or an unverified write (guards/amplification)."""
-        got = [a for a in (write_amplification(g) for g in self.guards) if a is not None]
+        got = [a for f in self.guards if f.device and (a := f.device.amplification) is not None]
         return sum(got) / len(got) if got else None
 
     @property
     def amplification_model(self) -> float | None:
         """What the layout must write per byte, when every replicate's model agrees."""
-        models = {modelled_amplification(g) for g in self.guards} - {None}
+        models = {f.device.amplification_model for f in self.guards if f.device} - {None}
         return models.pop() if len(models) == 1 else None
 
     def amplification_text(self) -> str:
@@ -115,11 +115,7 @@ class Cell:
 
     def pool(self) -> JsonObject:
         """The pool description read back for this configuration (studies), else {}."""
-        for g in self.guards:
-            p = Findings.from_json(g).pool
-            if p:
-                return dict(p)
-        return {}
+        return next((dict(f.pool) for f in self.guards if f.pool), {})
 
 
 @dataclass
@@ -134,7 +130,7 @@ class RunData:
     metadata: RunMetadata
     error: str | None
     measurements: list[Measurement]  # as stored, in the store's order
-    commands: list[JsonObject]
+    commands: list[CommandRow]
     cells: dict[tuple[str, str], Cell]
     configs: list[str]
     workloads: list[str]
@@ -312,14 +308,31 @@ def _started_at(value: Any, run_id: int) -> float:
     return float(value)
 
 
-def _commands(store: Store, run_id: int) -> list[JsonObject]:
+@dataclass(frozen=True)
+class CommandRow:
+    """One command of the run's log (`commands`), as stored."""
+
+    argv: list[str]
+    started_at: float
+    duration_s: float
+    returncode: int | None  # None: it did not finish (timed out, or stopped)
+    dry_run: bool
+
+
+def _commands(store: Store, run_id: int) -> list[CommandRow]:
     """The run's command log, each argv a list of strings whatever the store holds."""
     commands = []
     for c in store.commands(run_id):
-        d = dict(c)
         argv = _json(c["argv"], [])
-        d["argv"] = [str(a) for a in argv] if isinstance(argv, list) else [str(argv)]
-        commands.append(d)
+        commands.append(
+            CommandRow(
+                [str(a) for a in argv] if isinstance(argv, list) else [str(argv)],
+                c["started_at"],
+                float(c["duration_s"]),
+                c["returncode"],
+                bool(c["dry_run"]),
+            )
+        )
     return commands
 
 
@@ -340,7 +353,7 @@ def load_run(store: Store, ref: str) -> RunData:
         if m.device_mib_s is not None:
             cell.device_mib_s.append(m.device_mib_s)
         cell.warnings += [w for w in dict.fromkeys(m.warnings) if w not in cell.warnings]
-        cell.guards.append(m.findings.to_json())
+        cell.guards.append(m.findings)
         cell.workload_def = m.workload_def
         cell.clats.append(m.latency)
     argv = _json(row["argv"], [])
@@ -374,7 +387,9 @@ def _finish_cells(run: RunData) -> None:
     for cell in run.cells.values():
         cell.policy = run.policy()  # the run's own min/max/target: Stein's interval
         # A slow member is named across the replicates, never from one window.
-        cell.warnings += [w for w in slow_members.named(cell.guards) if w not in cell.warnings]
+        cell.warnings += [
+            w for w in slow_members.named([f.other for f in cell.guards]) if w not in cell.warnings
+        ]
 
 
 def _unique(items: list[str]) -> list[str]:

@@ -11,7 +11,6 @@ import io
 import json
 from typing import Any
 
-from poolbench.records.findings import write_amplification
 from poolbench.records.jsontypes import JsonObject
 from poolbench.report.data import RunData, cell_config
 from poolbench.report.metrics import percentile_ns
@@ -121,7 +120,7 @@ def rows(run: RunData) -> list[JsonObject]:
                 "seconds": m.seconds,
                 "device_bytes": m.device_bytes,
                 "device_mib_s": m.device_mib_s,
-                "write_amplification": write_amplification(g),
+                "write_amplification": f.device.amplification if f.device else None,
                 "warnings": m.warnings,
                 "compressibility_percent": data if data is not None else run.compressibility(),
                 "working_set_bytes": run.working_set_bytes(),
@@ -165,11 +164,11 @@ def to_json(run: RunData) -> str:
         },
         "commands": [
             {
-                "argv": c["argv"],
-                "started_at": iso_time(c["started_at"]),
-                "duration_s": c["duration_s"],
-                "returncode": c["returncode"],
-                "dry_run": bool(c["dry_run"]),
+                "argv": c.argv,
+                "started_at": iso_time(c.started_at),
+                "duration_s": c.duration_s,
+                "returncode": c.returncode,
+                "dry_run": c.dry_run,
             }
             for c in run.commands
         ],

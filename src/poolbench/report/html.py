@@ -65,9 +65,9 @@ def _commands(run: RunData) -> Safe:
                 '<tr><td class="num">{}</td><td><code>{}</code></td>'
                 '<td class="num">{}</td><td class="num">{}</td></tr>',
                 i,
-                shlex.join(c["argv"]),
-                f"{float(c['duration_s']):.2f}",
-                "" if c["returncode"] is None else c["returncode"],
+                shlex.join(c.argv),
+                f"{c.duration_s:.2f}",
+                "" if c.returncode is None else c.returncode,
             )
         )
     return fmt("<table>{}</table>", join(rows, "\n"))
