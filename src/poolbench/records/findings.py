@@ -48,7 +48,7 @@ class CacheFinding:
     more: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> JsonObject:
-        out: JsonObject = {"method": self.method, **self.more, "verified": self.verified}
+        out = {"method": self.method, **self.more, "verified": self.verified}
         if self.detail is not None:
             out["detail"] = self.detail
         return out

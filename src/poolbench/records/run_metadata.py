@@ -163,7 +163,7 @@ class RunMetadata:
                 stored = json.loads(stored or "{}")
             except ValueError:
                 stored = {}
-        whole: JsonObject = stored if isinstance(stored, dict) else {}
+        whole = stored if isinstance(stored, dict) else {}
         m = _dict(whole)
         opts, ws, target = _dict(m.get("options")), _dict(m.get("working_set")), m.get("target")
         target = _dict(target)
