@@ -42,7 +42,7 @@ LONG_MODULES: dict[str, str] = {}
 # unknown shape at the edge keeps one, in a module named below with the reason.
 UNTYPED = re.compile(r"dict\[str, Any\]|Mapping\[str, Any\]|JsonObject|StudyDict")
 # Lines spelling one in src (the grep of issue 40); its goal is 80. Lower it as they go.
-UNTYPED_CEILING = 241
+UNTYPED_CEILING = 240
 # Every module that spells one, and why; "debt:" marks a value whose shape is known.
 UNTYPED_MODULES: dict[str, str] = {
     "backends/_common.py": "a remount's cache drop record: the guards' `cache` section",
@@ -99,7 +99,6 @@ UNTYPED_MODULES: dict[str, str] = {
     "report/data.py": "a workload's stored definition; the pool as its backend described it",
     "report/export.py": "`export --json`: the rows as written",
     "report/history.py": "`history --json`: the series, its points and steps",
-    "report/metrics.py": "debt: a workload's stored definition, read by key (fio's options)",
     "safety/blockdevice.py": "`disks --json`; wipefs's JSON entries (a device's signatures)",
     "safety/claims.py": "`disks --claim --json`; the run's metadata `claims`",
     "store/db.py": "the store's JSON columns (`runs.metadata`, `clat`) as written",

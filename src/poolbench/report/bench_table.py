@@ -116,17 +116,14 @@ def _shown(results: list[WorkloadResult], metrics: Sequence[Metric] | None) -> l
     if metrics is not None:
         return [m for m in metrics if m.is_latency]
     wanted = any(
-        latency_matters({"fio": r.workload.fio, "kind": r.workload.kind}) and any(_clats(r))
-        for r in results
+        latency_matters(r.workload.kind, r.workload.fio) and any(_clats(r)) for r in results
     )
     return [DEFAULT_LATENCY] if wanted else []
 
 
 def _latency_text(r: WorkloadResult, m: Metric, metrics: Sequence[Metric] | None) -> str:
     xs = m.values(r.values, _clats(r))
-    if not xs or (
-        metrics is None and not latency_matters({"fio": r.workload.fio, "kind": r.workload.kind})
-    ):
+    if not xs or (metrics is None and not latency_matters(r.workload.kind, r.workload.fio)):
         return "–"
     return m.figure(r.policy, r.values, _clats(r)).text()
 

@@ -46,6 +46,17 @@ class Cell:
     workload_def: JsonObject = field(default_factory=dict)
 
     @property
+    def workload_kind(self) -> str:
+        """The workload's kind as stored (workloads/workload.py Kind; "fio" when unsaid)."""
+        return str(self.workload_def.get("kind") or "fio")
+
+    @property
+    def fio_options(self) -> dict[str, str]:
+        """The workload's fio options as stored ({} for a workload without fio)."""
+        fio = self.workload_def.get("fio")
+        return {str(k): str(v) for k, v in fio.items()} if isinstance(fio, dict) else {}
+
+    @property
     def exact(self) -> bool:
         """A figure read from the pool, not measured (capacity): its definition says so."""
         return bool(self.workload_def.get("exact"))

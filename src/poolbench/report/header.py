@@ -144,7 +144,7 @@ def _data(run: RunData) -> str | None:
     if comp is None:
         return None
     text = f"{comp}% compressible, fresh random buffers per write (never zeros)"
-    if any(c.workload_def.get("kind") == "untar" for c in run.cells.values()):
+    if any(c.workload_kind == "untar" for c in run.cells.values()):
         # untar writes the tarball's own files, whatever --compressibility says
         text += " (fio's data; untar writes the source tree's files, which compress 2-4×)"
     ratios = sorted(

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from poolbench.errors import CommandLineError
 from poolbench.records.latency import Latency
@@ -206,17 +205,16 @@ def percentile_ns(clat: Latency | None, percentile: str | None) -> float | None:
     return v if v is not None and v > 0 else None
 
 
-def latency_matters(workload_def: Mapping[str, Any]) -> bool:
+def latency_matters(kind: str, fio: Mapping[str, str]) -> bool:
     """Random I/O and synchronous writes are chosen on their latency: their tables show p99
     by default. Synchronous = every write waits for stable storage (fio sync/dsync, or an
-    fsync/fdatasync every N writes), the I/O of databases and of NFS/VM hosts."""
-    if workload_def.get("kind") == "pgbench":  # every commit waits for the WAL's fsync
+    fsync/fdatasync every N writes), the I/O of databases and of NFS/VM hosts. `kind` and
+    `fio` are the workload's (workloads/workload.py)."""
+    if kind == "pgbench":  # every commit waits for the WAL's fsync
         return True
-    fio = workload_def.get("fio")
-    opts = fio if isinstance(fio, Mapping) else {}
-    if str(opts.get("rw", "")).startswith("rand"):
+    if fio.get("rw", "").startswith("rand"):
         return True
-    return any(str(opts.get(k, "0")) not in ("0", "") for k in ("sync", "fsync", "fdatasync"))
+    return any(fio.get(k, "0") not in ("0", "") for k in ("sync", "fsync", "fdatasync"))
 
 
 def tail_warning(metric: Metric, clats: Sequence[Latency | None]) -> str:
