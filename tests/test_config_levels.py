@@ -39,7 +39,7 @@ STUDIES = {
 
 def _configs(name: str) -> list[matrix.Config]:
     """The configurations of a built-in study as its study file expands them."""
-    return matrix.configs(parse(tomli_w.dumps(registry.build(name, STUDIES[name]))))
+    return matrix.configs(parse(tomli_w.dumps(registry.build(name, STUDIES[name]).toml_data())))
 
 
 def _store_run(db: Path, name: str, cfgs: list[matrix.Config], legacy: bool = False) -> Store:

@@ -20,23 +20,23 @@ TPCB = "pgbench-tpcb-c4"
 
 def test_the_full_matrix_on_openzfs() -> None:
     data = registry.build("database", Context(3, "1G"))
-    f = data["factors"]
+    f = data.factors
     assert f["layout"] == ["mirror:2", "raidz1:3"] and f["recordsize"] == ["8K", "16K", "128K"]
     assert f["full_page_writes"] == ["on", "off"] and f["logbias"] == ["latency", "throughput"]
-    assert data["workloads"]["names"] == [TPCB, "pgbench-select-c4"]
+    assert data.workloads["names"] == [TPCB, "pgbench-select-c4"]
     # a quarter of a 1G disk: 256M, which pgbench loads at scale 16
-    assert data["workloads"]["size"] == "256M"
+    assert data.workloads["size"] == "256M"
 
 
 def test_zfs_fuse_keeps_logbias_when_it_has_it() -> None:
     ctx = Context(3, "1G", dialect="zfs-fuse")
-    assert registry.build("database", ctx)["factors"]["logbias"] == ["latency", "throughput"]
+    assert registry.build("database", ctx).factors["logbias"] == ["latency", "throughput"]
 
 
 def test_a_property_zfs_fuse_lacks_is_dropped_and_said(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(database, "ZFS_FUSE_LACKS", ("logbias",))
     ctx = Context(3, "1G", dialect="zfs-fuse")
-    assert "logbias" not in registry.build("database", ctx)["factors"]
+    assert "logbias" not in registry.build("database", ctx).factors
     assert any("no logbias levels: zfs-fuse has no logbias" in s for s in ctx.said)
 
 
@@ -44,9 +44,7 @@ def test_options_narrow_the_matrix() -> None:
     ctx = Context(3, "1G", options={"levels": "16k", "fpw": "off", "logbias": "latency",
                                     "modes": "tpcb", "clients": "1"})  # fmt: skip
     data = registry.build("database", ctx)
-    assert data["factors"]["recordsize"] == ["16K"] and data["workloads"]["names"] == [
-        "pgbench-tpcb-c1"
-    ]
+    assert data.factors["recordsize"] == ["16K"] and data.workloads["names"] == ["pgbench-tpcb-c1"]
 
 
 @pytest.mark.parametrize(

@@ -198,8 +198,8 @@ def test_the_ram_figure_is_blocks_times_entries_per_block_times_bytes_per_entry(
 
 def test_the_study_is_dedup_off_and_on_over_one_layout_with_the_duplicating_write() -> None:
     data = study.build(Context(2, "1G", dialect="zfs-fuse"))
-    assert data["factors"] == {"backend": ["zfs"], "layout": ["mirror:2"], "dedup": ["off", "on"]}
-    assert data["workloads"]["names"] == ["dup-write"]
+    assert data.factors == {"backend": ["zfs"], "layout": ["mirror:2"], "dedup": ["off", "on"]}
+    assert data.workloads["names"] == ["dup-write"]
     assert study.pool_bytes(Context(2, "1G")) == 2 * GiB
     assert study.pool_bytes(Context(2, "1G", options={"pool_size": "20T"})) == 20 << 40
     # the default is said, since a mirror of those disks holds half of it

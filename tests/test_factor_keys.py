@@ -41,7 +41,6 @@ LEFT: dict[str, tuple[set[str], str]] = {
     "planner/layout.py": ({"dedup"}, "the dedup allocation class (a vdev), not the factor"),
     "zfs/parse.py": ({"dedup"}, "the dedup allocation class (a vdev), not the factor"),
     "cli/plan_data.py": ({"compressibility"}, "the plan's data model field"),
-    "cli/plan_data_options.py": ({"compressibility"}, "the plan's data model field"),
     "cli/plan_data_show.py": ({"compressibility", "fill"}, "the plan's data model fields"),
     "planner/dataspace.py": ({"compressibility"}, "the plan's data model field"),
     "planner/resilience.py": (
@@ -50,8 +49,10 @@ LEFT: dict[str, tuple[set[str], str]] = {
     ),
     "planner/special.py": ({"fill"}, "the special vdev's fill ratio"),
     "records/run_metadata.py": ({"compressibility"}, "the bench's stored option of that name"),
-    "report/data.py": ({"compressibility"}, "the stored study's [workloads] setting"),
-    "report/header.py": ({"vdev_source"}, "the stored study's [disks] setting"),
+    "records/stored_study.py": (
+        {"compressibility", "vdev_source"},
+        "the stored study's [workloads] and [disks] settings, decoded for the reports",
+    ),
     "report/history.py": ({"fill"}, "the measured pool's fill (its fingerprint)"),
     "report/html_charts.py": ({"fill"}, "the measured pool's fill (its fingerprint)"),
     "report/layout.py": (

@@ -200,12 +200,16 @@ def test_stored_histogram_json_roundtrip_draws_the_same(tmp_path: Path) -> None:
 
 def test_a_tree_larger_than_the_working_set_is_scaled_to_it() -> None:
     from poolbench.cli.files_from import UserFiles, draw_for
+    from poolbench.study.builtin.base import StudyFile, WorkloadsTable
+
+    def study(workloads: WorkloadsTable) -> StudyFile:
+        return StudyFile("s", "a study", 3, 6, {}, {"layout": ["stripe:1"]}, workloads)
 
     counts = {64: 5000}  # 5,000 files of 32K: 156 MiB
     h = FileSizes(counts, 5000 * 32768, 0, "/srv/x", notes=ScanNotes(dirs=50))
     uf = UserFiles("x", h, 0, None)
-    d, said = draw_for({"workloads": {"size": "1M", "metadata_files": 2000}}, uf)
+    d, said = draw_for(study({"size": "1M", "metadata_files": 2000}), uf)
     assert d.capped_by == "bytes" and d.total <= 1 << 20 and len(d.sizes) >= 28
     assert "scaled 0.0" in said and "to fit the study's working set of 1M" in said
-    d, said = draw_for({"workloads": {}}, uf)  # the study file's defaults: 2,000 and 256M
+    d, said = draw_for(study({}), uf)  # the study file's defaults: 2,000 and 256M
     assert len(d.sizes) == 2000 and "to the study's small-file count (2,000)" in said

@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -136,7 +137,8 @@ def test_compare_refuses_incomparable_runs_and_says_what_differs(store: Store) -
 
 def test_compare_refuses_different_working_sets(store: Store) -> None:
     a, b = load_run(store, "1"), load_run(store, "3")
-    b.study["workloads"]["size"] = "1G"
+    study = replace(b.study, workloads=replace(b.study.workloads, size="1G"))
+    b.metadata = replace(b.metadata, study=study)
     with pytest.raises(UsageError, match="working set differs: 256M in run 1, 1G in run 3"):
         compare_runs.compare(a, b)
 

@@ -281,8 +281,9 @@ def test_latency_decides_for_random_and_synchronous_io() -> None:
     from poolbench.report.metrics import latency_matters
     from poolbench.workloads import library
 
-    assert latency_matters({"fio": library.get("rand-write-4k").fio})
-    assert latency_matters({"fio": {"rw": "write", "bs": "4096", "fsync": "1"}})
-    assert latency_matters({"fio": {"rw": "write", "bs": "8192", "sync": "1"}})
+    assert latency_matters("fio", library.get("rand-write-4k").fio)
+    assert latency_matters("fio", {"rw": "write", "bs": "4096", "fsync": "1"})
+    assert latency_matters("fio", {"rw": "write", "bs": "8192", "sync": "1"})
+    assert latency_matters("pgbench", {})
     for name in ("seq-write", "seq-read", "iozone-read-128k", "meta-create-seq"):
-        assert not latency_matters({"fio": library.get(name).fio}), name
+        assert not latency_matters("fio", library.get(name).fio), name

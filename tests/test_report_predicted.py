@@ -8,6 +8,7 @@ block to both; a stripe of 2 adds both disks for everything.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -295,8 +296,12 @@ def test_a_member_holding_less_of_the_data_seeks_less(tmp_path: Path) -> None:
 
     db = tmp_path / "g.db"
     run = load_run(Store(db), str(_seeking_study(db)))
-    run.study["disks"]["size"] = "256M"  # type: ignore[index]
-    run.study["workloads"]["size"] = "96M"  # type: ignore[index]
+    disks, workloads = run.study.disks, run.study.workloads
+    assert disks is not None
+    study = replace(run.study, disks=replace(disks, size="256M"))
+    run.metadata = replace(
+        run.metadata, study=replace(study, workloads=replace(workloads, size="96M"))
+    )
     g = Geometry(PRESETS["hdd-7200"], 256 * MiB)
     share = g.expected_random_s(16384, 0, 96 * MiB) / g.expected_random_s(16384, 0, 48 * MiB)
     assert 1.15 < share < 1.25

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from poolbench.records.latency import Latency
 from poolbench.report import html, qdcurve
 from poolbench.report.data import load_run
 from poolbench.report.tables import choose_baseline
@@ -99,11 +100,18 @@ def test_qd_chart_renders_in_chromium(tmp_path: Path) -> None:
     assert re.search(r"rand-read-4k: latency against IOPS as the queue deepens", dom)
 
 
+def _lat(
+    percentiles: dict[str, float] | None = None, bins: dict[int, int] | None = None
+) -> Latency:
+    """A replicate's stored latency with only what the chart reads (no completion count)."""
+    return Latency("read", 0, 0.0, 0.0, 0.0, 0.0, percentiles or {}, bins or {})
+
+
 def test_recorded_p99_replaces_littles_law(tmp_path: Path) -> None:
     run = load_run(_run(tmp_path / "r.db"), "latest")
     for (_cfg, w), cell in run.cells.items():
         qd = int(w.split("-qd")[1].split("-")[0])
-        cell.clats = [{"percentiles": {"99": qd * 1e6}}, {"percentiles": {"99": qd * 1.2e6}}]
+        cell.clats = [_lat(percentiles={"99": qd * 1e6}), _lat(percentiles={"99": qd * 1.2e6})]
     series, all_p99 = qdcurve.curve_points(run, qdcurve.families(run)["rand-read-4k"])
     assert all_p99
     # No histograms stored: the geometric mean of the runs' p99s, qd · √(1 · 1.2) ms (was the
@@ -115,7 +123,7 @@ def test_recorded_p99_replaces_littles_law(tmp_path: Path) -> None:
     # With histograms: the p99 of all I/Os of both runs. 99 I/Os at 1 ms and 1 at 9 ms in
     # one run, 100 at 2 ms in the other: of the 200, the 198th is at 2 ms.
     for cell in run.cells.values():
-        cell.clats = [{"bins": {"1000000": 99, "9000000": 1}}, {"bins": {"2000000": 100}}]
+        cell.clats = [_lat(bins={1000000: 99, 9000000: 1}), _lat(bins={2000000: 100})]
     series, all_p99 = qdcurve.curve_points(run, qdcurve.families(run)["rand-read-4k"])
     assert all_p99 and all(p.y == 2.0 for pts in series.values() for p in pts)
     assert "p99 latency of all I/Os (ms, 95% CI)" in html.render(run, choose_baseline(run))
@@ -126,8 +134,8 @@ def test_recorded_p99_replaces_littles_law(tmp_path: Path) -> None:
     # 2,970th (99%) at 2 ms in every leave-one-run-out too: the interval is [2, 2] ms.
     for cell in run.cells.values():
         cell.clats = [
-            {"bins": {"1000000": 985 - j, "2000000": 10 + j, "6000000": 5}} for j in range(2)
-        ] + [{"bins": {"1000000": 982, "2000000": 13, "6000000": 5}}]
+            _lat(bins={1000000: 985 - j, 2000000: 10 + j, 6000000: 5}) for j in range(2)
+        ] + [_lat(bins={1000000: 982, 2000000: 13, 6000000: 5})]
         cell.values = cell.values[:2] + [cell.values[0]]
     series, _ = qdcurve.curve_points(run, qdcurve.families(run)["rand-read-4k"])
     assert all((p.y, p.low, p.high) == (2.0, 2.0, 2.0) for pts in series.values() for p in pts)

@@ -39,8 +39,8 @@ def test_a_load_is_a_timed_fio_workload_at_a_stated_rate_or_flat_out() -> None:
 def test_the_resilver_study_gains_an_idle_and_a_loaded_configuration() -> None:
     ctx = Context(3, "1G", options={"layouts": "mirror:2", "load": "seq-read@20M"})
     data = registry.build("resilver", ctx)
-    assert data["factors"]["load"] == ["none", "seq-read@20M"]
-    assert data["factors"]["primarycache"] == ["metadata"]
+    assert data.factors["load"] == ["none", "seq-read@20M"]
+    assert data.factors["primarycache"] == ["metadata"]
     assert any("primarycache=metadata" in line for line in ctx.said)
     with pytest.raises(UsageError, match="cannot run for as long as the pool resilvers"):
         registry.build("resilver", Context(3, "1G", options={"load": "seq-write"}))

@@ -99,16 +99,16 @@ def test_mirror_study_has_the_whole_iozone_set_at_every_record_size() -> None:
 def test_levels_follow_the_zfs_in_use() -> None:
     fuse = Context(3, "1G", dialect="zfs-fuse")
     data = registry.build("compression", fuse)
-    assert data["factors"]["compression"] == ["off", "lzjb", "gzip"]
-    assert registry.build("recordsize", fuse)["factors"]["recordsize"][-1] == "128K"
+    assert data.factors["compression"] == ["off", "lzjb", "gzip"]
+    assert registry.build("recordsize", fuse).factors["recordsize"][-1] == "128K"
     oz = Context(3, "1G", dialect="openzfs")
-    assert "zstd" in registry.build("compression", oz)["factors"]["compression"]
+    assert "zstd" in registry.build("compression", oz).factors["compression"]
 
 
 def test_fs_compare_without_md_says_so_and_keeps_the_rest() -> None:
     ctx = Context(4, "1G", has_md=False, md_reason="no md driver here")
     data = registry.build("fs-compare", ctx)
-    assert data["factors"]["backend"] == ["zfs", "btrfs"] and "exclude" not in data
+    assert data.factors["backend"] == ["zfs", "btrfs"] and not data.exclude
     b = registry.get("fs-compare")
     assert b.pre_notes is not None and "no md driver here" in b.pre_notes(ctx)[0]
 
@@ -125,8 +125,8 @@ def test_study_options_are_checked() -> None:
 def test_parity_puts_draid_beside_raidz_on_openzfs_and_refuses_it_on_zfs_fuse() -> None:
     both = {"layouts": "raidz2:6,draid2:4d:6c:0s"}
     data = registry.build("parity", Context(6, "1G", dialect="openzfs", options=both))
-    assert data["factors"]["layout"] == ["raidz2:6", "draid2:4d:6c:0s"]
-    assert data["disks"]["count"] == 6
+    assert data.factors["layout"] == ["raidz2:6", "draid2:4d:6c:0s"]
+    assert data.disks["count"] == 6
     with pytest.raises(PoolbenchError, match="zfs-fuse .* has no dRAID"):
         registry.build("parity", Context(6, "1G", dialect="zfs-fuse", options=both))
     with pytest.raises(UsageError, match="--widths or --layouts, not both"):
@@ -135,21 +135,21 @@ def test_parity_puts_draid_beside_raidz_on_openzfs_and_refuses_it_on_zfs_fuse() 
         )
     # Without --layouts: every raidz parity that fits each width, on as many disks as needed.
     data = registry.build("parity", Context(6, "1G", options={"widths": "4,5"}))
-    assert data["factors"]["layout"] == ["raidz1:4", "raidz2:4", "raidz1:5", "raidz2:5",
+    assert data.factors["layout"] == ["raidz1:4", "raidz2:4", "raidz1:5", "raidz2:5",
                                          "raidz3:5"]  # fmt: skip
-    assert data["disks"]["count"] == 5
+    assert data.disks["count"] == 5
 
 
 def test_special_needs_allocation_classes_and_checks_its_thresholds() -> None:
     data = registry.build("special", Context(5, "1G", dialect="openzfs"))
-    assert data["factors"]["layout"] == ["raidz1:3", "raidz1:3 + special mirror:2"]
-    assert data["factors"]["special_small_blocks"] == ["0", "16K", "64K"]
+    assert data.factors["layout"] == ["raidz1:3", "raidz1:3 + special mirror:2"]
+    assert data.factors["special_small_blocks"] == ["0", "16K", "64K"]
     # 8K files go to the special vdev at 16K and 64K, 32K files at 64K only
-    assert {"smallfile-write-8k", "smallfile-write-32k"} <= set(data["workloads"]["names"])
-    assert "untar" not in data["workloads"]["names"]
+    assert {"smallfile-write-8k", "smallfile-write-32k"} <= set(data.workloads["names"])
+    assert "untar" not in data.workloads["names"]
     untar = registry.build("special", Context(5, "1G", dialect="openzfs",
                                               options={"tarball": "/t.tar"}))  # fmt: skip
-    assert untar["workloads"]["names"][0] == "untar" and untar["workloads"]["tarball"] == "/t.tar"
+    assert untar.workloads["names"][0] == "untar" and untar.workloads["tarball"] == "/t.tar"
     with pytest.raises(PoolbenchError, match="zfs-fuse .* no allocation classes"):
         registry.build("special", Context(5, "1G", dialect="zfs-fuse"))
     for bad in ("24K", "32M", "100", "x"):
@@ -162,10 +162,10 @@ def test_special_needs_allocation_classes_and_checks_its_thresholds() -> None:
 
 def test_volblocksize_measures_zvols_and_geometry_adds_them_on_openzfs() -> None:
     data = registry.build("volblocksize", Context(4, "1G", dialect="openzfs"))
-    f = data["factors"]
+    f = data.factors
     assert f["layout"] == ["mirror:2+mirror:2", "raidz1:4"] and f["target"] == ["zvol"]
     assert f["volblocksize"] == ["8K", "16K", "64K"] and f["compression"] == ["off"]
-    names = data["workloads"]["names"]
+    names = data.workloads["names"]
     assert names == ["rand-read-4k", "rand-write-4k", "rand-mix70-4k", "rand-read-16k",
                      "rand-write-16k", "rand-mix70-16k"]  # fmt: skip
     # every workload can run on a block device
@@ -177,9 +177,9 @@ def test_volblocksize_measures_zvols_and_geometry_adds_them_on_openzfs() -> None
     with pytest.raises(UsageError, match="must be a power of two"):
         registry.build("volblocksize", Context(4, "1G", dialect="openzfs",
                                                    options={"levels": "8K,24K"}))  # fmt: skip
-    assert registry.build("geometry", Context(6, "1G", dialect="openzfs"))["factors"][
+    assert registry.build("geometry", Context(6, "1G", dialect="openzfs")).factors[
         "target"] == ["dataset", "zvol"]  # fmt: skip
-    assert registry.build("geometry", Context(6, "1G", dialect="zfs-fuse"))["factors"][
+    assert registry.build("geometry", Context(6, "1G", dialect="zfs-fuse")).factors[
         "target"] == ["dataset"]  # fmt: skip
     with pytest.raises(PoolbenchError, match="no zvols"):
         registry.build("geometry", Context(6, "1G", dialect="zfs-fuse",
@@ -188,8 +188,8 @@ def test_volblocksize_measures_zvols_and_geometry_adds_them_on_openzfs() -> None
 
 def test_expand_keeps_a_disk_to_attach_and_refuses_what_cannot_expand() -> None:
     data = registry.build("expand", Context(5, "1G", dialect="openzfs"))
-    assert data["factors"]["layout"] == ["raidz1:4", "raidz2:4"]
-    assert data["workloads"]["names"] == ["seq-write", "expand", "seq-read", "capacity"]
+    assert data.factors["layout"] == ["raidz1:4", "raidz2:4"]
+    assert data.workloads["names"] == ["seq-write", "expand", "seq-read", "capacity"]
     with pytest.raises(PoolbenchError, match="zfs-fuse .* has no RAIDZ expansion"):
         registry.build("expand", Context(4, "1G", dialect="zfs-fuse"))
     expand = parse_list("seq-write,expand")

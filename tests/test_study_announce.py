@@ -52,18 +52,16 @@ def test_parity_at_narrower_widths_says_the_rest_stay_unused() -> None:
 
 def test_geometry_on_zfs_fuse_says_it_plans_no_draid() -> None:
     fuse = Context(6, "1G", dialect="zfs-fuse")
-    layouts = registry.build("geometry", fuse)["factors"]["layout"]
+    layouts = registry.build("geometry", fuse).factors["layout"]
     assert not any(str(x).startswith("draid") for x in layouts)
     assert fuse.said[0].startswith("no dRAID layout: ")
     assert "OpenZFS 2.1 added it" in fuse.said[0]
     assert "datasets only, no zvol target: zfs-fuse has no zvols." in fuse.said
-    assert "vs dRAID" not in registry.build("geometry", fuse)["description"]
+    assert "vs dRAID" not in registry.build("geometry", fuse).description
     openzfs = Context(6, "1G", dialect="openzfs")
-    assert "draid1:1s" in registry.build("geometry", openzfs)["factors"]["layout"]
+    assert "draid1:1s" in registry.build("geometry", openzfs).factors["layout"]
     assert openzfs.said == []  # nothing left out, nothing to say
-    assert (
-        "raidz1/raidz2 vs dRAID: random reads" in registry.build("geometry", openzfs)["description"]
-    )
+    assert "raidz1/raidz2 vs dRAID: random reads" in registry.build("geometry", openzfs).description
 
 
 def test_geometry_over_an_odd_count_names_the_disk_the_mirrors_leave_out() -> None:
@@ -76,7 +74,7 @@ def test_geometry_over_an_odd_count_names_the_disk_the_mirrors_leave_out() -> No
 
 def test_working_set_cut_to_the_cap_is_said_with_the_arithmetic() -> None:
     ctx = Context(6, "10G")
-    assert registry.build("parity", ctx)["workloads"]["size"] == "1024M"
+    assert registry.build("parity", ctx).workloads["size"] == "1024M"
     # half of one 10 GiB disk is 5120 MiB; the cap is 1G
     assert ctx.said == [
         "working set 1024M: 50% of one 10G disk would be 5120.0M, cut to the 1G cap so a "
@@ -86,11 +84,11 @@ def test_working_set_cut_to_the_cap_is_said_with_the_arithmetic() -> None:
 
 def test_working_set_raised_to_the_floor_is_said() -> None:
     ctx = Context(6, "64M")
-    assert registry.build("parity", ctx)["workloads"]["size"] == "32M"  # half, no clamp
+    assert registry.build("parity", ctx).workloads["size"] == "32M"  # half, no clamp
     assert ctx.said == []
     # btrfs and md take disks under ZFS's 64 MiB: a quarter of 16 MiB is 4 MiB
     ctx = Context(4, "16M")
-    assert registry.build("fs-compare", ctx)["workloads"]["size"] == "8M"
+    assert registry.build("fs-compare", ctx).workloads["size"] == "8M"
     assert (
         "working set 8M: 25% of one 16M disk would be 4.0M, raised to the 8M floor so a "
         "workload moves enough bytes to time (--size sets it)." in ctx.said
@@ -99,13 +97,13 @@ def test_working_set_raised_to_the_floor_is_said() -> None:
 
 def test_size_given_is_never_announced_as_changed() -> None:
     ctx = Context(6, "10G", options={"size": "256M"})
-    assert registry.build("parity", ctx)["workloads"]["size"] == "256M"
+    assert registry.build("parity", ctx).workloads["size"] == "256M"
     assert ctx.said == []
 
 
 def test_width_study_says_which_widths_it_left_out() -> None:
     ctx = Context(5, "1G", options={"widths": "4,8"})
-    layouts = registry.build("width", ctx)["factors"]["layout"]
+    layouts = registry.build("width", ctx).factors["layout"]
     assert layouts == ["raidz1:4", "raidz2:4"]
     assert ctx.said == ["--widths 8 left out: wider than the 5 disks."]
 
@@ -196,11 +194,11 @@ def test_dry_run_plan_shows_working_set_workloads_and_replicates_for_ten_percent
 
 def test_defaults_left_out_on_few_disks_are_said_unless_layouts_are_given() -> None:
     ctx = Context(4, "1G")
-    layouts = registry.build("capacity", ctx)["factors"]["layout"]
+    layouts = registry.build("capacity", ctx).factors["layout"]
     assert "raidz3" not in layouts and "raidz2" in layouts
     assert ctx.said == ["no raidz3 layout: raidz3 needs at least 5 disks; --disks gives 4."]
     ctx = Context(4, "1G")  # 3 in the pool, one spare: raidz2 needs 4 besides it
-    assert registry.build("resilver", ctx)["factors"]["layout"] == ["mirror:2", "raidz1:3"]
+    assert registry.build("resilver", ctx).factors["layout"] == ["mirror:2", "raidz1:3"]
     assert ctx.said == [
         "no raidz2 layout: it needs 4 disks besides the spare; --disks gives 4 in all."
     ]
@@ -208,7 +206,7 @@ def test_defaults_left_out_on_few_disks_are_said_unless_layouts_are_given() -> N
     registry.build("resilver", ctx)
     assert ctx.said == []  # the user chose the layouts: nothing was left out of them
     ctx = Context(3, "1G")
-    assert registry.build("ashift", ctx)["factors"]["layout"] == ["raidz1", "mirror:2"]
+    assert registry.build("ashift", ctx).factors["layout"] == ["raidz1", "mirror:2"]
     assert ctx.said == ["mirror:2 uses 2 of the 3 disks (raidz1 uses all 3)."]
 
 

@@ -230,8 +230,8 @@ def test_min_window_is_a_study_setting_with_a_cli_override() -> None:
     assert override_min_window(study, 7.5).workloads.min_window == 7.5
     assert override_min_window(study, None) is study
     built = registry.build("parity", Context(4, "256M", options={"min_window": "6"}))
-    assert built["workloads"]["min_window"] == 6.0
-    assert "min_window" not in registry.build("parity", Context(4, "256M"))["workloads"]
+    assert built.workloads["min_window"] == 6.0
+    assert "min_window" not in registry.build("parity", Context(4, "256M")).workloads
     # The estimate counts the window: a 1 s random read runs 3 s; a short write, twice.
     w = get("rand-read-4k")
     assert estimate.workload_seconds(w, 8 * MiB, 1, 100, 3.0) == estimate.workload_seconds(

@@ -174,7 +174,7 @@ def remount_cold(
     if not below_ok:
         said = [str(b.get("detail") or "") for b in (below, below2) if b and not b.get("verified")]
         detail.append(said[0] or "the cache below the filesystem was not emptied")
-    out: JsonObject = {
+    out = {
         "method": "umount-mount",
         "unmounted": unmounted and unmounted2,
         "mounted": mounted and mounted2,

@@ -18,7 +18,7 @@ from poolbench.errors import UsageError
 from poolbench.planner.filedraw import Drawn, scaled_draw, size_class
 from poolbench.planner.filesizes import FileSizes, from_dict
 from poolbench.store import filetrees, histograms
-from poolbench.study.builtin.base import StudyDict
+from poolbench.study.builtin.base import StudyFile, WorkloadsTable
 from poolbench.study.model import Workloads
 from poolbench.units import parse_size
 
@@ -56,20 +56,16 @@ def load(text: str, seed: int | None, db: Path | None) -> UserFiles:
     return UserFiles(text[1:], h, seed if seed is not None else 0, db)
 
 
-def _budget(workloads: dict[str, object]) -> tuple[int, str]:
+def _budget(workloads: WorkloadsTable) -> tuple[int, str]:
     """The study's working set ([workloads] size, the study file's default when unset)."""
     size = workloads.get("size", WORKING_SET)
-    assert isinstance(size, str)
     return parse_size(size), f"the study's working set of {size}"
 
 
-def draw_for(study: StudyDict, uf: UserFiles) -> tuple[Drawn, str]:
+def draw_for(study: StudyFile, uf: UserFiles) -> tuple[Drawn, str]:
     """The sizes for this study, and the sentence that says what they are."""
-    raw = study.get("workloads")
-    workloads: dict[str, object] = raw if isinstance(raw, dict) else {}
-    files = workloads.get("metadata_files", METADATA_FILES)
-    assert isinstance(files, int)
-    budget, budget_text = _budget(workloads)
+    files = study.workloads.get("metadata_files", METADATA_FILES)
+    budget, budget_text = _budget(study.workloads)
     d = scaled_draw(uf.histogram.counts, files, budget, uf.seed)
     if d.capped_by == "bytes":
         cap = f"scaled {d.scale:.3g}x by count to fit {budget_text}"
@@ -109,7 +105,7 @@ def shape_lines(d: Drawn, uf: UserFiles) -> list[str]:
     return lines
 
 
-def apply(study: StudyDict, uf: UserFiles, d: Drawn) -> Path:
+def apply(study: StudyFile, uf: UserFiles, d: Drawn) -> Path:
     """Point the study's untar workload at the drawn tree's archive and add untar to its
     workloads. The archive is written now, a dry run included: the study file names it, and
     the dry run checks every input the real run would read."""
@@ -117,14 +113,11 @@ def apply(study: StudyDict, uf: UserFiles, d: Drawn) -> Path:
     dirs = uf.histogram.notes.dirs
     per_dir = max(1, round(uf.histogram.files / dirs)) if dirs else 1000
     filetrees.write_archive(path, d.sizes, uf.seed, per_dir)
-    raw = study.setdefault("workloads", {})
-    assert isinstance(raw, dict)
     # a study without names of its own runs the study file's default workloads, and untar
-    names = raw.setdefault("names", list(DEFAULT_NAMES))
-    assert isinstance(names, list)
+    names = study.workloads.setdefault("names", list(DEFAULT_NAMES))
     if "untar" not in names:
         names.insert(0, "untar")
-    raw["tarball"] = str(path)
+    study.workloads["tarball"] = str(path)
     return path
 
 

@@ -16,7 +16,12 @@ import click
 
 from poolbench import is_digits
 from poolbench.cli.common import FiniteFloat, WholeNumber, db_option, open_store
-from poolbench.cli.plan_data_options import check_data_options, data_options
+from poolbench.cli.plan_data_options import (
+    NO_DATA,
+    DataOptions,
+    check_data_options,
+    data_options,
+)
 from poolbench.errors import CommandLineError, UsageError
 from poolbench.planner.capacity import plan_pool
 from poolbench.planner.expansion import plan_expansion
@@ -208,31 +213,32 @@ def plan(
     inputs = RiskInputs(afr=afr, ure_per_bit=ure, fill=fill)
     disks = _disk_sizes(disks_text) if disks_text is not None else None
     _check_combinations(layout_text, expand_to, slog, special, zfs_version)
-    check_data_options(data, expand_to)
+    data_opts = DataOptions(**data)
+    check_data_options(data_opts, expand_to)
     ashifts = parse_ashifts(ashift_text, several=layout_text is not None)
     if layout_text is not None:
         args = (layout_text, disks, ashifts, rules, bool(whole_disk), disk, inputs, as_json)
-        _plan_one_layout(*args, expand_to, zfs_version, data, db)
+        _plan_one_layout(*args, expand_to, zfs_version, data_opts, db)
     else:
         assert disks is not None and disks_text is not None
         _binary_size_hint(list(disks) if not as_json else [])
         classes = _search_classes(slog, special)
         disk = fit_screen(disk, None)
         search = (disks_text, disks, ashifts[0], rules, whole_disk is not False, disk, min_failures)
-        _plan_search(*search, objective, top, as_json, classes, data, db)  # type: ignore[arg-type]
+        _plan_search(*search, objective, top, as_json, classes, data_opts, db)  # type: ignore[arg-type]
 
 
 def _plan_one_layout(
     layout_text: str, disks: tuple[int, ...] | None, ashifts: list[int], rules: RuleSet,
     whole_disk: bool, disk: DiskSpeed, inputs: RiskInputs, as_json: bool,
-    expand_to: int | None, zfs_version: str, data: dict[str, Any], db: Path | None,
+    expand_to: int | None, zfs_version: str, data: DataOptions, db: Path | None,
 ) -> None:  # fmt: skip
     """--layout: the plan at one ashift, several compared, or (--data) the data's space."""
     note = rules_note(zfs_version)
     layout = _layout_on(layout_text, disks)
     disk = fit_screen(disk, layout.disk_count)
     _binary_size_hint([d for v in layout.vdevs for d in v.devices] if not as_json else [])
-    if data["data_text"] is not None:
+    if data.data_text is not None:
         from poolbench.cli.plan_data import plan_layout_data  # the scanner: on use
 
         plan_layout_data(layout, ashifts, rules, whole_disk, data, db, as_json)
@@ -443,7 +449,7 @@ def _plan_search(
     top: int,
     as_json: bool,
     classes: tuple[ClassVdev, ...] = (),
-    data: dict[str, Any] | None = None,
+    data: DataOptions = NO_DATA,
     db: Path | None = None,
 ) -> None:
     disks = list(disk_sizes)
@@ -462,7 +468,7 @@ def _plan_search(
             f"No layout of {text} survives {min_failures} disk failures.",
             "Lower --min-failures or add disks.",
         )
-    if data and data["data_text"] is not None:
+    if data.data_text is not None:
         from poolbench.cli.plan_data import plan_search_data  # the scanner: on use
 
         return plan_search_data(cands, ashift, rules, whole_disk, data, db, as_json, top)

@@ -11,10 +11,10 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import click
 
+from poolbench.cli.plan_data_options import DataOptions
 from poolbench.errors import UsageError
 from poolbench.planner.capacity import plan_pool
 from poolbench.planner.dataspace import DataSpace, WriteModel, data_space
@@ -206,25 +206,26 @@ def save_if_asked(h: FileSizes, name: str | None, db: Path | None) -> None:
     click.echo(f"saved the histogram as @{name} ({path})", err=True)
 
 
-def _inputs(data: dict[str, Any], rules: RuleSet, db: Path | None) -> tuple[FileSizes, WriteModel]:
+def _inputs(data: DataOptions, rules: RuleSet, db: Path | None) -> tuple[FileSizes, WriteModel]:
     from poolbench.workloads.workload import parse_record_size
 
+    assert data.data_text is not None  # the callers plan the data only when it is given
     m = write_model(
-        parse_record_size(data["recordsize_text"]),
-        data["compression"],
-        float(data["compressibility"]),
+        parse_record_size(data.recordsize_text),
+        data.compression,
+        float(data.compressibility),
         rules,
     )
-    if data["save_data"] is not None:
-        histograms.check_name(data["save_data"])  # refused before a long scan, not after
-    h = load_data(data["data_text"], db, data["sample_over"])
-    save_if_asked(h, data["save_data"], db)
+    if data.save_data is not None:
+        histograms.check_name(data.save_data)  # refused before a long scan, not after
+    h = load_data(data.data_text, db, data.sample_over)
+    save_if_asked(h, data.save_data, db)
     return h, m
 
 
 def plan_layout_data(
     layout: Layout, ashifts: list[int], rules: RuleSet, whole_disk: bool,
-    data: dict[str, Any], db: Path | None, as_json: bool,
+    data: DataOptions, db: Path | None, as_json: bool,
 ) -> None:  # fmt: skip
     h, m = _inputs(data, rules, db)
     doc = layout_report(layout, ashifts, rules, whole_disk, h, m)
@@ -239,7 +240,7 @@ def plan_layout_data(
 
 def plan_search_data(
     cands: list[Candidate], ashift: int, rules: RuleSet, whole_disk: bool,
-    data: dict[str, Any], db: Path | None, as_json: bool, top: int,
+    data: DataOptions, db: Path | None, as_json: bool, top: int,
 ) -> None:  # fmt: skip
     h, m = _inputs(data, rules, db)
     ranked = rank_for_data(cands, ashift, rules, whole_disk, h, m)

@@ -4,6 +4,7 @@ click options shorter; they reach `plan()` as one `data` dict."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 import click
@@ -67,14 +68,25 @@ def data_options(f: F) -> F:
     return f
 
 
-DEFAULTS = {"recordsize_text": "128K", "compression": "lz4", "compressibility": 0,
-            "sample_over": 1_000_000, "save_data": None}  # fmt: skip
+@dataclass(frozen=True)
+class DataOptions:
+    """--data and the options that describe the data (`data_options`), as click gave them."""
+
+    data_text: str | None = None  # a directory, a zdb output file, or @NAME; None: not given
+    save_data: str | None = None
+    recordsize_text: str = "128K"
+    compression: str = "lz4"
+    compressibility: int = 0
+    sample_over: int = 1_000_000
 
 
-def check_data_options(data: dict[str, Any], expand_to: int | None) -> None:
+NO_DATA = DataOptions()
+
+
+def check_data_options(data: DataOptions, expand_to: int | None) -> None:
     """--save-data, --recordsize … mean nothing without --data; --expand-to is another plan."""
-    if data["data_text"] is None:
-        given = [k for k, v in DEFAULTS.items() if data[k] != v]
+    if data.data_text is None:
+        given = [f.name for f in fields(data) if getattr(data, f.name) != f.default]
         if given:
             flag = "--" + given[0].removesuffix("_text").replace("_", "-")
             raise UsageError(

@@ -27,7 +27,7 @@ from poolbench.engine.study_lifecycle import StudyRequest
 from poolbench.errors import TrialsFailed
 from poolbench.study import consistency
 from poolbench.study.builtin import registry
-from poolbench.study.builtin.base import StudyDict
+from poolbench.study.builtin.base import StudyFile
 from poolbench.study.builtin.context import Context, parse_disks
 from poolbench.study.model import parse
 
@@ -75,7 +75,7 @@ def _announce(console: Console, name: str, ctx: Context, shape: list[str]) -> No
 
 def _files_from(
     text: str | None, seed: int | None, db: Path | None, ctx: Context
-) -> tuple[Callable[[StudyDict], None] | None, list[str]]:
+) -> tuple[Callable[[StudyFile], None] | None, list[str]]:
     """--files-from @NAME: what changes the built study (the untar workload's drawn tree),
     and the list that receives the drawn distribution, shown before the plan."""
     shape: list[str] = []
@@ -85,7 +85,7 @@ def _files_from(
 
     uf = files_from.load(text, seed, db)
 
-    def adjust(study: StudyDict) -> None:
+    def adjust(study: StudyFile) -> None:
         drawn, said = files_from.draw_for(study, uf)
         ctx.announce(said)
         shape.extend(files_from.shape_lines(drawn, uf))

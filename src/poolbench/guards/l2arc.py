@@ -48,10 +48,8 @@ class Interval:
         return _rate(self.l2_hits, self.l2_misses)
 
     def as_dict(self) -> JsonObject:
-        out: JsonObject = dict(asdict(self))
-        out["arc_hit_rate"] = _rounded(self.arc_hit_rate)
-        out["l2_hit_rate"] = _rounded(self.l2_hit_rate)
-        return out
+        rates = {"arc_hit_rate": self.arc_hit_rate, "l2_hit_rate": self.l2_hit_rate}
+        return asdict(self) | {k: _rounded(v) for k, v in rates.items()}
 
     @classmethod
     def from_json(cls, d: Mapping[str, object]) -> Interval:

@@ -48,7 +48,7 @@ class CacheFinding:
     more: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> JsonObject:
-        out: JsonObject = {"method": self.method, **self.more, "verified": self.verified}
+        out = {"method": self.method, **self.more, "verified": self.verified}
         if self.detail is not None:
             out["detail"] = self.detail
         return out
@@ -108,6 +108,16 @@ class DeviceFinding:
             unverified=str(d["unverified"]) if d.get("unverified") is not None else None,
             more={k: v for k, v in d.items() if k not in known},
         )
+
+    @property
+    def amplification(self) -> float | None:
+        """The measured write amplification (guards/amplification), if any."""
+        return _number(_part(_part(self.more, "amplification"), "amplification"))
+
+    @property
+    def amplification_model(self) -> float | None:
+        """What the layout's model said the write must cost, if any."""
+        return _number(_part(_part(_part(self.more, "amplification"), "model"), "ratio"))
 
 
 @dataclass(frozen=True)
@@ -221,15 +231,19 @@ class Findings:
 def write_amplification(guards: Mapping[str, Any]) -> float | None:
     """The measured write amplification stored in one measurement's guards, if any."""
     dev = guards.get("device")
-    amp = dev.get("amplification") if isinstance(dev, dict) else None
-    value = amp.get("amplification") if isinstance(amp, dict) else None
-    return float(value) if isinstance(value, int | float) else None
+    return DeviceFinding.from_json(dev).amplification if isinstance(dev, dict) else None
 
 
 def modelled_amplification(guards: Mapping[str, Any]) -> float | None:
     """What the layout's model said the write must cost if any."""
     dev = guards.get("device")
-    amp = dev.get("amplification") if isinstance(dev, dict) else None
-    model = amp.get("model") if isinstance(amp, dict) else None
-    ratio = model.get("ratio") if isinstance(model, dict) else None
-    return float(ratio) if isinstance(ratio, int | float) else None
+    return DeviceFinding.from_json(dev).amplification_model if isinstance(dev, dict) else None
+
+
+def _part(section: object, key: str) -> object:
+    """A stored section's part, or None when the section is not an object."""
+    return section.get(key) if isinstance(section, Mapping) else None
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from poolbench.records.findings import Findings, obj, opt_int
 from poolbench.records.jsontypes import JsonObject
@@ -44,6 +44,9 @@ class Measurement:
     # The configuration's factor levels as data ({} for a bench target); None: not known
     # (a fleet host's path, a row stored before levels were kept).
     config_levels: dict[str, str] | None = None
+    # A stored row's own: its id and when it was stored (None before it is; not in to_json).
+    row_id: int | None = field(default=None, compare=False)
+    created_at: float | None = field(default=None, compare=False)
 
     def to_json(self) -> JsonObject:
         """The stored row, its JSON columns decoded (`guards` for the findings, `clat` for
@@ -90,6 +93,8 @@ class Measurement:
             host=str(d["host"]) if d.get("host") else None,
             latency=Latency.from_json(clat) if isinstance(clat, Mapping) else None,
             config_levels=_levels(d.get("config_levels")),
+            row_id=opt_int(d.get("id")),
+            created_at=_opt_float(d.get("created_at")),
         )
 
     @classmethod

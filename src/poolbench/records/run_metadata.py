@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from poolbench.records.jsontypes import JsonObject
+from poolbench.records.stored_study import StoredStudy
 
 # 1: the first stamped shape (machine, options, study, working_set, devices, target, claims...).
 METADATA_VERSION = 1
@@ -145,8 +146,8 @@ class RunMetadata:
     stop: Stop = Stop()
     study_text: str | None = None
     time_limit_scales: tuple[float, ...] = ()  # POOLBENCH_TIME_LIMIT_SCALE per invocation
-    # The study file as stored: its own schema (study/), read by the report's study helpers.
-    study: JsonObject = field(default_factory=dict)
+    # The study file as stored (study/'s schema), decoded for the reports.
+    study: StoredStudy = StoredStudy()
     # The column as stored, for the records that show it whole.
     stored: JsonObject = field(default_factory=dict)
 
@@ -162,7 +163,7 @@ class RunMetadata:
                 stored = json.loads(stored or "{}")
             except ValueError:
                 stored = {}
-        whole: JsonObject = stored if isinstance(stored, dict) else {}
+        whole = stored if isinstance(stored, dict) else {}
         m = _dict(whole)
         opts, ws, target = _dict(m.get("options")), _dict(m.get("working_set")), m.get("target")
         target = _dict(target)
@@ -200,7 +201,7 @@ class RunMetadata:
             time_limit_scales=tuple(float(x) for x in scales if _num(x) is not None)
             if isinstance(scales := m.get("time_limit_scales"), list)
             else (),
-            study=study if isinstance(study := whole.get("study"), dict) else {},
+            study=StoredStudy.decode(whole.get("study")),
             stored=whole,
         )
 

@@ -49,7 +49,8 @@ def latency_beside(wt: WorkloadTable) -> LatencyBeside | None:
     for a latency table (the figure is one) or when no row needs or has it."""
     rows = wt.rows
     if wt.metric.is_latency or not any(
-        latency_matters(r.cell.workload_def) and r.cell.has(DEFAULT_LATENCY) for r in rows
+        latency_matters(r.cell.workload_kind, r.cell.fio_options) and r.cell.has(DEFAULT_LATENCY)
+        for r in rows
     ):
         return None
     figs = [r.cell.figure(DEFAULT_LATENCY) if r.cell.has(DEFAULT_LATENCY) else None

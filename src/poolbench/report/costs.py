@@ -51,16 +51,18 @@ def pool_usable(run: RunData, config: str) -> tuple[int | None, str]:
 def predicted_usable(run: RunData, levels: dict[str, str], zfs_version: str) -> int | None:
     """The planner's usable space for a ZFS pool built from the study's sparse-file disks;
     None where it cannot say (other backends, real devices of unrecorded size)."""
-    disks = run.study.get("disks") or {}
-    if levels.get("backend", DEFAULT_BACKEND) != "zfs" or disks.get("source") == "devices":
+    disks = run.study.disks
+    if levels.get("backend", DEFAULT_BACKEND) != "zfs" or disks is None:
+        return None
+    if disks.source == "devices" or disks.count is None or disks.size is None:
         return None
     try:
         from poolbench.planner.capacity import predicted_usable as plan
         from poolbench.units import parse_size
 
         return plan(
-            levels["layout"], int(levels.get("ashift", "12")), int(disks["count"]),
-            parse_size(str(disks["size"])), zfs_version,
+            levels["layout"], int(levels.get("ashift", "12")), disks.count,
+            parse_size(disks.size), zfs_version,
         )  # fmt: skip
     except (PoolbenchError, KeyError, ValueError, TypeError):  # a layout the planner lacks
         return None
@@ -80,10 +82,12 @@ def cost(run: RunData, config: str) -> Cost:
 
 def disk_bytes(run: RunData) -> int | None:
     """The size of one of the study's disks, to say space in disks; None when unknown."""
-    disks = run.study.get("disks") or {}
+    disks = run.study.disks
+    if disks is None or disks.size is None:
+        return None
     try:
         from poolbench.units import parse_size
 
-        return int(parse_size(str(disks["size"])))
-    except (PoolbenchError, KeyError, ValueError, TypeError):
+        return int(parse_size(disks.size))
+    except (PoolbenchError, ValueError):
         return None

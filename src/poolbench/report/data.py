@@ -14,10 +14,12 @@ from typing import Any
 from poolbench import is_digits
 from poolbench.engine import slow_members
 from poolbench.errors import UsageError
-from poolbench.records.findings import Findings, modelled_amplification, write_amplification
+from poolbench.records.findings import Findings
 from poolbench.records.jsontypes import JsonObject
+from poolbench.records.latency import Latency
 from poolbench.records.measurement import Measurement
 from poolbench.records.run_metadata import RunMetadata
+from poolbench.records.stored_study import StoredStudy
 from poolbench.report.metrics import VALUE, Figure, Metric, fallback_note, tail_warning
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.store import queries
@@ -40,8 +42,19 @@ class Cell:
     replicates: list[int] = field(default_factory=list)
     device_mib_s: list[float] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    guards: list[JsonObject] = field(default_factory=list)
+    guards: list[Findings] = field(default_factory=list)  # per replicate, decoded
     workload_def: JsonObject = field(default_factory=dict)
+
+    @property
+    def workload_kind(self) -> str:
+        """The workload's kind as stored (workloads/workload.py Kind; "fio" when unsaid)."""
+        return str(self.workload_def.get("kind") or "fio")
+
+    @property
+    def fio_options(self) -> dict[str, str]:
+        """The workload's fio options as stored ({} for a workload without fio)."""
+        fio = self.workload_def.get("fio")
+        return {str(k): str(v) for k, v in fio.items()} if isinstance(fio, dict) else {}
 
     @property
     def exact(self) -> bool:
@@ -50,7 +63,7 @@ class Cell:
 
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)  # the run's (RunData.policy)
     # Per replicate, fio's completion latency as stored (store 0005_latency), None without.
-    clats: list[JsonObject | None] = field(default_factory=list)
+    clats: list[Latency | None] = field(default_factory=list)
     _figures: dict[tuple[str, int, int, int], Figure] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -93,13 +106,13 @@ class Cell:
     def amplification(self) -> float | None:
         """Mean measured write amplification (device ÷ application bytes) of the replicates,
         None for a read or an unverified write (guards/amplification)."""
-        got = [a for a in (write_amplification(g) for g in self.guards) if a is not None]
+        got = [a for f in self.guards if f.device and (a := f.device.amplification) is not None]
         return sum(got) / len(got) if got else None
 
     @property
     def amplification_model(self) -> float | None:
         """What the layout must write per byte, when every replicate's model agrees."""
-        models = {modelled_amplification(g) for g in self.guards} - {None}
+        models = {f.device.amplification_model for f in self.guards if f.device} - {None}
         return models.pop() if len(models) == 1 else None
 
     def amplification_text(self) -> str:
@@ -113,11 +126,7 @@ class Cell:
 
     def pool(self) -> JsonObject:
         """The pool description read back for this configuration (studies), else {}."""
-        for g in self.guards:
-            p = Findings.from_json(g).pool
-            if p:
-                return dict(p)
-        return {}
+        return next((dict(f.pool) for f in self.guards if f.pool), {})
 
 
 @dataclass
@@ -131,8 +140,8 @@ class RunData:
     argv: list[str]
     metadata: RunMetadata
     error: str | None
-    measurements: list[JsonObject]
-    commands: list[JsonObject]
+    measurements: list[Measurement]  # as stored, in the store's order
+    commands: list[CommandRow]
     cells: dict[tuple[str, str], Cell]
     configs: list[str]
     workloads: list[str]
@@ -157,7 +166,7 @@ class RunData:
 
     # -- what the run measured -----------------------------------------------------------
     @property
-    def study(self) -> JsonObject:
+    def study(self) -> StoredStudy:
         return self.metadata.study
 
     def cell(self, config: str, workload: str) -> Cell | None:
@@ -192,13 +201,12 @@ class RunData:
         return short or config
 
     def compressibility(self) -> int | None:
-        wl = self.study.get("workloads")
-        if isinstance(wl, dict) and isinstance(wl.get("compressibility"), int):
-            return int(wl["compressibility"])
+        if self.study.workloads.compressibility is not None:
+            return self.study.workloads.compressibility
         if self.metadata.compressibility is not None:
             return self.metadata.compressibility
         for m in self.measurements:
-            data = Findings.from_json(m["guards"]).data
+            data = m.findings.data
             if data is not None:
                 return data.compressibility_percent
         return None
@@ -206,12 +214,12 @@ class RunData:
     def working_set_bytes(self) -> int | None:
         if self.metadata.working_set_bytes is not None:
             return self.metadata.working_set_bytes
-        wl = self.study.get("workloads")
-        if isinstance(wl, dict) and isinstance(wl.get("size"), str):
+        size = self.study.workloads.size
+        if size is not None:
             from poolbench.units import parse_size
 
             try:
-                return parse_size(wl["size"])
+                return parse_size(size)
             except UsageError:
                 return None
         return None
@@ -225,7 +233,7 @@ class RunData:
         if self.metadata.fio_version:
             found.append(self.metadata.fio_version)
         for m in self.measurements:
-            fio = Findings.from_json(m["guards"]).fio
+            fio = m.findings.fio
             v = fio.version if fio is not None else None
             if v and v not in found:
                 found.append(v)
@@ -233,8 +241,8 @@ class RunData:
 
     def ci_target(self) -> float:
         """The relative CI half-width the run aimed for (0.05 = ±5%)."""
-        t = self.study.get("ci_target")
-        if isinstance(t, int | float):
+        t = self.study.ci_target
+        if t is not None:
             return float(t) / 100
         stop = self.metadata.stop.ci_target
         return stop if stop is not None else 0.05
@@ -244,11 +252,11 @@ class RunData:
         max_replicates / ci_target, a bench's options.stop; the defaults when neither is
         stored (or what is stored is not a valid policy)."""
         s, stop = self.study, self.metadata.stop
-        lo = s.get("replicates", 3 if stop.min_runs is None else stop.min_runs)
-        hi = s.get("max_replicates", 10 if stop.max_runs is None else stop.max_runs)
+        lo = s.replicates or (3 if stop.min_runs is None else stop.min_runs)
+        hi = s.max_replicates or (10 if stop.max_runs is None else stop.max_runs)
         try:
-            return ReplicatePolicy(self.ci_target(), int(lo), int(hi))
-        except (TypeError, ValueError):
+            return ReplicatePolicy(self.ci_target(), lo, hi)
+        except ValueError:
             return ReplicatePolicy(self.ci_target())
 
     def started_text(self) -> str:
@@ -261,21 +269,20 @@ def key_of(levels: dict[str, str]) -> str:
     return " ".join(f"{k}={v}" for k, v in levels.items())
 
 
-def cell_config(m: JsonObject) -> str:
+def cell_config(m: Measurement) -> str:
     """The configuration a measurement row belongs to in the reports: a run measured on many
     hosts keeps each host's replicates apart, the host one more factor of it."""
-    return str(m["config"]) + (f" host={m['host']}" if m.get("host") else "")
+    return m.config + (f" host={m.host}" if m.host else "")
 
 
-def _stored_levels(m: JsonObject, config: str) -> dict[str, str]:
+def _stored_levels(m: Measurement, config: str) -> dict[str, str]:
     """A measurement's factor levels: as stored (0006_config_levels), a fleet host added as
     one more factor; rows stored before that are read from their key."""
-    stored = m.get("config_levels")  # decoded by the record: a dict, or None
-    if not isinstance(stored, dict):
+    if m.config_levels is None:
         return parse_key(config)
-    levels = {str(k): str(v) for k, v in stored.items()}
-    if levels and m.get("host"):
-        levels["host"] = str(m["host"])
+    levels = dict(m.config_levels)
+    if levels and m.host:
+        levels["host"] = m.host
     return levels
 
 
@@ -312,45 +319,54 @@ def _started_at(value: Any, run_id: int) -> float:
     return float(value)
 
 
-def _commands(store: Store, run_id: int) -> list[JsonObject]:
+@dataclass(frozen=True)
+class CommandRow:
+    """One command of the run's log (`commands`), as stored."""
+
+    argv: list[str]
+    started_at: float
+    duration_s: float
+    returncode: int | None  # None: it did not finish (timed out, or stopped)
+    dry_run: bool
+
+
+def _commands(store: Store, run_id: int) -> list[CommandRow]:
     """The run's command log, each argv a list of strings whatever the store holds."""
     commands = []
     for c in store.commands(run_id):
-        d = dict(c)
         argv = _json(c["argv"], [])
-        d["argv"] = [str(a) for a in argv] if isinstance(argv, list) else [str(argv)]
-        commands.append(d)
+        commands.append(
+            CommandRow(
+                [str(a) for a in argv] if isinstance(argv, list) else [str(argv)],
+                c["started_at"],
+                float(c["duration_s"]),
+                c["returncode"],
+                bool(c["dry_run"]),
+            )
+        )
     return commands
-
-
-def _measurement(r: Any) -> JsonObject:
-    """One stored measurement row, its JSON columns decoded by the record the engine stored
-    (records/measurement.py: a wrong type is read as empty)."""
-    return {**dict(r), **Measurement.from_row(dict(r)).to_json()}
 
 
 def load_run(store: Store, ref: str) -> RunData:
     run_id = resolve_run(store, ref)
     row = store.run(run_id)
-    measurements = [_measurement(r) for r in store.measurements(run_id)]
+    # each row's JSON columns decoded once by the record (a wrong type is read as empty)
+    measurements = [Measurement.from_row(dict(r)) for r in store.measurements(run_id)]
     commands = _commands(store, run_id)
     cells: dict[tuple[str, str], Cell] = {}
     config_levels: dict[str, dict[str, str]] = {}
-    for m in sorted(measurements, key=lambda m: (m["replicate"], m["id"])):
+    for m in sorted(measurements, key=lambda m: (m.replicate, m.row_id or 0)):
         config = cell_config(m)
         config_levels.setdefault(config, _stored_levels(m, config))
-        ck = (config, str(m["workload"]))
-        cell = cells.setdefault(ck, Cell(ck[0], ck[1], str(m["unit"])))
-        cell.values.append(float(m["value"]))
-        cell.replicates.append(int(m["replicate"]))
-        if m["device_mib_s"] is not None:
-            cell.device_mib_s.append(float(m["device_mib_s"]))
-        for w in m["warnings"]:
-            if str(w) not in cell.warnings:
-                cell.warnings.append(str(w))
-        cell.guards.append(m["guards"])
-        cell.workload_def = m["workload_def"]
-        cell.clats.append(m.get("clat"))
+        cell = cells.setdefault((config, m.workload), Cell(config, m.workload, m.unit))
+        cell.values.append(m.value)
+        cell.replicates.append(m.replicate)
+        if m.device_mib_s is not None:
+            cell.device_mib_s.append(m.device_mib_s)
+        cell.warnings += [w for w in dict.fromkeys(m.warnings) if w not in cell.warnings]
+        cell.guards.append(m.findings)
+        cell.workload_def = m.workload_def
+        cell.clats.append(m.latency)
     argv = _json(row["argv"], [])
     run = RunData(
         id=run_id,
@@ -373,7 +389,7 @@ def load_run(store: Store, ref: str) -> RunData:
     )
     _finish_cells(run)
     run.configs = _config_order(run, [c.config for c in cells.values()])
-    run.workloads = _workload_order(run, [m["workload"] for m in measurements])
+    run.workloads = _workload_order(run, [m.workload for m in measurements])
     return run
 
 
@@ -382,7 +398,9 @@ def _finish_cells(run: RunData) -> None:
     for cell in run.cells.values():
         cell.policy = run.policy()  # the run's own min/max/target: Stein's interval
         # A slow member is named across the replicates, never from one window.
-        cell.warnings += [w for w in slow_members.named(cell.guards) if w not in cell.warnings]
+        cell.warnings += [
+            w for w in slow_members.named([f.other for f in cell.guards]) if w not in cell.warnings
+        ]
 
 
 def _unique(items: list[str]) -> list[str]:
@@ -392,15 +410,15 @@ def _unique(items: list[str]) -> list[str]:
 def _config_order(run: RunData, seen: list[str]) -> list[str]:
     """Study order (factor by factor, levels as the study lists them), else first seen."""
     configs = _unique(seen)
-    factors = run.study.get("factors")
-    if not isinstance(factors, dict):
+    factors = run.study.factors
+    if factors is None:
         return configs
 
     def rank(c: str) -> tuple[int, ...]:
         levels = run.levels(c)
         out = []
         for k in levels:
-            listed = [str(x) for x in factors.get(k, [])]
+            listed = factors.get(k, [])
             out.append(listed.index(levels[k]) if levels[k] in listed else len(listed))
         return tuple(out)
 
@@ -409,12 +427,11 @@ def _config_order(run: RunData, seen: list[str]) -> list[str]:
 
 def _workload_order(run: RunData, seen: list[str]) -> list[str]:
     workloads = _unique(seen)
-    wl = run.study.get("workloads")
-    names = wl.get("names") if isinstance(wl, dict) else None
-    if not isinstance(names, list) and run.metadata.workload_order is not None:
-        names = list(run.metadata.workload_order)
-    if isinstance(names, list):
-        order = [str(n) for n in names]
+    names = run.study.workloads.names
+    if names is None:
+        names = run.metadata.workload_order
+    if names is not None:
+        order = list(names)
         return sorted(workloads, key=lambda w: order.index(w) if w in order else len(order))
     return workloads
 

@@ -11,7 +11,6 @@ import io
 import json
 from typing import Any
 
-from poolbench.records.findings import write_amplification
 from poolbench.records.jsontypes import JsonObject
 from poolbench.report.data import RunData, cell_config
 from poolbench.report.metrics import percentile_ns
@@ -97,13 +96,11 @@ def rows(run: RunData) -> list[JsonObject]:
     machine = run.metadata.machine
     out = []
     for m in run.measurements:
-        g = m["guards"]
-        cache = g.get("cache") if isinstance(g.get("cache"), dict) else {}
-        fio = g.get("fio") if isinstance(g.get("fio"), dict) else {}
-        pool = g.get("pool") if isinstance(g.get("pool"), dict) else {}
-        data = g.get("data") if isinstance(g.get("data"), dict) else {}
-        cpu = g.get("cpu") if isinstance(g.get("cpu"), dict) else {}
-        comp = data.get("compressibility_percent", run.compressibility())
+        f = m.findings
+        stored_cpu = f.other.get("cpu")
+        cpu = stored_cpu if isinstance(stored_cpu, dict) else {}
+        data = f.data.compressibility_percent if f.data is not None else None
+        g = f.to_json()
         out.append(
             {
                 "run_id": run.id,
@@ -111,39 +108,39 @@ def rows(run: RunData) -> list[JsonObject]:
                 "run_name": run.name,
                 "run_status": run.status,
                 "run_started_at": iso_time(run.started_at),
-                "config": m["config"],
+                "config": m.config,
                 "config_levels": run.levels(cell_config(m)),
-                "workload": m["workload"],
+                "workload": m.workload,
                 # Stored from 0 (the engine's index); counted from 1 wherever it is shown.
-                "replicate": int(m["replicate"]) + 1,
-                "value": m["value"],
-                "unit": m["unit"],
-                "app_bytes": m["app_bytes"],
-                "ops": m["ops"],
-                "seconds": m["seconds"],
-                "device_bytes": m["device_bytes"],
-                "device_mib_s": m["device_mib_s"],
-                "write_amplification": write_amplification(g),
-                "warnings": m["warnings"],
-                "compressibility_percent": comp,
+                "replicate": m.replicate + 1,
+                "value": m.value,
+                "unit": m.unit,
+                "app_bytes": m.app_bytes,
+                "ops": m.ops,
+                "seconds": m.seconds,
+                "device_bytes": m.device_bytes,
+                "device_mib_s": m.device_mib_s,
+                "write_amplification": f.device.amplification if f.device else None,
+                "warnings": m.warnings,
+                "compressibility_percent": data if data is not None else run.compressibility(),
                 "working_set_bytes": run.working_set_bytes(),
                 "ram_bytes": run.ram_bytes(),
                 "hostname": machine.hostname,
                 "kernel": machine.kernel,
                 "poolbench_version": machine.poolbench_version,
-                "fio_version": fio.get("version") or run.metadata.fio_version,
-                "cache_method": cache.get("method"),
-                "cache_verified": cache.get("verified"),
+                "fio_version": (f.fio and f.fio.version) or run.metadata.fio_version,
+                "cache_method": f.cache.method if f.cache is not None else None,
+                "cache_verified": f.cache.verified if f.cache is not None else None,
                 "cpu_s_per_gib": cpu.get("s_per_gib"),
                 "cpu_fs_scope": cpu.get("fs_scope"),
-                "pool": pool,
+                "pool": dict(f.pool) if f.pool is not None else {},
                 "guards": g,
-                "workload_def": m["workload_def"],
-                "job_file": m["job_file"],
-                "measured_at": iso_time(m.get("created_at")),
-                "host": m.get("host"),
-                **{col: percentile_ns(m.get("clat"), q) for col, q in _CLAT.items()},
-                "clat": m.get("clat"),
+                "workload_def": m.workload_def,
+                "job_file": m.job_file,
+                "measured_at": iso_time(m.created_at),
+                "host": m.host,
+                **{col: percentile_ns(m.latency, q) for col, q in _CLAT.items()},
+                "clat": m.latency.to_json() if m.latency is not None else None,
             }
         )
     return out
@@ -167,11 +164,11 @@ def to_json(run: RunData) -> str:
         },
         "commands": [
             {
-                "argv": c["argv"],
-                "started_at": iso_time(c["started_at"]),
-                "duration_s": c["duration_s"],
-                "returncode": c["returncode"],
-                "dry_run": bool(c["dry_run"]),
+                "argv": c.argv,
+                "started_at": iso_time(c.started_at),
+                "duration_s": c.duration_s,
+                "returncode": c.returncode,
+                "dry_run": c.dry_run,
             }
             for c in run.commands
         ],

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from poolbench.records.jsontypes import JsonObject
 from poolbench.records.run_metadata import Device
+from poolbench.records.stored_study import StoredDisks
 from poolbench.report.data import RunData, fmt_bytes
 from poolbench.report.tables import Baseline
 
@@ -32,9 +32,8 @@ def _device(d: Device) -> str:
 def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
     """(label, text) pairs; the texts come from the store and are escaped by the renderer."""
     out: list[tuple[str, str]] = []
-    disks = run.study.get("disks")
-    if isinstance(disks, dict):
-        out.append(("disks", _disks(disks)))
+    if run.study.disks is not None:
+        out.append(("disks", _disks(run.study.disks)))
     out += _devices(run)
     out.append(("versions", _versions(run)))
     cells = [run.cell(c, w) for c in run.configs for w in run.workloads]
@@ -53,12 +52,12 @@ def lines(run: RunData, baseline: Baseline | None) -> list[tuple[str, str]]:
         out.append(("data", data))
     out += _md_resync(run)
     st = run.study
-    if st:
+    if st.present:
         out.append(
             (
                 "replicates",
-                f"{st.get('replicates')}–{st.get('max_replicates')} per configuration, each on "
-                f"a freshly built pool, until the 95% CI is within ±{st.get('ci_target')}% of "
+                f"{st.replicates}–{st.max_replicates} per configuration, each on "
+                f"a freshly built pool, until the 95% CI is within ±{st.ci_target}% of "
                 "the mean; trials interleaved in random order",
             )
         )
@@ -96,20 +95,17 @@ def _devices(run: RunData) -> list[tuple[str, str]]:
     return out
 
 
-def _disks(disks: JsonObject) -> str:
-    if disks.get("source") == "devices":
-        on = f"{len(disks.get('devices', []))} devices: " + ", ".join(
-            str(x) for x in disks.get("devices", [])
-        )
+def _disks(disks: StoredDisks) -> str:
+    if disks.source == "devices":
+        on = f"{len(disks.devices)} devices: " + ", ".join(disks.devices)
     else:
-        cap = disks.get("cap")
-        capped = f" capped at {cap:g} MiB/s each" if isinstance(cap, int | float) else ""
+        capped = f" capped at {disks.cap:g} MiB/s each" if disks.cap is not None else ""
         on = (
-            f"{disks.get('count')} {disks.get('source')} disks of {disks.get('size')}{capped} "
+            f"{disks.count} {disks.source} disks of {disks.size}{capped} "
             "(sparse files on this machine's own disk: the figures show the method and the "
             "relative cost of each layout, not your hardware)"
         )
-    vs = disks.get("vdev_source")
+    vs = disks.vdev_source
     if vs and vs != "whole":
         on += f"; vdev source {vs}"
     return on
@@ -148,7 +144,7 @@ def _data(run: RunData) -> str | None:
     if comp is None:
         return None
     text = f"{comp}% compressible, fresh random buffers per write (never zeros)"
-    if any(c.workload_def.get("kind") == "untar" for c in run.cells.values()):
+    if any(c.workload_kind == "untar" for c in run.cells.values()):
         # untar writes the tarball's own files, whatever --compressibility says
         text += " (fio's data; untar writes the source tree's files, which compress 2-4×)"
     ratios = sorted(

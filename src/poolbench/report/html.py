@@ -65,9 +65,9 @@ def _commands(run: RunData) -> Safe:
                 '<tr><td class="num">{}</td><td><code>{}</code></td>'
                 '<td class="num">{}</td><td class="num">{}</td></tr>',
                 i,
-                shlex.join(c["argv"]),
-                f"{float(c['duration_s']):.2f}",
-                "" if c["returncode"] is None else c["returncode"],
+                shlex.join(c.argv),
+                f"{c.duration_s:.2f}",
+                "" if c.returncode is None else c.returncode,
             )
         )
     return fmt("<table>{}</table>", join(rows, "\n"))
@@ -93,16 +93,16 @@ def _measurements(run: RunData) -> Safe:
                 "<tr><td>{}</td><td>{}</td><td class=num>{}</td><td class=num>{}</td><td>{}</td>"
                 "<td class=num>{}</td><td class=num>{}</td><td class=num>{}</td>"
                 "<td class=num>{}</td><td class=warn>{}</td></tr>",
-                m["config"],
-                m["workload"],
-                int(m["replicate"]) + 1,
-                fmt_value(m["value"]),
-                m["unit"],
-                m["app_bytes"],
-                f"{float(m['seconds']):.3f}",
-                "" if m["device_bytes"] is None else m["device_bytes"],
-                fmt_value(m["device_mib_s"]),
-                "; ".join(str(w) for w in m["warnings"]),
+                m.config,
+                m.workload,
+                m.replicate + 1,
+                fmt_value(m.value),
+                m.unit,
+                m.app_bytes,
+                f"{m.seconds:.3f}",
+                "" if m.device_bytes is None else m.device_bytes,
+                fmt_value(m.device_mib_s),
+                "; ".join(m.warnings),
             )
         )
     return fmt("<table>{}</table>", join(rows, "\n"))

@@ -76,7 +76,7 @@ def latency_section(run: RunData, workload: str, chart_id: str, notes: Footnotes
     other workloads' latency is in the export."""
     cells = [c for c in (run.cell(cfg, workload) for cfg in run.configs) if c is not None]
     cells = [c for c in cells if any(c.has(m) for m in LATENCY.values())]
-    if not cells or not latency_matters(cells[0].workload_def):
+    if not cells or not latency_matters(cells[0].workload_kind, cells[0].fio_options):
         return []  # shown where latency decides (random I/O, sync writes), as in the tables
     rows, trs = [], []
     for c in cells:
@@ -167,7 +167,7 @@ def _record_families(run: RunData) -> dict[str, list[tuple[str, float]]]:
     for w in run.workloads:
         m = _RECORD_NAME.match(w)
         cell = next((c for c in (run.cell(cfg, w) for cfg in run.configs) if c), None)
-        bs = cell.workload_def.get("fio", {}).get("bs") if cell else None
+        bs = cell.fio_options.get("bs") if cell else None
         if not m or bs is None:
             continue
         try:

@@ -22,9 +22,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from poolbench.errors import CommandLineError
+from poolbench.records.latency import Latency
 from poolbench.stats import logscale
 from poolbench.stats.compare import Ratio, compare_family
 from poolbench.stats.policy import ReplicatePolicy
@@ -106,9 +106,7 @@ class Metric:
     def unit(self, workload_unit: str) -> str:
         return LATENCY_UNIT if self.is_latency else workload_unit
 
-    def values(
-        self, values: Sequence[float], clats: Sequence[Mapping[str, Any] | None]
-    ) -> list[float]:
+    def values(self, values: Sequence[float], clats: Sequence[Latency | None]) -> list[float]:
         """Per replicate: the figures themselves, or each run's percentile in µs (replicates
         without one are left out; see `missing`)."""
         if not self.is_latency:
@@ -119,7 +117,7 @@ class Metric:
         self,
         policy: ReplicatePolicy,
         values: Sequence[float],
-        clats: Sequence[Mapping[str, Any] | None],
+        clats: Sequence[Latency | None],
     ) -> Figure:
         """The cell's figure: for a latency percentile, of all I/Os when every replicate
         stored its histogram, else the geometric mean of the runs' percentiles (module doc)."""
@@ -160,18 +158,10 @@ POOLED_NAME = "of all I/Os"  # stats.pooled.WHAT: a percentile of every completi
 GEOMEAN_NAME = "geometric mean of the runs'"
 
 
-def histograms(clats: Sequence[Mapping[str, Any] | None]) -> list[dict[int, int]] | None:
+def histograms(clats: Sequence[Latency | None]) -> list[dict[int, int]] | None:
     """Every replicate's stored clat histogram (ns bin → count), or None when one lacks it."""
-    out = []
-    for c in clats:
-        bins = c.get("bins") if isinstance(c, Mapping) else None
-        if not isinstance(bins, Mapping) or not bins:
-            return None
-        try:
-            out.append({int(k): int(v) for k, v in bins.items()})
-        except (TypeError, ValueError):
-            return None
-    return out or None
+    out = [dict(c.bins) for c in clats if c is not None and c.bins]
+    return out if out and len(out) == len(clats) else None
 
 
 def statistic_label(metric: Metric, figures: Sequence[Figure]) -> str:
@@ -207,38 +197,36 @@ def parse_metrics(text: str | None) -> list[Metric]:
     return [METRICS[n] for n in dict.fromkeys(names)]
 
 
-def percentile_ns(clat: Mapping[str, Any] | None, percentile: str | None) -> float | None:
+def percentile_ns(clat: Latency | None, percentile: str | None) -> float | None:
     """One run's stored percentile in ns (store 0005_latency's `clat`), or None."""
-    if not isinstance(clat, Mapping) or percentile is None:
+    if clat is None or percentile is None:
         return None
-    pct = clat.get("percentiles")
-    v = pct.get(percentile) if isinstance(pct, Mapping) else None
-    return float(v) if isinstance(v, int | float) and v > 0 else None
+    v = clat.p(float(percentile))
+    return v if v is not None and v > 0 else None
 
 
-def latency_matters(workload_def: Mapping[str, Any]) -> bool:
+def latency_matters(kind: str, fio: Mapping[str, str]) -> bool:
     """Random I/O and synchronous writes are chosen on their latency: their tables show p99
     by default. Synchronous = every write waits for stable storage (fio sync/dsync, or an
-    fsync/fdatasync every N writes), the I/O of databases and of NFS/VM hosts."""
-    if workload_def.get("kind") == "pgbench":  # every commit waits for the WAL's fsync
+    fsync/fdatasync every N writes), the I/O of databases and of NFS/VM hosts. `kind` and
+    `fio` are the workload's (workloads/workload.py)."""
+    if kind == "pgbench":  # every commit waits for the WAL's fsync
         return True
-    fio = workload_def.get("fio")
-    opts = fio if isinstance(fio, Mapping) else {}
-    if str(opts.get("rw", "")).startswith("rand"):
+    if fio.get("rw", "").startswith("rand"):
         return True
-    return any(str(opts.get(k, "0")) not in ("0", "") for k in ("sync", "fsync", "fdatasync"))
+    return any(fio.get(k, "0") not in ("0", "") for k in ("sync", "fsync", "fdatasync"))
 
 
-def tail_warning(metric: Metric, clats: Sequence[Mapping[str, Any] | None]) -> str:
+def tail_warning(metric: Metric, clats: Sequence[Latency | None]) -> str:
     """Why a tail percentile of these runs is a figure about a few I/Os, or ""."""
     if metric.percentile is None:
         return ""
     q = float(metric.percentile)
     few = []
     for i, c in enumerate(clats):
-        n = c.get("samples") if isinstance(c, Mapping) else None
-        if isinstance(n, int) and n * (100 - q) / 100 < MIN_BEYOND:
-            few.append((i + 1, n))
+        # samples 0: a latency stored without fio's count of completions (nothing to judge)
+        if c is not None and c.samples and c.beyond(q) < MIN_BEYOND:
+            few.append((i + 1, c.samples))
     if not few:
         return ""
     runs = ", ".join(f"{i} ({n:,} I/Os)" for i, n in few)

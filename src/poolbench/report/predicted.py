@@ -106,10 +106,10 @@ def study_layout(run: RunData, levels: dict[str, str]) -> Layout | None:
     """The ZFS layout a configuration built, on the study's disk count; None if it has none."""
     if levels.get("backend", DEFAULT_BACKEND) != "zfs" or "layout" not in levels:
         return None
-    disks = run.study.get("disks") or {}
-    count = disks.get("count") or len(disks.get("devices") or [])
+    disks = run.study.disks
+    count = (disks.count or len(disks.devices)) if disks is not None else 0
     try:
-        return parse_layout(levels["layout"], (1 << 30,) * int(count or 0))
+        return parse_layout(levels["layout"], (1 << 30,) * count)
     except (PoolbenchError, ValueError, TypeError):
         return None
 
@@ -131,9 +131,9 @@ def _prediction(
     outstanding, size = None, 4096
     if load is not None:
         size = int(load.fio.get("bs", "4096"))
-        params = run.study.get("workloads") or {}
-        depth = load.iodepth or int(params.get("iodepth") or 1)
-        jobs = load.jobs or int(params.get("jobs") or 1)
+        params = run.study.workloads
+        depth = load.iodepth or params.iodepth or 1
+        jobs = load.jobs or params.jobs or 1
         outstanding = outstanding_for(disk, depth, jobs)
     return predict_detailed(layout, disk, _recordsize(levels), _ashift(levels), outstanding, size)
 
@@ -160,8 +160,8 @@ def random_read(workload: str) -> Workload | None:
 
 def seeks(run: RunData) -> bool:
     """The study's disks have a head (`[disks] model`): every random I/O costs a seek."""
-    disks = run.study.get("disks") or {}
-    return isinstance(disks, dict) and bool(disks.get("model"))
+    disks = run.study.disks
+    return disks is not None and bool(disks.model)
 
 
 def baseline_disk(run: RunData, config: str, workload: str = "") -> DiskSpeed | None:
@@ -308,9 +308,8 @@ def as_json(table: PredictedTable | None, run: RunData) -> dict[str, object] | N
 def capped_disk(run: RunData) -> DiskSpeed | None:
     """The disk a study with capped loop devices ran on ([disks] cap, MiB/s each way): its
     streaming figures are the cap; random IOPS are not known from it."""
-    disks = run.study.get("disks") or {}
-    cap = disks.get("cap") if isinstance(disks, dict) else None
-    if not isinstance(cap, int | float) or cap <= 0:
+    cap = run.study.disks.cap if run.study.disks is not None else None
+    if cap is None:
         return None
     return DiskSpeed(
         cap * MiB, cap * MiB, NAN, NAN, f"the study's disk cap, {cap:g} MiB/s each way", "transfer"

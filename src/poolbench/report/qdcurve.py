@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Mapping
 
 from poolbench.report.data import Cell, RunData
 from poolbench.report.svg import Safe
@@ -35,12 +34,11 @@ def _p99(cell: Cell) -> tuple[Point, bool] | None:
     with its log-scale interval; else None. With it: whether it is of all I/Os. No whisker
     when the interval is undetermined or its upper end is only the slowest completion seen
     (a bound, not an end)."""
-    from poolbench.report.metrics import DEFAULT_LATENCY, histograms
+    from poolbench.report.metrics import DEFAULT_LATENCY, histograms, percentile_ns
 
     runs = histograms(cell.clats) if cell.clats else None
     if not (runs is not None and len(runs) == len(cell.values)) and not all(
-        isinstance(p, int | float) and p > 0
-        for p in (_stored_p99(c) for c in (cell.clats or [None] * len(cell.values)))
+        percentile_ns(c, "99") for c in (cell.clats or [None] * len(cell.values))
     ):
         return None
     f = DEFAULT_LATENCY.figure(cell.policy, cell.values, cell.clats)
@@ -49,11 +47,6 @@ def _p99(cell: Cell) -> tuple[Point, bool] | None:
     whisker = f.determined and not f.open_high
     low, high = (f.low / 1000, f.high / 1000) if whisker else (None, None)
     return Point(0.0, f.center / 1000, low, high), f.pooled  # µs → ms
-
-
-def _stored_p99(clat: object) -> object:
-    pct = clat.get("percentiles") if isinstance(clat, Mapping) else None
-    return pct.get("99") if isinstance(pct, Mapping) else None
 
 
 def families(run: RunData) -> dict[str, list[tuple[str, int, int]]]:

@@ -16,7 +16,7 @@ def cells(run: RunData) -> list[list[str]]:
     """Each replaying cell's lines, in the run's cell order."""
     out = []
     for (config, workload), cell in run.cells.items():
-        docs = [g["replay"] for g in cell.guards if isinstance(g.get("replay"), dict)]
+        docs = [d for f in cell.guards if isinstance(d := f.other.get("replay"), dict)]
         if docs:
             out.append(report_lines(config, workload, docs))
     return out

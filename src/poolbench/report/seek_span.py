@@ -15,14 +15,14 @@ from poolbench.units import parse_size
 
 def disk_model(run: RunData) -> tuple[HddParams, int] | None:
     """The study's emulated disk and its size in bytes; None for disks without a head."""
-    disks = run.study.get("disks") or {}
-    model = disks.get("model") if isinstance(disks, dict) else None
-    if not isinstance(model, dict):
+    disks = run.study.disks
+    model = disks.model if disks is not None else None
+    if disks is None or model is None:
         return None
     given = {k: v for k, v in model.items() if v is not None and k != "name"}
     try:
         params = HddParams.from_dict({**PRESETS[str(model.get("name"))].as_dict(), **given})
-        return params, int(parse_size(str(disks.get("size"))))
+        return params, int(parse_size(str(disks.size)))
     except (KeyError, ValueError, PoolbenchError):
         return None
 
@@ -42,9 +42,8 @@ def span_share(run: RunData, layout: Layout, recordsize: int, ashift: int) -> fl
     """The one-disk pool's random read time over this layout's member's: above 1 where the
     member holds less of the working set (its seeks are shorter). 1 without a disk model."""
     found = disk_model(run)
-    params = run.study.get("workloads") or {}
     try:
-        data = int(parse_size(str(params.get("size"))))
+        data = int(parse_size(str(run.study.workloads.size)))
     except (PoolbenchError, ValueError):
         return 1.0
     if found is None or len({v.kind for v in layout.vdevs}) != 1:

@@ -143,7 +143,7 @@ def cell_warnings(cell: Cell, ci_target: float, metric: Metric = VALUE) -> list[
         if f.reason:
             out.append(f"{metric.key}: {f.reason}")
         return out + cell.metric_warnings(metric)
-    if latency_matters(cell.workload_def) and cell.has(DEFAULT_LATENCY):
+    if latency_matters(cell.workload_kind, cell.fio_options) and cell.has(DEFAULT_LATENCY):
         # The p99 column beside the figure (report/terminal.py) says which p99 it is.
         note = fallback_note(DEFAULT_LATENCY)
         out += [w for w in cell.metric_warnings(DEFAULT_LATENCY) if w == note]

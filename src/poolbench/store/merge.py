@@ -168,7 +168,7 @@ def _copy_run(
     machine: JsonObject = {}
     with contextlib.suppress(TypeError, ValueError, AttributeError):
         machine = json.loads(row["metadata"]).get("machine", {}) or {}
-    origin: JsonObject = {
+    origin = {
         "store": report.source,
         "run_id": src_id,
         "hostname": machine.get("hostname"),

@@ -61,7 +61,7 @@ class Fidelity:
         return all(c.ok for c in self.checks)
 
     def to_json(self, recorded: TraceSummary, achieved: TraceSummary) -> JsonObject:
-        doc: JsonObject = {
+        doc = {
             "mode": self.mode,
             "faithful": self.faithful,
             "checks": [asdict(c) for c in self.checks],

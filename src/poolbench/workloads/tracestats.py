@@ -109,9 +109,7 @@ class TraceSummary:
         return 100.0 * self.reads / self.ios if self.ios else 0.0
 
     def to_json(self) -> JsonObject:
-        doc: JsonObject = asdict(self)
-        doc |= {"iops": round(self.iops, 3), "mib_s": round(self.mib_s, 3)}
-        return doc
+        return asdict(self) | {"iops": round(self.iops, 3), "mib_s": round(self.mib_s, 3)}
 
     def to_text(self) -> str:
         return json.dumps(self.to_json(), indent=1, sort_keys=True)

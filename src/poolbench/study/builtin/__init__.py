@@ -7,7 +7,7 @@ runs anything or reads the machine; the study file goes through the one engine.
 
 - context.py   Context: what a study is built for; the --disks and option parsing.
 - base.py      Builtin: what the registry knows about a study; the study file skeleton.
-- <study>.py   one module per study: `build(ctx) -> dict`, its notes, its `BUILTIN`.
+- <study>.py   one module per study: `build(ctx) -> StudyFile`, its notes, its `BUILTIN`.
 - registry.py  name → Builtin, a plain dict (adding a study: its module + one line there).
 - toml_file.py the study dict as an editable TOML file (tomli_w).
 

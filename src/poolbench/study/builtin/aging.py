@@ -19,7 +19,7 @@ from poolbench.errors import UsageError
 from poolbench.study.builtin.base import (
     Builtin,
     MiB,
-    StudyDict,
+    StudyFile,
     default_pairs,
     need,
     study_file,
@@ -63,7 +63,7 @@ def _frag(ctx: Context) -> list[int]:
     return [target]
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     if "layouts" in ctx.options:
         need(ctx, 2, "aging study")
     else:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from poolbench.study.builtin import capacity
 from poolbench.study.builtin.base import (
     Builtin,
-    StudyDict,
+    StudyFile,
     default_left_out,
     default_pairs,
     need,
@@ -47,7 +47,7 @@ NOT_RECORDED = (
 )
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     need(ctx, 3, "ashift study")
     layouts = ctx.opt_list(
         "layouts", ["raidz1"] + ([default_pairs(ctx)] if ctx.n >= 4 else ["mirror:2"])

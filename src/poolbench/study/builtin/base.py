@@ -1,15 +1,15 @@
 """What the registry knows about a built-in study, and the study-file skeleton they share.
 
-A study module builds its study dict with `study_file(...)` (disks, replicates and the common
+A study module builds its study file with `study_file(...)` (disks, replicates and the common
 options --replicates, --max-replicates, --workloads, --size, --runtime, --min-window applied
 the same way for every study) and declares one `Builtin`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypedDict
 
 from poolbench import capabilities
 from poolbench.errors import UsageError
@@ -24,7 +24,66 @@ MiB = 1 << 20
 # Options every study takes (beyond its own): the CLI spelling is --max-replicates etc.
 COMMON_OPTIONS = ("replicates", "max_replicates", "workloads", "size", "runtime", "min_window")
 
-StudyDict = dict[str, Any]  # the study file as TOML data (what study.model validates)
+Level = str | int  # a factor's level as the study file spells it (study.model.Level)
+
+
+class DisksTable(TypedDict, total=False):
+    """The study file's [disks] table (study.model.Disks validates it)."""
+
+    source: str
+    devices: list[str]
+    count: int
+    size: str
+    cap: float
+    slice_size: str
+
+
+class WorkloadsTable(TypedDict, total=False):
+    """The study file's [workloads] table (study.model.Workloads validates it)."""
+
+    names: list[str]
+    size: str
+    runtime: int
+    min_window: float
+    compressibility: int
+    iodepth: int
+    jobs: int
+    metadata_files: int
+    tarball: str
+
+
+@dataclass
+class StudyFile:
+    """A built-in study as its study file says it, before study.model validates the TOML;
+    --files-from changes its workloads before it is written."""
+
+    name: str
+    description: str
+    replicates: int
+    max_replicates: int
+    disks: DisksTable
+    factors: dict[str, list[Level]]
+    workloads: WorkloadsTable
+    exclude: list[dict[str, Level]] = field(default_factory=list)
+    ci_target: float = 5.0
+
+    def toml_data(self) -> dict[str, object]:
+        """The TOML document, in the order the file shows its keys."""
+        out: dict[str, object] = {
+            "name": self.name,
+            "description": self.description,
+            "replicates": self.replicates,
+            "max_replicates": self.max_replicates,
+            "ci_target": self.ci_target,
+            "disks": self.disks,
+            "factors": self.factors,
+            "workloads": self.workloads,
+        }
+        if self.exclude:
+            out["exclude"] = self.exclude
+        return out
+
+
 Notes = Callable[[Context, "StudyFacts"], list[str]]
 
 
@@ -33,16 +92,17 @@ class Builtin:
     name: str
     question: str
     default_disks: tuple[int, str]  # (count, size)
-    build: Callable[[Context], StudyDict]
+    build: Callable[[Context], StudyFile]
     options: dict[str, str]  # study-specific option → help (the CLI adds --option for each)
     needs_loop: bool = False  # partitions need block devices
     notes: Notes | None = None  # printed after the run, from the stored facts
     pre_notes: Callable[[Context], list[str]] | None = None  # printed before the run
 
 
-def _disks(ctx: Context, override: dict[str, Any] | None) -> dict[str, Any]:
+def _disks(ctx: Context, override: DisksTable | None) -> DisksTable:
+    d: DisksTable
     if ctx.devices:
-        d: dict[str, Any] = {"source": "devices", "devices": list(ctx.devices)}
+        d = {"source": "devices", "devices": list(ctx.devices)}
     else:
         d = {"count": ctx.n, "size": ctx.disk_size, "source": "loop"}
     d.update(override or {})
@@ -56,36 +116,34 @@ def study_file(
     ctx: Context,
     name: str,
     description: str,
-    factors: dict[str, list[Any]],
-    workloads: dict[str, Any],
+    factors: Mapping[str, Sequence[Level]],
+    workloads: WorkloadsTable,
     *,
     replicates: int = 3,
     max_replicates: int = 6,
-    disks: dict[str, Any] | None = None,
-    exclude: list[dict[str, Any]] | None = None,
-) -> StudyDict:
-    """The study dict, in the key order the TOML file shows."""
+    disks: DisksTable | None = None,
+    exclude: Sequence[Mapping[str, Level]] = (),
+) -> StudyFile:
+    """The study file, with the common options applied."""
     reps = ctx.opt_int("replicates", replicates)
-    out: StudyDict = {
-        "name": name,
-        "description": description,
-        "replicates": reps,
-        "max_replicates": max(reps, ctx.opt_int("max_replicates", max_replicates)),
-        "ci_target": 5.0,
-        "disks": _disks(ctx, disks),
-        "factors": factors,
-        "workloads": {**workloads},
-    }
-    if exclude:
-        out["exclude"] = exclude
+    out = StudyFile(
+        name,
+        description,
+        reps,
+        max(reps, ctx.opt_int("max_replicates", max_replicates)),
+        _disks(ctx, disks),
+        {key: list(levels) for key, levels in factors.items()},
+        {**workloads},
+        [dict(entry) for entry in exclude],
+    )
     if "workloads" in ctx.options:
-        out["workloads"]["names"] = ctx.opt_list("workloads", [])
+        out.workloads["names"] = ctx.opt_list("workloads", [])
     if "size" in ctx.options:
-        out["workloads"]["size"] = ctx.options["size"].upper()
+        out.workloads["size"] = ctx.options["size"].upper()
     if "runtime" in ctx.options:
-        out["workloads"]["runtime"] = ctx.opt_int("runtime", 10)
+        out.workloads["runtime"] = ctx.opt_int("runtime", 10)
     if "min_window" in ctx.options:
-        out["workloads"]["min_window"] = float(ctx.options["min_window"])
+        out.workloads["min_window"] = float(ctx.options["min_window"])
     return out
 
 

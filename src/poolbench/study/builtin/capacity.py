@@ -9,7 +9,7 @@ from poolbench.errors import PoolbenchError
 from poolbench.study.builtin.base import (
     Builtin,
     MiB,
-    StudyDict,
+    StudyFile,
     default_left_out,
     default_pairs,
     need,
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from poolbench.store.facts import ConfigFacts, StudyFacts
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     need(ctx, 4, "capacity study")
     n = ctx.n
     default = [f"stripe:{n}", default_pairs(ctx)] + [f"raidz{p}" for p in (1, 2, 3) if n >= p + 2]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from poolbench.study.builtin.base import Builtin, StudyDict, need, study_file, working_set
+from poolbench.study.builtin.base import Builtin, StudyFile, need, study_file, working_set
 from poolbench.study.builtin.context import Context
 
 if TYPE_CHECKING:
@@ -14,7 +14,7 @@ ZFS_FUSE_COMPRESSION = ["off", "lzjb", "gzip"]
 OPENZFS_COMPRESSION = ["off", "lz4", "gzip", "zstd"]
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     need(ctx, 3, "compression study")
     default = ZFS_FUSE_COMPRESSION if ctx.dialect == "zfs-fuse" else OPENZFS_COMPRESSION
     if ctx.dialect == "zfs-fuse" and "levels" not in ctx.options:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from poolbench.study.builtin.base import (
     Builtin,
-    StudyDict,
+    StudyFile,
     default_pairs,
     need,
     study_file,
@@ -13,7 +13,7 @@ from poolbench.study.builtin.base import (
 from poolbench.study.builtin.context import Context
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     need(ctx, 3, "concurrency study")
     streams = ctx.opt_ints("streams", [1, 2, 6])
     layouts = ctx.opt_list("layouts", ["raidz1"] + ([default_pairs(ctx)] if ctx.n >= 4 else []))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from poolbench.errors import UsageError
 from poolbench.study.builtin.base import (
     Builtin,
-    StudyDict,
+    StudyFile,
     default_left_out,
     need,
     study_file,
@@ -65,7 +65,7 @@ def _layouts(ctx: Context) -> list[str]:
     return ctx.opt_list("layouts", ["mirror:2", "raidz1:3"])
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     if ctx.options.get("layouts") is None:  # given layouts are checked as any layout is
         need(ctx, 3, "database study (a mirror and a raidz1)")
     modes = ctx.opt_list("modes", MODES)

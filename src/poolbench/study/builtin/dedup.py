@@ -15,7 +15,7 @@ import statistics
 from typing import TYPE_CHECKING
 
 from poolbench.factors.dedup import DedupReading
-from poolbench.study.builtin.base import Builtin, StudyDict, need, study_file, working_set
+from poolbench.study.builtin.base import Builtin, StudyFile, need, study_file, working_set
 from poolbench.study.builtin.context import Context
 from poolbench.units import parse_size
 
@@ -31,7 +31,7 @@ WORKLOAD = "dup-write"
 RULE_GIB_PER_TIB = 5
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     need(ctx, 2, "dedup study")
     return study_file(
         ctx,

@@ -19,7 +19,7 @@ from poolbench.errors import PoolbenchError
 from poolbench.study.builtin.base import (
     Builtin,
     MiB,
-    StudyDict,
+    StudyFile,
     default_left_out,
     need,
     refuse_on_zfs_fuse,
@@ -36,7 +36,7 @@ ASHIFT = 12
 WORKLOADS = ["seq-write", "expand", "seq-read", "capacity"]
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     refuse_on_zfs_fuse(
         ctx,
         "expand",

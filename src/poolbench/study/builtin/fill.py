@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from poolbench.study.builtin.base import Builtin, MiB, StudyDict, need, study_file
+from poolbench.study.builtin.base import Builtin, MiB, StudyFile, need, study_file
 from poolbench.study.builtin.context import Context
 
 if TYPE_CHECKING:
     from poolbench.store.facts import StudyFacts
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     need(ctx, 3, "fill study")
     levels = ctx.opt_ints("levels", [10, 25, 50, 75, 90])
     # The working set must fit on top of the highest fill level (raidz1: n-1 data disks).

@@ -4,9 +4,7 @@ what the seeds compared ZFS with.)"""
 
 from __future__ import annotations
 
-from typing import Any
-
-from poolbench.study.builtin.base import Builtin, StudyDict, need, study_file, working_set
+from poolbench.study.builtin.base import Builtin, StudyFile, need, study_file, working_set
 from poolbench.study.builtin.context import Context
 
 DEFAULT_TARBALL = "/usr/src/linux-source-6.1.tar.xz"
@@ -15,23 +13,23 @@ WORKLOADS = ["untar", "seq-write", "seq-read", "meta-create-seq", "meta-stat-seq
              "meta-delete-seq"]  # fmt: skip
 
 
-def _exclude(backends: list[str], filesystems: list[str]) -> list[dict[str, Any]]:
+def _exclude(backends: list[str], filesystems: list[str]) -> list[dict[str, str]]:
     """md carries ext3/ext4/xfs; ZFS and btrfs carry only themselves."""
     others = [b for b in backends if b != "md"]
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, str]] = []
     for b in others:
         out += [{"backend": b, "fs": f} for f in filesystems if f != b]
     return out + [{"backend": "md", "fs": b} for b in others]
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     need(ctx, 4, "fs-compare study (raidz2 / raid6)")
     backends = ["zfs", "btrfs"] + (["md"] if ctx.has_md else [])
-    factors: dict[str, list[Any]] = {
+    factors: dict[str, list[str]] = {
         "backend": ctx.opt_list("backends", backends),
         "layout": ctx.opt_list("levels", ["parity1", "parity2"]),
     }
-    exclude: list[dict[str, Any]] = []
+    exclude: list[dict[str, str]] = []
     if "md" in factors["backend"]:
         factors["fs"] = [b for b in factors["backend"] if b != "md"] + MD_FILESYSTEMS
         exclude = _exclude(factors["backend"], factors["fs"])

@@ -17,7 +17,7 @@ from poolbench import capabilities
 from poolbench.errors import PoolbenchError
 from poolbench.study.builtin.base import (
     Builtin,
-    StudyDict,
+    StudyFile,
     default_pairs,
     mirror_pairs,
     need,
@@ -98,7 +98,7 @@ def random_workloads(ctx: Context) -> tuple[list[int], list[str]]:
     return records, names
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     need(ctx, 4, "geometry study (two mirror pairs)")
     layouts = ctx.opt_list("layouts", default_layouts(ctx.n, ctx.dialect))
     refuse_draid_on_fuse(ctx, layouts, "geometry")

@@ -18,7 +18,7 @@ from poolbench.errors import UsageError
 from poolbench.study.builtin.base import (
     Builtin,
     MiB,
-    StudyDict,
+    StudyFile,
     need,
     refuse_on_zfs_fuse,
     study_file,
@@ -58,7 +58,7 @@ def _sizes(ctx: Context, arc: int) -> int:
     return ws
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     refuse_on_zfs_fuse(
         ctx,
         "l2arc",

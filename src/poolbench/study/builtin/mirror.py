@@ -6,7 +6,7 @@ from __future__ import annotations
 from poolbench.errors import UsageError
 from poolbench.study.builtin.base import (
     Builtin,
-    StudyDict,
+    StudyFile,
     need,
     study_file,
     uses_disks,
@@ -19,7 +19,7 @@ from poolbench.workloads.workload import parse_record_size
 RECORDS = ["64k", "128k", "256k", "512k", "1m", "2m", "4m", "8m"]
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     widths = ctx.opt_ints("levels", [1, 2, 3])
     need(ctx, max(widths), "mirror study")
     layouts = ["stripe:1" if w == 1 else f"mirror:{w}" for w in widths]

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from poolbench.errors import UsageError
-from poolbench.study.builtin.base import Builtin, StudyDict, study_file, uses_disks, working_set
+from poolbench.study.builtin.base import (
+    Builtin,
+    DisksTable,
+    StudyFile,
+    study_file,
+    uses_disks,
+    working_set,
+)
 from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.geometry import refuse_draid_on_fuse
 
@@ -31,10 +38,10 @@ def raidz_layouts(n: int, widths: list[int], given: bool = True) -> list[str]:
     )
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     # Explicit --layouts put dRAID at the same parity beside raidz (draid2:4d:6c:0s is raidz2:6's
     # twin: one redundancy group of 4 data + 2 parity over 6 children, no spare).
-    count: dict[str, int] | None = None  # the disks a generated study file asks for
+    count: DisksTable | None = None  # the disks a generated study file asks for
     if "layouts" in ctx.options:
         if "widths" in ctx.options:
             raise UsageError(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from poolbench.errors import UsageError
 from poolbench.study.builtin.base import (
     Builtin,
-    StudyDict,
+    StudyFile,
     default_pairs,
     need,
     study_file,
@@ -33,7 +33,7 @@ MODES = ("read", "write", "mix70")
 KNEE = 0.9  # the knee: the lightest load reaching this share of the peak IOPS
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     need(ctx, 2, "qd-curve study")
     depths = ctx.opt_ints("depths", [1, 4, 16, 32])
     jobs = ctx.opt_ints("jobs", [1, 4])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from poolbench.study.builtin.base import Builtin, StudyDict, need, study_file, working_set
+from poolbench.study.builtin.base import Builtin, StudyFile, need, study_file, working_set
 from poolbench.study.builtin.context import Context
 from poolbench.workloads.workload import parse_record_size
 
@@ -10,7 +10,7 @@ ZFS_FUSE_RECORDSIZES = ["8K", "32K", "128K"]  # zfs-fuse: at most 128K
 OPENZFS_RECORDSIZES = ["16K", "128K", "1M"]
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     need(ctx, 3, "recordsize study")
     default = ZFS_FUSE_RECORDSIZES if ctx.dialect == "zfs-fuse" else OPENZFS_RECORDSIZES
     if ctx.dialect == "zfs-fuse" and "levels" not in ctx.options:

@@ -10,7 +10,7 @@ from typing import TypeGuard
 
 from poolbench import discovery
 from poolbench.errors import UsageError
-from poolbench.study.builtin.base import COMMON_OPTIONS, Builtin, StudyDict
+from poolbench.study.builtin.base import COMMON_OPTIONS, Builtin, StudyFile
 from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.toml_file import to_toml
 
@@ -58,7 +58,7 @@ def get(name: str) -> Builtin:
     return STUDIES[name]
 
 
-def build(name: str, ctx: Context) -> StudyDict:
+def build(name: str, ctx: Context) -> StudyFile:
     """The study dict for `ctx`, after refusing options this study does not take."""
     b = get(name)
     allowed = set(b.options) | set(COMMON_OPTIONS)
@@ -83,7 +83,7 @@ def cli_options() -> dict[str, str]:
     return shared | {k: "; ".join(v) for k, v in own.items()} | common
 
 
-def study_text(name: str, ctx: Context, adjust: Callable[[StudyDict], None] | None = None) -> str:
+def study_text(name: str, ctx: Context, adjust: Callable[[StudyFile], None] | None = None) -> str:
     """The study file `poolbench study NAME --print-toml` prints and `poolbench run` takes;
     `adjust` changes the built data first (--files-from: the untar workload's tree)."""
     data = build(name, ctx)

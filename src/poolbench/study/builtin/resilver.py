@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from poolbench.study.builtin.base import (
     Builtin,
     MiB,
-    StudyDict,
+    StudyFile,
     default_left_out,
     need,
     study_file,
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from poolbench.store.facts import StudyFacts
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     need(ctx, 3, "resilver study (a mirror and a spare)")
     w = ctx.n - 1  # one disk stays out of the pool: the replacement
     default = ["mirror:2"] + [f"raidz{p}:{w}" for p in (1, 2) if w >= p + 2]

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from poolbench.errors import UsageError
 from poolbench.study.builtin.base import (
     Builtin,
-    StudyDict,
+    StudyFile,
     default_left_out,
     need,
     study_file,
@@ -93,7 +93,7 @@ def _layouts(ctx: Context) -> list[str]:
     return ctx.opt_list("layouts", out)
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     need(ctx, 3, "slow-disk study (mirror pairs and raidz1)")
     if ctx.devices:
         raise UsageError(

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from poolbench.errors import UsageError
 from poolbench.study.builtin.base import (
     Builtin,
     MiB,
-    StudyDict,
+    StudyFile,
+    WorkloadsTable,
     need,
     refuse_on_zfs_fuse,
     study_file,
@@ -58,7 +59,7 @@ def _small_blocks(ctx: Context) -> list[str]:
     return levels
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     refuse_on_zfs_fuse(
         ctx,
         "special",
@@ -72,7 +73,7 @@ def build(ctx: Context) -> StudyDict:
     levels = _small_blocks(ctx)
     names = list(WORKLOADS)
     files = ctx.opt_int("files", 2000)
-    workloads: dict[str, Any] = {"names": names, "size": "16M", "metadata_files": files}
+    workloads: WorkloadsTable = {"names": names, "size": "16M", "metadata_files": files}
     if "tarball" in ctx.options:
         names.insert(0, "untar")
         workloads["tarball"] = ctx.options["tarball"]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from poolbench import capabilities
 from poolbench.errors import Unsupported, UsageError
-from poolbench.study.builtin.base import Builtin, StudyDict, need, study_file, working_set
+from poolbench.study.builtin.base import Builtin, StudyFile, need, study_file, working_set
 from poolbench.study.builtin.context import Context
 from poolbench.study.builtin.headline import Figure, compared, figure, p99_compared
 from poolbench.workloads.workload import format_size, parse_record_size
@@ -80,7 +80,7 @@ def _sync_levels(ctx: Context) -> list[str]:
     return []
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     logs = ctx.opt_list("logs", list(LOG_DISKS))
     bad = [x for x in logs if x not in LOG_DISKS]
     if bad:

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 
 import tomli_w
 
-from poolbench.study.builtin.base import Builtin, StudyDict
+from poolbench.study.builtin.base import Builtin, StudyFile
 
 
-def to_toml(builtin: Builtin, data: StudyDict, said: Sequence[str] = ()) -> str:
+def to_toml(builtin: Builtin, data: StudyFile, said: Sequence[str] = ()) -> str:
     """The study file: two comment lines (the question, the command), a comment for each
     change building it made to the request (Context.announce), then the data."""
     head = f"# {builtin.question}\n# Built-in study: poolbench study {builtin.name} --disks ...\n"
     notes = "".join(f"# note: {line}\n" for line in said)
-    return head + notes + tomli_w.dumps(data)
+    return head + notes + tomli_w.dumps(data.toml_data())

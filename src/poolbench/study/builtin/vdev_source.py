@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from poolbench.study.builtin.base import Builtin, MiB, StudyDict, need, study_file, working_set
+from poolbench.study.builtin.base import Builtin, MiB, StudyFile, need, study_file, working_set
 from poolbench.study.builtin.context import Context
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     need(ctx, 3, "vdev-source study")
     slice_bytes = ctx.options.get("slice_size") or f"{max(64, ctx.disk_bytes // 2 // MiB)}M"
     return study_file(

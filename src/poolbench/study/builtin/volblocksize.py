@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from poolbench.errors import UsageError
 from poolbench.study.builtin.base import (
     Builtin,
-    StudyDict,
+    StudyFile,
     mirror_pairs,
     need,
     refuse_on_zfs_fuse,
@@ -53,7 +53,7 @@ def _levels(ctx: Context) -> list[str]:
     return levels
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     refuse_on_zfs_fuse(
         ctx, "volblocksize", "zvols", "ZFS volumes", "zvols are not part of it", "zvols"
     )

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from poolbench import is_digits
 from poolbench.errors import UsageError
 from poolbench.study.builtin import capacity
-from poolbench.study.builtin.base import Builtin, StudyDict, need, study_file, working_set
+from poolbench.study.builtin.base import Builtin, StudyFile, need, study_file, working_set
 from poolbench.study.builtin.context import Context
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def width_layouts(n: int, parities: Sequence[int], widths: Sequence[int] | None)
     return out
 
 
-def build(ctx: Context) -> StudyDict:
+def build(ctx: Context) -> StudyFile:
     need(ctx, 3, "width study")
     parities = ctx.opt_ints("levels", [1, 2])
     widths = ctx.opt_ints("widths", []) if "widths" in ctx.options else None
