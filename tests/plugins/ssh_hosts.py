@@ -202,6 +202,10 @@ def ssh_hosts(tmp_path: Path) -> Iterator[SshFleet]:
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait(timeout=5)
+        # A study still running on a host (a test that failed mid-run) gets its Ctrl-C and
+        # time to tear its pools and loop devices down, as on a real host: a SIGKILL would
+        # leave them attached on this machine.
+        _stop_studies(made)
         # A connection's own sshd child or a shell it ran may outlive the listener: whatever
         # still runs in a host's namespace is ended before the namespace goes.
         for name in reversed(made):
@@ -209,3 +213,24 @@ def ssh_hosts(tmp_path: Path) -> Iterator[SshFleet]:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(int(pid), signal.SIGKILL)
             _sh("ip", "netns", "del", name, check=False)
+
+
+def _stop_studies(namespaces: list[str], grace_s: float = 90.0) -> None:
+    """SIGINT to every poolbench process in the hosts' namespaces, then wait (bounded) for
+    them to end."""
+
+    def studies() -> list[int]:
+        found = []
+        for name in namespaces:
+            for pid in _sh("ip", "netns", "pids", name, check=False).stdout.split():
+                with contextlib.suppress(OSError):
+                    if b"poolbench" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        found.append(int(pid))
+        return found
+
+    for pid in studies():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGINT)
+    deadline = time.monotonic() + grace_s
+    while studies() and time.monotonic() < deadline:
+        time.sleep(0.2)
