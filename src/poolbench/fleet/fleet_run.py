@@ -203,6 +203,12 @@ class Controller:
                  f"seed {self.run.seed})")  # fmt: skip
 
     def poll_once(self, label: str) -> None:
+        """The host asked once (and again at once while an ended study's log has more)."""
+        while self._poll_step(label):
+            pass
+
+    def _poll_step(self, label: str) -> bool:
+        """One host-status call taken in; True when the study ended with more log to read."""
         hr = self.run.hosts[label]
         rc, out, err = self._call(label, ["host-status", self.run.tag, "--from", str(hr.offset)])
         now = self.clock()
@@ -214,11 +220,11 @@ class Controller:
                 hr.state, hr.reason = "failed", "link lost: its study goes on there"
                 self.say(f"[{label}] no answer for {self.link_grace_s:g} s: left to "
                          f"`poolbench fleet run --resume {self.run.tag}`")  # fmt: skip
-            return
+            return False
         if rc != 0:
             hr.state, hr.reason = "failed", _reason(rc, err)
             self.say(f"[{label}] {hr.reason}")
-            return
+            return False
         if hr.state == "lost":
             self.say(f"[{label}] link back")
         hr.state, hr.last_answer = "running", now
@@ -228,13 +234,13 @@ class Controller:
             hr.state = "failed"
             hr.reason = f"its answer is not a fleet run's status: {out.strip()[:80]!r}"
             self.say(f"[{label}] {hr.reason}")
-            return
+            return False
         if running:
-            return
+            return False
         if more:  # the study ended with more log than one answer carries: the rest first
-            self.poll_once(label)
-        else:
-            self.collect(label)
+            return True
+        self.collect(label)
+        return False
 
     def _take_status(self, hr: HostRun, out: str) -> tuple[bool, bool]:
         """One host-status answer taken in: its log said, its runs noted; (running, more)."""
