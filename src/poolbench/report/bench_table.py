@@ -102,6 +102,8 @@ def as_json(results: list[WorkloadResult]) -> list[JsonObject]:
                 "cpu_s_per_gib": _mean(r.cpu_s_per_gib),
                 "write_amplification": _mean(r.amplification),
                 "write_amplification_model": r.amplification_model,
+                # each replicate's, in order: a window another writer disturbed stands out
+                "write_amplification_values": list(r.amplification),
                 "cached_by_design": r.workload.cached_by_design,
                 "served_by": list(r.served_by),
                 "latency": latency_json(r),
