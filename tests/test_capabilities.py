@@ -69,6 +69,7 @@ REFUSED = [
     ("special", {}, "special-vdevs"),
     ("expand", {}, "raidz-expansion"),
     ("l2arc", {}, "arc-limit"),
+    ("prefetch", {}, "prefetch-tunable"),
     ("sync-slog", {"levels": "always"}, "sync"),
     ("aging", {"frag": "30"}, "fragmentation"),
 ]

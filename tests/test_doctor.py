@@ -138,6 +138,7 @@ def test_openzfs_2_3_has_every_zfs_feature_and_nothing_names_zfs_fuse(tmp_path: 
         "sync",
         "arcstats",
         "arc-limit",
+        "prefetch-tunable",
         "raidz-expansion",
         "direct-io",
         "fragmentation",

@@ -73,6 +73,7 @@ EXPECTED_TRIALS = {
     "aging": 2 * 3 * 3,  # mirror pairs and raidz1 × 0, 1, 3 aging rounds at 80% fill
     "slow-disk": 4 * 2 * 3,  # mirror:2, raidz1, raidz2, dRAID × with and without a slow disk
     "dedup": 1 * 2 * 3,  # mirror:2 × dedup off, on
+    "prefetch": 1 * 2 * 3,  # mirror:2 × prefetch on, off
 }
 
 

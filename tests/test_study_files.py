@@ -39,6 +39,7 @@ EXPECTED_TRIALS = {
     "aging.toml": 2 * 3 * 3,  # mirror pairs and raidz1 × 0, 1, 3 aging rounds
     "slow-disk.toml": 4 * 2 * 3,  # mirror:2, raidz1, raidz2, dRAID × with/without a slow disk
     "dedup.toml": 1 * 2 * 3,  # mirror:2 × dedup off, on
+    "prefetch.toml": 1 * 2 * 3,  # mirror:2 × prefetch on, off
 }
 
 INVALID = {
