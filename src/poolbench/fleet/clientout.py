@@ -22,11 +22,14 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from poolbench.fleet.hosts import Host
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.latency import Latency
+from poolbench.workloads.fioentry import FioJob
 from poolbench.workloads.fioparse import latency
 
 ALL_CLIENTS = "All clients"
@@ -46,6 +49,15 @@ class HostFigures:
     latency: Latency | None = None  # fio's completion latency on that host (clat percentiles)
 
 
+class DiskUtilJson(TypedDict):
+    """A DiskUtil as the guards' `device` section keeps it (fleet runs)."""
+
+    name: str
+    read_ios: int
+    write_ios: int
+    util_percent: float
+
+
 @dataclass(frozen=True)
 class DiskUtil:
     """fio's per-server disk statistics: I/O counts and busy time, no byte counts."""
@@ -55,7 +67,7 @@ class DiskUtil:
     write_ios: int
     util_percent: float
 
-    def as_dict(self) -> JsonObject:
+    def as_dict(self) -> DiskUtilJson:
         return {
             "name": self.name,
             "read_ios": self.read_ios,
@@ -85,21 +97,23 @@ def find_json(text: str) -> JsonObject | None:
     return None
 
 
-def _figures(entries: list[JsonObject], section: str) -> HostFigures:
+def _figures(entries: list[FioJob], section: str) -> HostFigures:
+    sides = [e.side(section) for e in entries]
     return HostFigures(
-        io_bytes=sum(int(e[section]["io_bytes"]) for e in entries),
-        total_ios=sum(int(e[section]["total_ios"]) for e in entries),
-        runtime_s=max(float(e[section]["runtime"]) for e in entries) / 1000.0,
-        bw_bytes=sum(float(e[section]["bw_bytes"]) for e in entries),
-        iops=sum(float(e[section]["iops"]) for e in entries),
-        within_run_bw_dev=max(float(e[section].get("bw_dev", 0.0)) for e in entries) * 1024.0,
-        lat_mean_ns=float(entries[0][section].get("lat_ns", {}).get("mean", 0.0)),
+        io_bytes=sum(s.io_bytes for s in sides),
+        total_ios=sum(s.total_ios for s in sides),
+        runtime_s=max(s.runtime_ms for s in sides) / 1000.0,
+        bw_bytes=sum(s.bw_bytes for s in sides),
+        iops=sum(s.iops for s in sides),
+        within_run_bw_dev=max(s.bw_dev_kib for s in sides) * 1024.0,
+        lat_mean_ns=sides[0].lat_mean_ns,
         latency=latency(entries, section),
     )
 
 
-def _key(entry: JsonObject) -> tuple[str, int]:
-    return str(entry.get("hostname", "")), int(entry.get("port", 0) or 0)
+def _key(entry: Mapping[str, object]) -> tuple[str, int]:
+    port = entry.get("port")
+    return str(entry.get("hostname", "")), int(port or 0) if isinstance(port, int | str) else 0
 
 
 def _lines_about(host: Host, text: str) -> list[str]:
@@ -148,13 +162,12 @@ def parse(stdout: str, stderr: str, hosts: list[Host], direction: str) -> FleetO
     return out
 
 
-def _entries_by_host(data: JsonObject) -> dict[tuple[str, int], list[JsonObject]]:
+def _entries_by_host(data: JsonObject) -> dict[tuple[str, int], list[FioJob]]:
     """fio's per-client job results grouped by (address, port); the all-clients sum is dropped."""
-    by_key: dict[tuple[str, int], list[JsonObject]] = {}
-    for entry in data.get("client_stats") or []:
-        if entry.get("jobname") == ALL_CLIENTS:
-            continue
-        by_key.setdefault(_key(entry), []).append(entry)
+    by_key: dict[tuple[str, int], list[FioJob]] = {}
+    for job in map(FioJob.from_json, data.get("client_stats") or []):
+        if job.name != ALL_CLIENTS:
+            by_key.setdefault((job.hostname, job.port), []).append(job)
     return by_key
 
 
@@ -193,13 +206,11 @@ def _no_result_message(
     return f"host {h.label} {why}" + (f"; fio said: {' | '.join(said[-5:])}" if said else "")
 
 
-def _failed_job_message(h: Host, entries: list[JsonObject]) -> str:
+def _failed_job_message(h: Host, entries: list[FioJob]) -> str:
     """The first job of host h that reported an errno, as a message; "" when none failed."""
-    failed = [e for e in entries if int(e.get("error", 0) or 0)]
+    failed = [e for e in entries if e.error]
     if not failed:
         return ""
-    err = int(failed[0]["error"])
+    err = failed[0].error
     reason = os.strerror(err) if 0 < err < 200 else f"error {err}"
-    return (
-        f"host {h.label}: fio job '{failed[0].get('jobname', '?')}' failed: {reason} (errno {err})"
-    )
+    return f"host {h.label}: fio job '{failed[0].name}' failed: {reason} (errno {err})"

@@ -13,13 +13,13 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from poolbench.errors import PoolbenchError
 from poolbench.records.jsontypes import JsonObject
 
 # The latency record is the stored measurement's (records/); fio's parser fills it.
-from poolbench.records.latency import Latency, percentile_key
+from poolbench.records.latency import Latency
+from poolbench.workloads.fioentry import FioJob, FioSide
 
 
 class FioOutputError(PoolbenchError):
@@ -46,33 +46,14 @@ def percentile_from_bins(bins: Mapping[int, int], q: float) -> float | None:
     return float(max(bins))
 
 
-def _clat(section: Mapping[str, Any], direction: str) -> Latency | None:
-    """One job entry's completion latency, or None when it timed no completion."""
-    c = section.get("clat_ns")
-    if not isinstance(c, Mapping) or not int(c.get("N", 0) or 0):
-        return None
-    pct = c.get("percentile") or {}
-    bins = c.get("bins") or {}
-    return Latency(
-        direction=direction,
-        samples=int(c["N"]),
-        mean_ns=float(c.get("mean", 0.0)),
-        min_ns=float(c.get("min", 0.0)),
-        max_ns=float(c.get("max", 0.0)),
-        stddev_ns=float(c.get("stddev", 0.0)),
-        percentiles={percentile_key(k): float(v) for k, v in pct.items()},
-        bins={int(k): int(v) for k, v in bins.items()},
-    )
-
-
-def latency(jobs: Sequence[Mapping[str, Any]], direction: str) -> Latency | None:
+def latency(jobs: Sequence[FioJob], direction: str) -> Latency | None:
     """The completion latency of a run. One job entry (group_reporting): fio's own figures.
     Several entries (jobs reported apart): their histograms merged and the percentiles
     computed from the merged bins as fio would; without bins nothing honest can be merged
     (a percentile of percentiles is not a percentile), so None."""
     # A read/write mix: both halves' completions, merged by their histograms like jobs.
     sections = ("read", "write") if direction == "mixed" else (direction,)
-    found = [lat for j in jobs for s in sections if (lat := _clat(j.get(s) or {}, s))]
+    found = [side.clat for j in jobs for s in sections if (side := j.sides.get(s)) and side.clat]
     if len(found) <= 1:
         return found[0] if found else None
     if not all(lat.bins for lat in found):
@@ -155,107 +136,78 @@ def extract_json(text: str) -> JsonObject:
 
 def parse(text: str, direction: str) -> FioResult:
     data = extract_json(text)
-    jobs = data.get("jobs") or []
+    return parse_jobs(
+        [FioJob.from_json(j) for j in data.get("jobs") or []],
+        str(data.get("fio version", "unknown")),
+        direction,
+    )
+
+
+def parse_jobs(jobs: Sequence[FioJob], version: str, direction: str) -> FioResult:
+    """The figure of fio's decoded job entries: a failed job is an error, never a figure."""
     if not jobs:
         raise FioOutputError("fio's JSON result has no jobs.", "Check the job file.")
     for job in jobs:
-        err = int(job.get("error", 0) or 0)
-        if err:
+        if job.error:
+            err = job.error
             reason = os.strerror(err) if 0 < err < 200 else f"error {err}"
             raise FioJobFailed(
-                f"fio job '{job.get('jobname', '?')}' failed: {reason} (errno {err}).",
+                f"fio job '{job.name}' failed: {reason} (errno {err}).",
                 "Check free space and permissions on the target; the job file is stored "
                 "with the run for inspection.",
             )
     section = "read" if direction in ("read", "meta") else "write"
     # A read/write mix (randrw) reports each half in its own section: the figure is both.
     sections = ("read", "write") if direction == "mixed" else (section,)
-    parts = [j[s] for j in jobs for s in sections]
-    io_bytes = sum(int(p["io_bytes"]) for p in parts)
-    total_ios = sum(int(p["total_ios"]) for p in parts)
+    parts = [j.side(s) for j in jobs for s in sections]
     # With group_reporting there is one entry; otherwise jobs ran concurrently, so the
     # elapsed time is the longest job's.
-    runtime_ms = max(float(p["runtime"]) for p in parts)
-    runtime_s = runtime_ms / 1000.0
-    bw = sum(float(p["bw_bytes"]) for p in parts)
-    iops = sum(float(p["iops"]) for p in parts)
-    dev_kib = max(float(p.get("bw_dev", 0.0)) for p in parts)
-    lat = _mean_latency(jobs[0], sections)
+    runtime_ms = max(p.runtime_ms for p in parts)
+    numjobs = len(jobs) if len(jobs) > 1 else jobs[0].numjobs
     return FioResult(
         direction="mixed" if direction == "mixed" else section,
-        io_bytes=io_bytes,
-        total_ios=total_ios,
-        runtime_s=runtime_s,
-        bw_bytes=bw,
-        iops=iops,
-        within_run_bw_dev=dev_kib * 1024.0,
-        lat_mean_ns=float(lat),
-        fio_version=str(data.get("fio version", "unknown")),
-        jobs=_numjobs(jobs) if len(jobs) == 1 else len(jobs),
+        io_bytes=sum(p.io_bytes for p in parts),
+        total_ios=sum(p.total_ios for p in parts),
+        runtime_s=runtime_ms / 1000.0,
+        bw_bytes=sum(p.bw_bytes for p in parts),
+        iops=sum(p.iops for p in parts),
+        within_run_bw_dev=max(p.bw_dev_kib for p in parts) * 1024.0,
+        lat_mean_ns=_mean_latency(jobs[0], sections),
+        fio_version=version,
+        jobs=numjobs,
         latency=latency(jobs, "mixed" if direction == "mixed" else section),
-        cpu_usr_s=_cpu_seconds(jobs, "usr_cpu"),
-        cpu_sys_s=_cpu_seconds(jobs, "sys_cpu"),
-        depth_levels={str(k): float(v) for k, v in (jobs[0].get("iodepth_level") or {}).items()},
-        fsyncs=sum(int((j.get("sync") or {}).get("total_ios", 0) or 0) for j in jobs),
-        submit_busy=_submit_busy(parts, runtime_ms, len(jobs) if len(jobs) > 1 else _numjobs(jobs)),
+        cpu_usr_s=sum(j.usr_cpu_percent / 100.0 * j.job_runtime_ms / 1000.0 for j in jobs),
+        cpu_sys_s=sum(j.sys_cpu_percent / 100.0 * j.job_runtime_ms / 1000.0 for j in jobs),
+        depth_levels=dict(jobs[0].depth_levels),
+        fsyncs=sum(j.fsyncs for j in jobs),
+        submit_busy=_submit_busy(parts, runtime_ms, numjobs),
         steady_bw=steady_samples(jobs[0], runtime_ms),
-        steady_criterion=_criterion(jobs[0]),
+        steady_criterion=jobs[0].steady_criterion,
     )
 
 
-def steady_samples(job: Mapping[str, Any], runtime_ms: float) -> tuple[float, ...]:
+def steady_samples(job: FioJob, runtime_ms: float) -> tuple[float, ...]:
     """fio's steady-state bandwidth samples that it really took, oldest first. fio prints its
     whole ring of `duration` slots; a run shorter than that filled only as many as it ran
     whole seconds (recorded: 3.85 s gave three samples, then zeros), and a zero among those
     is a real second without I/O (an fsync's flush). The group's run time, not job_runtime:
     with group_reporting that sums the jobs (two streams for 3.06 s: 6120 ms)."""
-    ss = job.get("steadystate")
-    data = ss.get("data") if isinstance(ss, Mapping) else None
-    bw = data.get("bw") if isinstance(data, Mapping) else None
-    if not isinstance(bw, list):
-        return ()
     taken = int(runtime_ms // 1000)
-    return tuple(float(x) for x in bw[: min(len(bw), taken)] if isinstance(x, int | float))
+    return job.steady_bw[: min(len(job.steady_bw), taken)]
 
 
-def _criterion(job: Mapping[str, Any]) -> str | None:
-    ss = job.get("steadystate")
-    crit = ss.get("criterion") if isinstance(ss, Mapping) else None
-    return str(crit) if crit is not None else None
-
-
-def _numjobs(jobs: list[JsonObject]) -> int:
-    return int(jobs[0].get("job options", {}).get("numjobs", 1) or 1)
-
-
-def _submit_busy(parts: list[JsonObject], runtime_ms: float, jobs: int) -> float | None:
+def _submit_busy(parts: list[FioSide], runtime_ms: float, jobs: int) -> float | None:
     """Time in submit calls ÷ (run time × jobs): each job submits one call at a time, so
     this is the share of its run it spent blocked there."""
-    total = 0.0
-    for p in parts:
-        slat = p.get("slat_ns") or {}
-        if not slat.get("N"):
-            continue
-        total += float(slat.get("mean", 0.0)) * int(p.get("total_ios", 0))
+    total = sum(p.slat_mean_ns * p.total_ios for p in parts if p.slat_samples)
     if total <= 0 or runtime_ms <= 0:
         return None
     return total / (runtime_ms * 1e6 * max(1, jobs))
 
 
-def _cpu_seconds(jobs: list[JsonObject], key: str) -> float:
-    """CPU seconds from fio's usr_cpu / sys_cpu, which are percent of each job's job_runtime
-    (milliseconds; with group_reporting both are summed over the job's processes)."""
-    return sum(
-        float(j.get(key) or 0.0) / 100.0 * float(j.get("job_runtime") or 0) / 1000.0 for j in jobs
-    )
-
-
-def _mean_latency(job: JsonObject, sections: tuple[str, ...]) -> float:
+def _mean_latency(job: FioJob, sections: tuple[str, ...]) -> float:
     """Mean completion latency over the sections, weighted by their I/O counts."""
-    pairs = [
-        (float(job[s].get("lat_ns", {}).get("mean", 0.0)), int(job[s].get("total_ios", 0)))
-        for s in sections
-    ]
+    pairs = [(job.side(s).lat_mean_ns, job.side(s).total_ios) for s in sections]
     if len(pairs) == 1:
         return pairs[0][0]
     n = sum(c for _m, c in pairs)

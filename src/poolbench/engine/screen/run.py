@@ -13,7 +13,6 @@ first write and refuses a device that is not claimed.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +34,14 @@ from poolbench.guards.members import Sampler
 from poolbench.system.diskqueue import SYS_ROOT, disk_facts
 from poolbench.system.runner import Runner
 from poolbench.workloads import fiolimit
-from poolbench.workloads.fioparse import FioOutputError, FioResult, extract_json, parse
+from poolbench.workloads.fioentry import FioJob
+from poolbench.workloads.fioparse import (
+    FioOutputError,
+    FioResult,
+    extract_json,
+    parse,
+    parse_jobs,
+)
 
 MiB = 1024 * 1024
 Progress = Callable[[str], None]
@@ -83,7 +89,9 @@ def run_together(
     res = runner.run(argv, mutates=test.writes, timeout=fiolimit.limit_s("", argv[1:]))
     section = "write" if test.writes else "read"
     parse(res.stdout, section)  # a failed job is an error, never a figure
-    jobs = {str(j.get("jobname")): j for j in extract_json(res.stdout).get("jobs") or []}
+    doc = extract_json(res.stdout)
+    version = str(doc.get("fio version", "unknown"))
+    jobs = {j.name: j for j in map(FioJob.from_json, doc.get("jobs") or [])}
     out = []
     for i in range(len(devices)):
         job = jobs.get(f"{test.name}-{i}")
@@ -92,7 +100,7 @@ def run_together(
                 f"fio's result has no job for {devices[i]} ({test.name}-{i}).",
                 "Run the screen again; if it recurs, report it with fio's version.",
             )
-        one = parse(json.dumps({"jobs": [job]}), section)
+        one = parse_jobs([job], version, section)
         out.append(_figure(test, one))
     return out
 
