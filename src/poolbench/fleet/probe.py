@@ -21,13 +21,13 @@ from __future__ import annotations
 import re
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from poolbench import is_digits
 from poolbench.fleet import clientout
 from poolbench.fleet.hosts import Host
-from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 from poolbench.system.watchdog import CommandTimedOut, scaled
 
@@ -37,6 +37,23 @@ _PROBE_RE = re.compile(
     r"hostname=(?P<hostname>[^,]*), be=\d+, (?P<bits>\d+)-bit, os=(?P<os>[^,]*), "
     r"arch=(?P<arch>[^,]*), fio=(?P<fio>[^,\s]*)"
 )
+
+
+class HostInfoJson(TypedDict):
+    """A host's probe as `hosts --json` prints it and a fleet run's metadata keeps it."""
+
+    label: str
+    address: str
+    port: int
+    path: str | None
+    reachable: bool
+    server_hostname: str | None
+    os: str | None
+    arch: str | None
+    fio_version: str | None
+    clock_skew_s: float | None
+    clock_uncertainty_s: float | None
+    error: str | None
 
 
 @dataclass
@@ -67,8 +84,21 @@ class HostInfo:
             "timestamps from it do not line up with the others; run NTP/chrony on the fleet"
         )
 
-    def as_dict(self) -> JsonObject:
-        return asdict(self)
+    def as_dict(self) -> HostInfoJson:
+        return {
+            "label": self.label,
+            "address": self.address,
+            "port": self.port,
+            "path": self.path,
+            "reachable": self.reachable,
+            "server_hostname": self.server_hostname,
+            "os": self.os,
+            "arch": self.arch,
+            "fio_version": self.fio_version,
+            "clock_skew_s": self.clock_skew_s,
+            "clock_uncertainty_s": self.clock_uncertainty_s,
+            "error": self.error,
+        }
 
 
 def probe_job(target: str | None, log_base: Path) -> str:

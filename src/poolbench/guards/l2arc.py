@@ -16,12 +16,39 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-
-from poolbench.records.jsontypes import JsonObject
+from dataclasses import dataclass
+from typing import TypedDict
 
 COUNTERS = ("hits", "misses", "l2_hits", "l2_misses")
 STEADY_SHARE = 0.5  # the last half of the intervals is "steady"
+
+
+class IntervalJson(TypedDict):
+    """An interval as the guards' `l2arc` section keeps it (Interval.from_json reads it)."""
+
+    index: int
+    seconds: float
+    iops: float
+    p99_ms: float | None
+    hits: int
+    misses: int
+    l2_hits: int
+    l2_misses: int
+    l2_size: int
+    arc_hit_rate: float | None
+    l2_hit_rate: float | None
+
+
+class SteadyJson(TypedDict):
+    """The steady figures as the guards' `l2arc` section keeps them."""
+
+    intervals: int
+    iops: float
+    l2_hits: int
+    l2_misses: int
+    l2_hit_rate: float | None
+    arc_hit_rate: float | None
+    p99_ms: float | None
 
 
 @dataclass(frozen=True)
@@ -47,9 +74,20 @@ class Interval:
         """Share of the ARC's misses the cache device served (None: no L2 lookups)."""
         return _rate(self.l2_hits, self.l2_misses)
 
-    def as_dict(self) -> JsonObject:
-        rates = {"arc_hit_rate": self.arc_hit_rate, "l2_hit_rate": self.l2_hit_rate}
-        return asdict(self) | {k: _rounded(v) for k, v in rates.items()}
+    def as_dict(self) -> IntervalJson:
+        return {
+            "index": self.index,
+            "seconds": self.seconds,
+            "iops": self.iops,
+            "p99_ms": self.p99_ms,
+            "hits": self.hits,
+            "misses": self.misses,
+            "l2_hits": self.l2_hits,
+            "l2_misses": self.l2_misses,
+            "l2_size": self.l2_size,
+            "arc_hit_rate": _rounded(self.arc_hit_rate),
+            "l2_hit_rate": _rounded(self.l2_hit_rate),
+        }
 
     @classmethod
     def from_json(cls, d: Mapping[str, object]) -> Interval:
@@ -109,8 +147,16 @@ class Steady:
     arc_hit_rate: float | None
     p99_ms: float | None  # the median of the steady intervals' p99s
 
-    def as_dict(self) -> JsonObject:
-        return dict(asdict(self))
+    def as_dict(self) -> SteadyJson:
+        return {
+            "intervals": self.intervals,
+            "iops": self.iops,
+            "l2_hits": self.l2_hits,
+            "l2_misses": self.l2_misses,
+            "l2_hit_rate": self.l2_hit_rate,
+            "arc_hit_rate": self.arc_hit_rate,
+            "p99_ms": self.p99_ms,
+        }
 
 
 def summarize(intervals: Sequence[Interval]) -> Steady:

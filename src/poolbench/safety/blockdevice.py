@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from poolbench import is_digits
-from poolbench.records.jsontypes import JsonObject
 from poolbench.zfs.label import ZfsLabel
 
 # Reasons no flag overrides, ever. Live use (mounted, swap, holders, an imported pool) is not
@@ -22,6 +21,66 @@ ASHIFT_ADVICE = (
     "4 KiB physical sectors behind 512-byte logical sectors (512e): create ZFS pools with "
     "ashift=12 (-o ashift=12); ashift=9 would make every write a read-modify-write."
 )
+
+
+class ReasonJson(TypedDict):
+    kind: str
+    detail: str
+    overridable: bool
+
+
+class ZfsLabelJson(TypedDict):
+    pool: str | None
+    pool_guid: int | None
+    state: str
+    hostname: str | None
+
+
+class DeviceJson(TypedDict):
+    """One device as `disks --json` prints it."""
+
+    name: str
+    path: str
+    by_id: list[str]
+    kind: str
+    parent: str | None
+    model: str | None
+    serial: str | None
+    size_bytes: int
+    logical_sector: int | None
+    physical_sector: int | None
+    rotational: bool
+    read_only: bool
+    loop_backing_file: str | None
+    status: str
+    reasons: list[ReasonJson]
+    override: str | None
+    advice: list[str]
+    zfs_label: ZfsLabelJson | None
+    partitions: list[DeviceJson]
+
+
+class InventoryJson(TypedDict):
+    """`disks --json`."""
+
+    devices: list[DeviceJson]
+    warnings: list[str]
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One signature wipefs found on a device (its `--json` entry): what it is and its label."""
+
+    type: str | None
+    label: str | None = None
+
+    @classmethod
+    def from_json(cls, entry: object) -> Signature | None:
+        """wipefs's entry, or None for one that is not an object."""
+        if not isinstance(entry, dict):
+            return None
+        t, label = entry.get("type"), entry.get("label")
+        return cls(str(t) if t else None, str(label) if label else None)
 
 
 @dataclass(frozen=True)
@@ -36,7 +95,7 @@ class Reason:
     def key(self) -> tuple[str, str]:
         return (self.kind, self.detail)
 
-    def as_dict(self) -> JsonObject:
+    def as_dict(self) -> ReasonJson:
         return {"kind": self.kind, "detail": self.detail, "overridable": self.overridable}
 
 
@@ -59,7 +118,7 @@ class BlockDevice:
     holders: list[str] = field(default_factory=list)
     slaves: list[str] = field(default_factory=list)
     partitions: list[BlockDevice] = field(default_factory=list)
-    signatures: list[JsonObject] = field(default_factory=list)
+    signatures: list[Signature] = field(default_factory=list)
     zfs: ZfsLabel | None = None
     reasons: list[Reason] = field(default_factory=list)
     advice: list[str] = field(default_factory=list)
@@ -88,7 +147,7 @@ class BlockDevice:
     def summary(self) -> str:
         return "; ".join(r.detail for r in self.reasons) if self.reasons else "free"
 
-    def as_dict(self) -> JsonObject:
+    def as_dict(self) -> DeviceJson:
         return {
             "name": self.name,
             "path": self.path,
@@ -147,13 +206,13 @@ class Inventory:
             key=lambda d: natural_order(d.name),
         )
 
-    def as_dict(self, include_empty: bool = False) -> JsonObject:
+    def as_dict(self, include_empty: bool = False) -> InventoryJson:
         return {
             "devices": [d.as_dict() for d in self.top(include_empty)],
             "warnings": self.warnings,
         }
 
 
-def natural_order(name: str) -> tuple[Any, ...]:
+def natural_order(name: str) -> tuple[int | str, ...]:
     """sda2 before sda10: a device name's digits compared as numbers."""
     return tuple(int(t) if is_digits(t) else t for t in re.split(r"(\d+)", name))

@@ -23,11 +23,10 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from poolbench.errors import Refused, UsageError
-from poolbench.records.jsontypes import JsonObject
-from poolbench.safety.blockdevice import PROTECTED, BlockDevice, Inventory, Reason
+from poolbench.safety.blockdevice import PROTECTED, BlockDevice, Inventory, Reason, ReasonJson
 from poolbench.safety.inventory import Paths, scan
 from poolbench.system.runner import Runner
 
@@ -51,6 +50,38 @@ class ClaimRefused(Refused):
 
 class DeviceChanged(Refused):
     """A claimed device changed between planning and the first destructive command."""
+
+
+class ClaimJson(TypedDict):
+    """One claimed device as `disks --claim --json` prints it and the run's metadata keeps it
+    (`claims`, read back by records/run_metadata.py)."""
+
+    path: str
+    name: str
+    given: str
+    serial: str | None
+    by_id: list[str]
+    model: str | None
+    size_bytes: int
+    logical_sector: int | None
+    physical_sector: int | None
+    rotational: bool
+    loop_backing_file: str | None
+    overridden: list[ReasonJson]
+
+
+class OverrideJson(TypedDict):
+    device: str
+    ident: str
+    confirmed_by: str
+    reasons: list[str]
+
+
+class ClaimsJson(TypedDict):
+    """`disks --claim --json`; the run's metadata `claims`."""
+
+    claims: list[ClaimJson]
+    overrides: list[OverrideJson]
 
 
 @dataclass(frozen=True)
@@ -77,7 +108,7 @@ class Claim:
         if self._issuer is not _ISSUER:
             raise TypeError("a Claim is issued by poolbench.safety.claims.claim_devices only")
 
-    def as_dict(self) -> JsonObject:
+    def as_dict(self) -> ClaimJson:
         return {
             "path": self.path,
             "name": self.name,
@@ -161,7 +192,7 @@ class ClaimSet:
                 confirmed_by=o.confirmed_by,
             )
 
-    def as_dict(self) -> JsonObject:
+    def as_dict(self) -> ClaimsJson:
         return {
             "claims": [c.as_dict() for c in self.claims],
             "overrides": [

@@ -24,6 +24,7 @@ from poolbench.safety.blockdevice import (
     BlockDevice,
     Inventory,
     Reason,
+    Signature,
     natural_order,
 )
 from poolbench.system import probes
@@ -237,7 +238,7 @@ def _signatures(inv: Inventory, runner: Runner) -> None:
         except (ValueError, KeyError, TypeError):
             d.add(Reason("unchecked", "signatures could not be parsed (wipefs output)"))
             continue
-        d.signatures = [s for s in sigs if isinstance(s, dict)]
+        d.signatures = [sig for s in sigs if (sig := Signature.from_json(s)) is not None]
         for reason in _signature_reasons(d):
             d.add(reason)
 
@@ -246,11 +247,11 @@ def _signature_reasons(d: BlockDevice) -> list[Reason]:
     out: list[Reason] = []
     seen: set[str] = set()
     for sig in d.signatures:
-        t = str(sig.get("type") or "unknown")
+        t = sig.type or "unknown"
         if t in seen:
             continue
         seen.add(t)
-        label = f" labelled '{sig['label']}'" if sig.get("label") else ""
+        label = f" labelled '{sig.label}'" if sig.label else ""
         if t in PARTITION_TABLES:
             continue  # described with the partitions, below
         if t == "zfs_member" and d.zfs is not None:
@@ -397,8 +398,7 @@ def _protected(
 def _partitions(inv: Inventory) -> None:
     for disk in inv.devices.values():
         pttype = next(
-            (str(s.get("type")) for s in disk.signatures if s.get("type") in PARTITION_TABLES
-             and s.get("type") != "PMBR"),
+            (s.type for s in disk.signatures if s.type in PARTITION_TABLES and s.type != "PMBR"),
             None,
         )  # fmt: skip
         if not disk.partitions and not pttype:
