@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from poolbench.records.jsontypes import JsonObject
 
@@ -25,6 +25,23 @@ def opt_int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _opt_float(value: object) -> float | None:
+    """A stored number as it was (an int stays an int, so it is written back the same)."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+class DataJson(TypedDict):
+    compressibility_percent: int
+    pattern: str
+
+
+class FioJson(TypedDict):
+    version: str | None
+    controller_version: NotRequired[str]  # fleet runs only
+    within_run_bw_dev_bytes_s: float | None
+    lat_mean_ns: float | None
+
+
 # -- what the guards found ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class DataFinding:
@@ -33,7 +50,7 @@ class DataFinding:
     compressibility_percent: int
     pattern: str = "fio refill_buffers (fresh random data per write), never zeros"
 
-    def to_json(self) -> JsonObject:
+    def to_json(self) -> DataJson:
         return {"compressibility_percent": self.compressibility_percent, "pattern": self.pattern}
 
 
@@ -54,12 +71,12 @@ class CacheFinding:
         return out
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> CacheFinding:
+    def from_json(cls, d: Mapping[str, object]) -> CacheFinding:
         more = {k: v for k, v in d.items() if k not in ("method", "verified", "detail")}
         detail = d.get("detail")
         return cls(
             method=str(d.get("method") or ""),
-            verified=d.get("verified") if isinstance(d.get("verified"), bool) else None,
+            verified=verified if isinstance(verified := d.get("verified"), bool) else None,
             detail=str(detail) if detail is not None else None,
             more=more,
         )
@@ -96,7 +113,7 @@ class DeviceFinding:
         return {**out, **self.more}
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> DeviceFinding:
+    def from_json(cls, d: Mapping[str, object]) -> DeviceFinding:
         known = ("devices", "read_bytes", "write_bytes", "ratio_to_app", "unverified")
         devices = d.get("devices")
         ratio = d.get("ratio_to_app")
@@ -129,22 +146,22 @@ class FioFinding:
     lat_mean_ns: float | None = None
     controller_version: str | None = None  # fleet runs: the controller's fio
 
-    def to_json(self) -> JsonObject:
-        out: JsonObject = {"version": self.version}
-        if self.controller_version is not None:
-            out["controller_version"] = self.controller_version
-        out["within_run_bw_dev_bytes_s"] = self.within_run_bw_dev_bytes_s
-        out["lat_mean_ns"] = self.lat_mean_ns
-        return out
+    def to_json(self) -> FioJson:
+        bw_dev, lat = self.within_run_bw_dev_bytes_s, self.lat_mean_ns
+        if self.controller_version is None:
+            return {"version": self.version, "within_run_bw_dev_bytes_s": bw_dev,
+                    "lat_mean_ns": lat}  # fmt: skip
+        return {"version": self.version, "controller_version": self.controller_version,
+                "within_run_bw_dev_bytes_s": bw_dev, "lat_mean_ns": lat}  # fmt: skip
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> FioFinding:
+    def from_json(cls, d: Mapping[str, object]) -> FioFinding:
         version = d.get("version")
         ctl = d.get("controller_version")
         return cls(
             version=str(version) if version is not None else None,
-            within_run_bw_dev_bytes_s=d.get("within_run_bw_dev_bytes_s"),
-            lat_mean_ns=d.get("lat_mean_ns"),
+            within_run_bw_dev_bytes_s=_opt_float(d.get("within_run_bw_dev_bytes_s")),
+            lat_mean_ns=_opt_float(d.get("lat_mean_ns")),
             controller_version=str(ctl) if ctl is not None else None,
         )
 
@@ -228,13 +245,13 @@ class Findings:
 
 
 # -- write amplification as stored (guards → device → amplification, guards/amplification) -----
-def write_amplification(guards: Mapping[str, Any]) -> float | None:
+def write_amplification(guards: Mapping[str, object]) -> float | None:
     """The measured write amplification stored in one measurement's guards, if any."""
     dev = guards.get("device")
     return DeviceFinding.from_json(dev).amplification if isinstance(dev, dict) else None
 
 
-def modelled_amplification(guards: Mapping[str, Any]) -> float | None:
+def modelled_amplification(guards: Mapping[str, object]) -> float | None:
     """What the layout's model said the write must cost if any."""
     dev = guards.get("device")
     return DeviceFinding.from_json(dev).amplification_model if isinstance(dev, dict) else None
