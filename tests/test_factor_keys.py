@@ -41,7 +41,7 @@ LEFT: dict[str, tuple[set[str], str]] = {
     "planner/layout.py": ({"dedup"}, "the dedup allocation class (a vdev), not the factor"),
     "zfs/parse.py": ({"dedup"}, "the dedup allocation class (a vdev), not the factor"),
     "cli/plan_data.py": ({"compressibility"}, "the plan's data model field"),
-    "cli/plan_data_show.py": ({"compressibility", "fill"}, "the plan's data model fields"),
+    "cli/plan_data_show.py": ({"fill"}, "the special vdev's fill ratio"),
     "planner/dataspace.py": ({"compressibility"}, "the plan's data model field"),
     "planner/resilience.py": (
         {"fill", "dedup"},

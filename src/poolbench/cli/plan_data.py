@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
@@ -22,13 +22,14 @@ from poolbench.planner.filesizes import FileSizes, ScanNotes, from_dict
 from poolbench.planner.layout import Layout
 from poolbench.planner.rules import RuleSet
 from poolbench.planner.search import Candidate
-from poolbench.planner.special import special_levels
+from poolbench.planner.special import SpecialLevel, special_levels
 from poolbench.planner.zdbstats import looks_like_zdb, parse_zdb
 from poolbench.store import histograms
 from poolbench.units import format_size
 
 KiB = 1024
 ADVICE_SIZES = (16 * KiB, 128 * KiB, 1024 * KiB)
+SUMMARY_BUCKETS = (4 * KiB, 16 * KiB, 128 * KiB, 1 << 20)  # the data's files by size, up to
 # A compressor's output on incompressible input, per input byte: what a tail record's data
 # costs once its zeros are gone (lzjb: a copy-map byte per 8 literals; lz4: a length byte per
 # 255 literals; zstd and gzip store such blocks raw, a few bytes of header).
@@ -107,34 +108,53 @@ def _with_rs(m: WriteModel, rs: int) -> WriteModel:
     return replace(m, recordsize=rs)
 
 
+@dataclass(frozen=True)
+class LayoutData:
+    """Everything `plan --layout … --data …` shows: the data and the model; per ashift the
+    space it needs, the recordsize advice (none for zdb block statistics) and the special
+    vdev's levels. The tables read its fields; `as_json` is the --json document."""
+
+    h: FileSizes
+    m: WriteModel
+    spaces: list[DataSpace]
+    advice: list[DataSpace]
+    special: list[tuple[int, list[SpecialLevel]]]  # (ashift, levels)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "data": data_summary(self.h),
+            "model": model_dict(self.m),
+            "space": [s.as_dict() for s in self.spaces],
+            "recordsize_advice": [s.as_dict() for s in self.advice],
+            "special": [
+                {"ashift": a, "levels": [lv.as_dict() for lv in levels]}
+                for a, levels in self.special
+            ],
+        }
+
+
 def layout_report(
     layout: Layout, ashifts: list[int], rules: RuleSet, whole_disk: bool, h: FileSizes,
     m: WriteModel,
-) -> dict[str, object]:  # fmt: skip
-    """Everything `plan --layout … --data …` shows, as one JSON-able record."""
+) -> LayoutData:  # fmt: skip
     plans = [plan_pool(layout, a, rules, whole_disk) for a in ashifts]
     sizes = [rs for rs in ADVICE_SIZES if rs <= 1 << rules.max_block_shift]
     if m.recordsize not in sizes:
         sizes = sorted({*sizes, m.recordsize})
-    return {
-        "data": data_summary(h),
-        "model": model_dict(m),
-        "space": [data_space(p, h, m).as_dict() for p in plans],
-        "recordsize_advice": [] if h.kind == "blocks" else [
-            data_space(p, h, _with_rs(m, rs)).as_dict() for p in plans for rs in sizes
+    return LayoutData(
+        h, m, [data_space(p, h, m) for p in plans],
+        [] if h.kind == "blocks" else [
+            data_space(p, h, _with_rs(m, rs)) for p in plans for rs in sizes
         ],
-        "special": [
-            {"ashift": p.ashift, "levels": [lv.as_dict() for lv in special_levels(p, h, m)]}
-            for p in plans
-        ],
-    }  # fmt: skip
+        [(p.ashift, special_levels(p, h, m)) for p in plans],
+    )  # fmt: skip
 
 
 def data_summary(h: FileSizes) -> dict[str, object]:
     d = h.as_dict()
     d.pop("counts_512b_units")
     by_size = []
-    for upper in (4 * KiB, 16 * KiB, 128 * KiB, 1 << 20, 1 << 62):
+    for upper in (*SUMMARY_BUCKETS, 1 << 62):
         n, b = h.bucket(upper)
         by_size.append({"up_to_bytes": upper if upper < 1 << 62 else None, "files": n, "bytes": b})
     d["cumulative"] = by_size
@@ -228,14 +248,14 @@ def plan_layout_data(
     data: DataOptions, db: Path | None, as_json: bool,
 ) -> None:  # fmt: skip
     h, m = _inputs(data, rules, db)
-    doc = layout_report(layout, ashifts, rules, whole_disk, h, m)
+    report = layout_report(layout, ashifts, rules, whole_disk, h, m)
     if as_json:
-        emit_json({"layout": layout.spec(), "zfs_rules": rules.name, **doc})
+        emit_json({"layout": layout.spec(), "zfs_rules": rules.name, **report.as_json()})
         return
     from poolbench.cli.plan_data_show import show_data  # rich only for tables
     from poolbench.cli.plan_show import human_spec
 
-    show_data(doc, f"{human_spec(layout)}: space for your data")
+    show_data(report, f"{human_spec(layout)}: space for your data")
 
 
 def plan_search_data(
@@ -244,10 +264,9 @@ def plan_search_data(
 ) -> None:  # fmt: skip
     h, m = _inputs(data, rules, db)
     ranked = rank_for_data(cands, ashift, rules, whole_disk, h, m)
-    doc = search_report(ranked, h, m)
     if as_json:
-        emit_json({"zfs_rules": rules.name, "ashift": ashift, **doc})
+        emit_json({"zfs_rules": rules.name, "ashift": ashift, **search_report(ranked, h, m)})
         return
     from poolbench.cli.plan_data_show import show_ranked  # rich only for tables
 
-    show_ranked(doc, top)
+    show_ranked(h, ranked, top)
