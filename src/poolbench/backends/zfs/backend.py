@@ -145,12 +145,12 @@ class ZfsBackend:
         # since nothing can change a pool's vdevs in between.
         config = ops.vdev_config_or_none(self.runner, spec.name, request.cachefile)
         self._created_config[spec.name] = config
-        pool.described = readback.describe(self.runner, spec.name, self.check(), config)
+        desc = readback.describe(self.runner, spec.name, self.check(), config)
         # log devices too: `zpool import -d` of a pool missing its log refuses
-        for leaf in pool.described["leaves"] + readback.all_class_leaves(pool.described):
+        for leaf in desc["leaves"] + readback.all_class_leaves(desc):
             self.link_member(link_dir, leaf)
-        pool.described["unused_devices"] = list(spec.devices[len(members) :])
-        pool.block_devices = readback.holding_devices(pool.described)
+        pool.described = {**desc, "unused_devices": list(spec.devices[len(members) :])}
+        pool.block_devices = readback.holding_devices(desc)
         return pool
 
     @staticmethod
@@ -166,7 +166,7 @@ class ZfsBackend:
         link.symlink_to(leaf)
 
     # -- read back ---------------------------------------------------------------------------
-    def describe(self, name: str) -> JsonObject:
+    def describe(self, name: str) -> readback.ZfsDescription:
         """Everything the pool says about itself, for verify() and the record."""
         return readback.describe(self.runner, name, self.check(), None, self._cachefiles.get(name))
 
@@ -180,8 +180,7 @@ class ZfsBackend:
                                   self._cachefiles.get(spec.name))  # fmt: skip
         except CommandError as exc:
             return [f"pool {spec.name} cannot be read back: {exc.problem}"]
-        d["unused_devices"] = pool.described.get("unused_devices", [])
-        pool.described = d
+        pool.described = {**d, "unused_devices": pool.described.get("unused_devices", [])}
         mounted = mount_at(pool.mountpoint, self.mountinfo) is not None
         return readback.problems(spec, d, pool.mountpoint, mounted)
 
@@ -249,8 +248,9 @@ class ZfsBackend:
         # The pool has one member more: read it back, and count the new disk in every device
         # window from now on (the session's target shares this list).
         unused = [d for d in pool.described.get("unused_devices") or [] if d != new]
-        pool.described.update(self.describe(pool.spec.name), unused_devices=unused)
-        pool.block_devices[:] = readback.holding_devices(pool.described)
+        desc = self.describe(pool.spec.name)
+        pool.described.update(desc, unused_devices=unused)
+        pool.block_devices[:] = readback.holding_devices(desc)
         return seconds, self.usable_now(pool)
 
     def allocated(self, pool: Pool) -> int | None:

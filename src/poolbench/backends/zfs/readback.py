@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TypedDict
 
 from poolbench import is_digits
 from poolbench.backends._common import block_names, same_or_partition_of
 from poolbench.backends.base import Availability, PoolSpec, Vdev, parse_classes, parse_topology
 from poolbench.backends.zfs.validate import parse_size
-from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 from poolbench.zfs import ops, pools
 from poolbench.zfs.dialect import OPENZFS
@@ -22,6 +22,32 @@ from poolbench.zfs.dialect import OPENZFS
 # `zpool status` section header of each class word
 _SECTION = {"log": "logs", "spare": "spares", "cache": "cache", "special": "special",
             "dedup": "dedup"}  # fmt: skip
+
+
+class TopJson(TypedDict):
+    kind: str  # stripe | mirror | raidz1..3 | draidP:Dd:Cc:Ss
+    width: int
+    leaves: list[str]
+
+
+class ZfsDescription(TypedDict):
+    """The pool as it described itself after `zpool create` (a ZFS pool's `Pool.described`,
+    stored as the guards' `pool` section, where the backend adds `unused_devices`)."""
+
+    dialect: str
+    zfs_version: str
+    guid: int | None
+    health: str
+    topology: list[TopJson]
+    layout: str
+    leaves: list[str]
+    class_leaves: dict[str, list[str]]  # `zpool status` section (logs, special...) → leaves
+    usable_bytes: int | None
+    vdev_ashift: list[int]
+    ashift_source: str
+    pool_ashift_property: str | None
+    pool_version: str | None
+    properties: dict[str, dict[str, str]]  # property → {value, source} (`zfs get -Hp`)
 
 
 def expected_shape(vdevs: tuple[Vdev, ...]) -> list[tuple[str, int]]:
@@ -60,7 +86,7 @@ def describe(
     a: Availability,
     config: ops.VdevConfig | None = None,
     cachefile: str | None = None,
-) -> JsonObject:
+) -> ZfsDescription:
     """Everything the pool says about itself, for verify() and the record. `config`: the
     vdev tree `zdb -C` gave moments ago for this very pool (read again when None, from the
     pool's own `cachefile`)."""
@@ -97,7 +123,7 @@ def describe(
     }
 
 
-def problems(spec: PoolSpec, d: JsonObject, mountpoint: Path, mounted: bool) -> list[str]:
+def problems(spec: PoolSpec, d: ZfsDescription, mountpoint: Path, mounted: bool) -> list[str]:
     """Every difference between `spec` and the pool `d` describes (`mounted`: whether the
     mount table shows the dataset at `mountpoint`)."""
     found = _topology_problems(spec, d)
@@ -113,7 +139,7 @@ def problems(spec: PoolSpec, d: JsonObject, mountpoint: Path, mounted: bool) -> 
     return found
 
 
-def _topology_problems(spec: PoolSpec, d: JsonObject) -> list[str]:
+def _topology_problems(spec: PoolSpec, d: ZfsDescription) -> list[str]:
     """The read-back vdev shape and member devices against the asked layout."""
     found: list[str] = []
     vdevs = parse_topology(spec.layout, len(spec.devices))
@@ -128,7 +154,7 @@ def _topology_problems(spec: PoolSpec, d: JsonObject) -> list[str]:
     return found + _class_problems(spec, d, len(members))
 
 
-def _class_problems(spec: PoolSpec, d: JsonObject, start: int) -> list[str]:
+def _class_problems(spec: PoolSpec, d: ZfsDescription, start: int) -> list[str]:
     """Each class section of `zpool status` holds the devices the layout gave it."""
     found: list[str] = []
     want: dict[str, list[str]] = {}
@@ -136,7 +162,7 @@ def _class_problems(spec: PoolSpec, d: JsonObject, start: int) -> list[str]:
         devices = want.setdefault(_SECTION[cls], [])
         devices += [os.path.realpath(m) for m in spec.devices[start : start + v.width]]
         start += v.width
-    got = {k: sorted(os.path.realpath(x) for x in v) for k, v in d.get("class_leaves", {}).items()}
+    got = {k: sorted(os.path.realpath(x) for x in v) for k, v in d["class_leaves"].items()}
     for section in sorted(set(want) | set(got)):
         w, g = sorted(want.get(section, [])), got.get(section, [])
         if w != g and not _partitions_of(w, g):
@@ -164,7 +190,9 @@ def _ashift_problems(asked: str, vdev_ashift: list[int]) -> list[str]:
     return found
 
 
-def _property_problems(spec: PoolSpec, props: JsonObject, mountpoint: Path) -> list[str]:
+def _property_problems(
+    spec: PoolSpec, props: dict[str, dict[str, str]], mountpoint: Path
+) -> list[str]:
     """The asked dataset properties and the mountpoint as `zfs get` reports them."""
     found: list[str] = []
     for key, value in spec.fs_options.items():
@@ -192,14 +220,14 @@ def _same_value(key: str, asked: str, have: str | None) -> bool:
     return asked.lower() == have.lower()
 
 
-def holding_devices(described: JsonObject) -> list[str]:
+def holding_devices(described: ZfsDescription) -> list[str]:
     """Kernel names of the devices that hold the pool's blocks: the data vdevs', and a special
     or dedup vdev's (metadata and small blocks live there: a cold stat reads them). Not a
     log's (its blocks are copies of what reaches the data vdevs) nor a cache's."""
-    sections = described.get("class_leaves") or {}
+    sections = described["class_leaves"]
     held = [leaf for c in ("special", "dedup") for leaf in sections.get(c, [])]
     return block_names(list(described["leaves"]) + held)
 
 
-def all_class_leaves(described: JsonObject) -> list[str]:
-    return [leaf for leaves in described.get("class_leaves", {}).values() for leaf in leaves]
+def all_class_leaves(described: ZfsDescription) -> list[str]:
+    return [leaf for leaves in described["class_leaves"].values() for leaf in leaves]
