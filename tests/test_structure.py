@@ -42,7 +42,7 @@ LONG_MODULES: dict[str, str] = {}
 # unknown shape at the edge keeps one, in a module named below with the reason.
 UNTYPED = re.compile(r"dict\[str, Any\]|Mapping\[str, Any\]|JsonObject|StudyDict")
 # Lines spelling one in src (the grep of issue 40); its goal is 80. Lower it as they go.
-UNTYPED_CEILING = 195  # +5: the prefetch factor's sections (protocol hooks, to_json)
+UNTYPED_CEILING = 191  # +5: the prefetch factor's sections (protocol hooks, to_json)
 # Every module that spells one, and why; "debt:" marks a value whose shape is known.
 UNTYPED_MODULES: dict[str, str] = {
     "backends/_common.py": "a remount's cache drop record: the guards' `cache` section",
@@ -66,7 +66,6 @@ UNTYPED_MODULES: dict[str, str] = {
     "engine/resilver_load.py": "the `load` part of the guards' `resilver` section",
     "engine/screen/records.py": "the disk screen's stored JSON (to_json/from_json)",
     "engine/session.py": "a bench run's metadata; the ARC's `arc` section of the guards JSON",
-    "engine/slow_members.py": "debt: the guards' `slow_member` section, read by key",
     "engine/subject.py": "per replicate the `guards` and `clat` JSON as stored; a cache drop's "
     "record (the guards' `cache` section); the options in the run's metadata",
     "engine/trial_loop.py": "a study run's metadata: the `runs.metadata` JSON column",

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-KEY = "members_slow"  # the per-measurement evidence in the guards JSON
+from poolbench.records.sections import MEMBERS_SLOW, MembersSlow, SlowByWait
+
+KEY = MEMBERS_SLOW  # the per-measurement evidence in the guards JSON
 MIN_REPLICATES = 2
 
 
@@ -23,31 +24,32 @@ def needed(judged: int) -> int:
     return max(MIN_REPLICATES, judged // 2 + 1)
 
 
-def _member(name: str, d: object) -> tuple[str, str]:
+def _member(name: str, position: int | None) -> tuple[str, str]:
     """(what identifies the member across replicates, how to call it): its place in the
     pool where recorded (loop device names change between a study's trials), else its name."""
-    pos = d.get("position") if isinstance(d, Mapping) else None
-    if isinstance(pos, int) and not isinstance(pos, bool):
-        return f"#{pos}", f"{name} (disk {pos + 1} in the pool's order)"
+    if position is not None:
+        return f"#{position}", f"{name} (disk {position + 1} in the pool's order)"
     return name, name
 
 
-def named(guards: Sequence[Mapping[str, Any]]) -> list[str]:
+def _evidence(guards: Sequence[Mapping[str, object]]) -> list[MembersSlow]:
+    return [ev for g in guards if (ev := MembersSlow.decode(g)) is not None]
+
+
+def named(guards: Sequence[Mapping[str, object]]) -> list[str]:
     """One warning per member slow in enough of these replicates' windows, by the byte
     counters' rule, then by ZFS's disk_wait (OpenZFS: the record's `latency` part)."""
     return _by_bytes(guards) + _by_latency(guards)
 
 
-def _by_bytes(guards: Sequence[Mapping[str, Any]]) -> list[str]:
-    judged = [g[KEY] for g in guards if isinstance(g.get(KEY), Mapping) and "slow" in g[KEY]]
+def _by_bytes(guards: Sequence[Mapping[str, object]]) -> list[str]:
+    judged = [ev.by_bytes for ev in _evidence(guards) if ev.by_bytes is not None]
     hits: dict[str, list[float]] = {}
     called: dict[str, str] = {}
-    for ev in judged:
-        slow = ev.get("slow")
-        for name, d in slow.items() if isinstance(slow, Mapping) else []:
-            key, called[key] = _member(str(name), d)
-            frac = d.get("slower") if isinstance(d, Mapping) else None
-            hits.setdefault(key, []).append(float(frac) if isinstance(frac, int | float) else 0.0)
+    for slow in judged:
+        for m in slow:
+            key, called[key] = _member(m.name, m.position)
+            hits.setdefault(key, []).append(m.slower)
     return [
         f"member {called[key]} was slower than its peers in {len(got)} of {len(judged)} "
         f"replicates (median {statistics.median(got):.0%} slower while busy): the pool waits "
@@ -57,26 +59,21 @@ def _by_bytes(guards: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
-def latency_parts(guards: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def latency_parts(guards: Sequence[Mapping[str, object]]) -> list[tuple[SlowByWait, ...]]:
     """The replicates' `latency` parts (guards/member_latency.py) that judged a vdev (a
     read-only workload's part records the waits and judges nothing)."""
-    recs = [g.get(KEY) for g in guards]
-    parts = [r.get("latency") for r in recs if isinstance(r, Mapping)]
-    return [p for p in parts if isinstance(p, Mapping) and isinstance(p.get("slow"), Mapping)]
+    return [ev.by_wait for ev in _evidence(guards) if ev.by_wait is not None]
 
 
-def _by_latency(guards: Sequence[Mapping[str, Any]]) -> list[str]:
+def _by_latency(guards: Sequence[Mapping[str, object]]) -> list[str]:
     judged = latency_parts(guards)
     hits: dict[str, list[tuple[float, float]]] = {}
     called: dict[str, str] = {}
-    for ev in judged:
-        slow = ev.get("slow")
-        for name, d in slow.items() if isinstance(slow, Mapping) else []:
-            key, called[key] = _member(str(name), d)
-            mine, peers = (d.get(k) if isinstance(d, Mapping) else None
-                           for k in ("write_ms", "peers_ms"))  # fmt: skip
-            if isinstance(mine, int | float) and isinstance(peers, int | float):
-                hits.setdefault(key, []).append((float(mine), float(peers)))
+    for slow in judged:
+        for m in slow:
+            key, called[key] = _member(m.name, m.position)
+            if m.write_ms is not None and m.peers_ms is not None:
+                hits.setdefault(key, []).append((m.write_ms, m.peers_ms))
     out = []
     for key, got in sorted(hits.items()):
         if len(got) < needed(len(judged)):

@@ -182,3 +182,71 @@ class Resilver:
             str(rs.get("kind") or ""),
             _num(scrub.get("seconds")) if isinstance(scrub, dict) else None,
         )
+
+
+# -- the slow-member guard's window evidence (not a factor's: guards/members.py writes it) -----
+MEMBERS_SLOW = "members_slow"
+
+
+def _part(d: object, key: str) -> object:
+    return d.get(key) if isinstance(d, Mapping) else None
+
+
+def _position(d: object) -> int | None:
+    pos = _part(d, "position")
+    return pos if isinstance(pos, int) and not isinstance(pos, bool) else None
+
+
+@dataclass(frozen=True)
+class SlowByBytes:
+    """A member the byte counters found slower than its peers in one window."""
+
+    name: str
+    position: int | None  # its place among the pool's members; None where not recorded
+    slower: float  # how much slower than its peers' median while busy (0 where not recorded)
+
+
+@dataclass(frozen=True)
+class SlowByWait:
+    """A member ZFS's write disk_wait found slower than its peers in one window (OpenZFS)."""
+
+    name: str
+    position: int | None
+    write_ms: float | None
+    peers_ms: float | None
+
+
+@dataclass(frozen=True)
+class MembersSlow:
+    """One measurement's window evidence of slow members (`members_slow`): by the byte
+    counters (guards/members.py) and by the write disk_wait, its `latency` part
+    (guards/member_latency.py). A part that judged nothing (no `slow` object) is None;
+    engine/slow_members.py names a member from the replicates together."""
+
+    by_bytes: tuple[SlowByBytes, ...] | None
+    by_wait: tuple[SlowByWait, ...] | None
+
+    @classmethod
+    def decode(cls, other: Mapping[str, object]) -> MembersSlow | None:
+        """The evidence in one measurement's guards, or None where none was recorded."""
+        ev = other.get(MEMBERS_SLOW)
+        if not isinstance(ev, Mapping):
+            return None
+        part = ev.get("latency")
+        slow = part.get("slow") if isinstance(part, Mapping) else None
+        by_wait = None
+        if isinstance(slow, Mapping):
+            by_wait = tuple(
+                SlowByWait(
+                    str(n), _position(d), _num(_part(d, "write_ms")), _num(_part(d, "peers_ms"))
+                )
+                for n, d in slow.items()
+            )
+        slow = ev.get("slow")
+        by_bytes = None
+        if isinstance(slow, Mapping):
+            by_bytes = tuple(
+                SlowByBytes(str(n), _position(d), _num(_part(d, "slower")) or 0.0)
+                for n, d in slow.items()
+            )
+        return cls(by_bytes, by_wait)

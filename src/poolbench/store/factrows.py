@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
 from poolbench.records.jsontypes import JsonObject
-from poolbench.records.sections import Age, SlowMember
+from poolbench.records.sections import Age, MembersSlow, SlowMember
 
 
 class FactRow(TypedDict):
@@ -98,13 +98,10 @@ def _slow_flags(
     (OpenZFS) instead of the byte counters'."""
     out: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
     for r in rows:
-        ev = r["guards"].get("members_slow")
-        if latency:
-            ev = ev.get("latency") if isinstance(ev, dict) else None
-        slow = ev.get("slow") if isinstance(ev, dict) else None
-        if not isinstance(slow, dict):
+        ev = MembersSlow.decode(r["guards"])
+        slow = None if ev is None else ev.by_wait if latency else ev.by_bytes
+        if slow is None:
             continue
-        found = [d.get("position") for d in slow.values() if isinstance(d, dict)]
-        places = tuple(sorted(p for p in found if isinstance(p, int)))
+        places = tuple(sorted(m.position for m in slow if m.position is not None))
         out.setdefault(str(r["workload"]), []).append((int(r["replicate"]), places))
     return {w: tuple(p for _r, p in sorted(v)) for w, v in out.items()}
