@@ -11,12 +11,52 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NotRequired, TypedDict
 
 from poolbench.records.jsontypes import JsonObject
 from poolbench.store.db import Store
 
 RECENT_DAYS = 30  # a screen older than this is not taken for the disk's speed today
 DAY = 86400.0
+
+
+class FigureJson(TypedDict):
+    """One test's replicate figures and how they were measured, with their summary."""
+
+    unit: str
+    values: list[float]
+    how: str
+    mean: NotRequired[float]  # the summary: absent without values
+    ci95: NotRequired[list[float] | None]  # None: one run, no interval
+    n: NotRequired[int]
+
+
+class KneeJson(TypedDict):
+    at_bytes: float
+    at_s: float
+    before_bps: float
+    after_bps: float
+    fall: float
+
+
+class DiskScreenJson(TypedDict):
+    """One disk's screen as the `result` column keeps it and `disks --screen --json` prints
+    it (engine/screen/records.DiskScreen writes and reads it)."""
+
+    device: str
+    name: str
+    serial: str | None
+    model: str | None
+    size_bytes: int
+    logical_sector: int | None
+    physical_sector: int | None
+    rotational: bool
+    zoned: str | None
+    write_cache: str | None
+    figures: dict[str, FigureJson]
+    series: list[list[float]]  # the sustained write: [start_s, seconds, start_bytes, bytes]
+    knee: KneeJson | None
+    warnings: list[str]
 
 
 @dataclass(frozen=True)
@@ -26,14 +66,14 @@ class StoredScreen:
     device: str
     serial: str | None
     writes: bool
-    result: JsonObject
+    result: DiskScreenJson
 
     @property
     def age_days(self) -> float:
         return (time.time() - self.created_at) / DAY
 
 
-def add_screen(store: Store, results: Sequence[JsonObject], writes: bool,
+def add_screen(store: Store, results: Sequence[DiskScreenJson], writes: bool,
                options: JsonObject) -> str:  # fmt: skip
     """Store one screen's disks in one transaction; returns the screen's id."""
     sid = uuid.uuid4().hex[:12]

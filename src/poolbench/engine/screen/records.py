@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass, field
 
 from poolbench.engine.screen.knee import Interval, Knee
-from poolbench.records.jsontypes import JsonObject
 from poolbench.stats.summary import Summary, summarize
+from poolbench.store.screens import DiskScreenJson, FigureJson
 
 
 @dataclass(frozen=True)
@@ -54,19 +54,19 @@ class DiskScreen:
     knee: Knee | None = None
     warnings: list[str] = field(default_factory=list)
 
-    def to_json(self) -> JsonObject:
+    def to_json(self) -> DiskScreenJson:
         return {
             "device": self.device, "name": self.name, "serial": self.serial,
             "model": self.model, "size_bytes": self.size_bytes,
             "logical_sector": self.logical_sector, "physical_sector": self.physical_sector,
             "rotational": self.rotational, "zoned": self.zoned, "write_cache": self.write_cache,
-            "figures": {
-                k: {"unit": f.unit, "values": list(f.values), "how": f.how,
-                    **_summary_json(f)}
-                for k, f in self.figures.items()
-            },
+            "figures": {k: _figure_json(f) for k, f in self.figures.items()},
             "series": [[x.start_s, x.seconds, x.start_bytes, x.bytes] for x in self.series],
-            "knee": None if self.knee is None else vars(self.knee) | {"fall": self.knee.fall},
+            "knee": None if self.knee is None else {
+                "at_bytes": self.knee.at_bytes, "at_s": self.knee.at_s,
+                "before_bps": self.knee.before_bps, "after_bps": self.knee.after_bps,
+                "fall": self.knee.fall,
+            },
             "warnings": self.warnings,
         }  # fmt: skip
 
@@ -74,7 +74,7 @@ class DiskScreen:
         return json.dumps(self.to_json())
 
     @classmethod
-    def from_json(cls, d: JsonObject) -> DiskScreen:
+    def from_json(cls, d: DiskScreenJson) -> DiskScreen:
         knee = d.get("knee")
         return cls(
             d["device"], d["name"], d.get("serial"), d.get("model"), int(d["size_bytes"]),
@@ -96,9 +96,11 @@ class DiskScreen:
         return cls.from_json(json.loads(text))
 
 
-def _summary_json(f: Figure) -> JsonObject:
-    if not f.values:
-        return {}
-    s = f.summary
-    ci = [s.ci_low, s.ci_high] if s.n >= 2 else None
-    return {"mean": s.mean, "ci95": ci, "n": s.n}
+def _figure_json(f: Figure) -> FigureJson:
+    out: FigureJson = {"unit": f.unit, "values": list(f.values), "how": f.how}
+    if f.values:
+        s = f.summary
+        out["mean"] = s.mean
+        out["ci95"] = [s.ci_low, s.ci_high] if s.n >= 2 else None
+        out["n"] = s.n
+    return out
