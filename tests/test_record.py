@@ -159,10 +159,11 @@ def test_record_stores_the_trace_its_iolog_and_summary(
     assert runner.argvs[0] == ("blktrace", "-d", "/dev/sdq", "-r", "/sys/kernel/debug", "-w",
                                "2", "-D", str(target), "-o", "trace")  # fmt: skip
     assert runner.argvs[1][:5] == ("blkparse", "-i", "trace", "-D", str(target))
-    summary, doc = tracefile.load_summary(target)
+    stored = tracefile.load_summary(target)
+    summary = stored.summary
     assert (summary.ios, summary.bytes) == (5, 36864) and summary == done.summary
-    assert doc["device"] == "/dev/sdq" and doc["seconds"] == 2
-    assert doc["binary_check"] == "the binary files hold the same I/Os"
+    assert stored.device == "/dev/sdq" and stored.seconds == 2
+    assert stored.how["binary_check"] == "the binary files hold the same I/Os"
     assert "5 events" in (target / "blktrace.log").read_text()
     assert (target / "trace.iolog").read_text().count(" trace ") == 5 + 3  # add, open, close
     with pytest.raises(UsageError, match="already stored"):
@@ -281,8 +282,8 @@ def test_a_kernel_in_lockdown_records_through_the_blk_tracer_and_puts_it_back(
     s = done.summary
     assert (s.ios, s.writes, s.reads, s.bytes) == (3, 2, 1, 4096 + 4096 + 8192)
     assert s.span_s == pytest.approx(0.008) and s.locality["sequential"] == 1
-    _summary, doc = tracefile.load_summary(done.path)
-    assert doc["method"] == "ftrace" and doc["lost_events"] == 3
+    how = tracefile.load_summary(done.path).how
+    assert how["method"] == "ftrace" and how["lost_events"] == 3
     # a device traced by someone else already: refused, its settings untouched
     (trace / "enable").write_text("1\n")
     runner = RecordingRunner({"blktrace": CommandResult(("blktrace",), 0, refused, "", 0.0)})

@@ -42,7 +42,7 @@ LONG_MODULES: dict[str, str] = {}
 # unknown shape at the edge keeps one, in a module named below with the reason.
 UNTYPED = re.compile(r"dict\[str, Any\]|Mapping\[str, Any\]|JsonObject|StudyDict")
 # Lines spelling one in src (the grep of issue 40); its goal is 80. Lower it as they go.
-UNTYPED_CEILING = 185  # +5: the prefetch factor's sections (protocol hooks, to_json)
+UNTYPED_CEILING = 181  # +5: the prefetch factor's sections (protocol hooks, to_json)
 # Every module that spells one, and why; "debt:" marks a value whose shape is known.
 UNTYPED_MODULES: dict[str, str] = {
     "backends/_common.py": "a remount's cache drop record: the guards' `cache` section",
@@ -105,7 +105,6 @@ UNTYPED_MODULES: dict[str, str] = {
     "workloads/fidelity.py": "a replay's fidelity report as stored JSON",
     "workloads/fioentry.py": "one job entry of fio's JSON, decoded once into FioJob",
     "workloads/fioparse.py": "fio's --output-format=json document as found in its output",
-    "workloads/tracefile.py": "a trace summary file (JSON) as read and written",
     "workloads/tracestats.py": "a trace summary's JSON (to_json/from_json)",
 }
 

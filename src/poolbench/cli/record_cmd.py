@@ -13,7 +13,6 @@ from poolbench.errors import CommandLineError
 
 def _list(db: Path | None) -> None:
     from poolbench.workloads import tracefile
-    from poolbench.workloads.tracestats import TraceSummary
 
     traces = tracefile.stored(db)
     if not traces:
@@ -21,11 +20,12 @@ def _list(db: Path | None) -> None:
         return
     click.echo(f"{'name':<20} {'device':<14} {'s':>4} {'I/Os':>8} {'MiB':>8} {'reads':>6} "
                f"{'IOPS':>8}")  # fmt: skip
-    for name, doc in traces:
-        s = TraceSummary.from_json(doc.get("trace") or {})
+    for t in traces:
+        s = t.summary
+        seconds = "?" if t.seconds is None else t.seconds
         click.echo(
-            f"{name[:20]:<20} {str(doc.get('device', '?'))[:14]:<14} "
-            f"{doc.get('seconds', '?'):>4} {s.ios:>8} {s.bytes / 2**20:>8.1f} "
+            f"{t.name[:20]:<20} {t.device[:14]:<14} "
+            f"{seconds:>4} {s.ios:>8} {s.bytes / 2**20:>8.1f} "
             f"{s.read_share:>5.0f}% {s.iops:>8.1f}"
         )
 

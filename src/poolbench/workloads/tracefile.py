@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from poolbench import storepath
 from poolbench.errors import UsageError
-from poolbench.records.jsontypes import JsonObject
 from poolbench.workloads import replay
 from poolbench.workloads.tracestats import TraceSummary
 from poolbench.workloads.workload import Workload
@@ -60,11 +61,37 @@ def resolve(text: str, db: Path | None = None) -> Path:
     return path
 
 
-def load_summary(path: Path) -> tuple[TraceSummary, JsonObject]:
-    """The trace's figures and the whole summary document (device, when, how)."""
+@dataclass(frozen=True)
+class StoredTrace:
+    """A trace's summary document (`summary.json`) decoded: its figures, the device and how
+    long it was recorded; `how` the rest, what its recorder noted (when, method, the binary
+    files' check, lost events)."""
+
+    name: str
+    summary: TraceSummary
+    device: str
+    seconds: int | None
+    how: Mapping[str, object] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, name: str, doc: object) -> StoredTrace:
+        """KeyError/TypeError when `doc` is not a summary document."""
+        if not isinstance(doc, dict):
+            raise TypeError(f"the summary is {type(doc).__name__}, not an object")
+        seconds = doc.get("seconds")
+        return cls(
+            name,
+            TraceSummary.from_json(doc["trace"]),
+            str(doc.get("device", "?")),
+            seconds if isinstance(seconds, int) and not isinstance(seconds, bool) else None,
+            {k: v for k, v in doc.items() if k not in ("trace", "device", "seconds")},
+        )
+
+
+def load_summary(path: Path) -> StoredTrace:
+    """The trace's summary document, decoded."""
     try:
-        doc = json.loads((path / SUMMARY).read_text())
-        return TraceSummary.from_json(doc["trace"]), doc
+        return StoredTrace.from_json(path.name, json.loads((path / SUMMARY).read_text()))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(
             f"The trace summary {path / SUMMARY} cannot be read: {exc}.",
@@ -72,7 +99,7 @@ def load_summary(path: Path) -> tuple[TraceSummary, JsonObject]:
         ) from exc
 
 
-def save_summary(path: Path, doc: JsonObject) -> None:
+def save_summary(path: Path, doc: Mapping[str, object]) -> None:
     tmp = path / f".{SUMMARY}.tmp"
     tmp.write_text(json.dumps(doc, indent=1, sort_keys=True))
     os.replace(tmp, path / SUMMARY)  # a reader never sees half a summary
@@ -87,7 +114,7 @@ def workload(name: str) -> Workload:
             "Write trace:NAME (timed) or trace-fast:NAME (as fast as possible).",
         )
     path = resolve(ref)
-    summary, _doc = load_summary(path)
+    summary = load_summary(path).summary
     if summary.ios == 0:
         raise UsageError(
             f"The trace {path} holds no I/O: there is nothing to replay.",
@@ -96,12 +123,12 @@ def workload(name: str) -> Workload:
     return replay.workload(name, path, summary)
 
 
-def stored(db: Path | None = None) -> list[tuple[str, JsonObject]]:
-    """Every stored trace (name, summary document), by name."""
+def stored(db: Path | None = None) -> list[StoredTrace]:
+    """Every stored trace, by name (one whose summary cannot be read is left out)."""
     out = []
     for p in sorted(traces_dir(db).glob(f"*/{SUMMARY}")):
         try:
-            out.append((p.parent.name, json.loads(p.read_text())))
-        except (OSError, ValueError):
+            out.append(StoredTrace.from_json(p.parent.name, json.loads(p.read_text())))
+        except (OSError, ValueError, KeyError, TypeError):
             continue
     return out

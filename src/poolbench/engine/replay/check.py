@@ -59,7 +59,7 @@ def check(w: Workload, job: str, findings: Findings) -> list[str]:
         prefix = path.name.removesuffix(LOG_SUFFIX)
         for log in path.parent.glob(f"{prefix}_*.log"):
             log.unlink(missing_ok=True)
-    recorded, _doc = tracefile.load_summary(Path(w.trace))
+    recorded = tracefile.load_summary(Path(w.trace)).summary
     iolog = (Path(w.trace) / "trace.iolog").read_text()
     late = replay.target_late_share(text, iolog, achieved.span_s - recorded.span_s)
     result = fidelity.compare(recorded, achieved, replay.mode_of(w.name), busy, late)
