@@ -42,7 +42,7 @@ LONG_MODULES: dict[str, str] = {}
 # unknown shape at the edge keeps one, in a module named below with the reason.
 UNTYPED = re.compile(r"dict\[str, Any\]|Mapping\[str, Any\]|JsonObject|StudyDict")
 # Lines spelling one in src (the grep of issue 40); its goal is 80. Lower it as they go.
-UNTYPED_CEILING = 181  # +5: the prefetch factor's sections (protocol hooks, to_json)
+UNTYPED_CEILING = 174  # +5: the prefetch factor's sections (protocol hooks, to_json)
 # Every module that spells one, and why; "debt:" marks a value whose shape is known.
 UNTYPED_MODULES: dict[str, str] = {
     "backends/_common.py": "a remount's cache drop record: the guards' `cache` section",
@@ -63,7 +63,6 @@ UNTYPED_MODULES: dict[str, str] = {
     "engine/l2arc_reads.py": "the `l2arc` section of the guards JSON (Findings.other)",
     "engine/lifecycle.py": "a run's metadata: the `runs.metadata` JSON column",
     "engine/pool_hooks.py": "the sections a trial adds to the `guards` JSON (Findings.other)",
-    "engine/resilver_load.py": "the `load` part of the guards' `resilver` section",
     "engine/session.py": "a bench run's metadata; the ARC's `arc` section of the guards JSON",
     "engine/subject.py": "per replicate the `guards` and `clat` JSON as stored; a cache drop's "
     "record (the guards' `cache` section); the options in the run's metadata",

@@ -24,9 +24,9 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from poolbench.errors import PoolbenchError
-from poolbench.records.jsontypes import JsonObject
 from poolbench.system import watchdog
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob, histlog
@@ -123,14 +123,14 @@ class Foreground:
         if self._error is not None and not quiet:
             raise self._error
 
-    def during(self, start_ms: int, end_ms: int) -> JsonObject:
+    def during(self, start_ms: int, end_ms: int) -> PhaseJson:
         """The foreground's figures over [start_ms, end_ms] from its histogram log(s)."""
         got = [histlog.window(histlog.parse(p.read_text()), self.w.direction, start_ms, end_ms)
                for p in sorted(self.jobs.glob(f"{self.logs.name}_clat_hist.*.log"))]  # fmt: skip
         win = histlog.merged(got) if got else histlog.Window(start_ms, end_ms, 0, 0.0, 0, 0)
         return window_figures(win, self.w.unit)
 
-    def alone(self, seconds: float) -> JsonObject:
+    def alone(self, seconds: float) -> PhaseJson:
         r = fio.run_job(self.runner, _job(self, max(1000, round(seconds * 1000)), None),
                         self.jobs / "load-alone.fio", self.w.direction)  # fmt: skip
         return result_figures(r, self.w.unit)
@@ -140,29 +140,60 @@ def _per_s(io_bytes: float, ios: float, seconds: float, unit: str) -> float:
     return round((io_bytes / MiB if unit == "MiB/s" else ios) / seconds, 3)
 
 
-def window_figures(win: histlog.Window, unit: str) -> JsonObject:
+class PhaseJson(TypedDict):
+    """One phase's figures in the resilver section's `load` (`during`: over the resilver's
+    window from fio's histogram log; `alone`: a whole fio run). Read back by the study's
+    notes (study/builtin/resilver_load.py)."""
+
+    window_s: NotRequired[float]
+    intervals: NotRequired[int]
+    interval_ms: NotRequired[int]
+    seconds: NotRequired[float]
+    unit: str
+    fio_late_s: NotRequired[float]  # fio's first I/O came this late into the window
+    # Always written, last (after fio_late_s: the stored order), hence not required while
+    # the window's part is assembled.
+    value: NotRequired[float | None]  # MiB/s or IOPS (`unit`); None: no figure, `why`
+    p99_ms: NotRequired[float | None]
+    why: NotRequired[str]
+    fio_start_s: NotRequired[float]
+
+
+class LoadJson(TypedDict):
+    """The `load` part of the resilver section: the foreground during it and alone."""
+
+    workload: str
+    rate: str
+    during: PhaseJson
+    alone: PhaseJson
+    how: str
+
+
+def window_figures(win: histlog.Window, unit: str) -> PhaseJson:
     """The window's figure (MiB/s or IOPS over the part of it fio's log covers) and p99; no
     figure, with the reason, when the log covers less than MIN_INTERVALS intervals of it."""
     window_s = (win.end_ms - win.start_ms) / 1000
-    out: JsonObject = {"window_s": round(window_s, 3), "intervals": win.intervals,
-                       "interval_ms": LOG_MS, "seconds": round(win.seconds, 3),
-                       "unit": unit}  # fmt: skip
+    out: PhaseJson = {"window_s": round(window_s, 3), "intervals": win.intervals,
+                      "interval_ms": LOG_MS, "seconds": round(win.seconds, 3),
+                      "unit": unit}  # fmt: skip
     # fio writes its first row one interval after its I/O began
     if win.first_ms is not None and win.first_ms - LOG_MS > win.start_ms:
         out["fio_late_s"] = round((win.first_ms - LOG_MS - win.start_ms) / 1000, 3)
     if win.seconds * 1000 < MIN_INTERVALS * LOG_MS:
         late = f"; fio's first I/O {out['fio_late_s']} s into it" if "fio_late_s" in out else ""
-        why = (
+        out["value"], out["p99_ms"] = None, None
+        out["why"] = (
             f"too short to measure: fio's log covered {win.seconds:.2f} s of the resilver's "
             f"{window_s:.2f} s window ({win.intervals} of its {LOG_MS} ms intervals{late}), "
             f"less than {MIN_INTERVALS} intervals"
         )
-        return out | {"value": None, "p99_ms": None, "why": why}
-    return out | {"value": _per_s(win.io_bytes, win.ios, win.seconds, unit),
-                  "p99_ms": win.p99_ms()}  # fmt: skip
+        return out
+    out["value"] = _per_s(win.io_bytes, win.ios, win.seconds, unit)
+    out["p99_ms"] = win.p99_ms()
+    return out
 
 
-def result_figures(r: FioResult, unit: str) -> JsonObject:
+def result_figures(r: FioResult, unit: str) -> PhaseJson:
     """A whole fio run's figure (over fio's runtime) and p99 (its clat histogram)."""
     if r.runtime_s <= 0:
         return {"value": None, "unit": unit, "p99_ms": None, "why": "fio ran for no time"}
@@ -174,17 +205,19 @@ def result_figures(r: FioResult, unit: str) -> JsonObject:
             "p99_ms": p99, "seconds": round(r.runtime_s, 3)}  # fmt: skip
 
 
-def finish(fg: Foreground, start_ms: int, end_ms: int, drop: Callable[[], object]) -> JsonObject:
+def finish(fg: Foreground, start_ms: int, end_ms: int, drop: Callable[[], object]) -> LoadJson:
     """After the resilver ran over [start_ms, end_ms] (epoch ms) and `fg.stop()` ended the
     foreground: its figures over that window, then the same workload alone on the healthy pool
     for as long (after `drop` emptied its cache); the `load` section of the resilver."""
     during = fg.during(start_ms, end_ms)
+    if fg.started_s is not None:
+        during["fio_start_s"] = fg.started_s
     drop()
     alone = fg.alone((end_ms - start_ms) / 1000)
     return {
         "workload": fg.w.name,
         "rate": "flat out" if fg.rate is None else f"{fg.rate / MiB:g} MiB/s (fio rate)",
-        "during": during | ({} if fg.started_s is None else {"fio_start_s": fg.started_s}),
+        "during": during,
         "alone": alone,
         "how": f"one continuous fio run from just before `zpool replace` until the resilver "
         f"finished, its rate and p99 from fio's latency-histogram log ({LOG_MS} ms intervals) "
