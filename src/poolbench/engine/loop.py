@@ -81,7 +81,7 @@ def keep(res: WorkloadResult, m: Measurement) -> None:
     """Add one measurement to its workload's summary: the figure, latency, device rate, CPU
     cost, write amplification, who served a cached read, and its warnings."""
     res.values.append(m.value)
-    res.clats.append(m.latency.to_json() if m.latency is not None else None)
+    res.clats.append(m.latency)
     if m.device_mib_s is not None:
         res.device_mib_s.append(m.device_mib_s)
     per_gib = cpu.per_gib(m.findings.other.get("cpu"))

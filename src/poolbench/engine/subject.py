@@ -15,6 +15,7 @@ from poolbench.guards import cache, cpu, geometry, reread
 from poolbench.guards.devices import Target
 from poolbench.records.findings import Findings
 from poolbench.records.jsontypes import JsonObject
+from poolbench.records.latency import Latency
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.workloads.fioparse import FioResult
 from poolbench.workloads.workload import Workload
@@ -54,8 +55,7 @@ class WorkloadResult:
     served_by: list[str] = field(default_factory=list)  # cached tests: guards/reread labels
     warnings: list[str] = field(default_factory=list)
     policy: ReplicatePolicy = field(default_factory=ReplicatePolicy)
-    # Per replicate, fio's completion latency as stored (Latency.to_json), None without.
-    clats: list[JsonObject | None] = field(default_factory=list)
+    clats: list[Latency | None] = field(default_factory=list)  # per replicate; None: none
     guards: list[JsonObject] = field(default_factory=list)  # per replicate, as stored
 
     @property

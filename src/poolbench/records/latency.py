@@ -8,14 +8,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from poolbench.records.jsontypes import JsonObject
+from typing import Any, TypedDict
 
 
 def percentile_key(q: float | str) -> str:
     """fio's "99.900000" (or 99.9) as the key poolbench stores: "99.9", "50"."""
     return format(float(q), "g")
+
+
+class LatencyJson(TypedDict):
+    """A Latency as the `clat` column keeps it."""
+
+    direction: str
+    samples: int
+    mean_ns: float
+    min_ns: float
+    max_ns: float
+    stddev_ns: float
+    percentiles: dict[str, float]
+    bins: dict[str, int]  # JSON keys are strings: the bin's value in ns
 
 
 @dataclass(frozen=True)
@@ -40,7 +51,7 @@ class Latency:
         completions is a fact about those 3, not about the tail."""
         return self.samples * (100.0 - q) / 100.0
 
-    def to_json(self) -> JsonObject:
+    def to_json(self) -> LatencyJson:
         return {
             "direction": self.direction,
             "samples": self.samples,

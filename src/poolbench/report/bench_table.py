@@ -18,7 +18,6 @@ from rich.text import Text
 
 from poolbench.engine.subject import WorkloadResult
 from poolbench.records.jsontypes import JsonObject
-from poolbench.records.latency import Latency
 from poolbench.report.layout import Column, print_fitted
 from poolbench.report.metrics import (
     DEFAULT_LATENCY,
@@ -37,18 +36,13 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
 
 
-def _clats(r: WorkloadResult) -> list[Latency | None]:
-    """Each replicate's latency as a record (the engine keeps it as the JSON it stores)."""
-    return [Latency.from_json(c) if c is not None else None for c in r.clats]
-
-
 def latency_json(r: WorkloadResult) -> JsonObject | None:
     """Every percentile across the replicates (µs), or None when fio timed no completion."""
     out: JsonObject = {}
     for key, m in LATENCY.items():
-        xs = m.values(r.values, _clats(r))
+        xs = m.values(r.values, r.clats)
         if xs:
-            out[key] = {**m.figure(r.policy, r.values, _clats(r)).as_dict(), "values": xs}
+            out[key] = {**m.figure(r.policy, r.values, r.clats).as_dict(), "values": xs}
     if not out:
         return None
     return {"unit": LATENCY_UNIT, "kind": "completion latency (fio clat)", **out}
@@ -117,17 +111,15 @@ def _shown(results: list[WorkloadResult], metrics: Sequence[Metric] | None) -> l
     """The latency columns: those asked for, else p99 when a workload is chosen on latency."""
     if metrics is not None:
         return [m for m in metrics if m.is_latency]
-    wanted = any(
-        latency_matters(r.workload.kind, r.workload.fio) and any(_clats(r)) for r in results
-    )
+    wanted = any(latency_matters(r.workload.kind, r.workload.fio) and any(r.clats) for r in results)
     return [DEFAULT_LATENCY] if wanted else []
 
 
 def _latency_text(r: WorkloadResult, m: Metric, metrics: Sequence[Metric] | None) -> str:
-    xs = m.values(r.values, _clats(r))
+    xs = m.values(r.values, r.clats)
     if not xs or (metrics is None and not latency_matters(r.workload.kind, r.workload.fio)):
         return "–"
-    return m.figure(r.policy, r.values, _clats(r)).text()
+    return m.figure(r.policy, r.values, r.clats).text()
 
 
 def render(
@@ -145,9 +137,9 @@ def render(
         if r.workload.cached_by_design:
             t.append(f"{r.served_label} ", style="cyan")
         shown = [m for m in lat if _latency_text(r, m, metrics) != "–"]
-        extra = [w for m in shown if (w := tail_warning(m, _clats(r)))]
+        extra = [w for m in shown if (w := tail_warning(m, r.clats))]
         extra += [fallback_note(m) for m in shown
-                  if not m.figure(r.policy, r.values, _clats(r)).pooled]  # fmt: skip
+                  if not m.figure(r.policy, r.values, r.clats).pooled]  # fmt: skip
         for w in [*r.warnings, *extra]:
             footnotes.append(w)
             t.append(f"⚠{len(footnotes)} ", style="yellow")
@@ -195,8 +187,8 @@ def _columns(
         cols.append(col("amp", "write amp.\n(model)", amps, justify="right", optional=3))
     for m in lat:
         texts = [_latency_text(r, m, metrics) for r in results]
-        figs = [m.figure(r.policy, r.values, _clats(r))
-                for r in results if m.values(r.values, _clats(r))]  # fmt: skip
+        figs = [m.figure(r.policy, r.values, r.clats)
+                for r in results if m.values(r.values, r.clats)]  # fmt: skip
         what = "all I/Os" if any(f.pooled for f in figs) else "geo. mean"  # which percentile
         cols.append(col(m.key, f"{m.key} {LATENCY_UNIT}\n{what}", texts, justify="right"))
     cols.append(Column("notes", "notes", notes, prose=True))

@@ -22,6 +22,7 @@ from typing import Any
 
 from poolbench import storepath
 from poolbench.records.jsontypes import JsonObject
+from poolbench.records.latency import Latency
 from poolbench.records.measurement import Measurement
 from poolbench.records.run_metadata import stamped
 from poolbench.store import opening
@@ -97,14 +98,13 @@ def checked_rows(path: Path, table: str, rows: list[sqlite3.Row]) -> list[sqlite
     return rows
 
 
-def _add_clat(c: sqlite3.Connection, measurement_id: int, clat: JsonObject) -> None:
+def _add_clat(c: sqlite3.Connection, measurement_id: int, latency: Latency) -> None:
     """The latency columns of one measurement, in the transaction that inserted it."""
-    pct = clat.get("percentiles") or {}
-    values = [pct.get(q) for q in CLAT_COLUMNS.values()]
+    values = [latency.percentiles.get(q) for q in CLAT_COLUMNS.values()]
     sets = ", ".join(f"{col} = ?" for col in CLAT_COLUMNS)
     c.execute(
         f"UPDATE measurements SET {sets}, clat = ? WHERE id = ?",
-        (*values, json.dumps(clat), measurement_id),
+        (*values, json.dumps(latency.to_json()), measurement_id),
     )
 
 
@@ -287,8 +287,8 @@ class Store:
                 ),
             )
             mid = int(cur.lastrowid or 0)
-            if row["clat"] is not None:
-                _add_clat(c, mid, row["clat"])
+            if m.latency is not None:
+                _add_clat(c, mid, m.latency)
             return mid
 
     def measurements(self, run_id: int) -> list[sqlite3.Row]:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
 from poolbench.records.jsontypes import JsonObject
+from poolbench.records.latency import LatencyJson
 from poolbench.records.sections import Age, MembersSlow, SlowMember
 
 
@@ -21,7 +22,7 @@ class FactRow(TypedDict):
     replicate: int
     value: float
     guards: JsonObject  # the `guards` column: each guard's section under its own key
-    clat: NotRequired[JsonObject | None]  # the `clat` column (0005_latency); None: none
+    clat: NotRequired[LatencyJson | None]  # the `clat` column (0005_latency); None: none
 
 
 class StudyExtras(TypedDict):
