@@ -42,14 +42,14 @@ LONG_MODULES: dict[str, str] = {}
 # unknown shape at the edge keeps one, in a module named below with the reason.
 UNTYPED = re.compile(r"dict\[str, Any\]|Mapping\[str, Any\]|JsonObject|StudyDict")
 # Lines spelling one in src (the grep of issue 40); its goal is 80. Lower it as they go.
-UNTYPED_CEILING = 169  # +5: the prefetch factor's sections (protocol hooks, to_json)
+UNTYPED_CEILING = 166  # +5: the prefetch factor's sections (protocol hooks, to_json)
 # Every module that spells one, and why; "debt:" marks a value whose shape is known.
 UNTYPED_MODULES: dict[str, str] = {
     "backends/_common.py": "a remount's cache drop record: the guards' `cache` section",
     "backends/base.py": "the pool's description and cache drop: the guards' `pool`, `cache`",
-    "backends/btrfs.py": "the filesystem's description and cache drop (guards JSON)",
+    "backends/btrfs.py": "a remount's cache drop record (the guards' `cache` section)",
     "backends/directory.py": "the directory's description and cache drop (guards JSON)",
-    "backends/md.py": "the array's description, resync and cache drop (guards JSON)",
+    "backends/md.py": "a remount's cache drop record, with the stripe cache's below it",
     "backends/sources.py": "the run's metadata: how its disks were made",
     "backends/zfs/backend.py": "an export/import cache drop's record (guards JSON)",
     "backends/zfs/coldcache.py": "an export/import cache drop's record (guards JSON)",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TypedDict
 
 from poolbench.backends import fragmentation
 from poolbench.backends._common import block_names, is_block, mount_at, remount_cold
@@ -74,6 +75,18 @@ def _same_compress(asked: str, mount_options: str) -> bool:
         return False
     # The kernel shows the default level: zstd → zstd:3, zlib → zlib:3.
     return have == asked or (":" not in asked and have.split(":")[0] == asked)
+
+
+class BtrfsDescription(TypedDict):
+    """The filesystem as btrfs describes it (a btrfs pool's `Pool.described`, stored as the
+    guards' `pool` section)."""
+
+    btrfs_progs: str
+    profiles: dict[str, str]  # block group kind (Data, Metadata, System) → profile
+    uuid: str | None
+    devices: list[str]
+    fstype: str | None
+    mount_options: str
 
 
 class BtrfsBackend:
@@ -187,10 +200,10 @@ class BtrfsBackend:
         pool = Pool(spec, mountpoint, [], {"dry_run": True} if dry else {})
         if not dry:
             pool.block_devices = block_names(list(spec.devices))
-            pool.described = self.describe(pool)
+            pool.described = dict(self.describe(pool))
         return pool
 
-    def describe(self, pool: Pool) -> JsonObject:
+    def describe(self, pool: Pool) -> BtrfsDescription:
         mp = str(pool.mountpoint)
         df = self.runner.run(["btrfs", "filesystem", "df", "-b", mp], mutates=False).stdout
         show = self.runner.run(["btrfs", "filesystem", "show", "--raw", mp], mutates=False).stdout
@@ -215,7 +228,7 @@ class BtrfsBackend:
             d = self.describe(pool)
         except CommandError as exc:
             return [f"btrfs at {pool.mountpoint} cannot be read back: {exc.problem}"]
-        pool.described = d
+        pool.described = dict(d)
         spec = pool.spec
         problems = []
         if d["fstype"] != "btrfs":

@@ -23,6 +23,7 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypedDict
 
 from poolbench import is_digits
 from poolbench.backends import fragmentation
@@ -48,6 +49,32 @@ def parse_detail_export(text: str) -> dict[str, str]:
         if sep:
             out[key.strip()] = value.strip()
     return out
+
+
+class ResyncJson(TypedDict):
+    """The array's initial resync as a figure: how it was handled and how long it took."""
+
+    mode: str
+    seconds: float | None
+    member_bytes: int | None
+    mib_per_s: float | None
+    measured_during_resync: bool
+
+
+class MdDescription(TypedDict):
+    """The array as `mdadm --detail` and sysfs describe it (an md pool's `Pool.described`,
+    stored as the guards' `pool` section)."""
+
+    mdadm: str
+    device: str
+    level: str | None
+    raid_devices: int
+    members: list[str]
+    fstype: str | None
+    mount_source: str | None
+    sync_action: str | None  # "idle" when no resync, recovery or check runs
+    chunk_bytes: int | None
+    initial_resync: ResyncJson | None
 
 
 class MdBackend:
@@ -212,7 +239,7 @@ class MdBackend:
         pool = Pool(spec, mountpoint, block_names(list(spec.devices)), {})
         pool.described = {"initial_resync": self.resync_record(spec, waited)}
         if not dry:
-            pool.described = self.describe(pool)
+            pool.described = dict(self.describe(pool))
         return pool
 
     def _settle(self) -> None:
@@ -233,7 +260,7 @@ class MdBackend:
         except OSError:
             return None
 
-    def resync_record(self, spec: PoolSpec, waited: float | None) -> JsonObject:
+    def resync_record(self, spec: PoolSpec, waited: float | None) -> ResyncJson:
         """The initial resync as a figure: how it was handled and how long it took."""
         size_kib = self._sysfs(spec, "component_size")
         member = int(size_kib) * 1024 if size_kib and is_digits(size_kib) else None
@@ -252,7 +279,7 @@ class MdBackend:
             "measured_during_resync": False,
         }
 
-    def describe(self, pool: Pool) -> JsonObject:
+    def describe(self, pool: Pool) -> MdDescription:
         dev = self.array_path(pool.spec)
         out = self.runner.run(["mdadm", "--detail", "--export", dev], mutates=False).stdout
         detail = parse_detail_export(out)
@@ -281,7 +308,7 @@ class MdBackend:
             d = self.describe(pool)
         except CommandError as exc:
             return [f"md array {self.array_path(pool.spec)} cannot be read back: {exc.problem}"]
-        pool.described = d
+        pool.described = dict(d)
         spec = pool.spec
         problems = []
         if d["level"] != spec.layout:
