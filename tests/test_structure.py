@@ -42,7 +42,7 @@ LONG_MODULES: dict[str, str] = {}
 # unknown shape at the edge keeps one, in a module named below with the reason.
 UNTYPED = re.compile(r"dict\[str, Any\]|Mapping\[str, Any\]|JsonObject|StudyDict")
 # Lines spelling one in src (the grep of issue 40); its goal is 80. Lower it as they go.
-UNTYPED_CEILING = 166  # +5: the prefetch factor's sections (protocol hooks, to_json)
+UNTYPED_CEILING = 164  # +5: the prefetch factor's sections (protocol hooks, to_json)
 # Every module that spells one, and why; "debt:" marks a value whose shape is known.
 UNTYPED_MODULES: dict[str, str] = {
     "backends/_common.py": "a remount's cache drop record: the guards' `cache` section",
@@ -53,7 +53,6 @@ UNTYPED_MODULES: dict[str, str] = {
     "backends/sources.py": "the run's metadata: how its disks were made",
     "backends/zfs/backend.py": "an export/import cache drop's record (guards JSON)",
     "backends/zfs/coldcache.py": "an export/import cache drop's record (guards JSON)",
-    "cli/doctor_cmd.py": "`doctor --json`: the checkup as printed",
     "cli/fleet_bench.py": "debt: `bench`'s click parameters (**params), read by key",
     "cli/study_cmd.py": "click's keyword options (**opts), each study's own among them",
     "emulate/process.py": "the emulator's stats file (JSON written by the child process)",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from typing import TypedDict
 
 import click
 
@@ -11,7 +12,6 @@ from poolbench import __version__
 from poolbench.capabilities import CORE, GROUP_TITLES
 from poolbench.engine.doctor import Checkup, examine
 from poolbench.errors import Unsupported
-from poolbench.records.jsontypes import JsonObject
 
 
 @click.command()
@@ -43,7 +43,45 @@ def doctor(as_json: bool) -> None:
         )
 
 
-def _document(result: Checkup) -> JsonObject:
+class HostJson(TypedDict):
+    distribution: str
+    apt: bool
+    root: bool
+
+
+class ZfsJson(TypedDict):
+    in_use: str  # openzfs | zfs-fuse | none
+    version: str
+    answers: bool
+    openzfs_installed: bool
+    openzfs_traces: list[str]
+
+
+class CapabilityJson(TypedDict):
+    id: str
+    name: str
+    group: str
+    found: bool
+    detail: str
+    provides: str
+    disables: str
+    packages: list[str]
+    since: str | None
+    add: str | None
+
+
+class DoctorJson(TypedDict):
+    """`doctor --json` (docs/cli.md)."""
+
+    poolbench: str
+    core_ok: bool
+    core_missing: list[str]
+    host: HostJson
+    zfs: ZfsJson
+    capabilities: list[CapabilityJson]
+
+
+def _document(result: Checkup) -> DoctorJson:
     zfs = result.zfs
     return {
         "poolbench": __version__,
