@@ -1,8 +1,8 @@
-"""A trial's dry run of its factors against the real path, in-process, no pools: the commands
-the factors' `after_pool` runs (the trial's stage, as engine/trial.py calls it) under a
-recording runner, and the lines their dry run prints for the same pool and levels, must be
-the same, in order. One case per drift the dry run once had: the fill's job files, aging's
-commands, and a fill that aging replaces."""
+"""A trial's factors under a dry run, in-process, no pools: the factors' `after_pool` (the
+trial's stage, as engine/trial.py calls it) is the one code for both, and under a dry runner
+it must run the same commands that change something, in order, as under a real one, make
+nothing and return no section (nothing was done). One case per drift the narrative copy it
+replaces once had: the fill's job files, aging's commands, and a fill that aging replaces."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from poolbench.backends import planned
 from poolbench.backends.base import Pool, PoolSpec
 from poolbench.backends.zfs.backend import ZfsBackend
 from poolbench.factors import aging, fill
@@ -46,22 +47,24 @@ def _backend(dry_run: bool) -> ZfsBackend:
     return backend
 
 
-def _real(pool: Pool, levels: dict[str, str]) -> list[tuple[str, ...]]:
-    """The commands the trial's factor stage runs on `pool`, as engine/trial.py calls it."""
-    backend = _backend(dry_run=False)
+def _after_pool(pool: Pool, levels: dict[str, str], dry_run: bool) -> list[tuple[str, ...]]:
+    """The commands the trial's factor stage runs on `pool`, as engine/trial.py calls it (a
+    dry run's: nothing done, so no section)."""
+    backend = _backend(dry_run)
     runner = backend.runner
     assert isinstance(runner, RecordingRunner)
-    factors.after_pool(AfterPool(runner, Journal(runner, None), backend, pool, levels,
-                                 1 * MiB, 1, 42))  # fmt: skip
+    made = factors.after_pool(AfterPool(runner, Journal(runner, None), backend, pool, levels,
+                                        1 * MiB, 1, 42))  # fmt: skip
+    assert (made == {}) == dry_run, made
     return runner.argvs
+
+
+def _real(pool: Pool, levels: dict[str, str]) -> list[tuple[str, ...]]:
+    return _after_pool(pool, levels, dry_run=False)
 
 
 def _dry(pool: Pool, levels: dict[str, str]) -> list[tuple[str, ...]]:
-    backend = _backend(dry_run=True)
-    runner = backend.runner
-    assert isinstance(runner, RecordingRunner)
-    factors.dry_run(runner, backend, pool, levels)
-    return runner.argvs
+    return _after_pool(pool, levels, dry_run=True)
 
 
 def _pool(mountpoint: Path, usable: int | None) -> Pool:
@@ -77,9 +80,23 @@ def test_the_fill_dry_run_prints_the_fio_runs_and_job_files_prefill_runs(tmp_pat
     where = tmp_path / ".poolbench-fill"
     assert real == [tuple(fio.command(where / f"fill{i}.fio")) for i in (0, 1)]
     assert (where / "fill1.fio").read_text() == fill.jobs(where, 3 * GiB // 2)[1][1]
+    (where / "fill0.fio").unlink()
+    (where / "fill1.fio").unlink()
+    where.rmdir()
     assert _dry(pool, levels) == real
-    # A dry run's pool is not built and reports no usable space: its first job is shown.
-    assert _dry(_pool(tmp_path, None), levels) == real[:1]
+    assert not where.exists()  # the dry run wrote no job file
+    # A dry run's pool, not built, has its planned usable space (raidz1 of 3 x 1 GiB: the
+    # planner's figure), so as many fill jobs as the pool built would take: two, here.
+    unbuilt = _pool(tmp_path / "unbuilt", None)
+    unbuilt.spec = PoolSpec("zfs", "raidz1", ("/dev/a", "/dev/b", "/dev/c"), "pbdry",
+                            tmp_path / "unbuilt")  # fmt: skip
+    planned.describe(unbuilt, GiB)
+    usable = unbuilt.described["usable_bytes"]
+    assert isinstance(usable, int) and GiB < usable * 60 // 100 <= 2 * GiB
+    assert [a[-1] for a in _dry(unbuilt, levels)] == [
+        str(tmp_path / "unbuilt" / ".poolbench-fill" / f"fill{i}.fio") for i in (0, 1)
+    ]
+    assert not (tmp_path / "unbuilt").exists()
 
 
 def test_the_aging_dry_run_prints_what_aging_runs_and_no_fill(
@@ -97,6 +114,8 @@ def test_the_aging_dry_run_prints_what_aging_runs_and_no_fill(
     assert real == [("zpool", "sync", "pbdry"),
                     ("zpool", "get", "-Hp", "-o", "value", "fragmentation", "pbdry")]  # fmt: skip
     assert factors.acting(levels) == [aging.FACTOR]
+    files = sorted(p for p in (tmp_path / aging.DIRECTORY).rglob("*"))
     assert _dry(pool, levels) == real  # no fio line of the fill it replaces
+    assert sorted(p for p in (tmp_path / aging.DIRECTORY).rglob("*")) == files  # none new
     # aging's commands do not depend on its fill level (the default when it has none)
     assert _dry(pool, {"aging": "3"}) == real

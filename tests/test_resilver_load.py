@@ -4,6 +4,7 @@ back over the resilver's window (a recorded fio histogram log), its p99, and the
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -249,8 +250,15 @@ def test_the_dry_run_plans_an_idle_and_a_loaded_resilver(
     assert "load=none" in out and "load=seq-read@20M" in out
     assert "primarycache=metadata" in out
     # the loaded configuration's trial runs the load during the resilver, then alone
-    assert out.count("--trigger-file=load-during.stop load-during.fio") == 1
+    during = re.findall(r"--trigger-file=(\S+) --aux-path=(\S+) (\S+)", out)
+    assert [(Path(t).name, Path(j).name) for t, _a, j in during] == [
+        ("load-during.stop", "load-during.fio")
+    ]
     assert out.count("load-alone.fio") == 1
+    loaded = out[out.index("load=seq-read@20M", out.index("commands of one trial")) :]
+    assert (
+        loaded.index("load-during.fio") < loaded.index("zpool replace") < loaded.index("load-alone")
+    )
     assert not (tmp_path / "scratch").exists()
 
 

@@ -98,31 +98,30 @@ def test_reads_in_a_row_keep_what_is_there(tmp_path: Path, other: str) -> None:
 def test_a_dry_run_shows_the_prepare_job_only_where_the_real_run_lays_data_out(
     tmp_path: Path,
 ) -> None:
-    from poolbench.engine import pool_ops
-
     # a dry run's fio answers as a recorded one did (the job's figures do not matter here)
     answer = (Path(__file__).parent / "data" / "fio-rand-read-4k.jsonplus.json").read_text()
     runner = RecordingRunner(responses={"fio": answer}, dry_run=True)
     ws = Workspace(runner, tmp_path, 3)
-    ws.create()  # (where fio.run_job keeps the job text a dry run prints)
+    ws.create()  # a dry run's: nothing made
     p = _params(ws.root)
 
     def prepared(names: list[str]) -> list[str]:
         runner.calls.clear()
         for n in names:
             ws.lay_out(get(n), p)
+            ws.wrote(get(n), p)  # its timed job ran (the session says so after it)
         return [Path(a).name for argv in runner.argvs for a in argv if "prepare-" in a]
 
     assert prepared(["seq-write", "seq-read"]) == []  # the read reads what the write left
-    # an in-place write needs its data, and the read after it its own, once
+    # an in-place write finds its data there; the read after it lays its own out, once
+    assert prepared(["rand-write-4k", "seq-read", "seq-read"]) == ["prepare-seq-read.fio"]
+    # metadata: the files meta-create leaves are what meta-stat and meta-delete find, and
+    # after the delete a stat needs them made again
+    assert prepared(["meta-create-seq", "meta-stat-seq", "meta-delete-seq"]) == []
+    assert prepared(["meta-stat-seq", "meta-stat-seq"]) == ["prepare-meta.fio"]
+    # on a fresh workspace the in-place write lays its data out first
+    ws = Workspace(runner, tmp_path, 3)
     assert prepared(["rand-write-4k", "seq-read"]) == [
         "prepare-rand-write-4k.fio", "prepare-seq-read.fio"
     ]  # fmt: skip
-    # the study's dry run lists the same (pool_ops.dry_commands's prepare lines)
-    listed = RecordingRunner(dry_run=True)  # what dry_commands runs under
-    pool = type("P", (), {"spec": type("S", (), {"name": "pb1t0"})(), "mountpoint": tmp_path})()
-    names = ["seq-write", "seq-read", "rand-write-4k", "seq-read"]
-    pool_ops.dry_commands(listed, None, pool, {}, [get(n) for n in names])  # type: ignore[arg-type]
-    jobs = [a[-1] for a in listed.argvs if a[0] == "fio"]
-    assert jobs == ["seq-write.fio", "seq-read.fio", "prepare-rand-write-4k.fio",
-                    "rand-write-4k.fio", "prepare-seq-read.fio", "seq-read.fio"]  # fmt: skip
+    assert not ws.root.exists()  # a dry run made no directory, wrote no job file

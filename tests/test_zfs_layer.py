@@ -499,17 +499,3 @@ def test_operations_run_their_command_read_it_and_raise_its_typed_error() -> Non
         "zpool", "create", "-o", "cachefile=none", "-o", "ashift=12", "-m", "/mnt/tank", "tank",
         "mirror", "/dev/a", "/dev/b",
     )  # fmt: skip
-
-
-def test_a_dry_run_prints_each_trial_operation_with_placeholders() -> None:
-    from poolbench.zfs import ops
-
-    rec = RecordingRunner(dry_run=True)
-    for operation in ("offline", "resilver", "expand", "capacity"):
-        ops.show_trial_operation(rec, "tank", operation)
-    assert rec.argvs == [
-        ("zpool", "offline", "tank", "<a member>"),
-        ("zpool", "replace", "-f", "tank", "<the offline member>", "<the spare>"),
-        ("zpool", "attach", "-f", "-w", "tank", "<the raidz vdev>", "<the unused disk>"),
-        ("zfs", "get", "-Hp", "-o", "property,value,source", "used,available", "tank"),
-    ]

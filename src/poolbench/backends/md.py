@@ -236,9 +236,11 @@ class MdBackend:
         # The kernel shows the mount's source as /dev/mdNNN, which /dev/md/NAME links to.
         journal.mount_created(str(mountpoint), os.path.realpath(dev))
         self.runner.run(self.mount_argv(spec))
-        pool = Pool(spec, mountpoint, block_names(list(spec.devices)), {})
+        pool = Pool(spec, mountpoint, [] if dry else block_names(list(spec.devices)), {})
         pool.described = {"initial_resync": self.resync_record(spec, waited)}
-        if not dry:
+        if dry:  # not built: nothing of it to read (backends/planned.py)
+            pool.described["dry_run"] = True
+        else:
             pool.described = dict(self.describe(pool))
         return pool
 

@@ -41,12 +41,18 @@ def measure(
     p = replace(params, runtime_s=length, min_window_s=0.0)
     seed = params.randseed or 0
     jobs = Path(params.directory) / "jobs"
-    before = _snapshot(arcstats)
+
+    # A dry run reads no counters (nothing ran; on a machine without OpenZFS there are
+    # none): its intervals count nothing.
+    def snapshot() -> dict[str, int]:
+        return {} if runner.dry_run else _snapshot(arcstats)
+
+    before = snapshot()
     out: list[l2arc.Interval] = []
     for i in range(INTERVALS):
         job = fiojob.render(reads, replace(p, randseed=(seed + i) & 0x7FFFFFFF))
         r = fio.run_job(runner, job, jobs / f"{w.name}.{i}.fio", "read")
-        after = _snapshot(arcstats)
+        after = snapshot()
         p99 = r.latency.p(99.0) if r.latency is not None else None
         ms = None if p99 is None else p99 / 1e6
         out.append(l2arc.interval(i, before, after, r.runtime_s, r.iops, ms))

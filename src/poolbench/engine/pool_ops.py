@@ -1,10 +1,7 @@
 """What the trial loop does beyond build → measure → destroy, for the built-in studies.
 
-* **Trial factors**: the factors of factors/ (factors/registry.py), applied by the trial loop
-  itself, not a backend; the dry run asks them what they would run.
 * **The checks before anything is built**: loop disks on tmpfs, pool operations the layout
   cannot do, a zvol target without a working-set size.
-* **The dry run's list** (`dry_commands`): what one trial would run once its pool is built.
 * **The untar source**: a compressed tarball is unpacked to a plain tar once per run (untimed,
   journaled), so `untar` measures the pool, not xz.
 """
@@ -16,34 +13,22 @@ import gzip
 import lzma
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
 from poolbench import capabilities
 from poolbench.backends import zvol
 from poolbench.backends.base import (
-    Backend,
-    Pool,
     PoolSpec,
     parse_topology,
 )
-from poolbench.backends.zfs import expansion_supported, show_trial_operation
-from poolbench.engine import pgbench_run
+from poolbench.backends.zfs import expansion_supported
 from poolbench.engine.measure_checks import block_device_refusal
-from poolbench.engine.workspace import Workspace
 from poolbench.errors import UsageError
-from poolbench.factors import load as load_factor
-from poolbench.factors import registry as factors
-from poolbench.guards.devices import MountInfo, Target, mount_of
-from poolbench.guards.workingset import WorkingSet
-from poolbench.records.findings import Findings
+from poolbench.guards.devices import MountInfo, mount_of
 from poolbench.safety.journal import Journal
-from poolbench.study.model import Disks, Workloads
-from poolbench.system.runner import Runner
-from poolbench.units import parse_size
-from poolbench.workloads import fiojob
-from poolbench.workloads.library import L2ARC_INTERVALS
+from poolbench.study.model import Disks
 from poolbench.workloads.workload import Workload
 
 MiB = 1 << 20
@@ -136,80 +121,6 @@ def check_volume(spec: PoolSpec, workloads: Sequence[Workload], size: str | None
             "(the 2x RAM default would not fit in a study's pool).",
             'Set [workloads] size, e.g. size = "256M".',
         )
-
-
-def dry_commands(
-    runner: Runner, backend: Backend, pool: Pool, levels: Mapping[str, str],
-    workloads: Sequence[Workload], wl: Workloads | None = None,
-) -> None:  # fmt: skip
-    """--dry-run: what one trial would run after the pool is built, in order (`wl`: the
-    study's [workloads], for the pgbench commands' sizes)."""
-    factors.dry_run(runner, backend, pool, levels)
-    name = pool.spec.name
-    offline = False
-    last_write: Workload | None = None
-    for w in workloads:
-        # a read right after a write of its own files whole reads them (Workspace.lay_out)
-        written, last_write = _writes_its_data(last_write, w), _last_write(last_write, w)
-        if w.pool_state == "degraded" and not offline:
-            show_trial_operation(runner, name, "offline")
-            offline = True
-        if w.kind == "pgbench":  # the measurement itself, its commands printed
-            request = _dry_pg_request(runner, pool, w, levels, wl or Workloads())
-            pgbench_run.Pgbench(runner).measure(w, request, Findings())
-        elif w.kind == "untar":
-            runner.run(["tar", "-x", "--no-same-owner", "-f", "<tarball>", "-C", "<dir>"])
-            runner.run(["sync", "--file-system", "<dir>"])
-        elif not _dry_pool_operation(runner, name, w, levels):
-            if w.needs_data and not w.fresh_file and not w.is_metadata and not written:
-                # Laid out before the first measurement (fiojob.render_prepare), not timed.
-                runner.run(["fio", "--output-format=json", f"prepare-{w.name}.fio"])
-            runner.run(["fio", "--output-format=json", f"{w.name}.fio"])
-
-
-def _dry_pg_request(
-    runner: Runner, pool: Pool, w: Workload, levels: Mapping[str, str], wl: Workloads
-) -> pgbench_run.PgRequest:
-    """--dry-run: the request a trial's session would make of the pool it did not build
-    (no members to count bytes on, nothing cached: the sizes are the study's)."""
-    mp = pool.mountpoint
-    target = Target(str(mp), MountInfo(str(mp), pool.spec.backend, pool.spec.name, ""))
-    size = parse_size(wl.size)
-    return pgbench_run.PgRequest(
-        Workspace(runner, mp, 0).root, target, WorkingSet(size, 0, None, 0, False, 0.0),
-        w.jobs or wl.jobs, wl.runtime, dict(levels), mp / "journals", disposable=True,
-    )  # fmt: skip
-
-
-def _writes_its_data(last_write: Workload | None, w: Workload) -> bool:
-    """Whether the write just before `w` left `w`'s data as the prepare job would lay it out
-    (the same working set for both: a trial's workloads share it)."""
-    same = fiojob.JobParams("<dir>", MiB)
-    return last_write is not None and fiojob.writes_prepared_data(last_write, same, w, same)
-
-
-def _last_write(last_write: Workload | None, w: Workload) -> Workload | None:
-    """The write a later read may find its data from, as Workspace.lay_out tracks it: a read
-    ends it, a metadata test or an operation that is not a fio job leaves it."""
-    if w.direction == "read":
-        return None
-    return last_write if w.is_metadata or w.kind != "fio" else w
-
-
-def _dry_pool_operation(runner: Runner, name: str, w: Workload, levels: Mapping[str, str]) -> bool:
-    """--dry-run: a pool operation's commands (False: `w` is not one)."""
-    if w.name == "resilver":
-        show_trial_operation(runner, name, "resilver")
-        load_factor.dry_resilver(runner, levels)  # its foreground: during it, then alone
-    elif w.name in ("expand", "capacity"):
-        show_trial_operation(runner, name, w.name)
-    elif w.name.startswith("l2arc-read-"):  # laid out, then its intervals (arcstats between)
-        runner.run(["fio", "--output-format=json", f"prepare-{w.name}.fio"])
-        for i in range(L2ARC_INTERVALS):
-            runner.run(["fio", "--output-format=json+", f"{w.name}.{i}.fio"])
-    else:
-        return False
-    return True
 
 
 # -- untar source -----------------------------------------------------------------------------

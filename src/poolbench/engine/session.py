@@ -74,6 +74,7 @@ class Session:
         *,
         progress: Progress | None = None,
         commands: CommandLog | None = None,
+        fio_version: str | None = None,
     ) -> None:
         self.runner = runner
         self.store = store
@@ -90,6 +91,7 @@ class Session:
         self.write_model = subject.write_model
         self.working_set: workingset.WorkingSet | None = None
         self.fio_version = ""
+        self._fio_known = fio_version  # read once by a study's preflight (None: read here)
         # A study passes its run's one log: each trial's session must not store again the
         # commands an earlier trial (or the pool steps around it) already stored.
         self.commands = commands if commands is not None else CommandLog(runner, store, run_id)
@@ -102,9 +104,16 @@ class Session:
     # -- preflight -------------------------------------------------------------------------
     def preflight(self) -> JsonObject:
         """Everything that can be refused is refused here, before any I/O."""
-        self.fio_version = replay_check.fio_version(self.runner, self.options.workloads)
-        self._refuse_target()
-        workload_refusal(self.options, in_study=self.subject.hooks is not None)
+        self.fio_version = replay_check.fio_version(
+            self.runner, self.options.workloads, self._fio_known
+        )
+        # A dry run's trial pool is not built: its mountpoint is planned, not there to check
+        # (a bench's target is the user's: refused if it is not there, dry run or not).
+        in_trial = self.subject.hooks is not None
+        planned = self.runner.dry_run and in_trial and not self.target.exists()
+        if not planned:
+            self._refuse_target()
+        workload_refusal(self.options, in_study=in_trial)
         check_installed(self.options.workloads, self.target)
         self._refuse_block_device()
         meta_bytes = 0
@@ -112,7 +121,9 @@ class Session:
         if meta:  # each file: its data (smallfile-*) and about 4 KiB of metadata
             per_file = max(int(w.fio.get("filesize", 4096)) + 4096 for w in meta)
             meta_bytes = self.options.metadata_files * max(8192, per_file)
-        self.working_set = workingset.choose(self.target, self.options.size, meta_bytes)
+        self.working_set = workingset.choose(
+            None if planned else self.target, self.options.size, meta_bytes
+        )
         if self.device_target is None:
             self.device_target = devices.resolve(self.target, self.runner)
         self._zfs = None if self.runner.dry_run else cache.zfs_flavour(self.target)
@@ -295,13 +306,18 @@ class Session:
         findings.durability = durability(w)
         warnings: list[str] = []
         files, block_size = self._cold_files(w, params)
-        if w.cached_by_design and not self.runner.dry_run:
+        if w.cached_by_design:
             # iozone's reread: the first read warms the cache, the second is measured.
             fio.run_job(self.runner, job, jobs / f"warm-{w.name}.fio", w.direction)
             findings.cache = CacheFinding("kept on purpose (cached test)", None)
         elif w.cold:
             findings.cache = self._defeat_cache(files, warnings)
         timed, job = self._long_enough(w, params, job, replicate, block_size, findings)
+        if self.runner.dry_run:  # nothing was measured: no figure, nothing stored
+            self.workspace.wrote(w, params)
+            timed.window.abandon()
+            self._read_back(w, findings)
+            return
         result, seconds, window, arc = timed.result, timed.seconds, timed.window, timed.arc
         findings.other["cpu"] = timed.clock.close(
             result.cpu_usr_s, result.cpu_sys_s, result.io_bytes
@@ -357,7 +373,9 @@ class Session:
         first pass only sizes the second. Returns the run kept and its job."""
         timed = self._timed(w, job, f"{w.name}.{replicate}.fio", block_size)
         minimum, first_pass = params.min_window_s, None
-        loops = long_window.loops_for(timed.seconds, minimum) if long_window.extendable(w) else 1
+        # (a dry run's fio ran for no time: its window is not lengthened)
+        extend = long_window.extendable(w) and not self.runner.dry_run
+        loops = long_window.loops_for(timed.seconds, minimum) if extend else 1
         if loops > 1:
             timed.window.abandon()
             first_pass = timed.seconds
@@ -409,9 +427,9 @@ class Session:
     def _read_back(self, w: Workload, findings: Findings) -> None:
         """What the pool says after this measurement (e.g. the achieved compressratio)."""
         hooks = self.subject.hooks
-        if hooks is None or self.runner.dry_run:
+        if hooks is None:
             return
-        said = hooks.after(w)
+        said = hooks.after(w)  # a dry run's: the commands, nothing read (a planned pool)
         if said:
             findings.merge_pool(said)
             latency_findings(findings, w)  # OpenZFS: the slow member by its disk_wait
@@ -437,6 +455,8 @@ class Session:
             op = hooks.operate(w, replace(self._params(w), randseed=self.randseed(w, replicate)))
         findings.other.update(op.sections)
         self._read_back(w, findings)
+        if self.runner.dry_run:  # nothing was measured: no figure, nothing stored
+            return
         device_mib_s = None
         if op.device_bytes is not None and op.seconds > 0:
             device_mib_s = op.device_bytes / op.seconds / MiB

@@ -2,8 +2,10 @@
 pool, the pool, the refusal if it is not what was asked, the workloads' options, the findings
 every measurement carries, the measurement of this replicate, the teardown of the pool.
 
-A dry run (a runner that prints) walks the same sequence as far as the pool, then lists what
-the trial would run on it (engine/pool_ops.py `dry_commands`)."""
+A dry run walks the same sequence, the same code: its runner prints each command that would
+change something instead of running it, fio answers with nothing measured (workloads/fio.py
+`planned`), and the pool, not built, answers the few read-backs the trial needs from a planned
+description (backends/planned.py). It makes no figure and stores nothing."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from poolbench.backends import planned
 from poolbench.backends.base import Backend, Pool, PoolSpec, SupportsVolumes, require
 from poolbench.backends.zvol import wanted as volume_wanted
-from poolbench.engine import pool_ops, stalled
+from poolbench.engine import stalled
 from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.pool_hooks import PoolHooks
 from poolbench.engine.records import TrialConfig
@@ -52,6 +55,7 @@ class Bench:
     seed: int | None  # seeds fio's offsets too, so `run --seed N` replays them
     tarball: Path | None  # the plain tar `untar` extracts
     commands: CommandLog
+    fio_version: str | None = None  # `fio --version` as the study's preflight read it
 
 
 def run(bench: Bench, tc: TrialConfig, name: str, journal: Journal, have: set[str]) -> str:
@@ -69,15 +73,11 @@ def run(bench: Bench, tc: TrialConfig, name: str, journal: Journal, have: set[st
     made = factors.before_pool(journal, disks, devices, tc.levels)  # undone at teardown
     # 2. the pool
     pool = backend.create(spec_for(tc.config, devices, name, base), journal)
-    try:
-        if runner.dry_run:  # 3. (dry) what the trial would run on it
-            make_volume(backend, pool, parse_size(bench.study.workloads.size))
-            pool_ops.dry_commands(runner, backend, pool, tc.levels, bench.workloads,
-                                  bench.study.workloads)  # fmt: skip
-            headline = ""
-        else:  # 3. refused if not as asked, then measured
-            refuse_if_not_as_asked(tc, backend.verify(pool))
-            headline = _measure(bench, tc, backend, pool, journal, made, have)
+    if runner.dry_run:  # not built: what it would report, planned
+        planned.describe(pool, bench.study.disks.size_bytes)
+    try:  # 3. refused if not as asked, then measured
+        refuse_if_not_as_asked(tc, backend.verify(pool))
+        headline = _measure(bench, tc, backend, pool, journal, made, have)
     except PoolbenchError as exc:  # named with the pool when it stopped answering
         named = stalled.explain(runner, pool, backend.check().dialect, exc)
         if named is exc:
@@ -100,7 +100,7 @@ def _measure(
     subject = subject_for(bench.runner, backend, pool, tc.key, findings,
                           working_set=options.size, levels=tc.levels)  # fmt: skip
     session = Session(bench.runner, bench.store, bench.run_id, subject, options,
-                      commands=bench.commands)  # fmt: skip
+                      commands=bench.commands, fio_version=bench.fio_version)  # fmt: skip
     session.preflight()
     results = session.run_once(tc.replicate, skip=have)
     return ", ".join(

@@ -103,6 +103,9 @@ class StudyRun:
         self.configs = matrix.configs(self.study)
         self.backends: dict[str, Backend] = {}
         self.untar_source: Path | None = None  # the plain tar `untar` extracts
+        # `fio --version`, read once by the preflight (None: not read; "": a dry run on a
+        # machine without fio): every trial's session takes it from here.
+        self.fio_version: str | None = None
         # Pools are named pb<run><token>t<trial>: the random token keeps a stale pool of a
         # crashed run (or of another store's run with the same id) from blocking this one.
         self.pool_token = secrets.token_hex(2)
@@ -159,9 +162,9 @@ class StudyRun:
         """fio too old for the workloads is refused before any pool is built (a dry run
         without fio installed only shows the plan)."""
         if self.runner.dry_run and self.runner.which("fio") is None:
+            self.fio_version = ""
             return
-        if any(w.kind == "fio" for w in self.workloads):
-            fio.fio_version(self.runner)
+        self.fio_version = fio.fio_version(self.runner)
 
     # -- the run -----------------------------------------------------------------------------
     def metadata(self, availability: dict[str, Availability]) -> JsonObject:
@@ -361,9 +364,12 @@ class StudyRun:
     def _build_measure_destroy(self, tc: TrialConfig, name: str, journal: Journal) -> None:
         """The trial itself, in order (engine/trial.py `run`)."""
         have = self._measured(tc)
+        tarball = self.untar_source
+        if tarball is None and self.runner.dry_run and self.study.workloads.tarball:
+            tarball = Path(self.study.workloads.tarball)  # a dry run unpacks none: as given
         bench = trial.Bench(
             self.runner, self.store, self.run_id, self.study, self.workloads, self.backends,
-            self.paths.scratch, self.claims, self.seed, self.untar_source, self.commands,
+            self.paths.scratch, self.claims, self.seed, tarball, self.commands, self.fio_version,
         )  # fmt: skip
         self.headline = trial.run(bench, tc, name, journal, have)
 

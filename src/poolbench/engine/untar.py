@@ -56,10 +56,12 @@ class Untar:
         file twice); without it, against one copy. `compression` is what the pool applies
         ("compression=lz4"): source text shrinks under it, which explains a shortfall."""
         dest = workdir / "untar"
+        dry = self.runner.dry_run  # its commands printed: nothing made, nothing read
         shutil.rmtree(dest, ignore_errors=True)
-        dest.mkdir()
+        if not dry:
+            dest.mkdir()
         self.runner.run(["sync", "--file-system", str(workdir)])  # settle, untimed
-        app_bytes, files = self.content()
+        app_bytes, files = (0, 0) if dry else self.content()
         window = DeviceWindow(target, *(write_model or (None, "")))
         t0 = time.monotonic()
         try:
@@ -70,7 +72,7 @@ class Untar:
         except BaseException:
             window.abandon()
             raise
-        seconds = time.monotonic() - t0
+        seconds = max(time.monotonic() - t0, 1e-9)
         why = (f"untar also writes the inodes and directory entries of {files:,} files and "
                "the filesystem's journal or log, which the file bytes do not count")  # fmt: skip
         dev = window.close(

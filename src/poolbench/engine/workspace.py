@@ -32,8 +32,14 @@ class Workspace:
         # The last write since the read data was laid out, with its job's parameters (None:
         # no write since): whether a read may use what it left is fiojob's to say.
         self._last_write: tuple[Workload, fiojob.JobParams] | None = None
+        # A dry run's data files, as its fio runs would have left them (path -> bytes): the
+        # files a real run finds there, so it lays out what the real run would, no more.
+        self._planned: dict[Path, int] = {}
+        self._planned_meta = (0, 0)  # and its metadata directory's: (files, bytes each)
 
     def create(self) -> None:
+        if self.runner.dry_run:  # a dry run makes nothing (its fio writes no job file)
+            return
         self.root.mkdir()
         self.jobs_dir.mkdir()
 
@@ -56,6 +62,35 @@ class Workspace:
             self.device_laid_out = 0
             return
         for f in self.data_files(w, params):
+            self._unlink(f)
+
+    def wrote(self, w: Workload, params: fiojob.JobParams) -> None:
+        """A dry run's timed job of `w` ran: the files a write leaves (a real run's are there
+        to see)."""
+        if not self.runner.dry_run or self.device is not None:
+            return
+        if w.is_metadata:  # meta-create and smallfile-write leave their files, delete none
+            op = w.name.split("-")[1]
+            size = int(w.fio["filesize"]) if w.many_files else 0
+            made = {"create": (params.metadata_files, size), "write": (params.metadata_files, size)}
+            self._planned_meta = made.get(op, (0, 0) if op == "delete" else self._planned_meta)
+        elif w.direction != "read":
+            self._plan(self.data_files(w, params), fiojob.file_bytes(w, params))
+
+    def _plan(self, files: list[Path], size: int) -> None:
+        for f in files:
+            self._planned[f] = max(size, self._planned.get(f, 0))
+
+    def _size(self, f: Path) -> int | None:
+        """The file's bytes (None: no such file); a dry run's, as planned."""
+        if self.runner.dry_run:
+            return self._planned.get(f)
+        return f.stat().st_size if f.exists() else None
+
+    def _unlink(self, f: Path) -> None:
+        if self.runner.dry_run:
+            self._planned.pop(f, None)
+        else:
             f.unlink(missing_ok=True)
 
     def lay_out(self, w: Workload, params: fiojob.JobParams) -> str | None:
@@ -67,8 +102,7 @@ class Workspace:
         if w.direction == "read" and last is not None:
             self._last_write = None
             if fiojob.writes_prepared_data(*last, w, params):
-                # A dry run wrote nothing, but the real run would read what the write left.
-                if self.runner.dry_run or not self.prepare(w, params):  # short: laid out
+                if not self.prepare(w, params):  # short: laid out
                     return last[0].name
                 return None
             self.discard(w, params)
@@ -90,16 +124,17 @@ class Workspace:
         files = self.data_files(w, params)
         if w.fresh_file:
             for f in files:
-                f.unlink(missing_ok=True)
+                self._unlink(f)
             return False
         need = fiojob.file_bytes(w, params)
-        if all(f.exists() and f.stat().st_size >= need for f in files):
+        if all((size := self._size(f)) is not None and size >= need for f in files):
             return False
         job = fiojob.render_prepare(w, params)
         assert job is not None
         for f in files:
-            f.unlink(missing_ok=True)
+            self._unlink(f)
         fio.run_job(self.runner, job, self.jobs_dir / f"prepare-{w.name}.fio", "write")
+        self._plan(files, need)
         return True
 
     def _prepare_device(self, w: Workload, params: fiojob.JobParams) -> None:
@@ -116,15 +151,23 @@ class Workspace:
     def _prepare_metadata(self, w: Workload, params: fiojob.JobParams) -> None:
         op = w.name.split("-")[1]
         if op in ("create", "write"):  # meta-create-*, smallfile-write-*: a fresh directory
-            shutil.rmtree(self.meta_dir, ignore_errors=True)
-            self.meta_dir.mkdir()
+            self._fresh_meta_dir()
             return
         # smallfile-read-SIZE reads files written whole; meta-stat/delete need them to exist.
         need = int(w.fio["filesize"]) if w.many_files else 0
         files = self.data_files(w, params)
-        if len(files) < params.metadata_files or any(f.stat().st_size < need for f in files):
-            shutil.rmtree(self.meta_dir, ignore_errors=True)
-            self.meta_dir.mkdir()
+        have = [f.stat().st_size for f in files]
+        if self.runner.dry_run:  # the files its fio runs would have left
+            have = [self._planned_meta[1]] * self._planned_meta[0]
+        if len(have) < params.metadata_files or any(size < need for size in have):
+            self._fresh_meta_dir()
             maker = smallfile("write", need) if w.many_files else metadata("create", "seq")
             create = fiojob.render(maker, params)
             fio.run_job(self.runner, create, self.jobs_dir / "prepare-meta.fio", maker.direction)
+            self._planned_meta = (params.metadata_files, need)
+
+    def _fresh_meta_dir(self) -> None:
+        if self.runner.dry_run:
+            return
+        shutil.rmtree(self.meta_dir, ignore_errors=True)
+        self.meta_dir.mkdir()

@@ -35,11 +35,10 @@ from poolbench import capabilities
 from poolbench.backends.base import Backend, Pool, SupportsFragmentation, capability
 from poolbench.errors import PoolbenchError
 from poolbench.factors import fill, specs
-from poolbench.factors.base import AfterPool, Factor, Levels, Preflight
+from poolbench.factors.base import AfterPool, Factor, Preflight
 from poolbench.factors.specs import Spec, int_in
 from poolbench.records import sections
 from poolbench.records.jsontypes import JsonObject
-from poolbench.system.runner import Runner
 
 KEY = specs.AGING
 FRAG_KEY = specs.FRAG_TARGET
@@ -289,16 +288,23 @@ def check(backend: str, dialect: str, levels: Mapping[str, str]) -> None:
 
 
 def age_pool(
-    backend: Backend, pool: Pool, levels: Mapping[str, str], working_set: int, seed: int
-) -> sections.AgeRecord:
+    backend: Backend, pool: Pool, levels: Mapping[str, str], working_set: int, seed: int,
+    dry: bool = False,
+) -> sections.AgeRecord | None:  # fmt: skip
     """Age the trial's pool before its workloads (refused first when the working set would
-    not fit on top of the fill level)."""
+    not fit on top of the fill level). `dry`: a dry run's pool, not built: its files are
+    written by this process, not by a command, so there is nothing to show of them; the
+    fragmentation read after the asked rounds runs its commands (OpenZFS: `zpool sync`), and
+    the rounds past them a fragmentation target would take cannot be known. None then."""
     recipe = recipe_for(levels, seed)
     # The room a fresh filesystem offers for files, by statfs, the same figure for every
     # stack: a small btrfs holds back a large share of its size for metadata chunks and its
     # global reserve, which a fill of `f_blocks` would count as filled by the recipe.
-    usable = available(pool.mountpoint)
+    usable = fill.usable_bytes(pool) if dry else available(pool.mountpoint)
     fill.check_room(pool.spec.name, usable, recipe.fill_percent, working_set)
+    if dry:
+        fragmentation_of(backend, pool)()
+        return None
     return age(pool.mountpoint, usable, recipe, fragmentation_of(backend, pool))
 
 
@@ -350,15 +356,9 @@ class Aging(Factor):
         if KEY not in at.levels:  # a frag_target alone: study/consistency.py refuses it
             return None
         assert at.working_set is not None
-        return dict(age_pool(at.backend, at.pool, at.levels, at.working_set, at.seed))
-
-    def dry_run(self, runner: Runner, backend: Backend, pool: Pool, levels: Levels) -> None:
-        """The commands `age_pool` runs: the fragmentation read after its asked rounds (on
-        OpenZFS `zpool sync`, then the property, read-only). Its files are written by this
-        process, not by a command, so a dry run has none to show; nor can it know the
-        rounds past the asked ones that a fragmentation target would take."""
-        if KEY in levels:
-            fragmentation_of(backend, pool)()
+        aged = age_pool(at.backend, at.pool, at.levels, at.working_set, at.seed,
+                        dry=at.runner.dry_run)  # fmt: skip
+        return None if aged is None else dict(aged)
 
 
 FACTOR = Aging()

@@ -131,11 +131,6 @@ class Factor(Protocol):
         the measurement's `pool` section (under `section`), or None."""
         return None
 
-    def dry_run(self, runner: Runner, backend: Backend, pool: Pool, levels: Levels) -> None:
-        """--dry-run: the commands `after_pool` would run on `pool` (not built: a dry run's),
-        from the builders `after_pool` calls."""
-        return None
-
     def postgres_settings(self, levels: Levels) -> Mapping[str, str]:
         """The PostgreSQL settings this factor gives every cluster a pgbench workload makes
         (asked of every factor, active or not: a setting's default is recorded too)."""

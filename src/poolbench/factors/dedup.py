@@ -26,7 +26,6 @@ from poolbench.zfs import ops
 from poolbench.zfs.errors import ZfsCommandError
 
 if TYPE_CHECKING:
-    from poolbench.backends.base import Backend, Pool
     from poolbench.system.runner import Runner
 
 KEY = "dedup"
@@ -105,9 +104,13 @@ def _set(runner: Runner, name: str, level: str) -> str | None:
     return ops.dataset_value(runner, name, KEY)
 
 
-def apply(at: AfterPool) -> JsonObject:
+def apply(at: AfterPool) -> JsonObject | None:
     """The pool's root dataset at the configuration's level, read back."""
     name, level = at.pool.spec.name, at.levels[KEY]
+    if at.runner.dry_run:  # the set printed; a pool not built has nothing to read back
+        if level == "on":
+            ops.set_property(at.runner, name, KEY, level)
+        return None
     got = _set(at.runner, name, level)
     if got != level:
         raise PoolbenchError(
@@ -155,10 +158,9 @@ class Dedup(Factor):
         return apply(at)
 
     def after_measurement(self, at: AfterMeasurement) -> JsonObject | None:
+        if at.runner.dry_run:  # a pool not built: no table to read
+            return None
         return read_back(at).to_json()
-
-    def dry_run(self, runner: Runner, backend: Backend, pool: Pool, levels: Levels) -> None:
-        _set(runner, pool.spec.name, levels[KEY])
 
 
 FACTOR = Dedup()

@@ -9,15 +9,15 @@ import os
 import time
 from pathlib import Path
 
-from poolbench.backends.base import Backend, Pool
+from poolbench.backends.base import Pool
 from poolbench.errors import UsageError
 from poolbench.factors import specs
-from poolbench.factors.base import AfterPool, Factor, Levels
+from poolbench.factors.base import AfterPool, Factor
 from poolbench.factors.specs import Spec, int_in
 from poolbench.records import sections
 from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
-from poolbench.workloads import fio, fiojob, fiolimit
+from poolbench.workloads import fio, fiojob
 from poolbench.workloads.library import streaming
 
 KEY = specs.FILL
@@ -67,20 +67,24 @@ def jobs(directory: Path, filler: int) -> list[tuple[Path, str]]:
 
 def prefill(
     runner: Runner, pool: Pool, percent: int, working_set: int, streams: int = 1
-) -> sections.FillRecord:
+) -> sections.FillRecord | None:
     """Fill the pool to `percent` of its usable space with incompressible data (fio, fsync'd,
-    untimed) before the workloads run; returns what was done, for every measurement's guards.
+    untimed) before the workloads run; returns what was done, for every measurement's guards
+    (a dry run, its fio commands printed: None, nothing was filled).
 
     Refuses (before writing) when the working set would not fit on top of the filler."""
-    usable = usable_bytes(pool)
+    usable = usable_bytes(pool)  # a dry run's pool: its planned usable space
     filler = usable * percent // 100
     check_room(pool.spec.name, usable, percent, working_set)
     directory = directory_of(pool)
     record = sections.FillRecord(asked_percent=percent, usable_bytes=usable)
-    directory.mkdir(exist_ok=True)
+    if not runner.dry_run:
+        directory.mkdir(exist_ok=True)
     t0 = time.monotonic()
     for path, job in jobs(directory, filler):
         fio.run_job(runner, job, path, "write")
+    if runner.dry_run:
+        return None
     st = os.statvfs(pool.mountpoint)
     used = usable - st.f_bavail * st.f_frsize
     record.update(
@@ -123,16 +127,8 @@ class Fill(Factor):
 
     def after_pool(self, at: AfterPool) -> JsonObject | None:
         assert at.working_set is not None
-        return dict(prefill(at.runner, at.pool, int(at.levels[KEY]), at.working_set, at.streams))
-
-    def dry_run(self, runner: Runner, backend: Backend, pool: Pool, levels: Levels) -> None:
-        """The fio commands `prefill` runs. The pool's usable space is known only where the
-        backend reported it; a dry run's unbuilt pool has none, so its first job is shown."""
-        usable = pool.described.get("usable_bytes")
-        percent = int(levels[KEY])
-        filler = usable * percent // 100 if isinstance(usable, int) and usable > 0 else CHUNK
-        for path, job in jobs(directory_of(pool), filler):
-            runner.run(fio.command(path), timeout=fiolimit.limit_s(job))
+        done = prefill(at.runner, at.pool, int(at.levels[KEY]), at.working_set, at.streams)
+        return None if done is None else dict(done)
 
 
 FACTOR = Fill()

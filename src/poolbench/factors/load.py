@@ -2,8 +2,7 @@
 (`none`: an idle resilver), then once more alone on the healthy pool, so a study sees what
 the resilver costs the foreground and what the foreground costs the resilver. The resilver
 itself, its foreground run and their timing live in engine/pool_hooks.py and
-engine/resilver_load.py; this module says which foreground a configuration has and what
-the dry run shows of it."""
+engine/resilver_load.py; this module says which foreground a configuration has."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from poolbench.factors.specs import Spec
 from poolbench.workloads.library import parse_load
 
 if TYPE_CHECKING:
-    from poolbench.system.runner import Runner
+    pass
 
 KEY = "load"
 NONE = "none"
@@ -26,16 +25,6 @@ def of(levels: Levels) -> str | None:
     """The configuration's foreground workload (`seq-read@20M`), or None: an idle resilver."""
     level = levels.get(KEY, NONE)
     return None if level == NONE else level
-
-
-def dry_resilver(runner: Runner, levels: Levels) -> None:
-    """--dry-run: the foreground's fio runs around a resilver, if the configuration has one
-    (the trigger file ends the first when the resilver does)."""
-    if of(levels) is None:
-        return
-    runner.run(["fio", "--output-format=json+", "--trigger-file=load-during.stop",
-                "load-during.fio"])  # fmt: skip
-    runner.run(["fio", "--output-format=json+", "load-alone.fio"])
 
 
 def _is_load(v: object) -> bool:

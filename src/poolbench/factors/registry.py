@@ -25,11 +25,9 @@ from poolbench.factors.base import (
 from poolbench.factors.specs import Basis, Spec
 
 if TYPE_CHECKING:
-    from poolbench.backends.base import Backend, Pool
     from poolbench.records.jsontypes import JsonObject
     from poolbench.safety.journal import Journal
     from poolbench.study.model import Disks, Workloads
-    from poolbench.system.runner import Runner
 
 HELPERS = ("base", "registry", "specs")  # the modules of this package that are no factor
 
@@ -113,12 +111,6 @@ def acting(levels: Levels) -> list[Factor]:
     now = active(levels)
     replaced = {name for f in now for name in f.replaces}
     return [f for f in now if f.keys[0] not in replaced]
-
-
-def dry_run(runner: Runner, backend: Backend, pool: Pool, levels: Levels) -> None:
-    """--dry-run: the commands the factors that act after the pool is built would run."""
-    for f in acting(levels):
-        f.dry_run(runner, backend, pool, levels)
 
 
 def postgres_settings(levels: Levels) -> dict[str, str]:

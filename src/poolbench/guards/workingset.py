@@ -46,17 +46,22 @@ class WorkingSet:
 
 
 def choose(
-    target: Path, requested: int | None, extra_files_bytes: int = 0, ram: int | None = None
-) -> WorkingSet:
-    """Pick the working set and refuse up front if the target cannot hold it."""
+    target: Path | None, requested: int | None, extra_files_bytes: int = 0,
+    ram: int | None = None,
+) -> WorkingSet:  # fmt: skip
+    """Pick the working set and refuse up front if the target cannot hold it. None: a dry
+    run's pool, not built, has no free space to read (the study's own check said whether the
+    working set fits its layout); its free space is said to be 0."""
     ram = ram if ram is not None else ram_bytes()
     arc = arc_max_bytes()
     cache = max(ram, arc or 0)
     size = requested if requested is not None else COLD_FACTOR * cache
     size -= size % MiB
+    needed = int((size + extra_files_bytes) * (1 + FREE_MARGIN))
+    if target is None:
+        return WorkingSet(size, ram, arc, 0, requested is None, size / cache, needed)
     st = os.statvfs(target)
     free = st.f_bavail * st.f_frsize
-    needed = int((size + extra_files_bytes) * (1 + FREE_MARGIN))
     if needed > free:
         how = "the default of 2× RAM" if requested is None else "--size"
         raise UsageError(

@@ -50,6 +50,7 @@ class CallRecord:
     duration_s: float
     returncode: int | None
     dry_run: bool = False
+    mutates: bool = True  # as the caller said: a dry run runs only the calls that do not
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -305,7 +306,7 @@ class RecordingRunner:
         args = _validate_argv(argv)
         if not (self.dry_run and mutates):  # what a real run would start: the same rule
             watchdog.limit_for(args, timeout)
-        self.calls.append(CallRecord(args, time.time(), 0.0, 0, dry_run=self.dry_run))
+        self.calls.append(CallRecord(args, time.time(), 0.0, 0, self.dry_run, mutates))
         spec = self.responses.get(args, self.responses.get(args[0]))
         if callable(spec):
             spec = spec(args)

@@ -109,14 +109,17 @@ def run_job(
     """Write the job file, run fio on it, parse its JSON; fio's own error is shown on failure.
     json+ is fio's JSON plus the completion-latency histogram bins (kept in the store).
     `extra_args`: fio's command-line options (before the job file). fio runs under the
-    limit its job implies (workloads/fiolimit.py)."""
+    limit its job implies (workloads/fiolimit.py). A dry run writes no job file and runs
+    nothing (the runner prints the command): its result is `planned`, nothing measured."""
+    if runner.dry_run:
+        runner.run(command(job_path, extra_args), timeout=fiolimit.limit_s(job_text, extra_args))
+        return planned(direction)
     job_path.write_text(job_text)
     try:
         res = runner.run(command(job_path, extra_args),
                          timeout=fiolimit.limit_s(job_text, extra_args))  # fmt: skip
     except BaseException as exc:
-        if not runner.dry_run:
-            kill_strays(job_path)
+        kill_strays(job_path)
         if not isinstance(exc, CommandError):
             raise
         # fio exits non-zero when a job fails; its JSON (if any) names the errno.
@@ -132,3 +135,8 @@ def run_job(
             pass
         raise
     return parse(res.stdout, direction)
+
+
+def planned(direction: str) -> FioResult:
+    """A dry run's answer for a fio run: nothing moved, in no time (no figure is made of it)."""
+    return FioResult(direction, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, "", 0)

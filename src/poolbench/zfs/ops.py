@@ -123,22 +123,6 @@ def sync_if_possible(runner: Runner, pool: str) -> None:
         sync(runner, pool)
 
 
-def show_trial_operation(runner: Runner, pool: str, operation: str) -> None:
-    """--dry-run: print the command a trial's pool operation runs ("offline", "resilver",
-    "expand", "capacity"), with placeholders for what is chosen at run time."""
-    if operation == "offline":
-        argv = commands.offline(pool, "<a member>")
-    elif operation == "resilver":
-        argv = commands.replace(pool, "<the offline member>", "<the spare>")
-    elif operation == "expand":
-        argv = commands.attach_wait(pool, "<the raidz vdev>", "<the unused disk>")
-    elif operation == "capacity":
-        argv = commands.dataset_props(pool, ["used", "available"])
-    else:
-        raise ValueError(f"no pool operation named {operation}")
-    runner.run(argv)
-
-
 # -- reading back -------------------------------------------------------------------------------
 def status(runner: Runner, pool: str, dialect: str = ZFS_FUSE,
            full_paths: bool = False) -> PoolStatus:  # fmt: skip

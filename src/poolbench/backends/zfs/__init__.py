@@ -20,11 +20,10 @@ One module per job, every command run through `poolbench.zfs.ops`:
 """
 
 from poolbench.backends.zfs.backend import ZfsBackend
-from poolbench.backends.zfs.operations import expansion_supported, show_trial_operation
+from poolbench.backends.zfs.operations import expansion_supported
 from poolbench.backends.zfs.readback import expected_shape
 from poolbench.zfs.dialect import OPENZFS, ZFS_FUSE
 
 __all__ = [
     "OPENZFS", "ZFS_FUSE", "ZfsBackend", "expansion_supported", "expected_shape",
-    "show_trial_operation",
 ]  # fmt: skip

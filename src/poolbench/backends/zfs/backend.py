@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from poolbench import capabilities, is_digits
-from poolbench.backends import fragmentation, zvol
+from poolbench.backends import fragmentation, planned, zvol
 from poolbench.backends._common import mount_at, size_of
 from poolbench.backends.base import (
     Availability,
@@ -137,9 +137,11 @@ class ZfsBackend:
         ops.create_pool(self.runner, request)
         journal.pool_created(spec.name, members, import_dir=str(link_dir), dialect=self.dialect,
                              spares=list(spec.devices[len(members):]))  # fmt: skip
-        pool = Pool(spec, mountpoint, [], {"dry_run": True} if dry else {})
-        if dry:
-            return pool
+        unused = list(spec.devices[len(members) :])
+        if dry:  # not built: what it would report is planned (backends/planned.py)
+            planned_pool = {"dry_run": True, "leaves": members, "unused_devices": unused}
+            return Pool(spec, mountpoint, [], planned_pool)
+        pool = Pool(spec, mountpoint, [], {})
         # `zdb -C` takes over a second on zfs-fuse (two per trial were a fifth of a small
         # study's time): the vdev tree read here is the one verify() reads back, right after,
         # since nothing can change a pool's vdevs in between.
@@ -149,7 +151,7 @@ class ZfsBackend:
         # log devices too: `zpool import -d` of a pool missing its log refuses
         for leaf in desc["leaves"] + readback.all_class_leaves(desc):
             self.link_member(link_dir, leaf)
-        pool.described = {**desc, "unused_devices": list(spec.devices[len(members) :])}
+        pool.described = {**desc, "unused_devices": unused}
         pool.block_devices = readback.holding_devices(desc)
         return pool
 
@@ -200,10 +202,14 @@ class ZfsBackend:
         return made
 
     def volume_space(self, pool: Pool) -> dict[str, int]:
-        return zvol.space(self.runner, pool.spec.name) if pool.described.get("zvol") else {}
+        if unbuilt(pool) or not pool.described.get("zvol"):
+            return {}
+        return zvol.space(self.runner, pool.spec.name)
 
     # -- pool operations (SupportsDiskReplace, SupportsExpansion) ------------------------------
     def data_vdevs(self, pool: Pool) -> list[TopVdev]:
+        if unbuilt(pool):
+            return planned.data_vdevs(pool)
         return operations.data_vdevs(self.runner, pool)
 
     def offline(self, pool: Pool, leaf: str) -> None:
@@ -223,9 +229,13 @@ class ZfsBackend:
         return ops.resilver_status(self.runner, pool.spec.name)
 
     def wait_resilver(self, pool: Pool, timeout: float = 3600.0) -> ResilverStatus:
+        if unbuilt(pool):  # nothing to wait for, nothing resilvered
+            return ResilverStatus(True, False, None, "(dry run)")
         return operations.wait_resilver(self.runner, pool, timeout)
 
     def wait_scrub(self, pool: Pool, timeout: float = 3600.0, start: float = 30.0) -> ScrubStatus:
+        if unbuilt(pool):
+            return ScrubStatus(False, False, "(dry run)")
         return operations.wait_scrub(self.runner, pool, timeout, start)
 
     def expand(self, pool: Pool, vdev: str, new: str) -> tuple[float, int | None]:
@@ -245,6 +255,8 @@ class ZfsBackend:
         if not self.runner.dry_run:
             self.link_member(link_dir, new)
         operations.settle_expansion(self.runner, pool)
+        if unbuilt(pool):  # nothing to read back
+            return seconds, None
         # The pool has one member more: read it back, and count the new disk in every device
         # window from now on (the session's target shares this list).
         unused = [d for d in pool.described.get("unused_devices") or [] if d != new]
@@ -255,10 +267,14 @@ class ZfsBackend:
 
     def allocated(self, pool: Pool) -> int | None:
         """The pool's allocated bytes (zpool ALLOC: parity included) now."""
+        if unbuilt(pool):
+            return None
         got = ops.pool_prop(self.runner, pool.spec.name, "allocated", self.dialect)
         return int(got) if got is not None and is_digits(got) else None
 
     def usable_now(self, pool: Pool) -> int | None:
+        if unbuilt(pool):
+            return None
         return operations.usable_now(self.runner, pool)
 
     # -- read back after a measurement (SupportsAccounting, SupportsCompressionReadBack) -----
@@ -272,6 +288,8 @@ class ZfsBackend:
 
     def dataset_property(self, pool: Pool, prop: str) -> str | None:
         """One property of the root dataset as ZFS reports it, or None if it cannot be read."""
+        if unbuilt(pool):
+            return None
         return ops.dataset_value(self.runner, pool.spec.name, prop)
 
     def free_fragmentation(self, pool: Pool) -> tuple[float | None, str]:
@@ -279,6 +297,8 @@ class ZfsBackend:
         if self.dialect != OPENZFS:
             return None, fragmentation.ZFS_FUSE_NONE
         operations.sync_txg(self.runner, pool, self.dialect)  # space maps update per txg
+        if unbuilt(pool):
+            return None, fragmentation.ZFS_HOW
         got = ops.pool_prop(self.runner, pool.spec.name, "fragmentation", self.dialect)
         return fragmentation.zfs_percent(got), fragmentation.ZFS_HOW
 
@@ -286,6 +306,8 @@ class ZfsBackend:
         operations.sync_txg(self.runner, pool, self.dialect)
 
     def iostat_snapshot(self, pool: Pool) -> list[IostatRow] | None:
+        if unbuilt(pool):
+            return None
         return operations.iostat_snapshot(self.runner, pool, self.dialect)
 
     def class_alloc(
@@ -347,3 +369,8 @@ def _probe(r: Runner) -> Availability:
             ZFS_FUSE,
         )
     return Availability(True, "", version, ZFS_FUSE)
+
+
+def unbuilt(pool: Pool) -> bool:
+    """A dry run's pool: nothing of it can be read (backends/planned.py answers the rest)."""
+    return bool(pool.described.get("dry_run"))

@@ -33,7 +33,8 @@ def data_vdevs(runner: Runner, pool: Pool) -> list[TopVdev]:
 def attach(runner: Runner, pool: Pool, vdev: str, new: str) -> float:
     """Attach `new` to the raidz vdev `vdev`; the seconds `zpool attach -w` took (it returns
     when the reflow is done)."""
-    allocated = ops.pool_prop(runner, pool.spec.name, "allocated", OPENZFS)
+    allocated = None if runner.dry_run else ops.pool_prop(runner, pool.spec.name, "allocated",
+                                                          OPENZFS)  # fmt: skip
     moved = int(allocated) if allocated is not None and is_digits(allocated) else 0
     t0 = time.monotonic()
     ops.attach_wait(runner, pool.spec.name, vdev, new, watchdog.work_limit(moved=moved))
@@ -105,8 +106,3 @@ def iostat_snapshot(runner: Runner, pool: Pool, dialect: str) -> list[IostatRow]
     if dialect != OPENZFS:
         return None
     return ops.iostat_members(runner, pool.spec.name)
-
-
-def show_trial_operation(runner: Runner, pool: str, operation: str) -> None:
-    """--dry-run: the command a trial's pool operation would run (zfs/ops.py)."""
-    ops.show_trial_operation(runner, pool, operation)
