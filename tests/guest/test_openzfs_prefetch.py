@@ -48,7 +48,7 @@ def test_prefetch_study_sets_reads_back_and_puts_back_the_hosts_prefetch(tmp_pat
         assert g["pool"]["prefetch"] == {"level": level, "disable": int(level == "off")}, g
         assert g["prefetch"]["host_had"] == 1, g["prefetch"]
         if workload == "seq-read":
-            arc = g["arc"]
+            arc = g["cache"]["arc_during_read"]  # the cold read's ARC counters (guards/cache.py)
             hits[level].append(arc["demand_hits"] / arc["demand_reads"])
     print("prefetch guest: the cold stream's demand reads that found their block in the ARC", hits)
     # off: every block is fetched by the read that asks for it, so none is found there; on:
