@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from tests.plugins.ssh_hosts import SshFleet
+from tests.plugins.ssh_hosts import SshFleet, SshHost
 
 pytestmark = [pytest.mark.untimed]
 
@@ -326,7 +327,10 @@ def test_ctrl_c_stops_every_hosts_study_cleanly_and_resume_finishes_them(
     hostfile = tmp_path / "fleet.ssh"
     hostfile.write_text("".join(f"root@{h.address} disks=2x256M poolbench={here}\n" for h in hosts))
     study = tmp_path / "study.toml"
-    study.write_text(FLEET_STUDY)
+    # Four replicates, not two: the Ctrl-C must find every host's study still running, and
+    # the three refusals asked first took long enough on a loaded machine for a two-replicate
+    # study on one host to finish before it (its run "finished", not "interrupted").
+    study.write_text(FLEET_STUDY.replace("replicates = 2", "replicates = 4"))
     db = tmp_path / "local.db"
     base = ["ip", "netns", "exec", ssh_hosts.ctl, here, "fleet", "run", "--poll", "0.5",
             "--ssh-config", str(ssh_hosts.ssh_config), "--db", str(db)]  # fmt: skip
@@ -338,14 +342,19 @@ def test_ctrl_c_stops_every_hosts_study_cleanly_and_resume_finishes_them(
         while not all(list((h.store / "fleet").glob("*/store.db")) for h in hosts):
             assert time.monotonic() < deadline and ctl.poll() is None
             time.sleep(0.1)
+
         # A second fleet study asked of each host meanwhile (as a new fleet run would ask):
         # refused there by name (one fleet study per host: they would share its disks).
-        for h in hosts:
-            other = subprocess.run(
+        def ask_another(h: SshHost) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
                 ["ip", "netns", "exec", ssh_hosts.ctl, "ssh", "-F", str(ssh_hosts.ssh_config),
                  f"root@{h.address}", here, "fleet", "host-start", "other", "--", "runs"],
                 capture_output=True, text=True, timeout=60,
             )  # fmt: skip
+
+        with ThreadPoolExecutor(len(hosts)) as pool:  # at once: the studies keep running
+            answers = list(pool.map(ask_another, hosts))
+        for other in answers:
             assert other.returncode == EXIT_INPUT, other.stderr
             assert (
                 "Fleet run 20" in other.stderr and "is still going on this host" in other.stderr
