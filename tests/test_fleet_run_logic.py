@@ -335,6 +335,25 @@ def test_a_stop_while_a_start_is_on_its_way_cancels_that_start(tmp_path: Path) -
     assert {h.state for h in ctl.run.hosts.values()} == {"stopped"}
 
 
+def test_a_study_that_ended_before_the_ctrl_c_is_not_called_stopped(tmp_path: Path) -> None:
+    """The whole suite once met it: one host's study finished a moment before the Ctrl-C
+    reached it. host-stop there finds nothing running ({"stopped": false}); the controller
+    must not print that host as stopped, and leaves it to be collected."""
+    hosts = Hosts({
+        "a": {"host-stop": [(0, '{"stopped": false}', "")]},
+        "b": {"host-stop": [(0, '{"stopped": true}', "")]},
+    })  # fmt: skip
+    ctl = _controller(tmp_path, hosts, itertools.count(0.0, 1.0))
+    for hr in ctl.run.hosts.values():
+        hr.state = "running"
+    ctl.stop_all()
+    said = " ".join(ctl.said)  # type: ignore[attr-defined]
+    assert "[root@a] its study had already ended there: `--resume` collects it" in said
+    assert "[root@a] stopped" not in said and "[root@b] stopped (Ctrl-C there" in said
+    assert ctl.run.hosts["root@a"].state == "running"  # polled and collected by --resume
+    assert ctl.run.hosts["root@b"].state == "stopped"
+
+
 def test_resume_reaches_the_hosts_the_run_began_with(tmp_path: Path) -> None:
     from poolbench.fleet import fleet_run
     from poolbench.fleet.sshhosts import load

@@ -307,19 +307,18 @@ class Controller:
             ThreadPoolExecutor(max_workers=min(len(todo), STOP_WORKERS)) as pool,
         ):
             answers = list(pool.map(self._stop_one, todo))
-        for hr, (rc, err) in zip(todo, answers, strict=True):
-            if rc == 0:
+        for hr, (rc, out, err) in zip(todo, answers, strict=True):
+            if rc != 0:
+                self.say(f"[{hr.label}] could not be told to stop: {_reason(rc, err)}")
+            elif _signalled(out) or hr.state == "starting":  # a start: cancelled there
                 hr.state = "stopped"
                 self.say(f"[{hr.label}] stopped (Ctrl-C there: torn down, what was finished kept)")
-            else:
-                self.say(f"[{hr.label}] could not be told to stop: {_reason(rc, err)}")
+            else:  # its study ended before the Ctrl-C reached it: nothing was stopped
+                self.say(f"[{hr.label}] its study had already ended there: `--resume` collects it")
 
-    def _stop_one(self, hr: HostRun) -> tuple[int, str]:
+    def _stop_one(self, hr: HostRun) -> tuple[int, str, str]:
         cancel = ["--attempt", hr.attempt] if hr.state == "starting" and hr.attempt else []
-        rc, _, err = self._call(
-            hr.label, ["host-stop", self.run.tag, *cancel], timeout=STOP_TIMEOUT
-        )
-        return rc, err
+        return self._call(hr.label, ["host-stop", self.run.tag, *cancel], timeout=STOP_TIMEOUT)
 
     def resume(self) -> None:
         """Each host not collected yet: one left out is checked again and started if ready
@@ -366,6 +365,15 @@ def skew_text(checks: list[HostCheck]) -> str:
     worst = max(abs(c.skew_s or 0) + (c.skew_bound_s or 0) for c in known)
     each = ", ".join(f"{c.label} {c.skew_s:+.3f} s (±{c.skew_bound_s:.3f})" for c in known)
     return f"their clocks against this one's: {each}; so they start within {2 * worst:.3f} s"
+
+
+def _signalled(out: str) -> bool:
+    """Whether host-stop's answer says a running study got the Ctrl-C ({"stopped": true})."""
+    try:
+        said = json.loads(out)
+    except ValueError:
+        return True  # an answer this version does not know: it took the call
+    return not isinstance(said, dict) or said.get("stopped") is not False
 
 
 def _reason(rc: int, err: str) -> str:
