@@ -6,9 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from poolbench.backends.base import Pool, PoolSpec
+from poolbench.backends.btrfs import BtrfsBackend
+from poolbench.backends.directory import DirectoryBackend
+from poolbench.backends.md import MdBackend
+from poolbench.backends.zfs import ZfsBackend
 from poolbench.guards import amplification as amp
 from poolbench.guards import geometry, reread
 from poolbench.guards.devices import Counters, check
+from poolbench.system.runner import RecordingRunner
 
 K = 1024
 M = K * K
@@ -141,22 +147,40 @@ def test_reread_is_labelled_by_who_served_it() -> None:
 
 
 # -- which model -----------------------------------------------------------------------------
-def test_a_study_pool_is_modelled_from_its_read_back_description() -> None:
-    described = {
+def _pool(backend: str, layout: str, n: int, described: dict[str, object]) -> Pool:
+    spec = PoolSpec(backend, layout, tuple(f"/dev/loop{i}" for i in range(n)), "pbgeo",
+                    Path("/nonexistent"))  # fmt: skip
+    return Pool(spec, Path("/nonexistent/pbgeo"), [f"loop{i}" for i in range(n)], described)
+
+
+def test_a_study_pool_is_modelled_by_its_backend_from_its_read_back_description() -> None:
+    runner = RecordingRunner({})
+    described: dict[str, object] = {
         "topology": [{"kind": "raidz2", "width": 6, "leaves": []}],
         "vdev_ashift": [12],
         "properties": {"recordsize": {"value": "131072", "source": "local"}},
     }
-    m, why = geometry.for_pool("zfs", "raidz2", 6, described)
+    zfs = ZfsBackend(runner)
+    m, why = zfs.write_model(_pool("zfs", "raidz2", 6, described), None)
     assert m is not None and why == "" and m.ratio == pytest.approx(1.5)
+    # a zvol's 16K volblocksize on raidz2 of 6 at ashift 12: 4 data + 2 parity sectors
+    v, _ = zfs.write_model(_pool("zfs", "raidz2", 6, described), 16384)
+    assert v is not None and v.ratio == pytest.approx(1.5) and "volblocksize" in v.layout
     # ashift unreadable: 9, the least padding, so the model is a lower bound, and it says so
-    m9, _ = geometry.for_pool("zfs", "raidz2", 6, {**described, "vdev_ashift": []})
+    m9, _ = zfs.write_model(_pool("zfs", "raidz2", 6, {**described, "vdev_ashift": []}), None)
     assert m9 is not None and m9.ratio <= m.ratio and "ashift unreadable" in m9.layout
-    b, _ = geometry.for_pool("btrfs", "raid1c3", 3, {"profiles": {"Data": "raid1c3"}})
+    # btrfs: the data profile read back wins over the layout asked
+    btrfs = BtrfsBackend(runner)
+    b, _ = btrfs.write_model(_pool("btrfs", "raid1", 3, {"profiles": {"Data": "raid1c3"}}), None)
     assert b is not None and b.ratio == 3
-    r, _ = geometry.for_pool("md", "raid5", 4, {"level": "raid5", "raid_devices": 4})
+    b1, _ = btrfs.write_model(_pool("btrfs", "raid1", 3, {}), None)
+    assert b1 is not None and b1.ratio == 2
+    md = MdBackend(runner)
+    r, _ = md.write_model(_pool("md", "raid5", 4, {"level": "raid5", "raid_devices": 4}), None)
     assert r is not None and r.ratio == pytest.approx(4 / 3)
-    none, why = geometry.for_pool("directory", "", 0, {})
+    r6, _ = md.write_model(_pool("md", "raid6", 5, {}), None)  # as asked: 5 members
+    assert r6 is not None and r6.ratio == pytest.approx(5 / 3)
+    none, why = DirectoryBackend(runner).write_model(_pool("directory", "", 0, {}), None)
     assert none is None and "no write model" in why
 
 

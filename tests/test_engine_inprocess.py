@@ -140,11 +140,13 @@ def test_a_failing_trial_is_kept_with_its_reason_and_the_study_goes_on(
     real = trial_loop.StudyRun._build_measure_destroy
     calls = {"n": 0}
 
-    def flaky(self: trial_loop.StudyRun, tc: object, name: str, journal: object) -> None:
+    def flaky(
+        self: trial_loop.StudyRun, tc: object, name: str, journal: object, have: set[str]
+    ) -> None:
         calls["n"] += 1
         if calls["n"] == 2:
             raise PoolbenchError("the pool went away", "try again")
-        real(self, tc, name, journal)  # type: ignore[arg-type]
+        real(self, tc, name, journal, have)  # type: ignore[arg-type]
 
     monkeypatch.setattr(trial_loop.StudyRun, "_build_measure_destroy", flaky)
     sr = _run(tmp_path, text)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from poolbench.backends.base import Pool, PoolSpec
+from poolbench.backends.base import Availability, Pool, PoolSpec
+from poolbench.backends.zfs import ZfsBackend
 from poolbench.engine import stalled
 from poolbench.safety.journal import Journal
 from poolbench.system import pgserver, watchdog
@@ -105,7 +106,8 @@ def test_a_timed_out_trial_is_failed_with_its_pool_named(tmp_path: Path) -> None
     pool = Pool(spec, tmp_path / "pbwdx", [])
     argv = ("fio", "--output-format=json+", "seq-write.0.fio")
     timed_out = CommandTimedOut(argv, Limit(188.0, "set by its caller"), 188.2)
-    failure = stalled.explain(_status(FUSE_FAILING), pool, "zfs-fuse", timed_out)
+    failing = _status(FUSE_FAILING)
+    failure = stalled.explain(failing, _zfs_fuse(failing), pool, timed_out)
     assert isinstance(failure, stalled.PoolStoppedAnswering)
     text = str(failure)
     assert text.startswith("Pool pbwdx (on /dev/loop0, /dev/loop1, /dev/loop2) stopped answering")
@@ -115,7 +117,15 @@ def test_a_timed_out_trial_is_failed_with_its_pool_named(tmp_path: Path) -> None
     )
     assert "159,000 write errors" in text and "ZFS-8000-8A" in text
     # a healthy pool keeps the failure as it was
-    assert stalled.explain(_status(HEALTHY), pool, "zfs-fuse", timed_out) is timed_out
+    healthy = _status(HEALTHY)
+    assert stalled.explain(healthy, _zfs_fuse(healthy), pool, timed_out) is timed_out
+
+
+def _zfs_fuse(runner: RecordingRunner) -> ZfsBackend:
+    """The ZFS backend as found on a zfs-fuse machine (its probe's answer given, not run)."""
+    backend = ZfsBackend(runner)
+    backend._avail = Availability(True, version="0.7.0", dialect="zfs-fuse")
+    return backend
 
 
 def test_the_teardown_of_a_pool_that_hangs_finishes_and_names_what_releases_it(

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast, runtime_checkable
 
 from poolbench import capabilities
-from poolbench.errors import Unsupported, UsageError
+from poolbench.errors import PoolbenchError, Unsupported, UsageError
+from poolbench.guards.geometry import Found
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
+from poolbench.system.watchdog import CommandTimedOut
 from poolbench.zfs.parse import (
     IostatRow,
     TopVdev,  # the vdev record capabilities speak of
@@ -160,6 +162,16 @@ class Backend(Protocol):
         """Empty every cache of the pool before a cold read; returns what it did and whether
         that was verified (key "verified")."""
 
+    def write_model(self, pool: Pool, block: int | None) -> Found:
+        """What one application write costs the devices the pool's measurements count
+        (guards/geometry), from what the stack read back; `block`: a zvol's volblocksize,
+        written in place of the dataset's recordsize."""
+
+    def stopped_answering(self, pool: Pool, failure: PoolbenchError) -> str | None:
+        """`failure`, a command of the trial that failed or ran past its time limit, read
+        with what the stack says of the pool: why the pool stopped answering, or None when
+        it still answers (the failure is then the trial's own)."""
+
     def destroy(self, pool: Pool, journal: Journal) -> None: ...
 
 
@@ -240,6 +252,14 @@ class SupportsFragmentation(Protocol):
 
 
 C = TypeVar("C")
+
+
+def file_system_silent(pool: Pool, failure: PoolbenchError) -> str | None:
+    """A stack with no health of its own to ask (btrfs, md, a directory): a command that
+    ran past its time limit on it means its file system did not answer."""
+    if isinstance(failure, CommandTimedOut):
+        return f"its file system at {pool.mountpoint} did not answer"
+    return None
 
 
 def capability(backend: Backend, kind: Callable[..., C]) -> C | None:

@@ -18,8 +18,16 @@ from typing import TypedDict
 
 from poolbench.backends import fragmentation
 from poolbench.backends._common import block_names, is_block, mount_at, remount_cold
-from poolbench.backends.base import Availability, Pool, PoolSpec, unavailable
-from poolbench.errors import UsageError
+from poolbench.backends.base import (
+    Availability,
+    Pool,
+    PoolSpec,
+    file_system_silent,
+    unavailable,
+)
+from poolbench.errors import PoolbenchError, UsageError
+from poolbench.guards import geometry
+from poolbench.guards.geometry import Found
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Entry, Journal
 from poolbench.system.runner import CommandError, Runner
@@ -220,6 +228,14 @@ class BtrfsBackend:
             "fstype": m.fstype if m else None,
             "mount_options": _mount_options(pool.mountpoint, self.mountinfo),
         }
+
+    def write_model(self, pool: Pool, block: int | None) -> Found:
+        profiles = pool.described.get("profiles")
+        data = profiles.get("Data") if isinstance(profiles, dict) else None
+        return geometry.for_btrfs_pool(str(data or pool.spec.layout), len(pool.block_devices))
+
+    def stopped_answering(self, pool: Pool, failure: PoolbenchError) -> str | None:
+        return file_system_silent(pool, failure)
 
     def verify(self, pool: Pool) -> list[str]:
         if self.runner.dry_run:

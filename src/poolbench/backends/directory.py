@@ -11,10 +11,11 @@ import os
 from pathlib import Path
 
 from poolbench.backends._common import files_under
-from poolbench.backends.base import Availability, Pool, PoolSpec
-from poolbench.errors import UsageError
+from poolbench.backends.base import Availability, Pool, PoolSpec, file_system_silent
+from poolbench.errors import PoolbenchError, UsageError
 from poolbench.guards import cache
 from poolbench.guards.devices import mount_of, resolve
+from poolbench.guards.geometry import Found
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import Runner
@@ -64,6 +65,12 @@ class DirectoryBackend:
         m = mount_of(d)
         return {"directory": str(d), "mountpoint": m.mountpoint, "fstype": m.fstype,
                 "source": m.source, "major_minor": m.major_minor, "target": target}  # fmt: skip
+
+    def write_model(self, pool: Pool, block: int | None) -> Found:
+        return None, "the directory backend has no write model"
+
+    def stopped_answering(self, pool: Pool, failure: PoolbenchError) -> str | None:
+        return file_system_silent(pool, failure)
 
     def verify(self, pool: Pool) -> list[str]:
         d = pool.mountpoint

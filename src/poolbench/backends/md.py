@@ -28,8 +28,16 @@ from typing import TypedDict
 from poolbench import is_digits
 from poolbench.backends import fragmentation
 from poolbench.backends._common import block_names, mount_at, remount_cold
-from poolbench.backends.base import Availability, Pool, PoolSpec, unavailable
+from poolbench.backends.base import (
+    Availability,
+    Pool,
+    PoolSpec,
+    file_system_silent,
+    unavailable,
+)
 from poolbench.errors import PoolbenchError, UsageError
+from poolbench.guards import geometry
+from poolbench.guards.geometry import Found
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Entry, Journal
 from poolbench.system.runner import CommandError, Runner
@@ -302,6 +310,15 @@ class MdBackend:
             "chunk_bytes": _int_or_none(self._sysfs(pool.spec, "chunk_size")),
             "initial_resync": pool.described.get("initial_resync"),
         }
+
+    def write_model(self, pool: Pool, block: int | None) -> Found:
+        level = pool.described.get("level") or pool.spec.layout
+        members = pool.described.get("raid_devices")
+        n = members if isinstance(members, int) and members else len(pool.block_devices)
+        return geometry.for_md_pool(str(level), n)
+
+    def stopped_answering(self, pool: Pool, failure: PoolbenchError) -> str | None:
+        return file_system_silent(pool, failure)
 
     def verify(self, pool: Pool) -> list[str]:
         if self.runner.dry_run:

@@ -280,10 +280,14 @@ class Session:
         return findings
 
     def _measure_once(self, res: WorkloadResult, replicate: int) -> None:
+        """One measurement of `res`'s workload, kept and committed (a dry run's: its
+        commands, no figure, nothing stored)."""
         if res.workload.kind == "fio":
-            self._measure_fio(res, replicate)
+            m = self._measure_fio(res.workload, replicate)
         else:
-            self._measure_other(res, replicate)
+            m = self._measure_other(res.workload, replicate)
+        if m is not None:
+            self.loop.record(res, m)
 
     def randseed(self, w: Workload, replicate: int) -> int:
         """fio's seed for one measurement: from (session seed, workload, replicate) only, so
@@ -291,8 +295,7 @@ class Session:
         numbers) and `--seed N` replays them."""
         return zlib.crc32(f"{self.seed}:{w.name}:{replicate}".encode()) & 0x7FFFFFFF
 
-    def _measure_fio(self, res: WorkloadResult, replicate: int) -> None:
-        w = res.workload
+    def _measure_fio(self, w: Workload, replicate: int) -> Measurement | None:
         params = replace(self._params(w), randseed=self.randseed(w, replicate))
         job = fiojob.render(w, params)
         jobs = self.workspace.jobs_dir
@@ -317,7 +320,7 @@ class Session:
             self.workspace.wrote(w, params)
             timed.window.abandon()
             self._read_back(w, findings)
-            return
+            return None
         result, seconds, window, arc = timed.result, timed.seconds, timed.window, timed.arc
         findings.other["cpu"] = timed.clock.close(
             result.cpu_usr_s, result.cpu_sys_s, result.io_bytes
@@ -342,11 +345,11 @@ class Session:
         warnings += fsync_check(w, result, findings) + replay_check.check(w, job, findings)
         self._read_back(w, findings)
         value = figure(w, result.io_bytes, result.total_ios, seconds)
-        self.loop.record(res, Measurement(
+        return Measurement(
             self.subject.config, w.name, replicate, value, w.unit, result.io_bytes,
             result.total_ios, seconds, dev.device_bytes, dev.device_mib_s, warnings, findings,
             asdict(w), job, latency=result.latency, config_levels=dict(self.subject.levels),
-        ))  # fmt: skip
+        )  # fmt: skip
 
     def _timed(self, w: Workload, job: str, name: str, block_size: int) -> Timed:
         """One timed fio run inside the device, ARC and CPU windows."""
@@ -434,10 +437,9 @@ class Session:
             findings.merge_pool(said)
             latency_findings(findings, w)  # OpenZFS: the slow member by its disk_wait
 
-    def _measure_other(self, res: WorkloadResult, replicate: int) -> None:
+    def _measure_other(self, w: Workload, replicate: int) -> Measurement | None:
         """A workload that is not a fio job: `untar` (timed here) or a pool operation (done
         by the trial loop's hooks), under the same guards and into the same store."""
-        w = res.workload
         hooks = self.subject.hooks
         if w.needs_data:
             self.workspace.prepare(w, self._params(w))
@@ -456,15 +458,15 @@ class Session:
         findings.other.update(op.sections)
         self._read_back(w, findings)
         if self.runner.dry_run:  # nothing was measured: no figure, nothing stored
-            return
+            return None
         device_mib_s = None
         if op.device_bytes is not None and op.seconds > 0:
             device_mib_s = op.device_bytes / op.seconds / MiB
-        self.loop.record(res, Measurement(
+        return Measurement(
             self.subject.config, w.name, replicate, op.value, w.unit, op.app_bytes, op.ops,
             op.seconds, op.device_bytes, device_mib_s, op.warnings, findings, asdict(w), "",
             latency=op.latency, config_levels=dict(self.subject.levels),
-        ))  # fmt: skip
+        )  # fmt: skip
 
     def _pg_request(self, w: Workload) -> PgRequest:
         assert self.working_set is not None and self.device_target is not None

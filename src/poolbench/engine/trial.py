@@ -10,7 +10,7 @@ description (backends/planned.py). It makes no figure and stores nothing."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from poolbench.backends import planned
@@ -25,7 +25,6 @@ from poolbench.engine.subject import BlockDevice, Options, Subject
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.factors import registry as factors
 from poolbench.factors.base import AfterPool
-from poolbench.guards import geometry
 from poolbench.guards.devices import MountInfo, Target
 from poolbench.records.findings import Findings
 from poolbench.safety.claims import ClaimSet
@@ -33,7 +32,7 @@ from poolbench.safety.journal import Journal
 from poolbench.store.db import Store
 from poolbench.store.facts import MEMBER_DISKS
 from poolbench.study import matrix
-from poolbench.study.model import Study
+from poolbench.study.model import Study, Workloads
 from poolbench.system import probes
 from poolbench.system.runner import Runner
 from poolbench.units import parse_size
@@ -67,8 +66,9 @@ def run(bench: Bench, tc: TrialConfig, name: str, journal: Journal, have: set[st
     runner = bench.runner
     base = bench.scratch / name
     backend = bench.backends[tc.backend]
-    # 1. its disks (a factor may choose their source) and what factors do before the pool
-    disks = factors.disks_for(bench.study.disks, tc.levels)
+    # 1. its disks and workloads as its factors set them (a source, a compressibility...),
+    # and what factors do before the pool
+    disks, shaped = factors.shape(bench.study.disks, bench.study.workloads, tc.levels)
     devices = sources.make_disks(runner, journal, disks, base, claims=bench.claims)
     made = factors.before_pool(journal, disks, devices, tc.levels)  # undone at teardown
     # 2. the pool
@@ -77,9 +77,10 @@ def run(bench: Bench, tc: TrialConfig, name: str, journal: Journal, have: set[st
         planned.describe(pool, bench.study.disks.size_bytes)
     try:  # 3. refused if not as asked, then measured
         refuse_if_not_as_asked(tc, backend.verify(pool))
-        headline = _measure(bench, tc, backend, pool, journal, made, have)
+        options = options_for(shaped, bench.workloads, bench.tarball, bench.seed)
+        headline = _measure(bench, tc, backend, pool, journal, made, have, options)
     except PoolbenchError as exc:  # named with the pool when it stopped answering
-        named = stalled.explain(runner, pool, backend.check().dialect, exc)
+        named = stalled.explain(runner, backend, pool, exc)
         if named is exc:
             raise
         raise named from exc
@@ -90,11 +91,10 @@ def run(bench: Bench, tc: TrialConfig, name: str, journal: Journal, have: set[st
 
 def _measure(
     bench: Bench, tc: TrialConfig, backend: Backend, pool: Pool, journal: Journal,
-    made: Mapping[str, object], have: set[str],
+    made: Mapping[str, object], have: set[str], options: Options,
 ) -> str:  # fmt: skip
-    """The workloads' options, the findings every measurement carries, this replicate's
-    measurements; returns their headline figures."""
-    options = replace(options_for(bench.study, bench.workloads, tc, bench.tarball), seed=bench.seed)
+    """The findings every measurement carries, this replicate's measurements; returns their
+    headline figures."""
     findings = findings_for(bench.runner, journal, backend, pool, tc, options)
     findings.other.update(made)
     subject = subject_for(bench.runner, backend, pool, tc.key, findings,
@@ -202,10 +202,9 @@ def refuse_if_not_as_asked(tc: TrialConfig, problems: Sequence[str]) -> None:
 
 
 def options_for(
-    study: Study, workloads: list[Workload], tc: TrialConfig, tarball: Path | None
+    wl: Workloads, workloads: list[Workload], tarball: Path | None, seed: int | None
 ) -> Options:
-    """The session's options: the study's [workloads], as the trial's factors set them."""
-    wl = factors.workloads_for(study.workloads, tc.levels)
+    """The session's options: the study's [workloads] as the trial's factors set them."""
     return Options(
         workloads=workloads,
         size=parse_size(wl.size),
@@ -216,6 +215,7 @@ def options_for(
         numjobs=wl.jobs,
         metadata_files=wl.metadata_files,
         tarball=tarball,
+        seed=seed,
     )
 
 
@@ -281,12 +281,6 @@ def subject_for(
         hooks=PoolHooks(runner, backend, pool, levels),
         findings=findings,
         disposable=spec.backend != "directory",  # a directory outlives the trial
-        write_model=geometry.for_pool(
-            spec.backend,
-            spec.layout,
-            len(pool.block_devices),
-            pool.described,
-            block=block.block_size if block else None,
-        ),  # fmt: skip
+        write_model=backend.write_model(pool, block.block_size if block else None),
         block_device=block,
     )

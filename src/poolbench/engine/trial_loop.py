@@ -298,8 +298,9 @@ class StudyRun:
         if not dry:
             self.paths.journals.mkdir(parents=True, exist_ok=True)
         failure: PoolbenchError | None = None
+        have = self._measured(tc)  # resume: what the store already has of this replicate
         try:
-            self._build_measure_destroy(tc, name, journal)
+            self._build_measure_destroy(tc, name, journal, have)
         except NOT_TRIAL_FAILURES:
             raise
         except PoolbenchError as exc:
@@ -361,9 +362,11 @@ class StudyRun:
         """The run's trials that failed and were not measured since."""
         return queries.failed_trials(self.store, self.run_id)
 
-    def _build_measure_destroy(self, tc: TrialConfig, name: str, journal: Journal) -> None:
-        """The trial itself, in order (engine/trial.py `run`)."""
-        have = self._measured(tc)
+    def _build_measure_destroy(
+        self, tc: TrialConfig, name: str, journal: Journal, have: set[str]
+    ) -> None:
+        """The trial itself, in order (engine/trial.py `run`); `have`: its workloads the store
+        already has (resume), left out."""
         tarball = self.untar_source
         if tarball is None and self.runner.dry_run and self.study.workloads.tarball:
             tarball = Path(self.study.workloads.tarball)  # a dry run unpacks none: as given

@@ -70,18 +70,12 @@ def check(disks: Disks, levels: Levels, backend: str, dialect: str) -> None:
         f.check(at)
 
 
-def disks_for(disks: Disks, levels: Levels) -> Disks:
-    """The study's [disks] as this configuration makes them."""
+def shape(disks: Disks, workloads: Workloads, levels: Levels) -> tuple[Disks, Workloads]:
+    """The study's [disks] and [workloads] as this configuration makes and measures them."""
     for f in active(levels):
         disks = f.disks(disks, levels)
-    return disks
-
-
-def workloads_for(workloads: Workloads, levels: Levels) -> Workloads:
-    """The study's [workloads] as this configuration measures them."""
-    for f in active(levels):
         workloads = f.workloads(workloads, levels)
-    return workloads
+    return disks, workloads
 
 
 def before_pool(

@@ -1,6 +1,7 @@
 """Which write model fits the devices a measurement counts (guards/amplification).
 
-A study's pool says what it is (its backend's read-back description, `for_pool`); for
+A study's pool says what it is (its backend's read-back description: each backend's
+`write_model` calls `for_zfs_pool`, `for_btrfs_pool` or `for_md_pool`); for
 `poolbench bench` on an existing mount the layout is read from the stack (`for_target`):
 ZFS from `zpool status`, `zdb -C` (ashift) and the dataset's recordsize; btrfs from
 /sys/fs/btrfs/UUID/allocation/data (the data profile); anything else on one counted device is
@@ -57,31 +58,33 @@ def _int(value: object) -> int | None:
     return int(text) if is_digits(text) else None
 
 
-def for_pool(
-    backend: str,
-    layout: str,
-    n_devices: int,
-    described: Mapping[str, Any],
-    block: int | None = None,
-) -> Found:
-    """A study's pool, from what its backend read back after creating it; `block`: the block
-    written (a zvol's volblocksize) in place of the dataset's recordsize."""
-    if backend == "zfs":
-        tops = [(str(t["kind"]), int(t["width"])) for t in described.get("topology") or []]
-        props = described.get("properties") or {}
-        rs = block or _int((props.get("recordsize") or {}).get("value"))
-        ashifts = [int(a) for a in described.get("vdev_ashift") or []]
-        return zfs_model(tops, ashifts, rs, "volblocksize" if block else "recordsize")
+# A study's pool, from what its backend read back after creating it: each backend's
+# `write_model` (backends/) calls the one for its stack.
+def for_zfs_pool(described: Mapping[str, Any], block: int | None = None) -> Found:
+    """A ZFS pool; `block`: the block written (a zvol's volblocksize) in place of the
+    dataset's recordsize."""
+    tops = [(str(t["kind"]), int(t["width"])) for t in described.get("topology") or []]
+    props = described.get("properties") or {}
+    rs = block or _int((props.get("recordsize") or {}).get("value"))
+    ashifts = [int(a) for a in described.get("vdev_ashift") or []]
+    return zfs_model(tops, ashifts, rs, "volblocksize" if block else "recordsize")
+
+
+def for_btrfs_pool(profile: str, n_devices: int) -> Found:
+    """A btrfs file system by its data profile (as read back, else as asked)."""
     try:
-        if backend == "btrfs":
-            profiles = described.get("profiles") or {}
-            return amp.btrfs(str(profiles.get("Data") or layout), n_devices), ""
-        if backend == "md":
-            level = str(described.get("level") or layout)
-            return amp.md(level, int(described.get("raid_devices") or n_devices)), ""
+        return amp.btrfs(profile, n_devices), ""
     except ValueError as exc:
         return None, str(exc)
-    return None, f"the {backend} backend has no write model"
+
+
+def for_md_pool(level: str, raid_devices: int) -> Found:
+    """An md array counted by its members: its level and member count (as read back, else
+    as asked)."""
+    try:
+        return amp.md(level, raid_devices), ""
+    except ValueError as exc:
+        return None, str(exc)
 
 
 def for_target(target: Target, runner: Runner) -> Found:

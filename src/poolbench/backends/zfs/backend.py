@@ -19,10 +19,13 @@ from poolbench.backends.base import (
 )
 from poolbench.backends.zfs import coldcache, operations, readback
 from poolbench.backends.zfs.validate import member_count, validate
+from poolbench.errors import PoolbenchError
+from poolbench.guards import geometry
+from poolbench.guards.geometry import Found
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Entry, Journal
 from poolbench.system.runner import CommandError, Runner
-from poolbench.zfs import ops, pools
+from poolbench.zfs import health, ops, pools
 from poolbench.zfs.dialect import OPENZFS, ZFS_FUSE
 from poolbench.zfs.parse import IostatRow, ResilverStatus, ScrubStatus, TopVdev
 
@@ -171,6 +174,15 @@ class ZfsBackend:
     def describe(self, name: str) -> readback.ZfsDescription:
         """Everything the pool says about itself, for verify() and the record."""
         return readback.describe(self.runner, name, self.check(), None, self._cachefiles.get(name))
+
+    def write_model(self, pool: Pool, block: int | None) -> Found:
+        return geometry.for_zfs_pool(pool.described, block)
+
+    def stopped_answering(self, pool: Pool, failure: PoolbenchError) -> str | None:
+        """A pool suspended, counting I/O errors on its own row, or a ZFS that does not
+        answer `zpool status` (zfs/health.py)."""
+        found = health.probe(self.runner, pool.spec.name, self.dialect)
+        return found.describe() if found.stopped_answering else None
 
     def verify(self, pool: Pool) -> list[str]:
         if self.runner.dry_run:
