@@ -237,8 +237,10 @@ class PoolHooks:
             # the guest, 400 small files fsync'd were not yet in the special class's alloc)
             accounts.sync_txg(self.pool)
         # what the configuration's factors read back (the dedup table of a dedup=on pool)
-        out = factors.after_measurement(
-            AfterMeasurement(self.runner, self.backend, self.pool, self.levels)
+        out: JsonObject = dict(
+            factors.after_measurement(
+                AfterMeasurement(self.runner, self.backend, self.pool, self.levels)
+            )
         )
         if accounts is None:
             return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 AGING = "aging"
 ARC_LIMIT = "arc_limit"
@@ -154,6 +154,60 @@ class ArcLimitRecord(TypedDict, total=False):
     zfs_arc_min_set: int
     c_max: int | None
     restored: str
+
+
+class DedupSetRecord(TypedDict):
+    """The `dedup` section of every measurement of a trial under a `dedup` level
+    (factors/dedup.py): the level asked for and how it was set."""
+
+    level: str
+    set: str
+
+
+class DedupReadingRecord(TypedDict):
+    """The `dedup` part of a measurement's `pool` section (factors/dedup.py, DedupReading)."""
+
+    level: str
+    ratio: float | None
+    entries: int
+    disk_bytes: int
+    core_bytes: int
+    referenced_blocks: int
+    referenced_bytes: int
+    unread: str
+
+
+class PrefetchSetRecord(TypedDict):
+    """The `prefetch` section of every measurement of a trial under a `prefetch` level
+    (factors/prefetch.py): the level, zfs_prefetch_disable as read back, the host's own value
+    (not in a dry run) and whether it is put back."""
+
+    level: str
+    disable: int | None
+    host_had: NotRequired[int]
+    set: str
+
+
+class PrefetchReadingRecord(TypedDict):
+    """The `prefetch` part of a measurement's `pool` section (factors/prefetch.py)."""
+
+    level: str
+    disable: int | None
+
+
+# Every section a trial factor writes: into Findings.other before the workloads
+# (before_pool, after_pool), into a measurement's `pool` section after it
+# (after_measurement). A new factor's section is added here with its shape.
+FactorSection = (
+    FillRecord
+    | AgeRecord
+    | SlowRecord
+    | ArcLimitRecord
+    | DedupSetRecord
+    | DedupReadingRecord
+    | PrefetchSetRecord
+    | PrefetchReadingRecord
+)
 
 
 @dataclass(frozen=True)
