@@ -409,7 +409,7 @@ class Session:
         self.runner.run(["sync", "--file-system", str(self.workspace.meta_dir)])
         return time.monotonic() - t0
 
-    def _settle_cold(self, w: Workload, findings: Findings, arc: JsonObject | None) -> list[str]:
+    def _settle_cold(self, w: Workload, findings: Findings, arc: cache.ArcSeen | None) -> list[str]:
         """After a cold read: what the ARC and (metadata) the devices say about the drop."""
         if not w.cold or findings.cache is None or self.runner.dry_run:
             return []
