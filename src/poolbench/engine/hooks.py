@@ -6,13 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from poolbench.records.jsontypes import JsonObject
 from poolbench.records.latency import Latency
 from poolbench.workloads.fiojob import JobParams
 from poolbench.workloads.workload import Workload
 
 if TYPE_CHECKING:
-    from poolbench.engine.op_sections import OpSection, PoolStateRecord
+    from poolbench.engine.op_sections import OpSection, PoolSaid, PoolStateRecord
 
 
 @dataclass
@@ -40,7 +39,7 @@ class TrialHooks(Protocol):
         """Run a `pool` workload (kind "pool") and return its figure; `params` place a fio
         job over the data the session laid out (the l2arc reads, a resilver's load)."""
 
-    def after(self, w: Workload) -> JsonObject:
+    def after(self, w: Workload) -> PoolSaid:
         """Read back what the pool says after the measurement (merged into the pool
         findings)."""
 

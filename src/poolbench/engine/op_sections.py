@@ -1,16 +1,19 @@
 """The sections a trial's pool operations write into their measurement's guards
 (Findings.other, under the section's name): the pool state a workload ran in, the usable
-space (capacity), a RAIDZ expansion, a resilver and the l2arc reads. Each is the JSON shape
-as stored, typed; the store decodes what it reads back (records/sections.py: Resilver;
-store/facts.py: Expansion)."""
+space (capacity), a RAIDZ expansion, a resilver and the l2arc reads; and what the pool says
+after a measurement (PoolSaid). Each is the JSON shape as stored, typed; the store decodes
+what it reads back (records/sections.py: Resilver; store/facts.py: Expansion)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 if TYPE_CHECKING:
     from poolbench.engine.resilver_load import LoadJson
     from poolbench.guards.l2arc import IntervalJson, SteadyJson
+    from poolbench.records.sections import FactorSection
+    from poolbench.zfs.parse import IostatRow
 
 
 class PoolStateRecord(TypedDict, total=False):
@@ -78,3 +81,27 @@ class L2arcRecord(TypedDict):
 
 # Every section a pool operation returns in its OpResult.
 OpSection = CapacityRecord | ExpandRecord | ResilverRecord | L2arcRecord
+
+
+@dataclass
+class PoolSaid:
+    """What the pool says after a measurement (TrialHooks.after), merged into the guards'
+    `pool` section: each active factor's reading under its section name (the dedup table,
+    prefetch), then the pool's own accounting where the backend keeps one (ZFS)."""
+
+    factors: dict[str, FactorSection] = field(default_factory=dict)
+    compressratio: str | None = None
+    zvol: dict[str, int] | None = None  # a zvol target: what it is charged
+    zpool_iostat: list[IostatRow] | None = None  # OpenZFS: per-vdev I/O and latency
+    class_alloc: dict[str, int] | None = None  # bytes on the data vdevs and special classes
+    class_free: dict[str, int] | None = None  # the same, free
+
+    def to_json(self) -> dict[str, object]:
+        """The keys it adds to the `pool` section, in the order they were always written; a
+        part that was not read (or read empty) is left out."""
+        out: dict[str, object] = dict(self.factors)
+        parts = (("compressratio", self.compressratio), ("zvol", self.zvol),
+                 ("zpool_iostat", self.zpool_iostat), ("class_alloc", self.class_alloc),
+                 ("class_free", self.class_free))  # fmt: skip
+        out.update((k, v) for k, v in parts if v)
+        return out

@@ -26,6 +26,7 @@ from poolbench.engine.hooks import OpResult
 from poolbench.engine.op_sections import (
     CapacityRecord,
     ExpandRecord,
+    PoolSaid,
     PoolStateRecord,
     ResilverRecord,
     ScrubRecord,
@@ -35,7 +36,6 @@ from poolbench.factors import load as load_factor
 from poolbench.factors import registry as factors
 from poolbench.factors.base import AfterMeasurement, Levels
 from poolbench.factors.fill import usable_bytes
-from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 from poolbench.workloads.fiojob import JobParams
 from poolbench.workloads.library import parse_load
@@ -231,36 +231,28 @@ class PoolHooks:
         return require(self.backend, SupportsDiskReplace, "take a member offline",
                        "Run degraded-read and resilver on ZFS.")  # fmt: skip
 
-    def after(self, w: Workload) -> JsonObject:
+    def after(self, w: Workload) -> PoolSaid:
         accounts = capability(self.backend, SupportsAccounting)
         if accounts is not None:
             # After the timed window: the workload's blocks in the pool's own accounting (in
             # the guest, 400 small files fsync'd were not yet in the special class's alloc)
             accounts.sync_txg(self.pool)
         # what the configuration's factors read back (the dedup table of a dedup=on pool)
-        out: JsonObject = dict(
+        said = PoolSaid(
             factors.after_measurement(
                 AfterMeasurement(self.runner, self.backend, self.pool, self.levels)
             )
         )
         if accounts is None:
-            return out
-        ratio = accounts.compressratio(self.pool)
-        if ratio:
-            out["compressratio"] = ratio
-        volume = accounts.volume_space(self.pool)  # a zvol target: what it is charged
-        if volume:
-            out["zvol"] = volume
-        iostat = accounts.iostat_snapshot(self.pool)  # OpenZFS: per-vdev I/O and latency
-        if iostat:
-            out["zpool_iostat"] = iostat
-            # what the data vdevs and a special vdev hold (the special study's fill figure)
-            alloc, free = accounts.class_alloc(self.pool, iostat)
-            if alloc:
-                out["class_alloc"] = alloc
-            if free:  # how full each class is: special's 75% threshold
-                out["class_free"] = free
-        return out
+            return said
+        said.compressratio = accounts.compressratio(self.pool)
+        said.zvol = accounts.volume_space(self.pool)  # a zvol target: what it is charged
+        said.zpool_iostat = accounts.iostat_snapshot(self.pool)  # OpenZFS: per-vdev I/O
+        if said.zpool_iostat:
+            # what the data vdevs and a special vdev hold (the special study's fill figure),
+            # and how full each class is (special's 75% threshold)
+            said.class_alloc, said.class_free = accounts.class_alloc(self.pool, said.zpool_iostat)
+        return said
 
     def compression(self) -> str | None:
         if self.pool.spec.backend == "directory":  # someone else's filesystem: not ours to say

@@ -432,7 +432,7 @@ class Session:
         hooks = self.subject.hooks
         if hooks is None:
             return
-        said = hooks.after(w)  # a dry run's: the commands, nothing read (a planned pool)
+        said = hooks.after(w).to_json()  # a dry run's: the commands, nothing read
         if said:
             findings.merge_pool(said)
             latency_findings(findings, w)  # OpenZFS: the slow member by its disk_wait
