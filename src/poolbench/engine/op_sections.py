@@ -51,9 +51,9 @@ class ScrubRecord(TypedDict):
     status_line: NotRequired[str]
 
 
-# `with` is a keyword: this record is spelled in the functional form.
-ResilverRecord = TypedDict(
-    "ResilverRecord",
+# `with` is a keyword: this part is spelled in the functional form.
+_Replaced = TypedDict(
+    "_Replaced",
     {
         "replaced": str,
         "with": str,
@@ -64,9 +64,15 @@ ResilverRecord = TypedDict(
         "timing": str,
         "rebuilt_vdev": NotRequired[str],  # a sequential rebuild's top-level vdev
         "verify_scrub": NotRequired[ScrubRecord],
-        "load": NotRequired["LoadJson"],  # the foreground workload (factors/load.py)
     },
 )
+
+
+class ResilverRecord(_Replaced, total=False):
+    """`resilver`: one member replaced and the resilver timed; under the load factor, its
+    foreground workload's figures during the resilver and alone after it."""
+
+    load: LoadJson  # the key is the load factor's (factors/load.py KEY)
 
 
 class L2arcRecord(TypedDict):

@@ -2,7 +2,8 @@
 under the section's name), and their decoding, once, from the stored JSON. A factor writes its
 `...Record` (the JSON shape, a TypedDict); the store reads it back as the dataclass beside it
 (`decode`), which takes what old stores hold too: a field missing there is its default.
-Readers call fields, never keys."""
+The sections of other writers that the studies' notes read (a resilver and its load, the
+l2arc reads, pgbench's) are decoded here the same way. Readers call fields, never keys."""
 
 from __future__ import annotations
 
