@@ -127,10 +127,19 @@ def _null_p_values(first: int, last: int) -> Vector:
     rng = np.random.default_rng(CALIBRATION_SEED)
     x = rng.standard_normal((CALIBRATION_PATHS, last))
     out = np.empty((CALIBRATION_PATHS, last - first + 1))
-    for k, n in enumerate(range(first, last + 1)):
-        m = x[:, :n].mean(axis=1)
-        s = x[:, :n].std(axis=1, ddof=1)
-        out[:, k] = 2 * special.stdtr(n - 1, -np.abs(m / (s / math.sqrt(n))))
+    # Each path's mean and sum of squared deviations, updated one value at a time (Welford:
+    # as exact as a two-pass mean and std, without their cost of every look re-reading the
+    # path so far, O(paths · looks²): 3 s of CPU at 100 looks, docs/dryrun-scale.md).
+    m: Vector = np.zeros(CALIBRATION_PATHS)
+    m2: Vector = np.zeros(CALIBRATION_PATHS)
+    for n in range(1, last + 1):
+        v = x[:, n - 1]
+        delta = v - m
+        m = m + delta / n
+        m2 = m2 + delta * (v - m)
+        if n >= first:
+            s = np.sqrt(m2 / (n - 1))
+            out[:, n - first] = 2 * special.stdtr(n - 1, -np.abs(m / (s / math.sqrt(n))))
     return out
 
 
@@ -157,6 +166,13 @@ def t_levels(alpha: float, first: int, last: int) -> tuple[float, ...]:
     # its 95% upper confidence bound is α, so the true level is at most α even when the
     # calibration's own sample happened to be kind.
     goal = alpha - 1.645 * math.sqrt(alpha * (1 - alpha) / CALIBRATION_PATHS)
+    looks = last - first + 1
+    if goal < 0:
+        # α below 1.645² / CALIBRATION_PATHS (≈ 6.8e-5, a family of ~750 comparisons): no
+        # simulated level (a fraction of paths) is below a negative goal, so the search below
+        # would simulate seven designs to end in Bonferroni: said at once (2 s of a
+        # 2,500-configuration dry run, docs/dryrun-scale.md).
+        return (alpha / looks,) * looks
 
     def excess(design: float) -> float:
         return _level_of(design, first, last) - goal
@@ -171,7 +187,6 @@ def t_levels(alpha: float, first: int, last: int) -> tuple[float, ...]:
         # its t-tests of 2–9 df stay liberal at every design tried: Bonferroni over the
         # looks, which holds for any tests (a 220-configuration study's dry run stopped
         # here with brentq's "f(a) and f(b) must have different signs").
-        looks = last - first + 1
         return (alpha / looks,) * looks
     design = float(optimize.brentq(excess, lo, hi, xtol=alpha * 1e-3))
     return nominal_levels(design, first, last)
