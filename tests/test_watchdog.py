@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -209,6 +210,24 @@ def test_a_slow_teardown_step_says_what_it_does() -> None:
         watchdog.set_announcer(old)
     assert said and all(s.startswith("teardown: destroying pool pb1t0 (") for s in said)
     assert 2 <= len(said) <= 3, said
+
+
+def test_steps_share_one_narrator_and_each_is_said_on_its_own_clock() -> None:
+    said: list[str] = []
+    old = watchdog.set_announcer(said.append)
+    try:
+        for _ in range(200):  # quick steps: never said, and no thread of their own each
+            with watchdog.narrated("quick", after=5.0):
+                pass
+        threads = threading.active_count()
+        with watchdog.narrated("outer", after=0.1, every=10.0):
+            with watchdog.narrated("inner", after=0.3, every=10.0):
+                assert threading.active_count() == threads
+                time.sleep(0.5)
+            time.sleep(0.1)
+    finally:
+        watchdog.set_announcer(old)
+    assert [s.split(" (")[0] for s in said] == ["outer", "inner"], said
 
 
 # -- POOLBENCH_TIME_LIMIT_SCALE ---------------------------------------------------------------

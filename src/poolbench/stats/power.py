@@ -64,23 +64,37 @@ def noncentrality(df: float, alpha: float, power: float) -> float:
 
 @lru_cache(maxsize=4096)
 def _noncentrality(df: float, alpha: float, power: float) -> float:
-    # Imported here: scipy.stats and scipy.optimize cost ~0.5 s, which every CLI command
-    # would pay at start (`poolbench runs` took 1.4 s) though most never solve this.
-    from scipy import optimize, stats
+    # Imported here: scipy.optimize costs ~0.3 s, which every CLI command would pay at
+    # start (`poolbench runs` took 1.4 s) though most never solve this.
+    from scipy import optimize
 
     tc = tdist.quantile(1 - alpha / 2, df)
 
     def shortfall(lam: float) -> float:
         # The lower tail (a significant change of the wrong sign) is negligible for λ ≫ 0,
         # where scipy's series can return nan: count it as 0 then.
-        lower = float(stats.nct.cdf(-tc, df, lam))
-        upper = float(stats.nct.sf(tc, df, lam))
+        lower, upper = nct_tails(tc, df, lam)
         return upper + (lower if math.isfinite(lower) else 0.0) - power
 
     hi = tc + tdist.quantile(power, df) + 1
     while shortfall(hi) < 0:  # the shortcut is below the root; widen until bracketed
         hi *= 2
     return float(optimize.brentq(shortfall, 0.0, hi, xtol=1e-6))
+
+
+def nct_tails(tc: float, df: float, lam: float) -> tuple[float, float]:
+    """P(T′ < −tc) and P(T′ > tc), T′ ~ noncentral t(df, λ): the special functions that
+    scipy.stats.nct.cdf and .sf evaluate (scipy 1.15), called directly, with the same
+    clipping, because importing scipy.stats for them cost about 0.5 s of CPU of every dry
+    run (docs/dryrun-scale.md). tests/test_stats_power.py holds them equal to nct's."""
+    import numpy as np
+    from scipy import special
+    from scipy.special import _ufuncs
+
+    lower = float(special.nctdtr(df, lam, -tc))
+    with np.errstate(over="ignore"):  # as scipy.stats.nct._sf (scipy gh-17432)
+        upper = float(np.clip(_ufuncs._nct_sf(tc, df, lam), 0, 1))
+    return lower, upper
 
 
 def detectable_change(

@@ -119,24 +119,54 @@ CALIBRATION_SEED = 20261124
 
 
 @lru_cache(maxsize=64)
-def _null_p_values(first: int, last: int) -> Vector:
-    """Two-sided t-test p-values at every look of seeded normal paths under the null:
-    (paths, looks), the same numbers every time (common random numbers)."""
-    from scipy import special
-
+def _null_t(first: int, last: int) -> tuple[Vector, Vector]:
+    """|t| of the one-sample t-test at every look of seeded normal paths under the null,
+    (paths, looks), the same numbers every time (common random numbers); and each look's
+    column sorted, for `_threshold`."""
     rng = np.random.default_rng(CALIBRATION_SEED)
     x = rng.standard_normal((CALIBRATION_PATHS, last))
     out = np.empty((CALIBRATION_PATHS, last - first + 1))
-    for k, n in enumerate(range(first, last + 1)):
-        m = x[:, :n].mean(axis=1)
-        s = x[:, :n].std(axis=1, ddof=1)
-        out[:, k] = 2 * special.stdtr(n - 1, -np.abs(m / (s / math.sqrt(n))))
-    return out
+    # Each path's mean and sum of squared deviations, updated one value at a time (Welford:
+    # as exact as a two-pass mean and std, without their cost of every look re-reading the
+    # path so far, O(paths · looks²): 3 s of CPU at 100 looks, docs/dryrun-scale.md).
+    m: Vector = np.zeros(CALIBRATION_PATHS)
+    m2: Vector = np.zeros(CALIBRATION_PATHS)
+    for n in range(1, last + 1):
+        v = x[:, n - 1]
+        delta = v - m
+        m = m + delta / n
+        m2 = m2 + delta * (v - m)
+        if n >= first:
+            s = np.sqrt(m2 / (n - 1))
+            out[:, n - first] = np.abs(m / (s / math.sqrt(n)))
+    return out, np.sort(out, axis=0)
+
+
+def _threshold(ordered: Vector, df: int, level: float) -> float:
+    """The smallest |t| of a look (`ordered`, ascending) whose two-sided p-value
+    2·P(T_df < −|t|) is at most `level`, inf if none: a path crosses the look exactly when
+    its |t| is at least this. The p-value falls as |t| grows, so a bisection finds it with
+    ~16 p-values instead of one per path (each look's 40,000 of them took 12 ms, most of a
+    small study's calibration, docs/dryrun-scale.md)."""
+    from scipy import special
+
+    lo, hi = 0, len(ordered)  # p > level below lo; p <= level from hi on
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if 2 * special.stdtr(df, -ordered[mid]) <= level:
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(ordered[lo]) if lo < len(ordered) else math.inf
 
 
 def _level_of(design: float, first: int, last: int) -> float:
-    p = _null_p_values(first, last)
-    return float(np.mean((p <= np.asarray(nominal_levels(design, first, last))).any(axis=1)))
+    """The fraction of the null paths that cross some look's nominal level."""
+    abs_t, ordered = _null_t(first, last)
+    crossed = np.zeros(CALIBRATION_PATHS, dtype=bool)
+    for k, level in enumerate(nominal_levels(design, first, last)):
+        crossed |= abs_t[:, k] >= _threshold(ordered[:, k], first + k - 1, level)
+    return float(np.mean(crossed))
 
 
 @lru_cache(maxsize=512)
@@ -157,6 +187,13 @@ def t_levels(alpha: float, first: int, last: int) -> tuple[float, ...]:
     # its 95% upper confidence bound is α, so the true level is at most α even when the
     # calibration's own sample happened to be kind.
     goal = alpha - 1.645 * math.sqrt(alpha * (1 - alpha) / CALIBRATION_PATHS)
+    looks = last - first + 1
+    if goal < 0:
+        # α below 1.645² / CALIBRATION_PATHS (≈ 6.8e-5, a family of ~750 comparisons): no
+        # simulated level (a fraction of paths) is below a negative goal, so the search below
+        # would simulate seven designs to end in Bonferroni: said at once (2 s of a
+        # 2,500-configuration dry run, docs/dryrun-scale.md).
+        return (alpha / looks,) * looks
 
     def excess(design: float) -> float:
         return _level_of(design, first, last) - goal
@@ -171,7 +208,6 @@ def t_levels(alpha: float, first: int, last: int) -> tuple[float, ...]:
         # its t-tests of 2–9 df stay liberal at every design tried: Bonferroni over the
         # looks, which holds for any tests (a 220-configuration study's dry run stopped
         # here with brentq's "f(a) and f(b) must have different signs").
-        looks = last - first + 1
         return (alpha / looks,) * looks
     design = float(optimize.brentq(excess, lo, hi, xtol=alpha * 1e-3))
     return nominal_levels(design, first, last)

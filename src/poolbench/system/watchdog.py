@@ -312,24 +312,80 @@ def announce(line: str) -> None:
     _sink[0](line)
 
 
+@dataclass
+class _Step:
+    what: str
+    t0: float
+    due: float  # when it is next said (monotonic)
+    every: float
+
+
+class _Narrator:
+    """One daemon thread says every narrated step that has gone on too long. A thread of
+    its own per step cost about 1 ms to start and join (more on a loaded machine), and a
+    teardown narrates each entry it undoes: 3.6 s of a 200-trial dry run's 10 s
+    (docs/dryrun-scale.md). A step now costs a lock and a dict entry; the thread wakes when
+    the earliest step is due, and is woken only when a step is due before that."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._steps: dict[int, _Step] = {}
+        self._next_key = 0
+        self._wake_at = math.inf  # when the thread looks next (inf: it waits to be woken)
+        self._thread: threading.Thread | None = None
+
+    def begin(self, what: str, after: float, every: float) -> int:
+        t0 = time.monotonic()
+        with self._cond:
+            key, self._next_key = self._next_key, self._next_key + 1
+            self._steps[key] = _Step(what, t0, t0 + after, every)
+            if self._thread is None or not self._thread.is_alive():  # (a sink that raised)
+                self._thread = threading.Thread(
+                    target=self._speak, name="poolbench-narrator", daemon=True
+                )
+                self._thread.start()
+            elif t0 + after < self._wake_at:
+                self._cond.notify()
+        return key
+
+    def end(self, key: int) -> None:
+        with self._cond:
+            self._steps.pop(key, None)
+
+    def _speak(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                lines = []
+                for s in self._steps.values():
+                    if s.due <= now:
+                        lines.append(f"{s.what} ({now - s.t0:.0f} s so far)")
+                        s.due = now + s.every
+                if lines:  # said without the lock: a blocked stderr never holds up a step
+                    self._cond.release()
+                    try:
+                        for line in lines:
+                            announce(line)
+                    finally:
+                        self._cond.acquire()
+                    continue  # steps may have begun or ended meanwhile
+                self._wake_at = min((s.due for s in self._steps.values()), default=math.inf)
+                self._cond.wait(None if math.isinf(self._wake_at) else self._wake_at - now)
+
+
+_narrator = [_Narrator()]
+# A forked child has no narrator thread, and its copy of the lock may be held: a fresh one.
+os.register_at_fork(after_in_child=lambda: _narrator.__setitem__(0, _Narrator()))
+
+
 @contextlib.contextmanager
 def narrated(what: str, after: float = ANNOUNCE_AFTER_S, every: float = 15.0) -> Iterator[None]:
     """Say `what` is being done once it has taken `after` seconds, then every `every`
     seconds how long it has taken, until it ends: a teardown waiting on a pool that stopped
     answering is never silent."""
-    done = threading.Event()
-    t0 = time.monotonic()
-
-    def speak() -> None:
-        wait = after
-        while not done.wait(wait):
-            announce(f"{what} ({time.monotonic() - t0:.0f} s so far)")
-            wait = every
-
-    talker = threading.Thread(target=speak, name="poolbench-narrator", daemon=True)
-    talker.start()
+    narrator = _narrator[0]
+    key = narrator.begin(what, after, every)
     try:
         yield
     finally:
-        done.set()
-        talker.join(timeout=1)
+        narrator.end(key)
