@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from poolbench.backends._common import files_under
+from poolbench.backends._common import files_under, page_record
 from poolbench.backends.base import Availability, Pool, PoolSpec, file_system_silent
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.guards import cache
 from poolbench.guards.devices import mount_of, resolve
 from poolbench.guards.geometry import Found
+from poolbench.records.cache_drop import PageCacheDrop
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import Runner
@@ -82,10 +83,10 @@ class DirectoryBackend:
             return [f"{d} is now on {m.source} ({m.fstype}), not on the filesystem it was on"]
         return []
 
-    def drop_cache(self, pool: Pool) -> JsonObject:
+    def drop_cache(self, pool: Pool) -> PageCacheDrop:
         """The page cache is all there is to drop (a ZFS directory keeps its ARC: noted)."""
         files = files_under(pool.mountpoint)
-        res = cache.drop(self.runner, files).as_dict()
+        res = page_record(cache.drop(self.runner, files))
         res["files_checked"] = len(files)
         if pool.described.get("fstype") in ("zfs", "fuse.zfs", "fuse"):
             note = "ZFS's ARC is not emptied for a directory poolbench did not build."

@@ -13,6 +13,7 @@ from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.hooks import TrialHooks
 from poolbench.guards import cache, cpu, geometry, reread
 from poolbench.guards.devices import Target
+from poolbench.records.cache_drop import CacheDropRecord
 from poolbench.records.findings import Findings
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.latency import Latency
@@ -98,7 +99,7 @@ class BlockDevice:
 
 
 # Called before a cold read with the data files; returns what it did (for the record).
-CacheDefeat = Callable[[list[Path]], JsonObject]
+CacheDefeat = Callable[[list[Path]], CacheDropRecord]
 
 
 @dataclass(frozen=True)
