@@ -42,11 +42,10 @@ LONG_MODULES: dict[str, str] = {}
 # unknown shape at the edge keeps one, in a module named below with the reason.
 UNTYPED = re.compile(r"dict\[str, Any\]|Mapping\[str, Any\]|JsonObject|StudyDict")
 # Lines spelling one in src (the grep of issue 40); its goal is 80. Lower it as they go.
-UNTYPED_CEILING = 100
+UNTYPED_CEILING = 98
 # Every module that spells one, and why; "debt:" marks a value whose shape is known.
 UNTYPED_MODULES: dict[str, str] = {
     "backends/base.py": "debt: the pool's description (the guards' `pool`), each stack's own",
-    "backends/directory.py": "debt: the directory's description (the guards' `pool`)",
     "cli/fleet_bench.py": "debt: `bench`'s click parameters (**params), read by key",
     "cli/study_cmd.py": "click's keyword options (**opts), each study's own among them",
     "engine/cold_read.py": "debt: the guards' `arc` section, read by key",
