@@ -100,11 +100,16 @@ def test_arc_window_reads_before_and_after(tmp_path: Path) -> None:
     assert win.block_size == os.stat(data).st_blksize
     kstat_file(stats, size=1, data_size=1, demand_data_misses=4)
     seen = win.close(8 * win.block_size)
-    assert seen is not None and seen["observable"] is True
-    assert seen["blocks_from_pool"] == 4 and seen["served_fraction"] == 0.5 and seen["warning"]
+    assert seen is not None and seen.observable is True and seen.source == str(stats)
+    assert isinstance(seen.read, cache.ArcRead) and seen.read.blocks_from_pool == 4
+    assert seen.served_fraction == 0.5 and "~50%" in seen.warning
+    stored = seen.to_json()  # the cache record's arc_during_read: the warning goes elsewhere
+    assert stored["blocks_from_pool"] == 4 and stored["served_fraction"] == 0.5
+    assert list(stored)[:2] == ["observable", "source"] and "warning" not in stored
     assert cache.ArcWindow(None).close(1) is None  # not ZFS: nothing to say
     gone = cache.ArcWindow("zfs-fuse", arcstats=tmp_path / "no-kstat").close(1)
-    assert gone == {"observable": False, "note": cache.UNOBSERVABLE}
+    assert gone is not None and gone.observable is False
+    assert gone.to_json() == {"observable": False, "note": cache.UNOBSERVABLE}
 
 
 def test_a_cold_stat_is_judged_by_the_arcs_metadata_counters(tmp_path: Path) -> None:
@@ -118,9 +123,10 @@ def test_a_cold_stat_is_judged_by_the_arcs_metadata_counters(tmp_path: Path) -> 
     kstat_file(stats, **{**zero, "demand_metadata_hits": 400, "demand_metadata_misses": 7,
                          "prefetch_metadata_misses": 2})  # fmt: skip
     seen = win.close(200 * 4096)
-    assert seen is not None and seen["warning"] == ""
-    assert seen["metadata_blocks_fetched"] == 9 and seen["metadata_demand_hits"] == 390
-    assert "served_fraction" not in seen  # a data share means nothing for a stat
+    assert seen is not None and seen.warning == ""
+    assert seen.read == cache.ArcMetaRead(demand_hits=390, fetched=9)
+    assert seen.served_fraction is None  # a data share means nothing for a stat
+    assert "served_fraction" not in seen.to_json()
     record, warnings = cold_read.settle(
         CacheFinding("export-import", None), seen, DeviceFinding(("vdb",), read_bytes=5120), 200
     )
@@ -130,11 +136,11 @@ def test_a_cold_stat_is_judged_by_the_arcs_metadata_counters(tmp_path: Path) -> 
     kstat_file(stats, **{**zero, "demand_metadata_hits": 610, "demand_metadata_misses": 7,
                          "prefetch_metadata_misses": 2})  # fmt: skip
     warm = win.close(200 * 4096)
-    assert warm is not None and "210 demand metadata hits, no block fetched" in warm["warning"]
+    assert warm is not None and "210 demand metadata hits, no block fetched" in warm.warning
     record, warnings = cold_read.settle(
         CacheFinding("export-import", None), warm, DeviceFinding(("vdb",), read_bytes=5120), 200
     )
-    assert record.verified is False and warnings == [warm["warning"]]
+    assert record.verified is False and warnings == [warm.warning]
     # A ZFS without metadata counters (zfs-fuse publishes data ones only): nothing to say.
     fuse = cache.arc_meta_read({"size": 1}, {"size": 1, "demand_data_misses": 3})
     assert fuse.warning() == "" and fuse.as_dict()["metadata_blocks_fetched"] is None
@@ -155,12 +161,21 @@ def test_the_arc_after_an_export_is_checked() -> None:
 DEV = DeviceFinding(devices=("loop0",), read_bytes=0)
 
 
+def _read(fetched: int, blocks: int = 10) -> cache.ArcRead:
+    """A data read of `blocks` records of which the pool delivered `fetched`."""
+    return cache.ArcRead(0, 0, blocks, blocks - fetched, fetched, REC, blocks * REC)
+
+
 def test_a_read_the_arc_served_is_not_verified_whatever_fincore_said() -> None:
-    arc = {"observable": True, "served_fraction": 0.9, "warning": "the ARC served ~90%"}
+    # 10 blocks read, 1 fetched from the pool: the ARC served 90%
+    arc = cache.ArcSeen(_read(fetched=1), source="arcstats")
     record, warnings = cold_read.settle(CacheFinding("drop_caches", True), arc, DEV)
-    assert record.verified is False and warnings == ["the ARC served ~90%"]
-    assert record.more["arc_during_read"] == {"observable": True, "served_fraction": 0.9}
-    cold = {"observable": True, "served_fraction": 0.0, "warning": ""}
+    assert record.verified is False and len(warnings) == 1
+    assert warnings[0].startswith("the ARC served ~90% of this read from RAM")
+    stored = record.more["arc_during_read"]
+    assert stored["observable"] is True and stored["served_fraction"] == 0.9
+    assert "warning" not in stored
+    cold = cache.ArcSeen(_read(fetched=10), source="arcstats")
     record, warnings = cold_read.settle(CacheFinding("export-import", None), cold, DEV)
     assert record.verified is True and warnings == []  # the read's counters decide
     record, _ = cold_read.settle(CacheFinding("export-import", False, "not exported"), cold, DEV)
@@ -168,7 +183,7 @@ def test_a_read_the_arc_served_is_not_verified_whatever_fincore_said() -> None:
 
 
 def test_an_unobservable_cache_is_never_verified() -> None:
-    arc = {"observable": False, "note": cache.UNOBSERVABLE}
+    arc = cache.ArcSeen(None, note=cache.UNOBSERVABLE)
     record, warnings = cold_read.settle(CacheFinding("export-import", True), arc, DEV)
     assert record.verified is None and record.more["arc"] == cache.UNOBSERVABLE
     assert warnings == []  # the device byte check speaks for the disks

@@ -257,6 +257,6 @@ def test_what_md_cannot_do_is_refused_by_name_not_by_class() -> None:
     zfs = ZfsBackend(RecordingRunner())
     assert capability(zfs, SupportsDiskReplace) is zfs
     hooks = PoolHooks(RecordingRunner(), md, Pool(spec(), Path("/mnt/x"), []))
-    assert hooks.after(get("seq-write")) == {}
+    assert hooks.after(get("seq-write")).to_json() == {}
     with pytest.raises(UsageError, match="The md backend cannot take a member offline"):
         hooks.before(get("degraded-read"))

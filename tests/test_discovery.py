@@ -122,5 +122,5 @@ def test_a_factor_reads_the_pool_back_into_each_measurements_pool_section(
     pool = Pool(spec, Path("/mnt/x"), [])
     md = MdBackend(RecordingRunner())  # no accounting of its own: only the factor's reading
     said = PoolHooks(RecordingRunner(), md, pool, {"readsback": "on"}).after(get("seq-write"))
-    assert said == {"readsback": {"pool": "pbrb", "level": "on"}}
-    assert PoolHooks(RecordingRunner(), md, pool, {}).after(get("seq-write")) == {}
+    assert said.to_json() == {"readsback": {"pool": "pbrb", "level": "on"}}
+    assert PoolHooks(RecordingRunner(), md, pool, {}).after(get("seq-write")).to_json() == {}

@@ -99,6 +99,45 @@ def test_merge_pool_adds_what_the_pool_said_without_touching_the_trial_record() 
     assert trial.pool == {"usable_bytes": 7}
 
 
+def test_what_the_pool_said_is_written_in_the_order_it_always_was() -> None:
+    from poolbench.engine.op_sections import PoolSaid
+    from poolbench.records.sections import DedupReadingRecord
+
+    reading = DedupReadingRecord(level="on", ratio=2.0, entries=3, disk_bytes=4, core_bytes=5,
+                                 referenced_blocks=6, referenced_bytes=7, unread="")  # fmt: skip
+    said = PoolSaid({"dedup": reading}, compressratio="1.50x", zvol={"volblocksize": 16384},
+                    class_alloc={"normal": 9}, class_free={})  # fmt: skip
+    got = said.to_json()
+    assert list(got) == ["dedup", "compressratio", "zvol", "class_alloc"]  # empty: left out
+    assert got["dedup"] == reading and got["class_alloc"] == {"normal": 9}
+    assert PoolSaid().to_json() == {}  # a backend without accounting, no factor: nothing
+    one = Findings(pool={"usable_bytes": 7})
+    one.merge_pool(got)
+    assert list(json.loads(json.dumps(one.to_json()))["pool"])[:2] == ["usable_bytes", "dedup"]
+
+
+def test_sections_stored_by_older_runs_decode_with_what_they_hold() -> None:
+    from poolbench.records.sections import L2arcReads, Pgbench, Resilver
+
+    # a resilver before the load factor; one with a load whose window was too short
+    old = Resilver.decode({"resilver": {"resilvered_bytes": 1 << 20, "seconds": 2}}, 1)
+    assert old == Resilver(1, 1 << 20, 2.0)
+    short = {"resilvered_bytes": 0, "load": {"workload": "seq-read", "rate": "flat out",
+             "during": {"value": None, "why": "too short", "unit": "MiB/s"}}}  # fmt: skip
+    rs = Resilver.decode({"resilver": short}, 0)
+    assert rs is not None and rs.load is not None
+    assert rs.load.during.value is None and rs.load.during.why == "too short"
+    assert rs.load.alone.value is None  # not recorded: no figure
+    # l2arc reads without intervals (not recorded) and no steady part
+    reads = L2arcReads.decode({"l2arc": {"interval_s": 6}}, 2)
+    assert reads is not None and reads.intervals is None and reads.steady.l2_hits is None
+    assert L2arcReads.decode({"l2arc": {}}, 2) is None  # an empty section: none
+    pg = Pgbench.decode({"pgbench": {"device_bytes_per_txn": 8192, "cache": {"label": "warm"}}})
+    assert pg == Pgbench(8192.0, True)
+    assert Pgbench.decode({"pgbench": {}}) == Pgbench(None, False)
+    assert Pgbench.decode({}) is None
+
+
 def test_trial_config_reads_its_levels() -> None:
     cfg = Config((("backend", "btrfs"), ("layout", "raid1"), ("fill", "50")))
     tc = TrialConfig(cfg, replicate=2, index=7)

@@ -15,6 +15,7 @@ from poolbench.errors import EXIT_UNSUPPORTED, PoolbenchError, Unsupported, Usag
 from poolbench.factors import arc_max as arc_limit
 from poolbench.guards import l2arc
 from poolbench.guards.cache import read_arcstats
+from poolbench.records.sections import L2arcReads
 from poolbench.safety.journal import Journal
 from poolbench.store.facts import ConfigFacts, StudyFacts
 from poolbench.study.builtin import l2arc_notes, registry
@@ -211,15 +212,23 @@ def test_dry_run_shows_plan_duration_and_the_ceiling_it_changes_and_restores(
 
 
 # -- the notes' verdict -------------------------------------------------------------------------
+def _stored(replicate: int, section: dict[str, object]) -> L2arcReads:
+    """The l2arc section of one replicate's guards as the store decodes it."""
+    got = L2arcReads.decode({"l2arc": section}, replicate)
+    assert got is not None
+    return got
+
+
 def _config(layout: str, iops: list[float], l2_hits: int, p99: list[float]) -> ConfigFacts:
-    sections = tuple(
-        {"intervals": [_iv(0, v / 2, 0, 10).as_dict(), _iv(1, v, l2_hits, 10, p).as_dict()],
-         "steady": {"iops": v, "l2_hits": l2_hits, "l2_hit_rate": 0.5 if l2_hits else None,
-                    "p99_ms": p}}
-        for v, p in zip(iops, p99, strict=True)
+    reads = tuple(
+        _stored(i, {"intervals": [_iv(0, v / 2, 0, 10).as_dict(),
+                                  _iv(1, v, l2_hits, 10, p).as_dict()],
+                    "steady": {"iops": v, "l2_hits": l2_hits,
+                               "l2_hit_rate": 0.5 if l2_hits else None, "p99_ms": p}})
+        for i, (v, p) in enumerate(zip(iops, p99, strict=True))
     )  # fmt: skip
     return ConfigFacts(key=layout, levels={"layout": layout}, figures={"l2arc-read-16k":
-                       tuple(iops)}, sections={"l2arc": sections})  # fmt: skip
+                       tuple(iops)}, l2arc=reads)  # fmt: skip
 
 
 def _facts(*configs: ConfigFacts) -> StudyFacts:
@@ -275,14 +284,10 @@ def test_on_zfs_fuse_the_cli_exits_7_with_one_paragraph(
 def test_a_hit_rate_still_rising_in_the_steady_half_is_flagged() -> None:
     rising = _config("stripe:1 + cache 1", [300, 310, 295], 500, [3.0, 3.1, 2.9])
     ivs = [_iv(i, 100.0, h, 100 - h).as_dict() for i, h in enumerate([5, 10, 40, 80])]
-    sections = tuple({**s, "intervals": ivs} for s in rising.sections["l2arc"])
+    reads = tuple(_stored(r.replicate, {"intervals": ivs}) for r in rising.l2arc)
     got = l2arc_notes.notes(
         Context(2, "1G"),
-        _facts(
-            ConfigFacts(
-                key="c", levels=rising.levels, figures=rising.figures, sections={"l2arc": sections}
-            )
-        ),
+        _facts(ConfigFacts(key="c", levels=rising.levels, figures=rising.figures, l2arc=reads)),
     )
     # steady half: intervals 3 and 4, 40% → 80%
     assert any("still rose from 40% to 80% over the steady half" in x for x in got), got

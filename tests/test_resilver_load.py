@@ -202,18 +202,28 @@ def test_a_foreground_that_fails_says_so_when_stopped(tmp_path: Path) -> None:
 
 def _loaded(load: str, seconds: list[float], rate: list[float], during: list[float],
             alone: list[float]) -> ConfigFacts:  # fmt: skip
-    sections = tuple(
-        {"load": {"workload": "seq-read", "rate": "flat out",
-                  "during": {"value": d, "unit": "MiB/s", "p99_ms": 8.0},
-                  "alone": {"value": a, "unit": "MiB/s", "p99_ms": 2.0}}}
+    loads = [
+        {"workload": "seq-read", "rate": "flat out",
+         "during": {"value": d, "unit": "MiB/s", "p99_ms": 8.0},
+         "alone": {"value": a, "unit": "MiB/s", "p99_ms": 2.0}}
         for d, a in zip(during, alone, strict=True)
-    ) if load != "none" else ()  # fmt: skip
+    ] if load != "none" else [None] * len(seconds)  # fmt: skip
     return ConfigFacts(
         key=f"layout=mirror:2 load={load}", levels={"layout": "mirror:2", "load": load},
         figures={"resilver": tuple(rate)},
-        resilvers=tuple(Resilver(i, 32 * MiB, s) for i, s in enumerate(seconds)),
-        sections={"resilver": sections},
+        resilvers=tuple(_resilver(i, s, ld)
+                        for i, (s, ld) in enumerate(zip(seconds, loads, strict=True))),
     )  # fmt: skip
+
+
+def _resilver(replicate: int, seconds: float, load: dict[str, object] | None) -> Resilver:
+    """One replicate's resilver section as the store decodes it (its load, if any)."""
+    section: dict[str, object] = {"resilvered_bytes": 32 * MiB, "seconds": seconds}
+    if load is not None:
+        section["load"] = load
+    got = Resilver.decode({"resilver": section}, replicate)
+    assert got is not None
+    return got
 
 
 def test_the_notes_say_what_the_load_costs_the_resilver_and_the_resilver_the_load() -> None:
@@ -265,13 +275,17 @@ def test_the_dry_run_plans_an_idle_and_a_loaded_resilver(
 def test_the_notes_name_a_window_too_short_and_count_only_replicates_with_both() -> None:
     idle = _loaded("none", [2.0, 2.0], [16.0, 16.0], [], [])
     loaded = _loaded("seq-read", [4.0, 1.0], [8.0, 30.0], [6.0, 7.0], [18.0, 18.0])
-    loads = [dict(s["load"]) for s in loaded.sections["resilver"]]  # type: ignore[call-overload]
     why = "too short to measure: the resilver's 0.90 s window held 2 of fio's 250 ms log"
-    loads[0]["during"] = {"value": 6.0, "unit": "MiB/s", "p99_ms": 8.0, "window_s": 4.0,
-                          "intervals": 15, "interval_ms": 250}  # fmt: skip
-    loads[1]["during"] = {"value": None, "unit": "MiB/s", "p99_ms": None, "window_s": 0.9,
-                          "intervals": 2, "interval_ms": 250, "why": why}  # fmt: skip
-    loaded = replace(loaded, sections={"resilver": tuple({"load": ld} for ld in loads)})
+    during = [{"value": 6.0, "unit": "MiB/s", "p99_ms": 8.0, "window_s": 4.0,
+               "intervals": 15, "interval_ms": 250},
+              {"value": None, "unit": "MiB/s", "p99_ms": None, "window_s": 0.9,
+               "intervals": 2, "interval_ms": 250, "why": why}]  # fmt: skip
+    alone = {"value": 18.0, "unit": "MiB/s", "p99_ms": 2.0}
+    loads = [{"workload": "seq-read", "rate": "flat out", "during": d, "alone": alone}
+             for d in during]  # fmt: skip
+    resilvers = tuple(_resilver(r.replicate, r.seconds or 0.0, ld)
+                      for r, ld in zip(loaded.resilvers, loads, strict=True))  # fmt: skip
+    loaded = replace(loaded, resilvers=resilvers)
     text = "\n".join(load_notes(StudyFacts("resilver", "loop", 3, 128 * MiB, (idle, loaded))))
     assert f"no figure during the resilver in replicate(s) of it: {why}" in text
     assert "6.0 MiB/s during the resilver vs 18.0 alone" in text  # the first replicate only

@@ -24,7 +24,7 @@ from tests.conftest import poolbench
 
 from poolbench.store.db import Store
 from poolbench.store.facts import study_facts
-from poolbench.study.builtin.resilver_load import load_notes, phase
+from poolbench.study.builtin.resilver_load import load_notes, values
 
 CAP = 20  # MiB/s per loop device
 STUDY = f"""
@@ -75,9 +75,9 @@ def test_a_load_slows_the_resilver_and_the_resilver_slows_the_load(
     assert len(idle_s) == len(loaded_s) == 2
     # The same bytes were resilvered (the working set and metadata), so the time decides.
     assert sum(loaded_s) > sum(idle_s), (idle_s, loaded_s)
-    loads = [s["load"] for s in loaded.sections["resilver"]]
-    during = phase(loads, "during", "value")  # type: ignore[arg-type]
-    alone = phase(loads, "alone", "value")  # type: ignore[arg-type]
+    loads = [r.load for r in loaded.resilvers if r.load is not None]
+    during = values([ld.during for ld in loads])
+    alone = values([ld.alone for ld in loads])
     assert len(during) == len(alone) == 2, loads
     # MiB/s over the resilver's window (fio's log) and alone, uncached (primarycache=metadata):
     # alone, a healthy 2-way mirror reads from both members, 2 × CAP at most; during the
@@ -87,12 +87,13 @@ def test_a_load_slows_the_resilver_and_the_resilver_slows_the_load(
     assert sum(during) < sum(alone), (during, alone)
     # each "during" over its own resilver's window (the log covering most of it), and alone
     # for as long, as fio's runtime says
-    for section in loaded.sections["resilver"]:
-        secs = float(section["seconds"])  # type: ignore[arg-type]
-        d, a = section["load"]["during"], section["load"]["alone"]  # type: ignore[index]
-        assert d["window_s"] == pytest.approx(secs, abs=0.01), (d, secs)
-        assert 0.5 * secs <= d["seconds"] <= secs + 1e-3 and d["intervals"] >= 4, d
-        assert a["seconds"] == pytest.approx(secs, abs=0.1), (a, secs)
+    for r in loaded.resilvers:
+        assert r.seconds is not None and r.load is not None, r
+        secs, d, a = r.seconds, r.load.during, r.load.alone
+        assert d.window_s == pytest.approx(secs, abs=0.01), (d, secs)
+        assert d.seconds is not None and d.intervals is not None, d
+        assert 0.5 * secs <= d.seconds <= secs + 1e-3 and d.intervals >= 4, d
+        assert a.seconds == pytest.approx(secs, abs=0.1), (a, secs)
     print("resilver s idle", idle_s, "loaded", loaded_s, "MiB/s during", during, "alone", alone)
     text = "\n".join(load_notes(facts))
     assert "under seq-read" in text and "the resilver costs the workload" in text, text

@@ -9,9 +9,7 @@ the record says so and is never "verified".
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from poolbench.guards import cache
 from poolbench.records.findings import CacheFinding, DeviceFinding
@@ -19,7 +17,7 @@ from poolbench.records.findings import CacheFinding, DeviceFinding
 
 def settle(
     record: CacheFinding,
-    arc: Mapping[str, Any] | None,
+    arc: cache.ArcSeen | None,
     device: DeviceFinding | None,
     meta_files: int | None = None,
 ) -> tuple[CacheFinding, list[str]]:
@@ -39,13 +37,13 @@ def settle(
         # Empty files gave the page cache check nothing to prove: the device reads decide.
         verified = False if verified is False or meta_ok is False else meta_ok
     if arc is not None:
-        more["arc_during_read"] = {k: v for k, v in arc.items() if k != "warning"}
-        if arc.get("observable"):
+        more["arc_during_read"] = arc.to_json()
+        if arc.observable:
             # The ARC's counters are the truth on OpenZFS; fincore never saw the ARC.
-            if arc.get("warning"):
-                warnings.append(str(arc["warning"]))
+            if arc.warning:
+                warnings.append(arc.warning)
                 verified = False
-            elif verified is not False and arc.get("served_fraction") is not None:
+            elif verified is not False and arc.served_fraction is not None:
                 verified = True if meta_files is None else verified
         else:
             # zfs-fuse: never "verified"; the device byte check (its own warning) decides.

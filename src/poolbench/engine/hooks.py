@@ -4,12 +4,14 @@ a state, run a pool operation as a workload, read back what the pool says afterw
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from poolbench.records.jsontypes import JsonObject
 from poolbench.records.latency import Latency
 from poolbench.workloads.fiojob import JobParams
 from poolbench.workloads.workload import Workload
+
+if TYPE_CHECKING:
+    from poolbench.engine.op_sections import OpSection, PoolSaid, PoolStateRecord
 
 
 @dataclass
@@ -22,7 +24,7 @@ class OpResult:
     ops: int = 0
     device_bytes: int | None = None
     # Findings sections of their own, by their stored name ("capacity", "resilver").
-    sections: JsonObject = field(default_factory=dict)
+    sections: dict[str, OpSection] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     latency: Latency | None = None  # per operation (pgbench: per transaction)
 
@@ -30,14 +32,14 @@ class OpResult:
 class TrialHooks(Protocol):
     """What the trial loop does around a study's workloads (pool state, pool operations)."""
 
-    def before(self, w: Workload) -> JsonObject:
+    def before(self, w: Workload) -> PoolStateRecord:
         """Bring the pool into the state `w` runs in (`w.pool_state`); returns what it did."""
 
     def operate(self, w: Workload, params: JobParams) -> OpResult:
         """Run a `pool` workload (kind "pool") and return its figure; `params` place a fio
         job over the data the session laid out (the l2arc reads, a resilver's load)."""
 
-    def after(self, w: Workload) -> JsonObject:
+    def after(self, w: Workload) -> PoolSaid:
         """Read back what the pool says after the measurement (merged into the pool
         findings)."""
 

@@ -15,10 +15,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from poolbench.engine.hooks import OpResult
+from poolbench.engine.op_sections import L2arcRecord
 from poolbench.errors import PoolbenchError
 from poolbench.guards import l2arc
 from poolbench.guards.cache import ARCSTATS, read_arcstats
-from poolbench.records.jsontypes import JsonObject
 from poolbench.system import modparams
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
@@ -58,15 +58,15 @@ def measure(
         out.append(l2arc.interval(i, before, after, r.runtime_s, r.iops, ms))
         before = after
     steady = l2arc.summarize(out)
-    section: JsonObject = {
-        "intervals": [x.as_dict() for x in out],
-        "steady": steady.as_dict(),
-        "interval_s": length,
-        "how": f"{INTERVALS} consecutive {length} s fio random {reads.fio['bs']}-byte "
+    section = L2arcRecord(
+        intervals=[x.as_dict() for x in out],
+        steady=steady.as_dict(),
+        interval_s=length,
+        how=f"{INTERVALS} consecutive {length} s fio random {reads.fio['bs']}-byte "
         "buffered reads of the working set, arcstats read between them; steady = the last "
         f"{len(l2arc.steady(out))} intervals",
-        "tunables": {k: modparams.read(k, parameters) for k in TUNABLES},
-    }
+        tunables={k: modparams.read(k, parameters) for k in TUNABLES},
+    )
     total_s = sum(x.seconds for x in out)
     app = int(sum(x.iops * x.seconds for x in out)) * int(w.fio["bs"])
     return OpResult(steady.iops, app, total_s, ops=app // int(w.fio["bs"]),

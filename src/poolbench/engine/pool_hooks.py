@@ -23,12 +23,19 @@ from poolbench.backends.base import (
 )
 from poolbench.engine import l2arc_reads, resilver_load
 from poolbench.engine.hooks import OpResult
+from poolbench.engine.op_sections import (
+    CapacityRecord,
+    ExpandRecord,
+    PoolSaid,
+    PoolStateRecord,
+    ResilverRecord,
+    ScrubRecord,
+)
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.factors import load as load_factor
 from poolbench.factors import registry as factors
 from poolbench.factors.base import AfterMeasurement, Levels
 from poolbench.factors.fill import usable_bytes
-from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 from poolbench.workloads.fiojob import JobParams
 from poolbench.workloads.library import parse_load
@@ -64,14 +71,14 @@ class PoolHooks:
         self.offline_leaf: str | None = None
         self.offline_top: TopVdev | None = None
 
-    def before(self, w: Workload) -> JsonObject:
+    def before(self, w: Workload) -> PoolStateRecord:
         if w.pool_state != "degraded":
-            return {}
+            return PoolStateRecord()
         if self.offline_leaf is None:
             replacing = self._replacing()
             self.offline_top, self.offline_leaf = self._member_to_offline(replacing)
             replacing.offline(self.pool, self.offline_leaf)
-        return {"state": "degraded", "offline": self.offline_leaf}
+        return PoolStateRecord(state="degraded", offline=self.offline_leaf)
 
     def _member_to_offline(self, replacing: SupportsDiskReplace) -> tuple[TopVdev, str]:
         """The first redundant vdev and its last member, as `zpool status` names it now."""
@@ -92,19 +99,13 @@ class PoolHooks:
     def operate(self, w: Workload, params: JobParams) -> OpResult:
         if w.name == "capacity":
             usable = usable_bytes(self.pool)
-            return OpResult(
-                usable / GiB,
-                0,
-                0.0,
-                sections={
-                    "capacity": {
-                        "usable_bytes": usable,
-                        "how": "zfs get used,available (root dataset)"
-                        if self.pool.described.get("usable_bytes")
-                        else "statvfs of the mountpoint",
-                    }
-                },
+            how = (
+                "zfs get used,available (root dataset)"
+                if self.pool.described.get("usable_bytes")
+                else "statvfs of the mountpoint"
             )
+            section = CapacityRecord(usable_bytes=usable, how=how)
+            return OpResult(usable / GiB, 0, 0.0, sections={"capacity": section})
         if w.name == "resilver":
             return self._resilver(params)
         if w.name.startswith("l2arc-read-"):
@@ -131,16 +132,16 @@ class PoolHooks:
         seconds, after = expanding.expand(self.pool, raidz[0].name, spare_list[0])
         if after is not None:  # what a later capacity workload reports
             self.pool.described["usable_bytes"] = after
-        section = {
-            "vdev": raidz[0].name,
-            "width_before": raidz[0].width,
-            "disk": spare_list[0],
-            "allocated_bytes": alloc,
-            "usable_before": before,
-            "usable_after": after,
-            "seconds": round(seconds, 3),
-            "timing": "`zpool attach -w` from its start until it returned (reflow done)",
-        }
+        section = ExpandRecord(
+            vdev=raidz[0].name,
+            width_before=raidz[0].width,
+            disk=spare_list[0],
+            allocated_bytes=alloc,
+            usable_before=before,
+            usable_after=after,
+            seconds=round(seconds, 3),
+            timing="`zpool attach -w` from its start until it returned (reflow done)",
+        )
         warnings = [] if after is not None else ["the usable space after could not be read"]
         return OpResult(alloc / seconds / MiB, alloc, seconds,
                         sections={"expand": section}, warnings=warnings)  # fmt: skip
@@ -180,7 +181,7 @@ class PoolHooks:
         warnings = []
         if st.resilvered_bytes is None:
             warnings.append("zpool status did not report the resilvered bytes")
-        section: JsonObject = {
+        section: ResilverRecord = {
             "replaced": self.offline_leaf,
             "with": new,
             "kind": "sequential rebuild to a distributed spare" if st.rebuilt_vdev
@@ -213,7 +214,7 @@ class PoolHooks:
         fg.start()
         return fg
 
-    def _verify_scrub(self, warnings: list[str]) -> JsonObject:
+    def _verify_scrub(self, warnings: list[str]) -> ScrubRecord:
         """The scrub OpenZFS starts after a sequential rebuild: its time, apart from the
         rebuild's (redundancy is back when the rebuild ends; the checksums are checked when
         the scrub does)."""
@@ -223,41 +224,35 @@ class PoolHooks:
             warnings.append(
                 "no scrub followed the sequential rebuild (zfs_rebuild_scrub_enabled=0?)"
             )
-            return {"seen": False}
-        return {"seen": True, "seconds": round(time.monotonic() - t0, 3), "status_line": sc.line}
+            return ScrubRecord(seen=False)
+        return ScrubRecord(seen=True, seconds=round(time.monotonic() - t0, 3), status_line=sc.line)
 
     def _replacing(self) -> SupportsDiskReplace:
         return require(self.backend, SupportsDiskReplace, "take a member offline",
                        "Run degraded-read and resilver on ZFS.")  # fmt: skip
 
-    def after(self, w: Workload) -> JsonObject:
+    def after(self, w: Workload) -> PoolSaid:
         accounts = capability(self.backend, SupportsAccounting)
         if accounts is not None:
             # After the timed window: the workload's blocks in the pool's own accounting (in
             # the guest, 400 small files fsync'd were not yet in the special class's alloc)
             accounts.sync_txg(self.pool)
         # what the configuration's factors read back (the dedup table of a dedup=on pool)
-        out = factors.after_measurement(
-            AfterMeasurement(self.runner, self.backend, self.pool, self.levels)
+        said = PoolSaid(
+            factors.after_measurement(
+                AfterMeasurement(self.runner, self.backend, self.pool, self.levels)
+            )
         )
         if accounts is None:
-            return out
-        ratio = accounts.compressratio(self.pool)
-        if ratio:
-            out["compressratio"] = ratio
-        volume = accounts.volume_space(self.pool)  # a zvol target: what it is charged
-        if volume:
-            out["zvol"] = volume
-        iostat = accounts.iostat_snapshot(self.pool)  # OpenZFS: per-vdev I/O and latency
-        if iostat:
-            out["zpool_iostat"] = iostat
-            # what the data vdevs and a special vdev hold (the special study's fill figure)
-            alloc, free = accounts.class_alloc(self.pool, iostat)
-            if alloc:
-                out["class_alloc"] = alloc
-            if free:  # how full each class is: special's 75% threshold
-                out["class_free"] = free
-        return out
+            return said
+        said.compressratio = accounts.compressratio(self.pool)
+        said.zvol = accounts.volume_space(self.pool)  # a zvol target: what it is charged
+        said.zpool_iostat = accounts.iostat_snapshot(self.pool)  # OpenZFS: per-vdev I/O
+        if said.zpool_iostat:
+            # what the data vdevs and a special vdev hold (the special study's fill figure),
+            # and how full each class is (special's 75% threshold)
+            said.class_alloc, said.class_free = accounts.class_alloc(self.pool, said.zpool_iostat)
+        return said
 
     def compression(self) -> str | None:
         if self.pool.spec.backend == "directory":  # someone else's filesystem: not ours to say

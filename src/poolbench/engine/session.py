@@ -48,7 +48,6 @@ from poolbench.errors import UsageError
 from poolbench.guards import cache, cpu, devices, geometry, workingset
 from poolbench.records.findings import CacheFinding, DataFinding, Findings, FioFinding
 from poolbench.records.fingerprint import Fingerprint
-from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
 from poolbench.records.run_metadata import RunMetadataJson
 from poolbench.store import fingerprints
@@ -410,7 +409,7 @@ class Session:
         self.runner.run(["sync", "--file-system", str(self.workspace.meta_dir)])
         return time.monotonic() - t0
 
-    def _settle_cold(self, w: Workload, findings: Findings, arc: JsonObject | None) -> list[str]:
+    def _settle_cold(self, w: Workload, findings: Findings, arc: cache.ArcSeen | None) -> list[str]:
         """After a cold read: what the ARC and (metadata) the devices say about the drop."""
         if not w.cold or findings.cache is None or self.runner.dry_run:
             return []
@@ -433,7 +432,7 @@ class Session:
         hooks = self.subject.hooks
         if hooks is None:
             return
-        said = hooks.after(w)  # a dry run's: the commands, nothing read (a planned pool)
+        said = hooks.after(w).to_json()  # a dry run's: the commands, nothing read
         if said:
             findings.merge_pool(said)
             latency_findings(findings, w)  # OpenZFS: the slow member by its disk_wait

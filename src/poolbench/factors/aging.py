@@ -38,7 +38,6 @@ from poolbench.factors import fill, specs
 from poolbench.factors.base import AfterPool, Factor, Preflight
 from poolbench.factors.specs import Spec, int_in
 from poolbench.records import sections
-from poolbench.records.jsontypes import JsonObject
 
 KEY = specs.AGING
 FRAG_KEY = specs.FRAG_TARGET
@@ -352,13 +351,13 @@ class Aging(Factor):
     def check(self, at: Preflight) -> None:
         check(at.backend, at.dialect, at.levels)
 
-    def after_pool(self, at: AfterPool) -> JsonObject | None:
+    def after_pool(self, at: AfterPool) -> sections.AgeRecord | None:
         if KEY not in at.levels:  # a frag_target alone: study/consistency.py refuses it
             return None
         assert at.working_set is not None
         aged = age_pool(at.backend, at.pool, at.levels, at.working_set, at.seed,
                         dry=at.runner.dry_run)  # fmt: skip
-        return None if aged is None else dict(aged)
+        return aged
 
 
 FACTOR = Aging()

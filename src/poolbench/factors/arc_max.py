@@ -21,7 +21,6 @@ from poolbench.factors.base import AfterPool, Factor, Preflight
 from poolbench.factors.specs import Spec
 from poolbench.guards.cache import ARCSTATS, read_arcstats
 from poolbench.records import sections
-from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
 from poolbench.system import modparams
 from poolbench.units import parse_size
@@ -137,8 +136,8 @@ class ArcMax(Factor):
     def check(self, at: Preflight) -> None:
         check(at.levels, at.dialect)
 
-    def after_pool(self, at: AfterPool) -> JsonObject | None:
-        return dict(apply(at.journal, at.levels)) or None
+    def after_pool(self, at: AfterPool) -> sections.ArcLimitRecord | None:
+        return apply(at.journal, at.levels) or None
 
 
 FACTOR = ArcMax()

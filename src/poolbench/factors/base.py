@@ -29,7 +29,7 @@ from poolbench.factors.specs import Spec
 
 if TYPE_CHECKING:
     from poolbench.backends.base import Backend, Pool
-    from poolbench.records.jsontypes import JsonObject
+    from poolbench.records.sections import FactorSection
     from poolbench.safety.journal import Journal
     from poolbench.study.model import Disks, Workloads
     from poolbench.system.runner import Runner
@@ -118,15 +118,15 @@ class Factor(Protocol):
         """The study's [workloads] as this configuration measures them."""
         return workloads
 
-    def before_pool(self, at: BeforePool) -> JsonObject | None:
+    def before_pool(self, at: BeforePool) -> FactorSection | None:
         """Act on the trial's disks before the pool is built; its section, or None."""
         return None
 
-    def after_pool(self, at: AfterPool) -> JsonObject | None:
+    def after_pool(self, at: AfterPool) -> FactorSection | None:
         """Act on the built pool (or its host) before the workloads; its section, or None."""
         return None
 
-    def after_measurement(self, at: AfterMeasurement) -> JsonObject | None:
+    def after_measurement(self, at: AfterMeasurement) -> FactorSection | None:
         """Read back what the pool says of this factor after each measurement: its part of
         the measurement's `pool` section (under `section`), or None."""
         return None

@@ -13,7 +13,6 @@ deduplication asks of RAM: the figure the dedup study scales to a user's pool.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.factors.base import AfterMeasurement, AfterPool, Factor, Levels, Preflight
 from poolbench.factors.specs import Spec, one_of
-from poolbench.records.jsontypes import JsonObject
+from poolbench.records.sections import DedupReadingRecord, DedupSetRecord
 from poolbench.zfs import ops
 from poolbench.zfs.errors import ZfsCommandError
 
@@ -57,8 +56,13 @@ class DedupReading:
         """DDT entries per block referenced: the unique share of what was written."""
         return self.entries / self.referenced_blocks if self.referenced_blocks else None
 
-    def to_json(self) -> JsonObject:
-        return dataclasses.asdict(self)
+    def to_json(self) -> DedupReadingRecord:
+        return DedupReadingRecord(
+            level=self.level, ratio=self.ratio, entries=self.entries,
+            disk_bytes=self.disk_bytes, core_bytes=self.core_bytes,
+            referenced_blocks=self.referenced_blocks, referenced_bytes=self.referenced_bytes,
+            unread=self.unread,
+        )  # fmt: skip
 
     @classmethod
     def decode(cls, guards: Mapping[str, object]) -> DedupReading | None:
@@ -104,7 +108,7 @@ def _set(runner: Runner, name: str, level: str) -> str | None:
     return ops.dataset_value(runner, name, KEY)
 
 
-def apply(at: AfterPool) -> JsonObject | None:
+def apply(at: AfterPool) -> DedupSetRecord | None:
     """The pool's root dataset at the configuration's level, read back."""
     name, level = at.pool.spec.name, at.levels[KEY]
     if at.runner.dry_run:  # the set printed; a pool not built has nothing to read back
@@ -118,7 +122,7 @@ def apply(at: AfterPool) -> JsonObject | None:
             "nothing was measured on it.",
             "Check that this ZFS supports deduplication (pool version 21 or later).",
         )
-    return {"level": level, "set": "zfs set dedup=on" if level == "on" else "default"}
+    return DedupSetRecord(level=level, set="zfs set dedup=on" if level == "on" else "default")
 
 
 def read_back(at: AfterMeasurement) -> DedupReading:
@@ -154,10 +158,10 @@ class Dedup(Factor):
     def check(self, at: Preflight) -> None:
         check(at.backend, at.levels)
 
-    def after_pool(self, at: AfterPool) -> JsonObject | None:
+    def after_pool(self, at: AfterPool) -> DedupSetRecord | None:
         return apply(at)
 
-    def after_measurement(self, at: AfterMeasurement) -> JsonObject | None:
+    def after_measurement(self, at: AfterMeasurement) -> DedupReadingRecord | None:
         if at.runner.dry_run:  # a pool not built: no table to read
             return None
         return read_back(at).to_json()

@@ -15,7 +15,6 @@ from poolbench.factors import specs
 from poolbench.factors.base import AfterPool, Factor
 from poolbench.factors.specs import Spec, int_in
 from poolbench.records import sections
-from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 from poolbench.workloads import fio, fiojob
 from poolbench.workloads.library import streaming
@@ -125,10 +124,9 @@ class Fill(Factor):
     order = 40  # the pool's data laid down, after the ARC's ceiling and before any member slows
     section = sections.FILL
 
-    def after_pool(self, at: AfterPool) -> JsonObject | None:
+    def after_pool(self, at: AfterPool) -> sections.FillRecord | None:
         assert at.working_set is not None
-        done = prefill(at.runner, at.pool, int(at.levels[KEY]), at.working_set, at.streams)
-        return None if done is None else dict(done)
+        return prefill(at.runner, at.pool, int(at.levels[KEY]), at.working_set, at.streams)
 
 
 FACTOR = Fill()

@@ -6,7 +6,7 @@ engine/resilver_load.py; this module says which foreground a configuration has."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from poolbench.errors import UsageError
 from poolbench.factors import specs
@@ -17,7 +17,7 @@ from poolbench.workloads.library import parse_load
 if TYPE_CHECKING:
     pass
 
-KEY = "load"
+KEY: Final = "load"  # Final: also the resilver section's key for its load (a TypedDict key)
 NONE = "none"
 
 

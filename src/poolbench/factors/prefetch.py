@@ -18,7 +18,6 @@ before anything is built.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ from poolbench import capabilities
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.factors.base import AfterMeasurement, AfterPool, Factor, Levels, Preflight
 from poolbench.factors.specs import Spec, one_of
-from poolbench.records.jsontypes import JsonObject
+from poolbench.records.sections import PrefetchReadingRecord, PrefetchSetRecord
 from poolbench.safety.journal import Journal
 from poolbench.system import modparams
 
@@ -54,8 +53,8 @@ class PrefetchReading:
     def as_asked(self) -> bool:
         return self.disable == disable_value(self.level)
 
-    def to_json(self) -> JsonObject:
-        return dataclasses.asdict(self)
+    def to_json(self) -> PrefetchReadingRecord:
+        return PrefetchReadingRecord(level=self.level, disable=self.disable)
 
     @classmethod
     def decode(cls, guards: Mapping[str, object]) -> PrefetchReading | None:
@@ -88,11 +87,11 @@ def check(backend: str, dialect: str, levels: Levels) -> None:
         )
 
 
-def apply(journal: Journal, level: str, root: Path = modparams.PARAMETERS) -> JsonObject:
+def apply(journal: Journal, level: str, root: Path = modparams.PARAMETERS) -> PrefetchSetRecord:
     """The host's prefetch at `level` (journaled before it is written), read back."""
     want = disable_value(level)
     if journal.runner.dry_run:
-        return {"level": level, "disable": want, "set": "not in a dry run"}
+        return PrefetchSetRecord(level=level, disable=want, set="not in a dry run")
     was = modparams.read(PARAM, root)
     if was is None:
         raise capabilities.unsupported(
@@ -118,8 +117,9 @@ def apply(journal: Journal, level: str, root: Path = modparams.PARAMETERS) -> Js
             "Check that nothing else on this host sets ZFS module parameters meanwhile.",
         )
     restored = "after the trial (its journal), also on error, Ctrl-C and cleanup"
-    return {"level": level, "disable": now, "host_had": was,
-            "set": restored if was != want else "the host's own value, left as it was"}  # fmt: skip
+    kept = "the host's own value, left as it was"
+    return PrefetchSetRecord(level=level, disable=now, host_had=was,
+                             set=restored if was != want else kept)  # fmt: skip
 
 
 def read_back(level: str, root: Path = modparams.PARAMETERS) -> PrefetchReading:
@@ -141,10 +141,10 @@ class Prefetch(Factor):
     def check(self, at: Preflight) -> None:
         check(at.backend, at.dialect, at.levels)
 
-    def after_pool(self, at: AfterPool) -> JsonObject | None:
+    def after_pool(self, at: AfterPool) -> PrefetchSetRecord | None:
         return apply(at.journal, str(at.levels[KEY]))
 
-    def after_measurement(self, at: AfterMeasurement) -> JsonObject | None:
+    def after_measurement(self, at: AfterMeasurement) -> PrefetchReadingRecord | None:
         if at.runner.dry_run:
             return None
         return read_back(str(at.levels[KEY])).to_json()

@@ -25,7 +25,7 @@ from poolbench.factors.base import (
 from poolbench.factors.specs import Basis, Spec
 
 if TYPE_CHECKING:
-    from poolbench.records.jsontypes import JsonObject
+    from poolbench.records.sections import FactorSection
     from poolbench.safety.journal import Journal
     from poolbench.study.model import Disks, Workloads
 
@@ -80,20 +80,20 @@ def shape(disks: Disks, workloads: Workloads, levels: Levels) -> tuple[Disks, Wo
 
 def before_pool(
     journal: Journal, disks: Disks, devices: Sequence[str], levels: Levels
-) -> JsonObject:
+) -> dict[str, FactorSection]:
     """Every active factor's act on the trial's disks (journaled: undone at teardown);
     their sections by name."""
     at = BeforePool(journal, disks, devices, levels)
     return _sections((f.section, f.before_pool(at)) for f in active(levels))
 
 
-def after_pool(at: AfterPool) -> JsonObject:
+def after_pool(at: AfterPool) -> dict[str, FactorSection]:
     """Every active factor's act on the built pool, in order (one that another active
     factor `replaces` left to it); their sections by name."""
     return _sections((f.section, f.after_pool(at)) for f in acting(at.levels))
 
 
-def after_measurement(at: AfterMeasurement) -> JsonObject:
+def after_measurement(at: AfterMeasurement) -> dict[str, FactorSection]:
     """What the pool says of each active factor after a measurement (its part of the
     measurement's `pool` section), by section name."""
     return _sections((f.section, f.after_measurement(at)) for f in active(at.levels))
@@ -112,5 +112,7 @@ def postgres_settings(levels: Levels) -> dict[str, str]:
     return {k: v for f in FACTORS.values() for k, v in f.postgres_settings(levels).items()}
 
 
-def _sections(done: Iterable[tuple[str, JsonObject | None]]) -> JsonObject:
+def _sections(
+    done: Iterable[tuple[str, FactorSection | None]],
+) -> dict[str, FactorSection]:
     return {name: section for name, section in done if section is not None}

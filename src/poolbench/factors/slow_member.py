@@ -21,7 +21,6 @@ from poolbench.errors import UsageError
 from poolbench.factors.base import BeforePool, Factor, Levels, Preflight
 from poolbench.factors.specs import Spec, int_in
 from poolbench.records import sections
-from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
 from poolbench.system import throttle as blkio
 
@@ -132,9 +131,8 @@ class SlowMember(Factor):
     def check(self, at: Preflight) -> None:
         check(at.disks, at.levels)
 
-    def before_pool(self, at: BeforePool) -> JsonObject | None:
-        slow = throttle(at.journal, at.disks, at.devices, at.levels)
-        return dict(slow) if slow else None
+    def before_pool(self, at: BeforePool) -> sections.SlowRecord | None:
+        return throttle(at.journal, at.disks, at.devices, at.levels)
 
 
 FACTOR = SlowMember()

@@ -23,12 +23,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from poolbench import is_digits
-from poolbench.records.jsontypes import JsonObject
 from poolbench.system.probes import resident_bytes
 from poolbench.system.runner import Runner
 
 __all__ = [
     "ArcRead",
+    "ArcSeen",
     "ArcWindow",
     "CacheDrop",
     "arc_after_export",
@@ -311,6 +311,39 @@ def block_size_of(files: Sequence[Path]) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class ArcSeen:
+    """What the ARC's counters showed of one cold read (ArcWindow.close): the read, data or
+    metadata, where they could be read (`source`), else why not (`note`)."""
+
+    read: ArcRead | ArcMetaRead | None  # None: the counters could not be read
+    source: str = ""
+    note: str = ""
+
+    @property
+    def observable(self) -> bool:
+        return self.read is not None
+
+    @property
+    def served_fraction(self) -> float | None:
+        """The share of a data read the pool did not deliver, as recorded (None: unknown, or
+        a metadata read, whose data share means nothing)."""
+        served = self.read.served_fraction if isinstance(self.read, ArcRead) else None
+        return None if served is None else round(served, 4)
+
+    @property
+    def warning(self) -> str:
+        """Why the read measured RAM, not the disks ('' when it did not)."""
+        return self.read.warning() if self.read is not None else ""
+
+    def to_json(self) -> dict[str, object]:
+        """The cache record's `arc_during_read`, as stored (the warning goes with the
+        measurement's warnings instead)."""
+        if self.read is None:
+            return {"observable": False, "note": self.note}
+        return {"observable": True, "source": self.source, **self.read.as_dict()}
+
+
 class ArcWindow:
     """Open just before a cold read, close right after: what the ARC served (OpenZFS, and
     zfs-fuse where it publishes its counters), that it cannot be seen, or nothing (not ZFS)."""
@@ -336,20 +369,19 @@ class ArcWindow:
             block_size = block_size_of(files)
         self.block_size = block_size if self.before else 0
 
-    def close(self, app_bytes: int, ios: int = 0) -> JsonObject | None:
+    def close(self, app_bytes: int, ios: int = 0) -> ArcSeen | None:
         if self.flavour is None:
             return None
         after = read_arcstats(self.arcstats)
         if self.before is None or after is None:
             note = UNOBSERVABLE if self.flavour == "zfs-fuse" else f"{self.arcstats} unreadable"
-            return {"observable": False, "note": note}
+            return ArcSeen(None, note=note)
         read: ArcRead | ArcMetaRead = (
             arc_meta_read(self.before, after)
             if self.metadata
             else arc_read(self.before, after, self.block_size, app_bytes, self.direct, ios)
         )
-        return {"observable": True, "source": str(self.arcstats), **read.as_dict(),
-                "warning": read.warning()}  # fmt: skip
+        return ArcSeen(read, source=str(self.arcstats))
 
 
 def arc_after_export(exported: dict[str, int] | None, other_pools: int) -> tuple[bool | None, str]:

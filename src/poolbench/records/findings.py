@@ -235,7 +235,7 @@ class Findings:
             dict(self.pool) if self.pool is not None else None, dict(self.other),
         )  # fmt: skip
 
-    def merge_pool(self, said: Mapping[str, Any]) -> None:
+    def merge_pool(self, said: Mapping[str, object]) -> None:
         """Add what the pool said after a measurement to its description."""
         self.pool = {**(self.pool or {}), **said}
 

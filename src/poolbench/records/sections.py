@@ -2,13 +2,14 @@
 under the section's name), and their decoding, once, from the stored JSON. A factor writes its
 `...Record` (the JSON shape, a TypedDict); the store reads it back as the dataclass beside it
 (`decode`), which takes what old stores hold too: a field missing there is its default.
-Readers call fields, never keys."""
+The sections of other writers that the studies' notes read (a resilver and its load, the
+l2arc reads, pgbench's) are decoded here the same way. Readers call fields, never keys."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 AGING = "aging"
 ARC_LIMIT = "arc_limit"
@@ -156,17 +157,116 @@ class ArcLimitRecord(TypedDict, total=False):
     restored: str
 
 
+class DedupSetRecord(TypedDict):
+    """The `dedup` section of every measurement of a trial under a `dedup` level
+    (factors/dedup.py): the level asked for and how it was set."""
+
+    level: str
+    set: str
+
+
+class DedupReadingRecord(TypedDict):
+    """The `dedup` part of a measurement's `pool` section (factors/dedup.py, DedupReading)."""
+
+    level: str
+    ratio: float | None
+    entries: int
+    disk_bytes: int
+    core_bytes: int
+    referenced_blocks: int
+    referenced_bytes: int
+    unread: str
+
+
+class PrefetchSetRecord(TypedDict):
+    """The `prefetch` section of every measurement of a trial under a `prefetch` level
+    (factors/prefetch.py): the level, zfs_prefetch_disable as read back, the host's own value
+    (not in a dry run) and whether it is put back."""
+
+    level: str
+    disable: int | None
+    host_had: NotRequired[int]
+    set: str
+
+
+class PrefetchReadingRecord(TypedDict):
+    """The `prefetch` part of a measurement's `pool` section (factors/prefetch.py)."""
+
+    level: str
+    disable: int | None
+
+
+# Every section a trial factor writes: into Findings.other before the workloads
+# (before_pool, after_pool), into a measurement's `pool` section after it
+# (after_measurement). Each factor returns its own TypedDict, its exact stored shape (the
+# ones above, or one in a new factor's own module: a new factor is its module alone); the
+# trial passes them on whole into the guards JSON and reads none of their keys, so it asks
+# no more of them than a JSON object does. Their readers decode them (the records here).
+FactorSection = Mapping[str, object]
+
+
+def _str(value: object) -> str:
+    return str(value) if value is not None else ""
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class LoadPhase:
+    """One phase of a resilver's foreground load (engine/resilver_load.py): `during` the
+    resilver (over its window, from fio's histogram log) or `alone` on the healthy pool
+    after it. `value` is MiB/s or IOPS (`unit`); None: no figure, `why` says why."""
+
+    value: float | None
+    unit: str = ""
+    p99_ms: float | None = None
+    why: str = ""
+    seconds: float | None = None  # what fio's log (or run) covered
+    window_s: float | None = None  # `during`: the resilver's window
+    intervals: int | None = None  # `during`: fio's log intervals inside it
+    interval_ms: int | None = None
+
+    @classmethod
+    def decode(cls, d: object) -> LoadPhase:
+        if not isinstance(d, Mapping):
+            return cls(None)
+        return cls(_num(d.get("value")), _str(d.get("unit")), _num(d.get("p99_ms")),
+                   _str(d.get("why")), _num(d.get("seconds")), _num(d.get("window_s")),
+                   _int(d.get("intervals")), _int(d.get("interval_ms")))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ResilverLoad:
+    """A resilver's foreground workload (the `load` factor): its name, its rate, and its
+    figures during the resilver and alone after it."""
+
+    workload: str
+    rate: str
+    during: LoadPhase
+    alone: LoadPhase
+
+    @classmethod
+    def decode(cls, d: object) -> ResilverLoad | None:
+        if not isinstance(d, Mapping):
+            return None
+        return cls(_str(d.get("workload")), _str(d.get("rate")),
+                   LoadPhase.decode(d.get("during")), LoadPhase.decode(d.get("alone")))  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Resilver:
     """One resilver (the resilver workload, engine/pool_hooks.py): the trial's replicate, bytes
-    resilvered and the seconds it took, its kind, and the verifying scrub after a sequential
-    rebuild."""
+    resilvered and the seconds it took, its kind, the verifying scrub after a sequential
+    rebuild, and the foreground load that ran during it (None: an idle resilver)."""
 
     replicate: int
     resilvered_bytes: int
     seconds: float | None
     kind: str = ""  # "healing resilver" | "sequential rebuild to a distributed spare"
     scrub_seconds: float | None = None
+    load: ResilverLoad | None = None
 
     @classmethod
     def decode(cls, other: Mapping[str, object], replicate: int) -> Resilver | None:
@@ -181,7 +281,87 @@ class Resilver:
             _num(rs.get("seconds")),
             str(rs.get("kind") or ""),
             _num(scrub.get("seconds")) if isinstance(scrub, dict) else None,
+            ResilverLoad.decode(rs.get("load")),
         )
+
+
+# -- a pgbench workload's section (engine/pgbench_run.py) --------------------------------------
+PGBENCH = "pgbench"
+
+
+@dataclass(frozen=True)
+class Pgbench:
+    """What the facts read of a pgbench measurement: the device bytes it wrote per
+    transaction (None: not counted) and whether RAM could cache its database (`warm`)."""
+
+    device_bytes_per_txn: float | None
+    warm: bool
+
+    @classmethod
+    def decode(cls, other: Mapping[str, object]) -> Pgbench | None:
+        """The section in one measurement's guards, or None: not a pgbench workload."""
+        pg = other.get(PGBENCH)
+        if not isinstance(pg, dict):
+            return None
+        return cls(_num(pg.get("device_bytes_per_txn")), _part(pg.get("cache"), "label") == "warm")
+
+
+# -- the l2arc reads (a pool operation's section: engine/l2arc_reads.py) ----------------------
+L2ARC = "l2arc"
+
+
+@dataclass(frozen=True)
+class L2arcInterval:
+    """One interval of the l2arc reads, as the notes read it (a counter not recorded: 0)."""
+
+    iops: float
+    p99_ms: float | None
+    l2_hits: float
+    l2_misses: float
+    l2_size: float  # bytes the cache device held
+
+    @classmethod
+    def decode(cls, d: Mapping[object, object]) -> L2arcInterval:
+        return cls(_num(d.get("iops")) or 0.0, _num(d.get("p99_ms")),
+                   _num(d.get("l2_hits")) or 0.0, _num(d.get("l2_misses")) or 0.0,
+                   _num(d.get("l2_size")) or 0.0)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class L2arcSteady:
+    """The steady intervals' figures (the last half), None where not recorded."""
+
+    p99_ms: float | None
+    l2_hits: float | None
+    l2_hit_rate: float | None
+
+
+@dataclass(frozen=True)
+class L2arcReads:
+    """One replicate's l2arc reads: its intervals (None: not recorded), their length, and
+    the steady figures."""
+
+    replicate: int
+    intervals: tuple[L2arcInterval, ...] | None
+    interval_s: float | None
+    steady: L2arcSteady
+
+    @classmethod
+    def decode(cls, other: Mapping[str, object], replicate: int) -> L2arcReads | None:
+        """The section in one measurement of trial `replicate`, or None: no l2arc reads."""
+        s = other.get(L2ARC)
+        if not isinstance(s, dict) or not s:
+            return None
+        got = s.get("intervals")
+        intervals = (
+            tuple(L2arcInterval.decode(i) for i in got if isinstance(i, dict))
+            if isinstance(got, list)
+            else None
+        )
+        st = s.get("steady")
+        steady = L2arcSteady(_num(_part(st, "p99_ms")), _num(_part(st, "l2_hits")),
+                             _num(_part(st, "l2_hit_rate")))  # fmt: skip
+        return cls(replicate, intervals, _num(s.get("interval_s")), steady)
 
 
 # -- the slow-member guard's window evidence (not a factor's: guards/members.py writes it) -----

@@ -1,8 +1,8 @@
 """One stored measurement as the facts read it (FactRow), and the facts of the newer
 studies taken from a configuration's rows: pgbench's device bytes per transaction and warm
 label, each trial's age and the member throttled on purpose (their typed sections,
-records/sections.py), the guard's flags (slow-disk), and the pool operations' own sections
-(l2arc, resilver). store/facts.py gathers them into its ConfigFacts."""
+records/sections.py), the guard's flags (slow-disk), and the l2arc reads' intervals and
+steady figures. store/facts.py gathers them into its ConfigFacts."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, NotRequired, TypedDict
 
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.latency import LatencyJson
-from poolbench.records.sections import Age, MembersSlow, SlowMember
+from poolbench.records.sections import Age, L2arcReads, MembersSlow, Pgbench, SlowMember
 
 
 class FactRow(TypedDict):
@@ -30,7 +30,7 @@ class StudyExtras(TypedDict):
 
     bytes_per_txn: Mapping[str, tuple[float, ...]]
     warm: frozenset[str]
-    sections: Mapping[str, tuple[JsonObject, ...]]
+    l2arc: tuple[L2arcReads, ...]
     ages: tuple[Age, ...]
     slow_member: SlowMember | None
     slow_flags: Mapping[str, tuple[tuple[int, ...], ...]]
@@ -43,46 +43,28 @@ def study_extras(rows: list[FactRow]) -> StudyExtras:
     warm: set[str] = set()
     ages: dict[int, Age | None] = {}
     slow: SlowMember | None = None
+    l2arc: list[L2arcReads] = []
     for r in rows:
         g = r["guards"]
-        _pgbench(section(g, "pgbench"), str(r["workload"]), per_txn, warm)
+        pg = Pgbench.decode(g)
+        if pg is not None and pg.device_bytes_per_txn is not None:
+            per_txn.setdefault(str(r["workload"]), []).append(pg.device_bytes_per_txn)
+        if pg is not None and pg.warm:
+            warm.add(str(r["workload"]))
         got = Age.decode(g, int(r["replicate"]))
         ages[got.replicate if got else -1] = got
         slow = slow or SlowMember.decode(g)
+        reads = L2arcReads.decode(g, int(r["replicate"]))
+        l2arc += [reads] if reads else []
     return StudyExtras(
         bytes_per_txn={w: tuple(v) for w, v in per_txn.items()},
         warm=frozenset(warm),
-        sections=_op_sections(rows),
+        l2arc=tuple(sorted(l2arc, key=lambda x: x.replicate)),
         ages=tuple(a for _r, a in sorted(ages.items()) if a is not None),
         slow_member=slow,
         slow_flags=_slow_flags(rows),
         latency_flags=_slow_flags(rows, latency=True),
     )
-
-
-def _pgbench(
-    pg: JsonObject, workload: str, per_txn: dict[str, list[float]], warm: set[str]
-) -> None:
-    """A pgbench measurement's device bytes per transaction and cache label."""
-    value = pg.get("device_bytes_per_txn")
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        per_txn.setdefault(workload, []).append(float(value))
-    cache = pg.get("cache")
-    if isinstance(cache, dict) and cache.get("label") == "warm":
-        warm.add(workload)
-
-
-OP_SECTIONS = ("l2arc", "resilver")
-
-
-def _op_sections(rows: list[FactRow]) -> dict[str, tuple[JsonObject, ...]]:
-    out: dict[str, list[tuple[int, JsonObject]]] = {}
-    for r in rows:
-        for key in OP_SECTIONS:
-            found = section(r["guards"], key)
-            if found:
-                out.setdefault(key, []).append((int(r["replicate"]), found))
-    return {k: tuple(s for _r, s in sorted(v, key=lambda x: x[0])) for k, v in out.items()}
 
 
 def section(guards: Mapping[str, Any], key: str) -> JsonObject:

@@ -13,10 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
 from poolbench.records.run_metadata import Device, RunMetadata
-from poolbench.records.sections import Age, Fill, Resilver, SlowMember
+from poolbench.records.sections import Age, Fill, L2arcReads, Resilver, SlowMember
 from poolbench.store.factrows import FactRow, section, study_extras
 
 if TYPE_CHECKING:
@@ -104,9 +103,9 @@ class ConfigFacts:
     # workloads whose database RAM could cache in some replicate (labelled warm)
     bytes_per_txn: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     warm: frozenset[str] = frozenset()
-    # A pool operation's own section per replicate, in replicate order (OP_SECTIONS: the
-    # l2arc reads' intervals, a resilver's and its load's figures), for the studies' notes.
-    sections: Mapping[str, tuple[JsonObject, ...]] = field(default_factory=dict)
+    # the l2arc reads of each replicate, in replicate order (their intervals and steady
+    # figures; a resilver's load is its Resilver's)
+    l2arc: tuple[L2arcReads, ...] = ()
     ages: tuple[Age, ...] = ()  # one per trial of an aged configuration (aging factor)
     slow_member: SlowMember | None = None  # the member throttled on purpose (slow_member)
     # workload → per replicate whose window could judge its members (guards members_slow),

@@ -1,17 +1,19 @@
 """The l2arc study's notes (pure): the warm-up interval by interval, the steady hit rate, and
-the verdict, from the `l2arc` sections the reads stored (engine/l2arc_reads.py)."""
+the verdict, from the `l2arc` sections the reads stored (engine/l2arc_reads.py), as the
+store decoded them (records/sections.py: L2arcReads)."""
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from poolbench.study.builtin.headline import compared, mean
 
 if TYPE_CHECKING:
+    from poolbench.records.sections import L2arcInterval, L2arcSteady
     from poolbench.store.facts import ConfigFacts, StudyFacts
     from poolbench.study.builtin.context import Context
 
@@ -27,29 +29,14 @@ def has_cache(c: ConfigFacts) -> bool:
     return "+ cache" in c.level("layout")
 
 
-def _num(v: object) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+def _intervals(c: ConfigFacts) -> list[tuple[L2arcInterval, ...]]:
+    """Each replicate's intervals, where recorded."""
+    return [r.intervals for r in c.l2arc if r.intervals is not None]
 
 
-def _intervals(c: ConfigFacts) -> list[list[dict[str, object]]]:
-    """Each replicate's intervals as stored."""
-    out = []
-    for s in c.sections.get("l2arc", ()):
-        got = s.get("intervals")
-        if isinstance(got, list):
-            out.append([i for i in got if isinstance(i, dict)])
-    return out
-
-
-def steady_of(c: ConfigFacts, key: str) -> list[float]:
-    """One steady figure (`iops`, `p99_ms`, `l2_hits`, ...) per replicate, where stored."""
-    out = []
-    for s in c.sections.get("l2arc", ()):
-        st = s.get("steady")
-        v = _num(st.get(key)) if isinstance(st, dict) else None
-        if v is not None:
-            out.append(v)
-    return out
+def steady_of(c: ConfigFacts, figure: Callable[[L2arcSteady], float | None]) -> list[float]:
+    """One steady figure (its p99, L2 hits, ...) per replicate, where recorded."""
+    return [v for r in c.l2arc if (v := figure(r.steady)) is not None]
 
 
 @dataclass(frozen=True)
@@ -68,11 +55,11 @@ def warmup(c: ConfigFacts) -> list[Row]:
     rows = []
     for i in range(min((len(r) for r in reps), default=0)):
         at = [r[i] for r in reps]
-        iops = [_num(x.get("iops")) or 0.0 for x in at]
-        tails = [v for x in at if (v := _num(x.get("p99_ms"))) is not None]
-        hits = sum(_num(x.get("l2_hits")) or 0.0 for x in at)
-        looked = hits + sum(_num(x.get("l2_misses")) or 0.0 for x in at)
-        size = [_num(x.get("l2_size")) or 0.0 for x in at]
+        iops = [x.iops for x in at]
+        tails = [x.p99_ms for x in at if x.p99_ms is not None]
+        hits = sum(x.l2_hits for x in at)
+        looked = hits + sum(x.l2_misses for x in at)
+        size = [x.l2_size for x in at]
         rows.append(Row(i + 1, statistics.fmean(iops),
                         statistics.median(tails) if tails else None,
                         hits / looked if looked else None,
@@ -85,7 +72,7 @@ def _table(c: ConfigFacts) -> list[str]:
     if not rows:
         return []
     n = len(_intervals(c))
-    length = _num(c.sections["l2arc"][0].get("interval_s"))
+    length = c.l2arc[0].interval_s
     each = f" of {length:g} s" if length else ""
     head = f"  {c.level('layout')}: per interval{each}, mean of {n} replicate(s)"
     lines = [head, "    int     IOPS   p99 ms  L2 hit rate  L2 held MiB"]
@@ -135,9 +122,11 @@ def verdict(without: ConfigFacts, with_: ConfigFacts, workload: str) -> list[str
     if ma is None or mb is None:
         return ["verdict: not measured on both pools"]
     text, significant = compared(b, a)
-    p99, lower = _p99_text(steady_of(without, "p99_ms"), steady_of(with_, "p99_ms"))
-    hits = sum(steady_of(with_, "l2_hits"))
-    rate = [v for v in steady_of(with_, "l2_hit_rate")]
+    p99, lower = _p99_text(
+        steady_of(without, lambda s: s.p99_ms), steady_of(with_, lambda s: s.p99_ms)
+    )
+    hits = sum(steady_of(with_, lambda s: s.l2_hits))
+    rate = steady_of(with_, lambda s: s.l2_hit_rate)
     served = f"{statistics.fmean(rate):.0%}" if rate else "no L2 lookups"
     facts = (
         f"steady IOPS {ma:,.0f} with the cache device vs {mb:,.0f} without: {text}; {p99}; "
@@ -153,7 +142,7 @@ def verdict(without: ConfigFacts, with_: ConfigFacts, workload: str) -> list[str
 
 
 def notes(ctx: Context, facts: StudyFacts) -> list[str]:
-    configs = [c for c in facts.configs if c.sections.get("l2arc")]
+    configs = [c for c in facts.configs if c.l2arc]
     if not configs:
         return []
     workload = next(iter(configs[0].figures), "")

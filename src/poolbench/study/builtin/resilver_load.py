@@ -17,30 +17,22 @@ from typing import TYPE_CHECKING
 from poolbench.study.builtin.headline import compared, mean
 
 if TYPE_CHECKING:
+    from poolbench.records.sections import LoadPhase, ResilverLoad
     from poolbench.store.facts import ConfigFacts, StudyFacts
 
-Stored = dict[str, object]  # a stored section as the store decoded it
+
+def _loads(c: ConfigFacts) -> list[ResilverLoad]:
+    """Each replicate's load, in replicate order (the `load` part of its resilver section)."""
+    return [r.load for r in c.resilvers if r.load is not None]
 
 
-def _loads(c: ConfigFacts) -> list[Stored]:
-    """Each replicate's `load` part of its resilver section."""
-    out = []
-    for s in c.sections.get("resilver", ()):
-        got = s.get("load")
-        if isinstance(got, dict):
-            out.append(got)
-    return out
+def values(phases: list[LoadPhase]) -> list[float]:
+    """The phases' figures (MiB/s or IOPS), where there is one."""
+    return [p.value for p in phases if p.value is not None]
 
 
-def phase(loads: list[Stored], name: str, key: str) -> list[float]:
-    """One figure (`value`, `p99_ms`) of the phase `name` (during, alone) per replicate."""
-    out = []
-    for ld in loads:
-        got = ld.get(name)
-        v = got.get(key) if isinstance(got, dict) else None
-        if isinstance(v, int | float) and not isinstance(v, bool):
-            out.append(float(v))
-    return out
+def p99s(phases: list[LoadPhase]) -> list[float]:
+    return [p.p99_ms for p in phases if p.p99_ms is not None]
 
 
 def _seconds(c: ConfigFacts) -> float | None:
@@ -62,32 +54,26 @@ def _resilver_line(idle: ConfigFacts, loaded: ConfigFacts) -> str:
     )
 
 
-def _paired(loads: list[Stored]) -> tuple[list[Stored], list[str]]:
+def _paired(loads: list[ResilverLoad]) -> tuple[list[ResilverLoad], list[str]]:
     """The replicates with a figure both during the resilver and alone, and why the others
     have none (a resilver too short for fio's log, stated in the row; older rows ran in
     slices and state nothing)."""
     kept, why = [], []
     for ld in loads:
-        if phase([ld], "during", "value") and phase([ld], "alone", "value"):
+        if ld.during.value is not None and ld.alone.value is not None:
             kept.append(ld)
             continue
-        got = ld.get("during")
-        reason = got.get("why") if isinstance(got, dict) else None
-        why.append(str(reason) if reason else "no foreground interval ended within it")
+        why.append(ld.during.why or "no foreground interval ended within it")
     return kept, why
 
 
-def _windows(loads: list[Stored]) -> str:
+def _windows(loads: list[ResilverLoad]) -> str:
     """How the `during` figures were measured: each replicate's window and intervals."""
-    parts = []
-    for ld in loads:
-        got = ld.get("during")
-        if isinstance(got, dict) and "window_s" in got:
-            parts.append(f"{got.get('window_s')} s ({got.get('intervals')} intervals)")
+    parts = [f"{d.window_s} s ({d.intervals} intervals)" for ld in loads
+             if (d := ld.during).window_s is not None]  # fmt: skip
     if not parts:
         return ""
-    ms = next((d.get("interval_ms") for ld in loads if isinstance(d := ld.get("during"), dict)),
-              None)  # fmt: skip
+    ms = loads[0].during.interval_ms
     return f"    during: the resilver's window per replicate, {ms} ms intervals: " + ", ".join(
         parts
     )
@@ -99,12 +85,12 @@ def _workload_lines(loaded: ConfigFacts) -> list[str]:
     out = [f"    no figure during the resilver in replicate(s) of it: {w}" for w in why]
     if not loads:
         return [*out, "    the workload has no figure during the resilver"]
-    during, alone = phase(loads, "during", "value"), phase(loads, "alone", "value")
-    first = loads[0].get("during")
-    unit = str(first.get("unit", "")) if isinstance(first, dict) else ""
+    during = values([ld.during for ld in loads])
+    alone = values([ld.alone for ld in loads])
+    unit = loads[0].during.unit
     text, _ = compared(alone, during)
     cost = 1 - statistics.fmean(during) / statistics.fmean(alone)
-    p_d, p_a = phase(loads, "during", "p99_ms"), phase(loads, "alone", "p99_ms")
+    p_d, p_a = p99s([ld.during for ld in loads]), p99s([ld.alone for ld in loads])
     tail = ""
     if p_d and p_a:
         tail = (
@@ -114,7 +100,7 @@ def _workload_lines(loaded: ConfigFacts) -> list[str]:
     windows = _windows(every)
     return [
         *out,
-        f"    {loads[0].get('workload')} ({loads[0].get('rate')}): "
+        f"    {loads[0].workload} ({loads[0].rate}): "
         f"{statistics.fmean(during):,.1f} {unit} during the resilver vs "
         f"{statistics.fmean(alone):,.1f} alone: {text}{tail}",
         f"    the resilver costs the workload {cost:.0%} of its figure"
