@@ -33,6 +33,8 @@ LEFT: dict[str, tuple[set[str], str]] = {
         "the measured pool's own fill (its fingerprint), not the factor",
     ),
     "cli/fleet_bench.py": ({"compressibility"}, "the bench's [workloads] option of that name"),
+    "engine/subject.py": ({"compressibility"}, "the bench's option of that name, as recorded"),
+    "fleet/run.py": ({"compressibility"}, "the fleet bench's option of that name, as recorded"),
     "backends/zfs/backend.py": ({"dedup"}, "the dedup allocation class (a vdev), not the factor"),
     "backends/zfs/readback.py": ({"dedup"}, "the dedup allocation class (a vdev), not the factor"),
     "backends/zfs/validate.py": ({"dedup"}, "the dedup allocation class (a vdev), not the factor"),

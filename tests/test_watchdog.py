@@ -291,14 +291,14 @@ def test_the_grace_after_sigterm_is_scaled_too(monkeypatch: pytest.MonkeyPatch) 
 
 def test_a_run_records_the_scale_of_each_invocation(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(watchdog.SCALE_ENV, raising=False)
-    assert watchdog.run_metadata() == {}  # the documented limits: nothing to say
+    assert watchdog.time_limit_scales() is None  # the documented limits: nothing to say
     monkeypatch.setenv(watchdog.SCALE_ENV, "1")
-    assert watchdog.run_metadata() == {}
+    assert watchdog.time_limit_scales() is None
     monkeypatch.setenv(watchdog.SCALE_ENV, "0.1")
-    assert watchdog.run_metadata() == {"time_limit_scales": [0.1]}
+    assert watchdog.time_limit_scales() == [0.1]
     # a resume: the earlier invocations (two pool tokens, no list) ran at 1
-    assert watchdog.run_metadata(None, 2) == {"time_limit_scales": [1.0, 1.0, 0.1]}
+    assert watchdog.time_limit_scales(None, 2) == [1.0, 1.0, 0.1]
     monkeypatch.setenv(watchdog.SCALE_ENV, "4")
-    assert watchdog.run_metadata([0.1], 1) == {"time_limit_scales": [0.1, 4.0]}
+    assert watchdog.time_limit_scales([0.1], 1) == [0.1, 4.0]
     monkeypatch.delenv(watchdog.SCALE_ENV)
-    assert watchdog.run_metadata([0.1], 1) == {"time_limit_scales": [0.1, 1.0]}
+    assert watchdog.time_limit_scales([0.1], 1) == [0.1, 1.0]

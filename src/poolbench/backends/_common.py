@@ -11,7 +11,7 @@ from pathlib import Path
 from poolbench.guards import cache
 from poolbench.guards.blockdev import counter_devices
 from poolbench.guards.devices import MountInfo, block_name_of, mounts
-from poolbench.records.jsontypes import JsonObject
+from poolbench.records.cache_drop import PageCacheDrop, RemountDrop, StripeCacheFlush
 from poolbench.system.probes import resident_bytes
 from poolbench.system.runner import Runner
 from poolbench.system.umount import umount
@@ -119,8 +119,8 @@ def _umount_drop_mount(
     mountpoint: Path,
     mount_argv: list[str],
     mountinfo: Path,
-    while_unmounted: Callable[[], JsonObject] | None,
-) -> tuple[bool, str, JsonObject | None, bool]:
+    while_unmounted: Callable[[], StripeCacheFlush] | None,
+) -> tuple[bool, str, StripeCacheFlush | None, bool]:
     """One cycle: unmount, drop the page cache (and the cache below, if any), mount again.
     Returns (was unmounted, the drop's method, what the cache below said, is mounted)."""
     umount(runner, str(mountpoint), pools.busy_seconds())
@@ -132,13 +132,20 @@ def _umount_drop_mount(
     return unmounted, page.method, below, mounted
 
 
+def page_record(drop: cache.CacheDrop) -> PageCacheDrop:
+    """The page cache drop's record, as the guards' JSON holds it (CacheDrop's fields)."""
+    return {"method": drop.method, "resident_before": drop.resident_before,
+            "resident_after": drop.resident_after, "file_bytes": drop.file_bytes,
+            "verified": drop.verified, "detail": drop.detail}  # fmt: skip
+
+
 def remount_cold(
     runner: Runner,
     mountpoint: Path,
     mount_argv: list[str],
     mountinfo: Path = Path("/proc/self/mountinfo"),
-    while_unmounted: Callable[[], JsonObject] | None = None,
-) -> JsonObject:
+    while_unmounted: Callable[[], StripeCacheFlush] | None = None,
+) -> RemountDrop:
     """Empty every cache of a mounted filesystem: unmount (which evicts its inodes, pages and
     metadata), drop the page cache of the devices under it, mount again with the same
     options; verify each step, and that none of its files' pages are resident afterwards.
@@ -170,11 +177,11 @@ def remount_cold(
         detail.append(f"{mountpoint} is not mounted again")
     if not cold:
         detail.append(f"{after} of {total} bytes of its files still resident after the remount")
-    below_ok = all((b or {}).get("verified", True) for b in (below, below2))
-    if not below_ok:
-        said = [str(b.get("detail") or "") for b in (below, below2) if b and not b.get("verified")]
-        detail.append(said[0] or "the cache below the filesystem was not emptied")
-    out = {
+    failed = [b for b in (below, below2) if b is not None and not b["verified"]]
+    if failed:
+        detail.append(failed[0]["detail"] or "the cache below the filesystem was not emptied")
+    below_ok = not failed
+    out: RemountDrop = {
         "method": "umount-mount",
         "unmounted": unmounted and unmounted2,
         "mounted": mounted and mounted2,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast, runtime_checkable
 from poolbench import capabilities
 from poolbench.errors import PoolbenchError, Unsupported, UsageError
 from poolbench.guards.geometry import Found
+from poolbench.records.cache_drop import CacheDropRecord
 from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
 from poolbench.system.watchdog import CommandTimedOut
@@ -158,9 +159,9 @@ class Backend(Protocol):
     def verify(self, pool: Pool) -> list[str]:
         """Differences between what was asked and what the stack reports; empty if none."""
 
-    def drop_cache(self, pool: Pool) -> JsonObject:
+    def drop_cache(self, pool: Pool) -> CacheDropRecord:
         """Empty every cache of the pool before a cold read; returns what it did and whether
-        that was verified (key "verified")."""
+        that was verified (its `verified`; records/cache_drop.py)."""
 
     def write_model(self, pool: Pool, block: int | None) -> Found:
         """What one application write costs the devices the pool's measurements count

@@ -28,7 +28,7 @@ from poolbench.backends.base import (
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.guards import geometry
 from poolbench.guards.geometry import Found
-from poolbench.records.jsontypes import JsonObject
+from poolbench.records.cache_drop import RemountDrop
 from poolbench.safety.journal import Entry, Journal
 from poolbench.system.runner import CommandError, Runner
 
@@ -265,7 +265,7 @@ class BtrfsBackend:
             problems.append(f"mount options are '{d['mount_options']}', not compress={comp}")
         return problems
 
-    def drop_cache(self, pool: Pool) -> JsonObject:
+    def drop_cache(self, pool: Pool) -> RemountDrop:
         return remount_cold(self.runner, pool.mountpoint, self.mount_argv(pool.spec),
                             self.mountinfo)  # fmt: skip
 

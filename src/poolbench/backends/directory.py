@@ -8,15 +8,17 @@ from the device guard's resolution (mountinfo, btrfs members, ZFS pool members).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TypedDict
 
-from poolbench.backends._common import files_under
+from poolbench.backends._common import files_under, page_record
 from poolbench.backends.base import Availability, Pool, PoolSpec, file_system_silent
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.guards import cache
 from poolbench.guards.devices import mount_of, resolve
 from poolbench.guards.geometry import Found
-from poolbench.records.jsontypes import JsonObject
+from poolbench.records.cache_drop import PageCacheDrop
 from poolbench.safety.journal import Journal
 from poolbench.system.runner import Runner
 
@@ -30,6 +32,18 @@ def directory_of(spec: PoolSpec) -> Path:
         "The directory backend needs a directory.",
         'Give it as the layout, e.g. layout = ["/srv/data"].',
     )
+
+
+class DirectoryDescription(TypedDict):
+    """A directory's `Pool.described` (the guards' `pool`): the mount it is on, and how its
+    devices were found (guards/devices.Target)."""
+
+    directory: str
+    mountpoint: str
+    fstype: str
+    source: str
+    major_minor: str
+    target: Mapping[str, object]
 
 
 class DirectoryBackend:
@@ -58,10 +72,11 @@ class DirectoryBackend:
         self.validate(spec)
         d = directory_of(spec)
         target = resolve(d, self.runner)
-        return Pool(spec, d, list(target.devices), self._describe(d, target.as_dict()))
+        described = self._describe(d, target.as_dict())
+        return Pool(spec, d, list(target.devices), dict(described))
 
     @staticmethod
-    def _describe(d: Path, target: JsonObject) -> JsonObject:
+    def _describe(d: Path, target: Mapping[str, object]) -> DirectoryDescription:
         m = mount_of(d)
         return {"directory": str(d), "mountpoint": m.mountpoint, "fstype": m.fstype,
                 "source": m.source, "major_minor": m.major_minor, "target": target}  # fmt: skip
@@ -82,10 +97,10 @@ class DirectoryBackend:
             return [f"{d} is now on {m.source} ({m.fstype}), not on the filesystem it was on"]
         return []
 
-    def drop_cache(self, pool: Pool) -> JsonObject:
+    def drop_cache(self, pool: Pool) -> PageCacheDrop:
         """The page cache is all there is to drop (a ZFS directory keeps its ARC: noted)."""
         files = files_under(pool.mountpoint)
-        res = cache.drop(self.runner, files).as_dict()
+        res = page_record(cache.drop(self.runner, files))
         res["files_checked"] = len(files)
         if pool.described.get("fstype") in ("zfs", "fuse.zfs", "fuse"):
             note = "ZFS's ARC is not emptied for a directory poolbench did not build."

@@ -38,7 +38,7 @@ from poolbench.backends.base import (
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.guards import geometry
 from poolbench.guards.geometry import Found
-from poolbench.records.jsontypes import JsonObject
+from poolbench.records.cache_drop import RemountDrop, StripeCacheFlush
 from poolbench.safety.journal import Entry, Journal
 from poolbench.system.runner import CommandError, Runner
 from poolbench.units import parse_size
@@ -350,7 +350,7 @@ class MdBackend:
             )
         return problems
 
-    def drop_cache(self, pool: Pool) -> JsonObject:
+    def drop_cache(self, pool: Pool) -> RemountDrop:
         size = self._sysfs_md(pool.spec) / "stripe_cache_size"
         flush = (lambda: flush_stripe_cache(size)) if size.exists() else None
         return remount_cold(self.runner, pool.mountpoint, self.mount_argv(pool.spec),
@@ -392,7 +392,7 @@ class MdBackend:
 STRIPE_CACHE_MIN = 17  # md refuses a stripe_cache_size of 16 or less
 
 
-def flush_stripe_cache(size_file: Path) -> JsonObject:
+def flush_stripe_cache(size_file: Path) -> StripeCacheFlush:
     """Empty an md raid4/5/6 array's stripe cache, which neither drop_caches nor an unmount
     touches: a cold read of blocks the array wrote or read lately is otherwise served from
     it, never reaching the members (a cold stat on raid6 read 4 KiB for 300 files' inodes).

@@ -35,7 +35,6 @@ from poolbench.backends._common import block_names, is_block, size_of
 from poolbench.emulate import process as emulated
 from poolbench.emulate.model import HddParams
 from poolbench.errors import PoolbenchError, UsageError
-from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.claims import ClaimSet
 from poolbench.safety.journal import Journal
 from poolbench.system import throttle
@@ -67,16 +66,6 @@ class DiskSet:
     def block_devices(self) -> list[str]:
         """Kernel names of the block devices (empty for plain files)."""
         return block_names(self.devices)
-
-    def as_dict(self) -> JsonObject:
-        return {
-            "devices": self.devices,
-            "source": self.source,
-            "partitioning": self.partitioning,
-            "files": [str(f) for f in self.files],
-            "whole": self.whole,
-            **({"model": self.model.as_dict()} if self.model else {}),
-        }
 
 
 def sparse_files(

@@ -9,7 +9,7 @@ import click
 
 from poolbench.cli.common import check_writable, db_option, open_store
 from poolbench.errors import CommandLineError, Regression
-from poolbench.report.history import SeriesView, StepView
+from poolbench.report.history import SeriesEntryJson, SeriesView, StepView
 
 
 @click.command()
@@ -96,7 +96,7 @@ def history(
         )
 
 
-def _list(entries: list[dict[str, object]], as_json: bool) -> None:
+def _list(entries: list[SeriesEntryJson], as_json: bool) -> None:
     """Without NAME: the series the store holds, each with the options that choose it."""
     if as_json:
         click.echo(json.dumps({"series": entries}, indent=2))

@@ -32,6 +32,7 @@ import ctypes
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from poolbench.emulate.model import Service
 
@@ -83,6 +84,27 @@ def _bucket(value: float, edges: tuple[int, ...]) -> str:
         if value < edge:
             return f"<{edge}"
     return f">={edges[-1]}"
+
+
+class TallyJson(TypedDict):
+    """Tally's figures in the `stats` file."""
+
+    requests: int
+    reads: int
+    writes: int
+    bytes_read: int
+    bytes_written: int
+    positioned: int
+    streamed: int
+    seek_s: float
+    rotation_s: float
+    transfer_s: float
+    service_s: float
+    sizes: dict[str, int]
+    late_us: dict[str, int]
+    late_max_us: float
+    work_s: float
+    gap_us: dict[str, int]
 
 
 @dataclass
@@ -139,7 +161,7 @@ class Tally:
     def service_s(self) -> float:
         return self.seek_s + self.rotation_s + self.transfer_s
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> TallyJson:
         return {
             "requests": self.requests, "reads": self.reads, "writes": self.writes,
             "bytes_read": self.bytes_read, "bytes_written": self.bytes_written,

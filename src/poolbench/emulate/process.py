@@ -28,10 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from poolbench.emulate.server import DISK, IDLE_EXIT_S, SUBTYPE
+from poolbench.emulate.server import DISK, IDLE_EXIT_S, SUBTYPE, StatsJson
 from poolbench.errors import PoolbenchError, UsageError
 from poolbench.guards.devices import mounts
-from poolbench.records.jsontypes import JsonObject
 from poolbench.system.runner import Runner
 
 SERVER = "poolbench.emulate.server"
@@ -158,9 +157,9 @@ def server_pid(d: EmulatedDisk) -> int | None:
     return pid if ours and state not in ("Z", "X") else None
 
 
-def stats(d: EmulatedDisk) -> JsonObject:
+def stats(d: EmulatedDisk) -> StatsJson:
     """What the disk has served so far (the server's `stats` file: emulate/clock.py Tally)."""
-    doc: JsonObject = json.loads(d.stats_file.read_bytes())
+    doc: StatsJson = json.loads(d.stats_file.read_bytes())
     return doc
 
 

@@ -40,7 +40,7 @@ import threading
 import time
 from typing import Any
 
-from poolbench.emulate.clock import DiskClock, Tally, sharpen_timer, wait_until
+from poolbench.emulate.clock import DiskClock, Tally, TallyJson, sharpen_timer, wait_until
 from poolbench.emulate.model import Geometry, HddParams, Head
 
 DISK = "/disk.img"
@@ -50,6 +50,23 @@ IDLE_EXIT_S = 60.0
 CHUNK = 64 << 10
 ZEROS = bytes(1 << 20)
 log = logging.getLogger("poolbench.emulate")
+
+
+class StatsJson(TallyJson):
+    """The server's `stats` file: how it runs, then what the disk served (Tally's)."""
+
+    params: dict[str, float | str]
+    size: int
+    rss_bytes: int
+    tracks: int
+    waits: bool
+    realtime: bool
+    timer_slack_1us: bool
+    queued_s: float
+    stream_s: float
+    uptime_s: float
+    pid: int
+    cpu_s: float
 
 
 class SeekDisk:
@@ -152,7 +169,7 @@ class SeekDisk:
         self.tally.add(write, size, service, woke - deadline, worked, gap)
 
     def stats(self) -> bytes:
-        doc = {
+        doc: StatsJson = {
             "params": self.params.as_dict(),
             "size": self.size,
             "rss_bytes": _rss_bytes(),

@@ -15,11 +15,9 @@ from poolbench.engine.subject import Options, Subject, WorkloadResult
 from poolbench.engine.trial_loop import default_paths
 from poolbench.guards.devices import MountInfo, Target
 from poolbench.guards.workingset import WorkingSet
-from poolbench.records.jsontypes import JsonObject
 from poolbench.safety.journal import Journal
 from poolbench.store import history
 from poolbench.store.db import Store
-from poolbench.system import probes, watchdog
 from poolbench.system.runner import Runner
 
 MiB = 1024 * 1024
@@ -80,7 +78,7 @@ class BenchRun:
         writes anything (refused before that when the space is not there)."""
         with ExitStack() as stack:
             path = self._target(stack)
-            metadata: JsonObject = {"machine": probes.machine(), **watchdog.run_metadata()}
+            metadata = lifecycle.first_metadata()
             name = str(path if self.scratch_bytes is None else "scratch")
             run_id = lifecycle.start(self.store, "bench", name, metadata)
             if self.record_as is not None:

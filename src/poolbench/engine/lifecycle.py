@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from poolbench import is_digits
-from poolbench.records.jsontypes import JsonObject
+from poolbench.records.run_metadata import RunMetadataJson
 from poolbench.store import queries
 from poolbench.store.db import Store
-from poolbench.system import stopping
+from poolbench.system import probes, stopping, watchdog
 from poolbench.system.runner import Runner
 
 
@@ -26,7 +26,16 @@ def command_line() -> list[str]:
     return ["poolbench", *sys.argv[1:]]
 
 
-def start(store: Store, kind: str, name: str, metadata: JsonObject,
+def first_metadata() -> RunMetadataJson:
+    """What every run's metadata begins with: the machine, and the time limits' scale when
+    an invocation ran with one other than 1."""
+    metadata: RunMetadataJson = {"machine": probes.machine()}
+    if (scales := watchdog.time_limit_scales()) is not None:
+        metadata["time_limit_scales"] = scales
+    return metadata
+
+
+def start(store: Store, kind: str, name: str, metadata: RunMetadataJson,
           argv: Sequence[str] | None = None) -> int:  # fmt: skip
     """A new run row, status 'running', owned by this process; returns its id."""
     run_id = store.start_run(kind, name, command_line() if argv is None else argv, metadata)

@@ -48,8 +48,8 @@ from poolbench.errors import UsageError
 from poolbench.guards import cache, cpu, devices, geometry, workingset
 from poolbench.records.findings import CacheFinding, DataFinding, Findings, FioFinding
 from poolbench.records.fingerprint import Fingerprint
-from poolbench.records.jsontypes import JsonObject
 from poolbench.records.measurement import Measurement
+from poolbench.records.run_metadata import RunMetadataJson
 from poolbench.store import fingerprints
 from poolbench.store.db import Store
 from poolbench.system.runner import Runner
@@ -102,7 +102,7 @@ class Session:
         self.fingerprint: Fingerprint | None = None  # what it ran on, once measuring began
 
     # -- preflight -------------------------------------------------------------------------
-    def preflight(self) -> JsonObject:
+    def preflight(self) -> RunMetadataJson:
         """Everything that can be refused is refused here, before any I/O."""
         self.fio_version = replay_check.fio_version(
             self.runner, self.options.workloads, self._fio_known
@@ -138,7 +138,7 @@ class Session:
             "target": self.device_target.as_dict(),
             "write_model": model.as_dict() if model else {"unmodelled": unmodelled},
             "devices": [device_info(d) for d in self.device_target.devices],
-            "options": self.options.as_dict() | {"seed": self.seed},
+            "options": self.options.as_json(self.seed),
         }
 
     def _refuse_target(self) -> None:

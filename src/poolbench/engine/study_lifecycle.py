@@ -232,9 +232,11 @@ def _start_or_reopen(
         sr.run_id = lifecycle.start(sr.store, "study", sr.study.name, meta, sr.argv)
         return
     sr.run_id = lifecycle.reopen(sr.store, resume)
-    meta = json.loads(sr.store.run(resume)["metadata"])
+    meta = json.loads(sr.store.run(resume)["metadata"])  # the column as it was written
     earlier = meta.get("pool_tokens", [])
-    meta.update(watchdog.run_metadata(meta.get("time_limit_scales"), len(earlier)))
+    scales = watchdog.time_limit_scales(meta.get("time_limit_scales"), len(earlier))
+    if scales is not None:
+        meta["time_limit_scales"] = scales
     meta["pool_tokens"] = [*earlier, sr.pool_token]
     if sr.not_screened:  # this invocation's trials ran on disks nobody screened
         meta["screen"] = sr.not_screened

@@ -5,7 +5,7 @@ Plain records, shared by the session (engine/session.py), bench, studies and the
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from poolbench.engine import replicates
@@ -13,9 +13,11 @@ from poolbench.engine.device_window import DeviceWindow
 from poolbench.engine.hooks import TrialHooks
 from poolbench.guards import cache, cpu, geometry, reread
 from poolbench.guards.devices import Target
+from poolbench.records.cache_drop import CacheDropRecord
 from poolbench.records.findings import Findings
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.latency import Latency
+from poolbench.records.run_metadata import BenchOptionsJson, StopJson
 from poolbench.stats.policy import MeanCI, ReplicatePolicy
 from poolbench.workloads.fioparse import FioResult
 from poolbench.workloads.workload import Workload
@@ -38,10 +40,29 @@ class Options:
     # with the same seed replays the same offsets; None = drawn at random (and recorded).
     seed: int | None = None
 
-    def as_dict(self) -> JsonObject:
-        d = asdict(self)
-        d["workloads"] = [w.name for w in self.workloads]
-        return d
+    def as_json(self, seed: int | None) -> BenchOptionsJson:
+        """The options as the run's metadata records them (workloads by name; the seed
+        drawn when none was given)."""
+        return {
+            "workloads": [w.name for w in self.workloads],
+            "size": self.size,
+            "compressibility": self.compressibility,
+            "runtime_s": self.runtime_s,
+            "iodepth": self.iodepth,
+            "numjobs": self.numjobs,
+            "metadata_files": self.metadata_files,
+            "min_window_s": self.min_window_s,
+            "stop": stop_json(self.stop),
+            "tarball": str(self.tarball) if self.tarball is not None else None,
+            "seed": seed,
+        }
+
+
+def stop_json(policy: ReplicatePolicy) -> StopJson:
+    """A stopping rule as a run's metadata records it (its fields, in order)."""
+    return {"ci_target": policy.ci_target, "min_runs": policy.min_runs,
+            "max_runs": policy.max_runs, "confidence": policy.confidence,
+            "power": policy.power}  # fmt: skip
 
 
 @dataclass
@@ -98,7 +119,7 @@ class BlockDevice:
 
 
 # Called before a cold read with the data files; returns what it did (for the record).
-CacheDefeat = Callable[[list[Path]], JsonObject]
+CacheDefeat = Callable[[list[Path]], CacheDropRecord]
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from poolbench.engine.lifecycle import CommandLog
 from poolbench.engine.records import TrialConfig
 from poolbench.errors import PoolbenchError, ToolMissingError, UsageError
 from poolbench.factors import registry as factors
-from poolbench.records.jsontypes import JsonObject
+from poolbench.records.run_metadata import RunMetadataJson
 from poolbench.safety.claims import ClaimRefused, ClaimSet, DeviceChanged
 from poolbench.safety.journal import Journal
 from poolbench.stats.policy import ReplicatePolicy
@@ -167,22 +167,25 @@ class StudyRun:
         self.fio_version = fio.fio_version(self.runner)
 
     # -- the run -----------------------------------------------------------------------------
-    def metadata(self, availability: dict[str, Availability]) -> JsonObject:
-        return {
+    def metadata(self, availability: dict[str, Availability]) -> RunMetadataJson:
+        meta: RunMetadataJson = {
             "machine": probes.machine(),
             "study": self.study.model_dump(),
             "study_text": self.study_text,
             "seed": self.seed,
             "pool_tokens": [self.pool_token],  # one per invocation (--resume adds one)
             "claims": self.claims.as_dict() if self.claims else None,
-            **({"screen": self.not_screened} if self.not_screened else {}),
-            **watchdog.run_metadata(),  # POOLBENCH_TIME_LIMIT_SCALE, when not 1
-            "backends": {k: vars(v) for k, v in availability.items()},
-            "planned_trials": [
-                {"index": t.index, "replicate": t.replicate, "config": t.config.key}
-                for t in matrix.plan(self.study, self.seed or 0)
-            ],
         }
+        if self.not_screened:
+            meta["screen"] = self.not_screened
+        if (scales := watchdog.time_limit_scales()) is not None:  # when not 1
+            meta["time_limit_scales"] = scales
+        meta["backends"] = {k: vars(v) for k, v in availability.items()}
+        meta["planned_trials"] = [
+            {"index": t.index, "replicate": t.replicate, "config": t.config.key}
+            for t in matrix.plan(self.study, self.seed or 0)
+        ]
+        return meta
 
     def missing(self, cfg: matrix.Config, replicate: int) -> set[str]:
         have = queries.measured_workloads(self.store, self.run_id, cfg.key, replicate)

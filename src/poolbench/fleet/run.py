@@ -4,18 +4,17 @@ results kept; whatever happens, the hosts' notes and failures are stored with th
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from poolbench.engine import lifecycle
+from poolbench.engine.subject import stop_json
 from poolbench.fleet import probe
 from poolbench.fleet.hosts import Host
 from poolbench.fleet.records import FleetHostFailed, FleetOptions, FleetWorkloadResult
 from poolbench.fleet.session import FleetSession, Prober
-from poolbench.records.jsontypes import JsonObject
+from poolbench.records.run_metadata import FleetJson, FleetOptionsJson
 from poolbench.store.db import Store
-from poolbench.system import probes, watchdog
 from poolbench.system.runner import Runner
 
 
@@ -41,7 +40,7 @@ def run_fleet(
 ) -> FleetRun:
     """Measure the fleet as a new run; `on_interrupt(run_id, kept)` on Ctrl-C, SIGTERM or
     SIGHUP (the run is then interrupted, what was measured kept)."""
-    metadata: JsonObject = {"machine": probes.machine(), **watchdog.run_metadata()}
+    metadata = lifecycle.first_metadata()
     name = "fleet:" + ",".join(h.label for h in fleet)
     run_id = lifecycle.start(store, "bench", name, metadata)
     session = FleetSession(runner, store, run_id, fleet, default_path, options, prober=prober)
@@ -70,14 +69,15 @@ def run_fleet(
     return FleetRun(run_id, outcome.status, session, results, failure)
 
 
-def options_json(options: FleetOptions, seed: int) -> JsonObject:
+def options_json(options: FleetOptions, seed: int) -> FleetOptionsJson:
     """The run's options as its metadata records them (workloads by name, the seed drawn)."""
-    d = dataclasses.asdict(options)
-    d["workloads"] = [w.name for w in options.workloads]
-    return {**d, "seed": seed}
+    return {"workloads": [w.name for w in options.workloads], "size": options.size,
+            "compressibility": options.compressibility, "runtime_s": options.runtime_s,
+            "iodepth": options.iodepth, "numjobs": options.numjobs,
+            "stop": stop_json(options.stop), "seed": seed}  # fmt: skip
 
 
-def preflight_json(session: FleetSession) -> JsonObject:
+def preflight_json(session: FleetSession) -> FleetJson:
     """The run metadata's `fleet` section as the preflight leaves it: the controller, each
     host as probed, what cannot be applied there, the notes, the options."""
     return {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import TypedDict
 
 from rich.console import Console
 from rich.markup import escape
@@ -12,11 +13,36 @@ from rich.text import Text
 
 from poolbench.fleet.probe import HostInfo
 from poolbench.fleet.records import FleetWorkloadResult
-from poolbench.records.jsontypes import JsonObject
 from poolbench.stats.policy import ReplicatePolicy
 
 # The policy of the run (FleetOptions.stop): its Stein interval is the one reported.
 DEFAULT = ReplicatePolicy()
+
+
+class StatsJson(TypedDict):
+    """A host's figure, the fleet's sum or its slowest host's, in `bench --hosts --json`."""
+
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    replicates: int
+    values: list[float]
+
+
+class SlowestJson(StatsJson):
+    hosts: list[str]
+
+
+class FleetResultJson(TypedDict):
+    """One workload of `bench --hosts --json`."""
+
+    workload: str
+    unit: str
+    per_host: dict[str, StatsJson]
+    sum: StatsJson
+    slowest: SlowestJson
+    partial: bool
+    warnings: list[str]
 
 
 def _fmt(v: float) -> str:
@@ -25,7 +51,7 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
 
 
-def _stats(values: list[float], policy: ReplicatePolicy = DEFAULT) -> JsonObject:
+def _stats(values: list[float], policy: ReplicatePolicy = DEFAULT) -> StatsJson:
     if not values:
         return {"mean": None, "ci_low": None, "ci_high": None, "replicates": 0, "values": []}
     s = policy.summarize(values)
@@ -40,7 +66,7 @@ def _stats(values: list[float], policy: ReplicatePolicy = DEFAULT) -> JsonObject
 
 def as_json(
     results: list[FleetWorkloadResult], policy: ReplicatePolicy = DEFAULT
-) -> list[JsonObject]:
+) -> list[FleetResultJson]:
     return [
         {
             "workload": r.workload.name,

@@ -4,14 +4,16 @@ The engine writes the column as it learns things (the machine, the preflight, th
 claims); the store stamps it with METADATA_VERSION. `RunMetadata.decode` reads any stored
 shape, old stores included (no version: 0; a key missing or of a wrong type is its default),
 and readers call fields, never keys. `stored` keeps the column as it was, for the records that
-show it whole (the HTML page's metadata section, `export --json`).
+show it whole (the HTML page's metadata section, `export --json`). `RunMetadataJson` is the
+column as the engine writes it (bench, study and fleet runs each set their own keys).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from poolbench.records.jsontypes import JsonObject
 from poolbench.records.stored_study import StoredStudy
@@ -19,6 +21,94 @@ from poolbench.records.stored_study import StoredStudy
 # 1: the first stamped shape (machine, options, study, working_set, devices, target, claims...).
 METADATA_VERSION = 1
 VERSION_KEY = "metadata_version"
+
+
+class StopJson(TypedDict):
+    """A run's stopping rule as written (stats/policy.ReplicatePolicy's fields)."""
+
+    ci_target: float
+    min_runs: int
+    max_runs: int
+    confidence: float
+    power: float
+
+
+class BenchOptionsJson(TypedDict):
+    """A bench's options (engine/subject.Options), the workloads by name, and its seed."""
+
+    workloads: list[str]
+    size: int | None
+    compressibility: int
+    runtime_s: int
+    iodepth: int
+    numjobs: int
+    metadata_files: int
+    min_window_s: float
+    stop: StopJson
+    tarball: str | None  # None in a bench (a study's trials unpack one for `untar`)
+    seed: int | None
+
+
+class FleetOptionsJson(TypedDict):
+    """A fleet's options (fleet/records.FleetOptions), the workloads by name, its seed."""
+
+    workloads: list[str]
+    size: int
+    compressibility: int
+    runtime_s: int
+    iodepth: int
+    numjobs: int
+    stop: StopJson
+    seed: int
+
+
+class FleetJson(TypedDict, total=False):
+    """A fleet run's own section (fleet/run.py): its preflight, then what the hosts did."""
+
+    controller_fio: str
+    hosts: Sequence[Mapping[str, object]]  # fleet/probe.HostInfoJson, as probed
+    notes: list[str]
+    not_applied: dict[str, list[str]]
+    options: FleetOptionsJson
+    started_together: str
+    failures: dict[str, str]
+    round_orders: list[list[str]]
+
+
+class PlannedTrialJson(TypedDict):
+    index: int
+    replicate: int
+    config: str
+
+
+class RunMetadataJson(TypedDict, total=False):
+    """The column as written, in the order its writers add the keys. The sections another
+    module owns whole (the machine, the working set, the claims...) are its own records,
+    seen here as mappings: `RunMetadata.decode` checks every value it reads back."""
+
+    machine: Mapping[str, object]  # system/probes.Machine
+    time_limit_scales: list[float]  # system/watchdog.time_limit_scales, when not all 1
+    # a bench's (engine/session.preflight, engine/bench_run.py)
+    fio_version: str
+    working_set: Mapping[str, object]  # guards/workingset.WorkingSet
+    target: Mapping[str, object]  # guards/devices.Target
+    write_model: Mapping[str, object]  # guards/geometry.WriteModel, or why there is none
+    devices: Sequence[Mapping[str, object]]  # system/probes.DeviceInfo
+    options: BenchOptionsJson
+    scratch: str | None
+    round_orders: list[list[str]]
+    # a study's (engine/trial_loop.metadata, engine/study_lifecycle.py)
+    study: Mapping[str, object]  # study/model.Study as pydantic dumps it
+    study_text: str | None
+    seed: int | None
+    pool_tokens: list[str]  # one per invocation (--resume adds one)
+    claims: Mapping[str, object] | None  # safety/claims.ClaimsJson
+    screen: str  # why --no-screen left the disks unscreened
+    backends: dict[str, Mapping[str, object]]  # backends/base.Availability's fields
+    planned_trials: list[PlannedTrialJson]
+    # a fleet's (fleet/run.py)
+    fleet: FleetJson
+    metadata_version: int  # stamped by the store
 
 
 def _dict(value: object) -> Mapping[str, object]:
@@ -206,6 +296,6 @@ class RunMetadata:
         )
 
 
-def stamped(metadata: JsonObject) -> JsonObject:
+def stamped(metadata: RunMetadataJson) -> RunMetadataJson:
     """The column to store: the metadata with this version's stamp."""
-    return {**metadata, VERSION_KEY: METADATA_VERSION}
+    return {**metadata, "metadata_version": METADATA_VERSION}

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from rich.console import Console
 from rich.text import Text
 
 from poolbench.engine.subject import WorkloadResult
-from poolbench.records.jsontypes import JsonObject
 from poolbench.report.layout import Column, print_fitted
 from poolbench.report.metrics import (
     DEFAULT_LATENCY,
@@ -36,9 +35,37 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
 
 
-def latency_json(r: WorkloadResult) -> JsonObject | None:
+class BenchResultJson(TypedDict):
+    """One workload's result in `bench --json` (its `results`)."""
+
+    workload: str
+    mean: float
+    unit: str
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float
+    stdev: float | None
+    replicates: int
+    values: list[float]
+    outliers: list[int]
+    device_mean: float | None
+    device_unit: str
+    device_bytes_per_txn: float | None
+    cpu_s_per_gib: float | None
+    write_amplification: float | None
+    write_amplification_model: float | None
+    write_amplification_values: list[float]
+    cached_by_design: bool
+    served_by: list[str]
+    # `unit`, `kind` and one entry per percentile of metrics.LATENCY (keys such as "p99.9",
+    # each the figure's own as_dict with the replicates' values), filled by a loop over them
+    latency: dict[str, object] | None
+    warnings: list[str]
+
+
+def latency_json(r: WorkloadResult) -> dict[str, object] | None:
     """Every percentile across the replicates (µs), or None when fio timed no completion."""
-    out: JsonObject = {}
+    out: dict[str, object] = {}
     for key, m in LATENCY.items():
         xs = m.values(r.values, r.clats)
         if xs:
@@ -72,8 +99,8 @@ def _per_txn_text(r: WorkloadResult) -> str:
     return "–" if got is None else f"{got / 1024:,.1f}"
 
 
-def as_json(results: list[WorkloadResult]) -> list[JsonObject]:
-    out = []
+def as_json(results: list[WorkloadResult]) -> list[BenchResultJson]:
+    out: list[BenchResultJson] = []
     for r in results:
         s = r.summary
         dev = sum(r.device_mib_s) / len(r.device_mib_s) if r.device_mib_s else None

@@ -9,11 +9,10 @@ ZFS version, another date) are shown, not refused — as pyperf shows them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from poolbench.errors import UsageError
-from poolbench.records.jsontypes import JsonObject
 from poolbench.records.run_metadata import Backend
 from poolbench.report.data import Cell, RunData, fmt_bytes
 from poolbench.report.metrics import VALUE, Metric
@@ -43,16 +42,18 @@ class RunComparison:
     metric: Metric = VALUE  # the figure compared (a latency percentile: on the log scale)
 
 
-def _flatten(d: Any, prefix: str = "") -> JsonObject:
+def _flatten(d: object, prefix: str = "") -> dict[str, object]:
+    """Every leaf of a JSON tree by its dotted path: the two definitions are compared leaf
+    by leaf, whatever their keys (a workload's fio options are its own)."""
     if isinstance(d, dict):
-        out: JsonObject = {}
+        out: dict[str, object] = {}
         for k, v in d.items():
             out.update(_flatten(v, f"{prefix}{k}."))
         return out
     return {prefix.rstrip("."): d}
 
 
-def dict_differences(a: JsonObject, b: JsonObject) -> list[str]:
+def dict_differences(a: Mapping[str, object], b: Mapping[str, object]) -> list[str]:
     fa, fb = _flatten(a), _flatten(b)
     out = []
     for k in sorted(set(fa) | set(fb)):

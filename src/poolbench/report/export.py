@@ -9,9 +9,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
-from poolbench.records.jsontypes import JsonObject
+from poolbench.records.latency import LatencyJson
 from poolbench.report.data import RunData, cell_config
 from poolbench.report.metrics import percentile_ns
 from poolbench.store.timestamps import stored_time
@@ -81,7 +82,51 @@ JSON_COLUMNS = {
     "job_file",
     "clat",
 }
-_CLAT = {"clat_p50_ns": "50", "clat_p90_ns": "90", "clat_p99_ns": "99", "clat_p999_ns": "99.9"}
+
+
+class ExportRow(TypedDict):
+    """One measurement as `export --json` gives it, its keys COLUMNS in order (the CSV's)."""
+
+    run_id: int
+    run_kind: str
+    run_name: str
+    run_status: str
+    run_started_at: str | None
+    config: str
+    config_levels: dict[str, str]
+    workload: str
+    replicate: int
+    value: float
+    unit: str
+    app_bytes: int
+    ops: int
+    seconds: float
+    device_bytes: int | None
+    device_mib_s: float | None
+    write_amplification: float | None
+    warnings: list[str]
+    compressibility_percent: int | None
+    working_set_bytes: int | None
+    ram_bytes: int | None
+    hostname: str | None
+    kernel: str | None
+    poolbench_version: str | None
+    fio_version: str | None
+    cache_method: str | None
+    cache_verified: bool | None
+    cpu_s_per_gib: object  # guards/cpu.py's figure as stored (any run's store)
+    cpu_fs_scope: object
+    pool: Mapping[str, object]  # the pool as its backend described it
+    guards: Mapping[str, object]  # records/findings.Findings.to_json
+    workload_def: Mapping[str, object]  # the workload's stored definition
+    job_file: str
+    measured_at: str | None
+    host: str | None
+    clat_p50_ns: float | None
+    clat_p90_ns: float | None
+    clat_p99_ns: float | None
+    clat_p999_ns: float | None
+    clat: LatencyJson | None
 
 
 def iso_time(ts: float | None) -> str | None:
@@ -92,9 +137,9 @@ def iso_time(ts: float | None) -> str | None:
     return stored_time(ts, "a start time").isoformat(timespec="seconds")
 
 
-def rows(run: RunData) -> list[JsonObject]:
+def rows(run: RunData) -> list[ExportRow]:
     machine = run.metadata.machine
-    out = []
+    out: list[ExportRow] = []
     for m in run.measurements:
         f = m.findings
         stored_cpu = f.other.get("cpu")
@@ -139,7 +184,10 @@ def rows(run: RunData) -> list[JsonObject]:
                 "job_file": m.job_file,
                 "measured_at": iso_time(m.created_at),
                 "host": m.host,
-                **{col: percentile_ns(m.latency, q) for col, q in _CLAT.items()},
+                "clat_p50_ns": percentile_ns(m.latency, "50"),
+                "clat_p90_ns": percentile_ns(m.latency, "90"),
+                "clat_p99_ns": percentile_ns(m.latency, "99"),
+                "clat_p999_ns": percentile_ns(m.latency, "99.9"),
                 "clat": m.latency.to_json() if m.latency is not None else None,
             }
         )
@@ -193,5 +241,6 @@ def to_csv(run: RunData) -> str:
     names = [c for c, _ in COLUMNS]
     w.writerow(names)
     for r in rows(run):
-        w.writerow([_csv_value(c, r[c]) for c in names])
+        by_column: Mapping[str, object] = r
+        w.writerow([_csv_value(c, by_column[c]) for c in names])
     return buf.getvalue()

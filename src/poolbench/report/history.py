@@ -11,9 +11,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypedDict
 
 from poolbench.records.fingerprint_changes import changes
-from poolbench.records.jsontypes import JsonObject
 from poolbench.stats import summary
 from poolbench.stats.changepoint import History, Point, detect
 from poolbench.store.history import RunPoint, SeriesKey
@@ -25,6 +25,60 @@ FILL_SPAN = 0.05
 
 def date_text(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+class PointJson(TypedDict):
+    """One run of a series in `history --json`."""
+
+    run: int
+    date: str
+    n: int
+    mean: float
+    ci_low: float | None  # None with one replicate
+    ci_high: float | None
+    fill: float | None
+    fragmentation: float | None
+    changed: list[str]
+    status: str
+
+
+class StepJson(TypedDict):
+    """A step of a series in `history --json`: after/before, its interval, what changed."""
+
+    run: int
+    date: str
+    ratio: float
+    low: float
+    high: float
+    changed: list[str]
+
+
+class SeriesJson(TypedDict):
+    """One series in `history NAME --json`."""
+
+    name: str
+    kind: str
+    config: str | None
+    workload: str
+    host: str
+    unit: str
+    covariate: str
+    points: list[PointJson]
+    steps: list[StepJson]
+    analysis: dict[str, object] | None  # stats/changepoint's History, as it writes it
+
+
+class SeriesEntryJson(TypedDict):
+    """One series the store holds (`history --json` without a name)."""
+
+    name: str
+    kind: str
+    config: str | None
+    workload: str
+    host: str
+    runs: int
+    first: str
+    last: str
 
 
 @dataclass(frozen=True)
@@ -94,7 +148,7 @@ class SeriesView:
                    f"{h.between_run_cv * 100:.1f}%")  # fmt: skip
         return out
 
-    def as_json(self) -> JsonObject:
+    def as_json(self) -> SeriesJson:
         k = self.key
         return {
             "name": k.name, "kind": k.kind, "config": k.config or None, "workload": k.workload,
@@ -115,7 +169,7 @@ def _nan_none(x: float) -> float | None:
     return None if math.isnan(x) else x
 
 
-def _row_json(r: Row) -> JsonObject:
+def _row_json(r: Row) -> PointJson:
     return {"run": r.run_id, "date": r.date, "n": r.n, "mean": r.mean,
             "ci_low": _nan_none(r.low), "ci_high": _nan_none(r.high), "fill": r.fill,
             "fragmentation": r.fragmentation, "changed": list(r.changed),
@@ -190,7 +244,7 @@ def select(
     return found
 
 
-def listing(series: dict[SeriesKey, list[RunPoint]]) -> list[JsonObject]:
+def listing(series: dict[SeriesKey, list[RunPoint]]) -> list[SeriesEntryJson]:
     """One entry per series: what selects it, how many runs, the first and last date."""
     return [{"name": k.name, "kind": k.kind, "config": k.config or None,
              "workload": k.workload, "host": k.host, "runs": len(p),

@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from poolbench import storepath
-from poolbench.records.jsontypes import JsonObject
 from poolbench.records.latency import Latency
 from poolbench.records.measurement import Measurement
-from poolbench.records.run_metadata import stamped
+from poolbench.records.run_metadata import RunMetadataJson, stamped
 from poolbench.store import opening
 from poolbench.store.migrations import CLAT_COLUMNS, MIGRATIONS
 from poolbench.store.opening import Mode, StoreError
@@ -217,7 +216,9 @@ class Store:
         self.conn.close()
 
     # runs -----------------------------------------------------------------------------------
-    def start_run(self, kind: str, name: str, argv: Sequence[str], metadata: JsonObject) -> int:
+    def start_run(
+        self, kind: str, name: str, argv: Sequence[str], metadata: RunMetadataJson
+    ) -> int:
         with self.transaction() as c:
             cur = c.execute(
                 "INSERT INTO runs (kind, name, status, started_at, argv, metadata, uid) "
@@ -233,7 +234,7 @@ class Store:
             )
             return int(cur.lastrowid or 0)
 
-    def update_metadata(self, run_id: int, metadata: JsonObject) -> None:
+    def update_metadata(self, run_id: int, metadata: RunMetadataJson) -> None:
         with self.transaction() as c:
             c.execute(
                 "UPDATE runs SET metadata = ? WHERE id = ?", (json.dumps(stamped(metadata)), run_id)

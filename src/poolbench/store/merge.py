@@ -11,7 +11,6 @@ the whole run or none of it. Where a run came from is kept in `runs.origin`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sqlite3
@@ -19,12 +18,32 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
-from poolbench.records.jsontypes import JsonObject
+from poolbench.records.run_metadata import RunMetadata
 from poolbench.store import opening
 from poolbench.store.db import Store, checked_rows
 from poolbench.store.migrations import MIGRATIONS
 from poolbench.store.opening import StoreError
+
+
+class ImportedJson(TypedDict):
+    source_run: int
+    run: int
+
+
+class SkippedJson(TypedDict):
+    source_run: int
+    reason: str
+
+
+class ImportReportJson(TypedDict):
+    """`merge --json` (and `import --json`): what came in, what did not and why."""
+
+    source: str
+    imported: list[ImportedJson]
+    skipped: list[SkippedJson]
+    rows: dict[str, int]
 
 
 @dataclass
@@ -36,7 +55,7 @@ class ImportReport:
     rows: dict[str, int] = field(default_factory=dict)  # table -> rows copied
     tags: dict[str, str] = field(default_factory=dict)  # said in each imported run's origin
 
-    def as_dict(self) -> JsonObject:
+    def as_dict(self) -> ImportReportJson:
         return {
             "source": self.source,
             "imported": [{"source_run": a, "run": b} for a, b in self.imported],
@@ -165,13 +184,10 @@ def _copy_run(
 ) -> int:
     src_id = int(row["id"])
     src_path = Path(report.source)
-    machine: JsonObject = {}
-    with contextlib.suppress(TypeError, ValueError, AttributeError):
-        machine = json.loads(row["metadata"]).get("machine", {}) or {}
     origin = {
         "store": report.source,
         "run_id": src_id,
-        "hostname": machine.get("hostname"),
+        "hostname": RunMetadata.decode(row["metadata"]).machine.hostname,
         "imported_at": time.time(),
         **report.tags,
     }

@@ -150,13 +150,13 @@ def scaled(seconds: float) -> float:
     return seconds * scale()
 
 
-def run_metadata(earlier: object = None, invocations: int = 0) -> dict[str, list[float]]:
-    """What a run records of the scale: `time_limit_scales`, one figure per invocation (as
-    its `pool_tokens`), kept once any invocation ran with a scale other than 1. `earlier` is
-    the run's stored list, `invocations` how many invocations it had before this one."""
+def time_limit_scales(earlier: object = None, invocations: int = 0) -> list[float] | None:
+    """What a run records of the scale (its metadata's `time_limit_scales`): one figure per
+    invocation (as its `pool_tokens`), or None while every invocation ran at 1. `earlier`
+    is the run's stored list, `invocations` how many invocations it had before this one."""
     before = [float(x) for x in earlier] if isinstance(earlier, list) else [1.0] * invocations
     now = [*before, scale()]
-    return {"time_limit_scales": now} if any(x != 1.0 for x in now) else {}
+    return now if any(x != 1.0 for x in now) else None
 
 
 def _program(argv: Sequence[str]) -> tuple[str, list[str]]:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import TypedDict
 
-from poolbench.records.jsontypes import JsonObject
-from poolbench.workloads.tracestats import TraceSummary, shares
+from poolbench.workloads.tracestats import TraceSummary, TraceSummaryJson, shares
 
 # Percentage points a histogram's bucket may move (share of the total), and the rate's
 # relative tolerance. Sizes and the mix follow from the I/Os fio issued (exact when the
@@ -47,6 +47,28 @@ class Check:
     ok: bool
 
 
+class CheckJson(TypedDict):
+    group: str
+    what: str
+    recorded: str
+    achieved: str
+    tolerance: str
+    ok: bool
+
+
+class FidelityJson(TypedDict):
+    """A replay's fidelity record as stored (the guards' `replay` section)."""
+
+    mode: str
+    faithful: bool
+    checks: list[CheckJson]
+    note: str
+    busy_share: float | None
+    target_late_share: float | None
+    recorded: TraceSummaryJson
+    achieved: TraceSummaryJson
+
+
 @dataclass
 class Fidelity:
     mode: str  # timed / fast
@@ -60,7 +82,7 @@ class Fidelity:
     def faithful(self) -> bool:
         return all(c.ok for c in self.checks)
 
-    def to_json(self, recorded: TraceSummary, achieved: TraceSummary) -> JsonObject:
+    def to_json(self, recorded: TraceSummary, achieved: TraceSummary) -> FidelityJson:
         doc = {
             "mode": self.mode,
             "faithful": self.faithful,
@@ -71,7 +93,7 @@ class Fidelity:
             "recorded": recorded.to_json(),
             "achieved": achieved.to_json(),
         }
-        plain: JsonObject = json.loads(json.dumps(doc))  # JSON values only, as stored
+        plain: FidelityJson = json.loads(json.dumps(doc))  # JSON values only, as stored
         return plain
 
 

@@ -11,10 +11,9 @@ arithmetic's.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-
-from poolbench.records.jsontypes import JsonObject
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypedDict
 
 MiB = 1024 * 1024
 # An I/O that starts within this distance of the previous one's end (either way) is "near":
@@ -77,6 +76,40 @@ def _percentile(sorted_values: Sequence[int], q: float) -> int:
     return sorted_values[int(rank) - 1]
 
 
+class TraceSummaryJson(TypedDict):
+    """A trace's figures as `record` stores them (its summary's `trace`) and a replay's
+    fidelity record holds them (`recorded`, `achieved`): TraceSummary's fields, then its rates."""
+
+    ios: int
+    bytes: int
+    reads: int
+    writes: int
+    read_bytes: int
+    write_bytes: int
+    span_s: float
+    extent: int
+    sizes: dict[str, int]
+    locality: dict[str, int]
+    gaps: dict[str, int]
+    gap_p50_us: float
+    gap_p90_us: float
+    gap_p99_us: float
+    iops: float
+    mib_s: float
+
+
+def _int(v: object) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def _float(v: object) -> float:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else 0.0
+
+
+def _counts(v: object) -> dict[str, int]:
+    return {str(k): _int(n) for k, n in v.items()} if isinstance(v, dict) else {}
+
+
 @dataclass
 class TraceSummary:
     ios: int = 0
@@ -108,16 +141,28 @@ class TraceSummary:
         """Reads as a percentage of the I/Os."""
         return 100.0 * self.reads / self.ios if self.ios else 0.0
 
-    def to_json(self) -> JsonObject:
-        return asdict(self) | {"iops": round(self.iops, 3), "mib_s": round(self.mib_s, 3)}
+    def to_json(self) -> TraceSummaryJson:
+        return {"ios": self.ios, "bytes": self.bytes, "reads": self.reads,
+                "writes": self.writes, "read_bytes": self.read_bytes,
+                "write_bytes": self.write_bytes, "span_s": self.span_s, "extent": self.extent,
+                "sizes": dict(self.sizes), "locality": dict(self.locality),
+                "gaps": dict(self.gaps), "gap_p50_us": self.gap_p50_us,
+                "gap_p90_us": self.gap_p90_us, "gap_p99_us": self.gap_p99_us,
+                "iops": round(self.iops, 3), "mib_s": round(self.mib_s, 3)}  # fmt: skip
 
     def to_text(self) -> str:
         return json.dumps(self.to_json(), indent=1, sort_keys=True)
 
     @classmethod
-    def from_json(cls, doc: JsonObject) -> TraceSummary:
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in doc.items() if k in known})
+    def from_json(cls, doc: Mapping[str, object]) -> TraceSummary:
+        """A stored summary back (its rates are recomputed); a figure it lacks, or holds as
+        something else than a number, is 0."""
+        g = doc.get
+        return cls(_int(g("ios")), _int(g("bytes")), _int(g("reads")), _int(g("writes")),
+                   _int(g("read_bytes")), _int(g("write_bytes")), _float(g("span_s")),
+                   _int(g("extent")), _counts(g("sizes")), _counts(g("locality")),
+                   _counts(g("gaps")), _float(g("gap_p50_us")), _float(g("gap_p90_us")),
+                   _float(g("gap_p99_us")))  # fmt: skip
 
 
 def summarize(ios: Sequence[TraceIO], *, in_order: bool = False) -> TraceSummary:

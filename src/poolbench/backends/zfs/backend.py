@@ -22,7 +22,7 @@ from poolbench.backends.zfs.validate import member_count, validate
 from poolbench.errors import PoolbenchError
 from poolbench.guards import geometry
 from poolbench.guards.geometry import Found
-from poolbench.records.jsontypes import JsonObject
+from poolbench.records.cache_drop import ExportImportDrop
 from poolbench.safety.journal import Entry, Journal
 from poolbench.system.runner import CommandError, Runner
 from poolbench.zfs import health, ops, pools
@@ -198,7 +198,7 @@ class ZfsBackend:
         mounted = mount_at(pool.mountpoint, self.mountinfo) is not None
         return readback.problems(spec, d, pool.mountpoint, mounted)
 
-    def drop_cache(self, pool: Pool) -> JsonObject:
+    def drop_cache(self, pool: Pool) -> ExportImportDrop:
         """The ARC emptied by export/import through the member links (coldcache.py)."""
         _, link_dir = self.paths(pool.spec)
         cachefile = str(self.cache_file(pool.spec))  # the import keeps it off the system's

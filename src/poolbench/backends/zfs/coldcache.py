@@ -8,17 +8,17 @@ import time
 from pathlib import Path
 
 from poolbench.backends import zvol
-from poolbench.backends._common import mount_at, wait_for
+from poolbench.backends._common import mount_at, page_record, wait_for
 from poolbench.backends.base import Pool
 from poolbench.guards import cache
-from poolbench.records.jsontypes import JsonObject
+from poolbench.records.cache_drop import ExportImportDrop
 from poolbench.system.runner import Runner
 from poolbench.zfs import ops, pools
 
 
 def drop_cache(
     runner: Runner, pool: Pool, link_dir: Path, mountinfo: Path, cachefile: str = "none"
-) -> JsonObject:
+) -> ExportImportDrop:
     """Export and import the pool (which evicts its ARC), and drop the page cache of its
     member files/devices in between; verify each step. The import gives the pool its own
     `cachefile` again: an import without one would put it in the system's, from which the
@@ -64,7 +64,7 @@ def drop_cache(
         "arc_bytes_exported": (arc_exported or {}).get("size"),
         "arc_data_bytes_exported": (arc_exported or {}).get("data_size"),
         "arc": arc_said,
-        "member_page_cache": page.as_dict(),
+        "member_page_cache": page_record(page),
         "seconds": round(time.monotonic() - t0, 3),
         "verified": verified,
         "detail": "; ".join(problems),
