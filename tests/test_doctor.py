@@ -6,20 +6,26 @@ package (checked with apt's own simulation) and never names zfs-fuse where OpenZ
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests.conftest import poolbench
+from tests.procs import processes_matching
 
 from poolbench import capabilities
 from poolbench.cli import doctor_cmd
 from poolbench.engine import doctor
 from poolbench.engine.doctor import Where
 from poolbench.errors import EXIT_UNSUPPORTED, Unsupported
+from poolbench.system import watchdog
 from poolbench.system.runner import CommandResult, RecordingRunner
+from poolbench.system.watchdog import CommandTimedOut
 
 DATA = Path(__file__).parent / "data"
 # The dpkg status of a Debian 12 machine with OpenZFS 2.3.2 from bookworm-backports: the
@@ -190,6 +196,74 @@ def test_no_zfs_at_all_suggests_the_hosts_openzfs_and_keeps_the_core(tmp_path: P
     assert "zfs-fuse (pool version 23, user space) is the fallback" in z.detail
     assert c.core_missing == []  # a directory to bench is enough for the core
     assert found(c)["directory"]
+
+
+def _hangs(argv: tuple[str, ...]) -> CommandResult:
+    """What the runner raises for a command that did not return within its limit."""
+    raise CommandTimedOut(argv, watchdog.limit_for(argv, None), 60.0)
+
+
+def test_a_zpool_that_hangs_is_reported_not_fatal_and_waited_for_once(tmp_path: Path) -> None:
+    """A pool that holds every zpool command (suspended, its disk gone) is when a user runs
+    doctor: the report still comes, ZFS named as not answering, no package suggested (the
+    host has its ZFS), and the hung command is not asked twice (each ask is a full limit)."""
+    r = runner(OPENZFS_232)
+    r.responses[("zpool", "list", "-H")] = _hangs
+    c = doctor.examine(r, machine(tmp_path, status=OPENZFS_STATUS))
+    z = c.get("zfs")
+    assert not z.found and z.add == "" and c.zfs.silent and c.zfs_in_use == "none"
+    assert z.detail.startswith("`zpool list -H` did not finish within its time limit of 60 s")
+    assert "`zpool status -x` names it" in z.detail
+    assert r.argvs.count(("zpool", "list", "-H")) == 1 and r.argvs.count(("zpool", "version")) == 1
+    # the host's OpenZFS is still seen (module, packages), so nothing suggests zfs-fuse
+    assert c.zfs.host.openzfs and "zfs-fuse" not in json.dumps([f.__dict__ for f in c.findings])
+    for cap in (cap for cap in capabilities.CAPABILITIES if cap.group == "zfs"):
+        assert c.get(cap.id).detail.startswith("no ZFS answers here (the [zfs] line"), cap.id
+    assert c.core_missing == [] and found(c)["directory"] and found(c)["fio"]
+
+
+def test_zpool_version_itself_hanging_suggests_no_install(tmp_path: Path) -> None:
+    r = runner(OPENZFS_232)
+    r.responses[("zpool", "version")] = _hangs
+    c = doctor.examine(r, machine(tmp_path, status=OPENZFS_STATUS))
+    z = c.get("zfs")
+    assert not z.found and z.add == "" and "`zpool version` did not finish" in z.detail
+    assert r.argvs.count(("zpool", "version")) == 1  # not asked again for the host's traces
+    assert c.zfs.host.userland == "" and c.zfs.host.module == "2.3.2-2~bpo12+2"
+
+
+def test_another_program_that_hangs_is_one_missing_finding(tmp_path: Path) -> None:
+    r = runner(OPENZFS_232)
+    r.responses[("mkfs.btrfs", "--version")] = _hangs
+    c = doctor.examine(r, machine(tmp_path, status=OPENZFS_STATUS))
+    b = c.get("btrfs")
+    assert not b.found and b.add == "" and "`mkfs.btrfs --version` did not finish" in b.detail
+    assert found(c)["zfs"] and found(c)["md"] and c.core_missing == []
+
+
+def test_doctor_on_a_hung_zpool_prints_its_report_within_the_limit(tmp_path: Path) -> None:
+    """The real command, with a `zpool` on PATH that never answers: the JSON report comes,
+    after the one scaled limit (0.05 × 60 s = 3 s) and not two, and no zpool is left."""
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed (scripts/setup.sh installs it)")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("zpool", "zfs"):
+        (bin_dir / name).write_text(f"#!/bin/sh\nexec sleep 300 # {tmp_path}\n")
+        (bin_dir / name).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "POOLBENCH_TIME_LIMIT_SCALE": "0.05"}
+    start = time.monotonic()
+    p = poolbench("doctor", "--json", env=env, timeout=120)
+    took = time.monotonic() - start
+    doc = json.loads(p.stdout)
+    zfs = next(c for c in doc["capabilities"] if c["id"] == "zfs")
+    assert doc["zfs"]["answers"] is False and doc["zfs"]["in_use"] == "none"
+    assert zfs["found"] is False and zfs["add"] is None
+    assert "`zpool version` did not finish within its time limit of 3.0 s" in zfs["detail"]
+    # the core is fio and a ZFS or a directory: the directory is there
+    assert p.returncode == (0 if doc["core_ok"] else EXIT_UNSUPPORTED), p.stderr
+    assert 3.0 <= took < 3.0 + watchdog.TERM_GRACE_S + 20, took
+    assert [pid for pid, _ in processes_matching(f"# {tmp_path}")] == []
 
 
 def test_openzfs_installed_but_not_loaded_says_modprobe(tmp_path: Path) -> None:

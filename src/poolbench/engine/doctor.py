@@ -25,6 +25,7 @@ from poolbench.errors import PoolbenchError
 from poolbench.study.builtin.fs_compare import DEFAULT_TARBALL
 from poolbench.system import distro, modparams, pgserver, throttle
 from poolbench.system.runner import Runner
+from poolbench.system.watchdog import CommandTimedOut
 from poolbench.workloads import fio
 
 
@@ -222,7 +223,10 @@ def examine(runner: Runner, where: Where | None = None) -> Checkup:
     found = {f.id: Finding(f.id, f.found, f.detail) for f in zfs.features}
     found["zfs"] = _zfs(zfs, apt, root)
     for cap_id, probe in PROBES.items():
-        found[cap_id] = probe(runner, where)
+        try:
+            found[cap_id] = probe(runner, where)
+        except CommandTimedOut as exc:  # a program that hangs is reported, never fatal here
+            found[cap_id] = Finding(cap_id, False, exc.problem, "")
     findings = []
     for cap in capabilities.CAPABILITIES:
         f = found[cap.id]
@@ -236,6 +240,8 @@ def _zfs(zfs: features.ZfsCheck, apt: bool, root: bool) -> Finding:
     """The core ZFS: the one that answers (zfs-fuse counts while its daemon is down: a run
     starts it), else how to get the host's own; zfs-fuse only where no OpenZFS is found."""
     a, host = zfs.avail, zfs.host
+    if zfs.silent:
+        return Finding("zfs", False, a.reason, "")
     if a.ok or (a.dialect == "zfs-fuse" and host.fuse):
         daemon = "" if a.ok else " (its daemon is not running: each run starts and stops it)"
         return Finding("zfs", True, f"{a.version}{daemon}")

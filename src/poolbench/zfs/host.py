@@ -17,6 +17,7 @@ from pathlib import Path
 
 from poolbench.system.distro import DPKG_STATUS, installed_packages
 from poolbench.system.runner import LocalRunner, Runner
+from poolbench.system.watchdog import CommandTimedOut
 from poolbench.zfs import ops
 
 SYS_MODULE = Path("/sys/module")
@@ -72,13 +73,17 @@ def _module_version(sys_module: Path) -> str:
 
 
 def probe(
-    runner: Runner, sys_module: Path = SYS_MODULE, dpkg_status: Path = DPKG_STATUS
+    runner: Runner,
+    sys_module: Path = SYS_MODULE,
+    dpkg_status: Path = DPKG_STATUS,
+    userland: str | None = None,
 ) -> HostZfs:
-    """What this host has of ZFS (read-only: /sys, dpkg's status file, `zpool version`)."""
+    """What this host has of ZFS (read-only: /sys, dpkg's status file, `zpool version`).
+    `userland`: `zpool version`'s answer when the caller already has it ("" if it was not
+    OpenZFS's, or did not come), so a zpool that hangs is waited for once, not twice."""
     packages = installed_packages(dpkg_status)
-    userland = ""
-    if ops.installed(runner):
-        userland = ops.openzfs_version(runner) or ""
+    if userland is None:
+        userland = _userland(runner)
     fuse = ""
     if "zfs-fuse" in packages:
         fuse = f"package {packages['zfs-fuse']}".strip()
@@ -90,6 +95,18 @@ def probe(
         packages={n: v for n, v in packages.items() if _is_openzfs_package(n)},
         fuse=fuse,
     )
+
+
+def _userland(runner: Runner) -> str:
+    """`zpool version`'s first line on OpenZFS; "" elsewhere, and where it does not answer
+    within its limit (a hung pool can hold every zpool command: the module and the packages
+    still tell the flavour, and the install scripts must not die on it)."""
+    if not ops.installed(runner):
+        return ""
+    try:
+        return ops.openzfs_version(runner) or ""
+    except CommandTimedOut:
+        return ""
 
 
 def _main(argv: list[str]) -> int:

@@ -16,6 +16,7 @@ from poolbench.planner.rules import reported_release
 from poolbench.system import modparams
 from poolbench.system.distro import DPKG_STATUS
 from poolbench.system.runner import Runner
+from poolbench.system.watchdog import CommandTimedOut
 from poolbench.zfs import host
 from poolbench.zfs.dialect import OPENZFS, ZFS_FUSE
 from poolbench.zfs.host import SYS_MODULE, HostZfs
@@ -56,7 +57,7 @@ def judge(
                            "daemon runs with /zfs-kstat mounted)"))  # fmt: skip
         return out
     if not avail.ok:
-        why = f"no ZFS answers here: {avail.reason}"
+        why = "no ZFS answers here (the [zfs] line says why and what adds it)"
         return [Feature(c.id, False, why) for c in zfs_caps]
     return [_openzfs(c, avail.version, arcstats, parameters) for c in zfs_caps]
 
@@ -85,11 +86,14 @@ def _openzfs(
 @dataclass(frozen=True)
 class ZfsCheck:
     """The ZFS this machine has: what answers (the backend's check), every trace of OpenZFS
-    (loaded or installed, answering or not), and each feature of the one in use."""
+    (loaded or installed, answering or not), and each feature of the one in use. `silent`:
+    a zpool command that did not return within its limit (then `avail` is not ok and says
+    so): no package would add what is there and hung."""
 
     avail: Availability
     host: HostZfs
     features: list[Feature]
+    silent: bool = False
 
 
 def examine(
@@ -99,9 +103,23 @@ def examine(
     arcstats: Path | None = None,
     parameters: Path = modparams.PARAMETERS,
 ) -> ZfsCheck:
-    """Read-only: `zpool version`, dpkg's status, /sys and /proc."""
+    """Read-only: `zpool version`, dpkg's status, /sys and /proc. A ZFS that does not answer
+    within the read's limit is a finding, not an error: a pool that hangs is exactly when
+    the user asks what this machine has."""
     from poolbench.backends.zfs.backend import ZfsBackend
 
-    avail = ZfsBackend(runner).check()
-    return ZfsCheck(avail, host.probe(runner, sys_module, dpkg_status),
-                    judge(avail, arcstats, parameters))  # fmt: skip
+    try:
+        avail, silent = ZfsBackend(runner).check(), False
+    except CommandTimedOut as exc:
+        avail, silent = Availability(False, _no_answer(exc)), True
+    userland = avail.version if avail.dialect == OPENZFS else ""  # the same `zpool version`
+    return ZfsCheck(avail, host.probe(runner, sys_module, dpkg_status, userland),
+                    judge(avail, arcstats, parameters), silent)  # fmt: skip
+
+
+def _no_answer(exc: CommandTimedOut) -> str:
+    return (
+        f"{exc.problem} A pool may be suspended, or stuck on a disk that stopped answering: "
+        "`zpool status -x` names it, `dmesg` shows the disk's errors. poolbench creates "
+        "nothing until ZFS answers."
+    )
