@@ -10,12 +10,16 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests import deadfuse
 from tests.conftest import poolbench
+from tests.plugins.tiers import machine_fixture
+from tests.plugins.zfs_fuse import OwnDaemon
 from tests.procs import processes_matching
 
 from poolbench import capabilities
@@ -264,6 +268,59 @@ def test_doctor_on_a_hung_zpool_prints_its_report_within_the_limit(tmp_path: Pat
     assert p.returncode == (0 if doc["core_ok"] else EXIT_UNSUPPORTED), p.stderr
     assert 3.0 <= took < 3.0 + watchdog.TERM_GRACE_S + 20, took
     assert [pid for pid, _ in processes_matching(f"# {tmp_path}")] == []
+
+
+@machine_fixture(slow=False)
+def dead_mount(tmp_path: Path) -> Iterator[Path]:
+    """A FUSE mount whose daemon has ended (tests/deadfuse.py), under the test's directory."""
+    if why := deadfuse.unavailable():
+        pytest.skip(why)
+    with deadfuse.dead_fuse_mount(tmp_path / "kstat") as mount:
+        yield mount
+
+
+def test_counters_on_a_dead_fuse_mount_are_missing_not_a_crash(
+    tmp_path: Path, dead_mount: Path
+) -> None:
+    """A crashed zfs-fuse leaves /zfs-kstat mounted and dead: every look there raises
+    ENOTCONN (Path.exists() too). doctor reports the counters missing and how to clear it."""
+    status = tmp_path / "fuse-status"
+    status.write_text("Package: zfs-fuse\nStatus: install ok installed\nVersion: 0.7.0-25+b1\n")
+    counters = dead_mount / "zfs" / "arcstats"
+    with pytest.raises(OSError):  # what the kernel answers there: the case is real
+        counters.exists()
+    fuse = replace(machine(tmp_path / "f", module=None, status=status), arcstats=counters)
+    c = doctor.examine(runner(None, answers=False, installed=EVERY_PROGRAM | {"zfs-fuse"}), fuse)
+    arc = c.get("arcstats")
+    assert not arc.found and c.get("zfs").found
+    assert arc.detail == (
+        f"{counters} cannot be read (Transport endpoint is not connected): a FUSE mount left by "
+        f"a daemon that has ended; `umount -l {dead_mount}` clears it"
+    )
+    assert json.loads(json.dumps(doctor_cmd._document(c)))["core_ok"] is True
+    openzfs = replace(machine(tmp_path / "o", status=OPENZFS_STATUS), arcstats=counters)
+    c = doctor.examine(runner(OPENZFS_232), openzfs)
+    assert not c.get("arcstats").found and "cannot be read" in c.get("arcstats").detail
+    assert found(c)["draid"] and c.core_missing == []
+
+
+def test_doctor_after_a_crashed_zfs_fuse_prints_its_report(own_zfs_fuse: OwnDaemon) -> None:
+    """The real command on this machine, no daemon running and /zfs-kstat left mounted and
+    dead as a crashed zfs-fuse leaves it: the report comes (it used to die on the look at
+    the counters), the ZFS still counts (a run starts its daemon), the counters named."""
+    if why := deadfuse.unavailable():
+        pytest.skip(why)
+    with own_zfs_fuse.stopped(), deadfuse.dead_fuse_mount(Path("/zfs-kstat"), "kstat"):
+        p = poolbench("doctor", "--json", timeout=300)
+    assert p.stdout.startswith("{"), f"exit {p.returncode}: {p.stderr[-3000:]}"
+    doc = json.loads(p.stdout)
+    by_id = {c["id"]: c for c in doc["capabilities"]}
+    assert doc["zfs"]["in_use"] == "zfs-fuse" and by_id["zfs"]["found"] is True
+    assert by_id["arcstats"]["found"] is False
+    assert by_id["arcstats"]["detail"].startswith(
+        "/zfs-kstat/zfs/arcstats cannot be read (Transport endpoint is not connected)"
+    )
+    assert p.returncode == (0 if doc["core_ok"] else EXIT_UNSUPPORTED), p.stderr
 
 
 def test_openzfs_installed_but_not_loaded_says_modprobe(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from poolbench import capabilities
 from poolbench.backends.base import Availability
+from poolbench.guards import devices
 from poolbench.guards.cache import arcstats_path
 from poolbench.planner.rules import reported_release
 from poolbench.system import modparams
@@ -51,10 +52,13 @@ def judge(
         counters = arcstats if arcstats is not None else arcstats_path(ZFS_FUSE)
         out = [Feature(c.id, False, f"zfs-fuse (pool version 23) lacks {c.name}")
                for c in zfs_caps if c.id != "arcstats"]  # fmt: skip
-        seen = counters is not None and counters.exists()
-        out.append(Feature("arcstats", seen, f"{counters} (while the daemon runs)" if seen else
-                           f"{counters} is not there (zfs-fuse publishes it only while its "
-                           "daemon runs with /zfs-kstat mounted)"))  # fmt: skip
+        missing = _missing(counters)
+        if missing.endswith("is not there"):
+            missing += (" (zfs-fuse publishes it only while its daemon runs with /zfs-kstat "
+                        "mounted)")  # fmt: skip
+        out.append(
+            Feature("arcstats", not missing, missing or f"{counters} (while the daemon runs)")
+        )
         return out
     if not avail.ok:
         why = "no ZFS answers here (the [zfs] line says why and what adds it)"
@@ -70,8 +74,8 @@ def _openzfs(
         return Feature(cap.id, False, f"needs OpenZFS {cap.since} or newer; this is {version}")
     if cap.id == "arcstats":
         path = arcstats if arcstats is not None else arcstats_path(OPENZFS)
-        ok = path is not None and path.exists()
-        return Feature(cap.id, ok, str(path) if ok else f"{path} is not there")
+        missing = _missing(path)
+        return Feature(cap.id, not missing, missing or str(path))
     if cap.id == "arc-limit":
         value = modparams.read(modparams.ARC_MAX, parameters)
         where = parameters / modparams.ARC_MAX
@@ -81,6 +85,29 @@ def _openzfs(
             f"{where} = {value}" if value is not None else f"{where} is not there",
         )
     return Feature(cap.id, True, f"{version}" + (f" (since {cap.since})" if cap.since else ""))
+
+
+def _missing(path: Path | None) -> str:
+    """Empty where `path` is there, else what stands in the way. A FUSE mount whose daemon
+    died (zfs-fuse's /zfs-kstat after a crash) answers every look with an error, where
+    Path.exists() raises: that is a missing counter file, said as such, never a crash."""
+    if path is None:
+        return "no ZFS publishes counters here"
+    try:
+        return "" if path.exists() else f"{path} is not there"
+    except OSError as exc:
+        return (
+            f"{path} cannot be read ({exc.strerror}): a FUSE mount left by a daemon that has "
+            f"ended; `umount -l {_mount_root(path)}` clears it"
+        )
+
+
+def _mount_root(path: Path) -> str:
+    """The mount point holding `path` (/zfs-kstat for zfs-fuse's counters)."""
+    try:
+        return devices.mount_of(path).mountpoint
+    except (OSError, RuntimeError):
+        return str(path.parent)
 
 
 @dataclass(frozen=True)
