@@ -93,6 +93,22 @@ def test_dry_run_detectable_change_names_its_cv(tmp_path: Path) -> None:
     assert p.detectable(0.02, family=1) < p.detectable(0.05, family=1)
 
 
+def test_a_stage_too_small_to_detect_a_doubling_says_so_not_a_huge_percentage() -> None:
+    """Two rounds at the assumed 5% CV with two comparisons detect only a change of ~411%:
+    true and useless, so the line says what the reports say past a 2× change."""
+    text = 'name = "t"\nreplicates = 2\nmax_replicates = 2\n[disks]\ncount = 4\nsize = "256M"\n'
+    layouts = '[factors]\nbackend = ["zfs"]\nlayout = ["raidz1", "raidz2", "mirror"]\n'
+    study = parse(text + layouts + '[workloads]\nnames = ["seq-write"]\nsize = "64M"\n', "t")
+    d = ReplicatePolicy(study.ci_target / 100, 2, 2).detectable(0.05, family=2)
+    assert d > 1.0  # more than a doubling: the case this is about
+    line = estimate.detectable_text(study, None)
+    assert "up to 2 rounds can detect no change smaller than 2× (too few rounds" in line
+    assert f"{d:.1%}" not in line and "≥" not in line.split("can detect")[1].split(";")[0]
+    # the same two rounds on a quieter machine (CV 1%) detect less than a doubling: a figure
+    quiet = estimate.detectable_text(study, 0.01, 3)
+    assert "can detect a change of ≥ " in quiet
+
+
 def _m(config: str, value: float, rep: int) -> Measurement:
     return Measurement(
         config, "seq-write", rep, value, "MiB/s", 1 << 20, 16, 0.5, None, None, [],

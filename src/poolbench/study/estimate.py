@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from poolbench.factors import registry as factor_registry
 from poolbench.factors import specs as factor_specs
 from poolbench.stats.policy import ReplicatePolicy
+from poolbench.stats.power import BLIND
 from poolbench.study import matrix
 from poolbench.study.model import Study
 from poolbench.units import parse_size
@@ -221,7 +222,12 @@ def detectable_text(study: Study, cv: float | None, pilot_run: int | None = None
         else f"an assumed run-to-run CV of {used:.0%} (no earlier run on this machine in "
         "the store; a first run of this study gives the real figure)"
     )
-    found = f"a change of ≥ {d:.1%}" if math.isfinite(d) else "no change"
+    if not math.isfinite(d):
+        found = "no change"
+    elif d > BLIND:  # "≥ 2495%" is true and useless: as the reports say it
+        found = "no change smaller than 2× (too few rounds at this noise)"
+    else:
+        found = f"a change of ≥ {d:.1%}"
     need = replicates_for(p, used, TARGET_CHANGE, family)
     need_text = (
         f"{need} replicates per configuration would detect {TARGET_CHANGE:.0%}"
