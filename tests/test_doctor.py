@@ -211,9 +211,7 @@ def test_a_zpool_that_hangs_is_reported_not_fatal_and_waited_for_once(tmp_path: 
     """A pool that holds every zpool command (suspended, its disk gone) is when a user runs
     doctor: the report still comes, ZFS named as not answering, no package suggested (the
     host has its ZFS), and the hung command is not asked twice (each ask is a full limit)."""
-    r = runner(OPENZFS_232)
-    r.responses[("zpool", "list", "-H")] = _hangs
-    c = doctor.examine(r, machine(tmp_path, status=OPENZFS_STATUS))
+    r, c = _one_hangs(("zpool", "list", "-H"), tmp_path)
     z = c.get("zfs")
     assert not z.found and z.add == "" and c.zfs.silent and c.zfs_in_use == "none"
     assert z.detail.startswith("`zpool list -H` did not finish within its time limit of 60 s")
@@ -226,10 +224,15 @@ def test_a_zpool_that_hangs_is_reported_not_fatal_and_waited_for_once(tmp_path: 
     assert c.core_missing == [] and found(c)["directory"] and found(c)["fio"]
 
 
-def test_zpool_version_itself_hanging_suggests_no_install(tmp_path: Path) -> None:
+def _one_hangs(argv: tuple[str, ...], tmp: Path) -> tuple[RecordingRunner, doctor.Checkup]:
+    """doctor on an OpenZFS 2.3 host where `argv` does not return within its limit."""
     r = runner(OPENZFS_232)
-    r.responses[("zpool", "version")] = _hangs
-    c = doctor.examine(r, machine(tmp_path, status=OPENZFS_STATUS))
+    r.responses[argv] = _hangs
+    return r, doctor.examine(r, machine(tmp, status=OPENZFS_STATUS))
+
+
+def test_zpool_version_itself_hanging_suggests_no_install(tmp_path: Path) -> None:
+    r, c = _one_hangs(("zpool", "version"), tmp_path)
     z = c.get("zfs")
     assert not z.found and z.add == "" and "`zpool version` did not finish" in z.detail
     assert r.argvs.count(("zpool", "version")) == 1  # not asked again for the host's traces
@@ -237,9 +240,7 @@ def test_zpool_version_itself_hanging_suggests_no_install(tmp_path: Path) -> Non
 
 
 def test_another_program_that_hangs_is_one_missing_finding(tmp_path: Path) -> None:
-    r = runner(OPENZFS_232)
-    r.responses[("mkfs.btrfs", "--version")] = _hangs
-    c = doctor.examine(r, machine(tmp_path, status=OPENZFS_STATUS))
+    _, c = _one_hangs(("mkfs.btrfs", "--version"), tmp_path)
     b = c.get("btrfs")
     assert not b.found and b.add == "" and "`mkfs.btrfs --version` did not finish" in b.detail
     assert found(c)["zfs"] and found(c)["md"] and c.core_missing == []
