@@ -239,6 +239,15 @@ def test_zpool_version_itself_hanging_suggests_no_install(tmp_path: Path) -> Non
     assert c.zfs.host.userland == "" and c.zfs.host.module == "2.3.2-2~bpo12+2"
 
 
+def test_a_zpool_without_zfs_is_still_asked_its_version_once(tmp_path: Path) -> None:
+    """The check stops before `zpool version` where `zfs` is missing; the host's traces
+    still ask it (an OpenZFS userland half-installed is a trace), once."""
+    r = runner(OPENZFS_232, installed=EVERY_PROGRAM - {"zfs"})
+    c = doctor.examine(r, machine(tmp_path, module=None))
+    assert not c.get("zfs").found and c.zfs.host.userland == "zfs-2.3.2-2~bpo12+2"
+    assert r.argvs.count(("zpool", "version")) == 1
+
+
 def test_another_program_that_hangs_is_one_missing_finding(tmp_path: Path) -> None:
     _, c = _one_hangs(("mkfs.btrfs", "--version"), tmp_path)
     b = c.get("btrfs")

@@ -139,7 +139,12 @@ def examine(
         avail, silent = ZfsBackend(runner).check(), False
     except CommandTimedOut as exc:
         avail, silent = Availability(False, _no_answer(exc)), True
-    userland = avail.version if avail.dialect == OPENZFS else ""  # the same `zpool version`
+    # the host probe's `zpool version` is the one the check asked, where it asked it
+    userland: str | None = None  # not asked (zpool and zfs not both on PATH): it asks
+    if avail.dialect == OPENZFS:
+        userland = avail.version
+    elif silent or avail.dialect:
+        userland = ""  # asked: not OpenZFS's answer, or no answer in time
     return ZfsCheck(avail, host.probe(runner, sys_module, dpkg_status, userland),
                     judge(avail, arcstats, parameters), silent)  # fmt: skip
 
